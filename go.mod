@@ -1,0 +1,3 @@
+module sancus
+
+go 1.26.8

@@ -1,0 +1,12 @@
+// CPU kernels for sancus. Each function works on a row range [r0, r1) so the
+// Go side can split work across goroutines; none allocates.
+#include <stdint.h>
+
+void sc_spmm(const int64_t *rowptr, const int32_t *col, const float *val,
+             const float *B, float *C, int64_t n, int64_t r0, int64_t r1, int acc);
+void sc_gemm_nn(const float *A, const float *B, float *C, int64_t k, int64_t n,
+                int64_t r0, int64_t r1, int acc);
+void sc_gemm_tn(const float *A, const float *B, float *C, int64_t k, int64_t n,
+                int64_t r0, int64_t r1);
+void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int64_t i1);
+int sc_simd_level(void);

@@ -1,0 +1,195 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func randDense(r *rand.Rand, rows, cols int) *Dense {
+	d := NewDense(rows, cols)
+	for i := range d.Data {
+		d.Data[i] = float32(r.NormFloat64())
+	}
+	return d
+}
+
+func randCSR(r *rand.Rand, rows, cols int, density float64) *CSR {
+	a := &CSR{Rows: rows, Cols: cols, RowPtr: make([]int64, rows+1)}
+	for i := 0; i < rows; i++ {
+		for j := 0; j < cols; j++ {
+			if r.Float64() < density {
+				a.ColIdx = append(a.ColIdx, int32(j))
+				a.Val = append(a.Val, float32(r.NormFloat64()))
+			}
+		}
+		a.RowPtr[i+1] = int64(len(a.ColIdx))
+	}
+	return a
+}
+
+func naiveMul(a, b *Dense) *Dense {
+	c := NewDense(a.Rows, b.Cols)
+	for i := 0; i < a.Rows; i++ {
+		for j := 0; j < b.Cols; j++ {
+			var s float64
+			for k := 0; k < a.Cols; k++ {
+				s += float64(a.Data[i*a.Cols+k]) * float64(b.Data[k*b.Cols+j])
+			}
+			c.Data[i*c.Cols+j] = float32(s)
+		}
+	}
+	return c
+}
+
+func assertClose(t *testing.T, what string, got, want *Dense) {
+	t.Helper()
+	if got.Rows != want.Rows || got.Cols != want.Cols {
+		t.Fatalf("%s: shape %dx%d, want %dx%d", what, got.Rows, got.Cols, want.Rows, want.Cols)
+	}
+	for i := range want.Data {
+		if d := math.Abs(float64(got.Data[i] - want.Data[i])); d > 1e-4*(1+math.Abs(float64(want.Data[i]))) {
+			t.Fatalf("%s: element %d = %g, want %g", what, i, got.Data[i], want.Data[i])
+		}
+	}
+}
+
+// Widths cover the specialised trip counts and a generic one.
+var widths = []int{1, 7, 16, 64, 33}
+
+func TestSpMMMatchesDense(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range widths {
+		for _, th := range []int{1, 2, 3} {
+			SetThreads(th)
+			a := randCSR(r, 300, 120, 0.05)
+			b := randDense(r, 120, n)
+			c := NewDense(300, n)
+			if err := SpMM(c, a, b, false); err != nil {
+				t.Fatal(err)
+			}
+			want := naiveMul(a.ToDense(), b)
+			assertClose(t, "spmm", c, want)
+			if err := SpMM(c, a, b, true); err != nil {
+				t.Fatal(err)
+			}
+			for i := range want.Data {
+				want.Data[i] *= 2
+			}
+			assertClose(t, "spmm accumulate", c, want)
+		}
+	}
+	SetThreads(2)
+}
+
+func TestGEMMShapes(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range widths {
+		a := randDense(r, 5000, 20)
+		b := randDense(r, 20, n)
+		c := NewDense(5000, n)
+		if err := GEMM(c, a, b, false); err != nil {
+			t.Fatal(err)
+		}
+		assertClose(t, "A·B", c, naiveMul(a, b))
+
+		g := randDense(r, 5000, n)
+		ct := NewDense(20, n)
+		if err := GEMMTN(ct, a, g); err != nil {
+			t.Fatal(err)
+		}
+		assertClose(t, "Aᵀ·B", ct, naiveMul(a.T(), g))
+
+		w := randDense(r, 20, n)
+		cn := NewDense(5000, 20)
+		if err := GEMMNT(cn, g, w); err != nil {
+			t.Fatal(err)
+		}
+		assertClose(t, "A·Bᵀ", cn, naiveMul(g, w.T()))
+	}
+}
+
+func TestGEMMTNIndependentOfThreads(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	a, g := randDense(r, 20000, 16), randDense(r, 20000, 8)
+	var ref *Dense
+	for _, th := range []int{1, 2, 5} {
+		SetThreads(th)
+		c := NewDense(16, 8)
+		if err := GEMMTN(c, a, g); err != nil {
+			t.Fatal(err)
+		}
+		if ref == nil {
+			ref = c
+			continue
+		}
+		for i := range c.Data {
+			if c.Data[i] != ref.Data[i] {
+				t.Fatalf("threads=%d: element %d differs bitwise: %g vs %g", th, i, c.Data[i], ref.Data[i])
+			}
+		}
+	}
+	SetThreads(2)
+}
+
+func TestShapeErrors(t *testing.T) {
+	if err := SpMM(NewDense(2, 2), randCSR(rand.New(rand.NewPCG(1, 1)), 2, 3, 0.5), NewDense(2, 2), false); err == nil {
+		t.Fatal("SpMM accepted mismatched shapes")
+	}
+	if err := GEMM(NewDense(2, 2), NewDense(2, 3), NewDense(2, 2), false); err == nil {
+		t.Fatal("GEMM accepted mismatched shapes")
+	}
+}
+
+func TestOperandSparseAndDenseAgree(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	a := randCSR(r, 500, 40, 0.1)
+	sp := NewOperand(a)
+	if !sp.IsSparse() {
+		t.Fatal("10% dense matrix was expanded")
+	}
+	dn := NewDenseOperand(a.ToDense())
+	w, g := randDense(r, 40, 16), randDense(r, 500, 16)
+	m := Mask{P: 0.5, Seed: 9, Stream: 3, Row0: 100}
+	for _, o := range []*Operand{sp, dn} {
+		o.SetDropout(m)
+	}
+	c1, c2 := NewDense(500, 16), NewDense(500, 16)
+	sp.Mul(c1, w)
+	dn.Mul(c2, w)
+	assertClose(t, "dropout O·W sparse vs dense", c1, c2)
+	t1, t2 := NewDense(40, 16), NewDense(40, 16)
+	sp.MulT(t1, g)
+	dn.MulT(t2, g)
+	assertClose(t, "dropout Oᵀ·G sparse vs dense", t1, t2)
+	// A new mask must refresh the transposed values.
+	for _, o := range []*Operand{sp, dn} {
+		o.SetDropout(Mask{P: 0.5, Seed: 9, Stream: 4, Row0: 100})
+	}
+	sp.MulT(t1, g)
+	dn.MulT(t2, g)
+	assertClose(t, "second mask Oᵀ·G", t1, t2)
+}
+
+func TestDropoutMaskIsPositional(t *testing.T) {
+	// Rows 10..19 of a 20-row matrix masked with Row0=0 must equal a
+	// 10-row block masked with Row0=10: masks do not depend on the split.
+	r := rand.New(rand.NewPCG(1, 3))
+	full := randDense(r, 20, 16)
+	m := Mask{P: 0.3, Seed: 5, Stream: 2}
+	out := NewDense(20, 16)
+	m.ApplyDense(out, full)
+	blk := full.RowBlock(10, 20).Clone()
+	m.Row0 = 10
+	m.ApplyDense(blk, blk)
+	assertClose(t, "block mask", blk, out.RowBlock(10, 20))
+	kept := 0
+	for _, v := range out.Data {
+		if v != 0 {
+			kept++
+		}
+	}
+	if frac := float64(kept) / float64(len(out.Data)); frac < 0.55 || frac > 0.85 {
+		t.Fatalf("kept fraction %.2f for p=0.3", frac)
+	}
+}

@@ -1,0 +1,124 @@
+package kernels
+
+import "fmt"
+
+// Dense is a row-major float32 matrix.
+type Dense struct {
+	Rows, Cols int
+	Data       []float32
+}
+
+// NewDense allocates a zeroed rows×cols matrix.
+func NewDense(rows, cols int) *Dense {
+	return &Dense{Rows: rows, Cols: cols, Data: make([]float32, rows*cols)}
+}
+
+// Row returns row r as a slice that aliases the matrix.
+func (d *Dense) Row(r int) []float32 { return d.Data[r*d.Cols : (r+1)*d.Cols] }
+
+// RowBlock returns rows [r0, r1) as a matrix that aliases d.
+func (d *Dense) RowBlock(r0, r1 int) *Dense {
+	return &Dense{Rows: r1 - r0, Cols: d.Cols, Data: d.Data[r0*d.Cols : r1*d.Cols]}
+}
+
+// Clone returns a deep copy.
+func (d *Dense) Clone() *Dense {
+	return &Dense{Rows: d.Rows, Cols: d.Cols, Data: append([]float32(nil), d.Data...)}
+}
+
+// Zero sets every element to 0.
+func (d *Dense) Zero() { clear(d.Data) }
+
+// T returns the transpose as a new matrix.
+func (d *Dense) T() *Dense {
+	t := NewDense(d.Cols, d.Rows)
+	for r := 0; r < d.Rows; r++ {
+		for c := 0; c < d.Cols; c++ {
+			t.Data[c*d.Rows+r] = d.Data[r*d.Cols+c]
+		}
+	}
+	return t
+}
+
+// CSR is a compressed-sparse-row float32 matrix. RowPtr has Rows+1 entries;
+// column indices of a row are sorted and unique.
+type CSR struct {
+	Rows, Cols int
+	RowPtr     []int64
+	ColIdx     []int32
+	Val        []float32
+}
+
+// NNZ is the number of stored entries.
+func (a *CSR) NNZ() int64 { return a.RowPtr[a.Rows] }
+
+// Validate checks the structural invariants, so that a corrupt shard or a bad
+// reader is reported instead of crashing a kernel.
+func (a *CSR) Validate() error {
+	if len(a.RowPtr) != a.Rows+1 || a.RowPtr[0] != 0 {
+		return fmt.Errorf("csr: row pointer has %d entries for %d rows", len(a.RowPtr), a.Rows)
+	}
+	nnz := a.RowPtr[a.Rows]
+	if int64(len(a.ColIdx)) != nnz || int64(len(a.Val)) != nnz {
+		return fmt.Errorf("csr: %d nonzeros but %d column indices and %d values", nnz, len(a.ColIdx), len(a.Val))
+	}
+	for r := 0; r < a.Rows; r++ {
+		if a.RowPtr[r+1] < a.RowPtr[r] {
+			return fmt.Errorf("csr: row pointer decreases at row %d", r)
+		}
+		for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
+			if c := a.ColIdx[p]; c < 0 || int(c) >= a.Cols {
+				return fmt.Errorf("csr: row %d has column %d outside [0,%d)", r, c, a.Cols)
+			}
+		}
+	}
+	return nil
+}
+
+// Transpose returns Aᵀ in CSR form (used so backward passes are plain SpMMs).
+func (a *CSR) Transpose() *CSR {
+	t := &CSR{Rows: a.Cols, Cols: a.Rows, RowPtr: make([]int64, a.Cols+1)}
+	nnz := a.NNZ()
+	t.ColIdx = make([]int32, nnz)
+	t.Val = make([]float32, nnz)
+	for _, c := range a.ColIdx {
+		t.RowPtr[c+1]++
+	}
+	for i := 0; i < a.Cols; i++ {
+		t.RowPtr[i+1] += t.RowPtr[i]
+	}
+	next := append([]int64(nil), t.RowPtr[:a.Cols]...)
+	for r := 0; r < a.Rows; r++ {
+		for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
+			c := a.ColIdx[p]
+			q := next[c]
+			next[c]++
+			t.ColIdx[q] = int32(r)
+			t.Val[q] = a.Val[p]
+		}
+	}
+	return t
+}
+
+// ToDense expands the matrix.
+func (a *CSR) ToDense() *Dense {
+	d := NewDense(a.Rows, a.Cols)
+	for r := 0; r < a.Rows; r++ {
+		for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
+			d.Data[r*a.Cols+int(a.ColIdx[p])] += a.Val[p]
+		}
+	}
+	return d
+}
+
+// RowSlice returns rows [r0, r1) as a new CSR with its own row pointer and
+// shared column/value storage.
+func (a *CSR) RowSlice(r0, r1 int) *CSR {
+	rp := make([]int64, r1-r0+1)
+	base := a.RowPtr[r0]
+	for i := range rp {
+		rp[i] = a.RowPtr[r0+i] - base
+	}
+	return &CSR{Rows: r1 - r0, Cols: a.Cols, RowPtr: rp,
+		ColIdx: a.ColIdx[base:a.RowPtr[r1]], Val: a.Val[base:a.RowPtr[r1]]}
+}

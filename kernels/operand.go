@@ -1,0 +1,145 @@
+package kernels
+
+import "fmt"
+
+// Operand is a row block that is kept sparse or dense, whichever is cheaper:
+// input features X_i and the precomputed (ÂX)_i. Wide bag-of-words features
+// stay sparse (wordnet dense would need 8.5 GB); dense-ish ones are
+// expanded, since a dense row streams twice as fast as CSR.
+type Operand struct {
+	sparse *CSR
+	dense  *Dense
+
+	// Dropout works on copies so the original values survive for the next epoch.
+	dropVals  []float32
+	dropDense *Dense
+	cur       *CSR   // sparse matrix with the current (possibly dropped) values
+	curDense  *Dense // dense matrix with the current values
+
+	// Aᵀ for the weight gradient: structure built once, values refreshed.
+	tr     *CSR
+	trPerm []int64
+	gen    int // bumped by SetDropout
+	trGen  int // gen that tr's values were refreshed at (-1: never)
+}
+
+// DenseThreshold is the density above which NewOperand expands a CSR.
+const DenseThreshold = 0.25
+
+// NewOperand wraps a CSR, expanding it when its density exceeds DenseThreshold.
+func NewOperand(a *CSR) *Operand {
+	if a.Rows > 0 && a.Cols > 0 && float64(a.NNZ()) > DenseThreshold*float64(a.Rows)*float64(a.Cols) {
+		return NewDenseOperand(a.ToDense())
+	}
+	return &Operand{sparse: a, cur: a}
+}
+
+// NewDenseOperand wraps a dense matrix.
+func NewDenseOperand(d *Dense) *Operand { return &Operand{dense: d, curDense: d} }
+
+// IsSparse reports the storage chosen.
+func (o *Operand) IsSparse() bool { return o.sparse != nil }
+
+// Rows of the operand.
+func (o *Operand) Rows() int {
+	if o.sparse != nil {
+		return o.sparse.Rows
+	}
+	return o.dense.Rows
+}
+
+// Cols of the operand.
+func (o *Operand) Cols() int {
+	if o.sparse != nil {
+		return o.sparse.Cols
+	}
+	return o.dense.Cols
+}
+
+// NNZ is the number of stored values (rows·cols when dense).
+func (o *Operand) NNZ() int64 {
+	if o.sparse != nil {
+		return o.sparse.NNZ()
+	}
+	return int64(len(o.dense.Data))
+}
+
+// Bytes is the memory the operand's values and indices take.
+func (o *Operand) Bytes() int64 {
+	if o.sparse != nil {
+		return o.sparse.NNZ()*8 + int64(len(o.sparse.RowPtr))*8
+	}
+	return int64(len(o.dense.Data)) * 4
+}
+
+// SetDropout makes the following Mul and MulT use the operand with mask m
+// applied (m.P == 0 restores the original values).
+func (o *Operand) SetDropout(m Mask) {
+	o.gen++
+	if o.sparse != nil {
+		if m.P <= 0 {
+			o.cur = o.sparse
+			return
+		}
+		if o.dropVals == nil {
+			o.dropVals = make([]float32, len(o.sparse.Val))
+		}
+		m.ApplyCSR(o.dropVals, o.sparse)
+		o.cur = &CSR{Rows: o.sparse.Rows, Cols: o.sparse.Cols, RowPtr: o.sparse.RowPtr, ColIdx: o.sparse.ColIdx, Val: o.dropVals}
+		return
+	}
+	if m.P <= 0 {
+		o.curDense = o.dense
+		return
+	}
+	if o.dropDense == nil {
+		o.dropDense = NewDense(o.dense.Rows, o.dense.Cols)
+	}
+	m.ApplyDense(o.dropDense, o.dense)
+	o.curDense = o.dropDense
+}
+
+// Mul computes c = O·w.
+func (o *Operand) Mul(c, w *Dense) error {
+	if o.sparse != nil {
+		return SpMM(c, o.cur, w, false)
+	}
+	return GEMM(c, o.curDense, w, false)
+}
+
+// MulT computes c = Oᵀ·g (a weight gradient).
+func (o *Operand) MulT(c, g *Dense) error {
+	if o.sparse == nil {
+		return GEMMTN(c, o.curDense, g)
+	}
+	if o.Rows() != g.Rows {
+		return fmt.Errorf("operand Oᵀ·G: %d rows against %d", o.Rows(), g.Rows)
+	}
+	if o.tr == nil {
+		o.buildTranspose()
+	}
+	if o.trGen != o.gen {
+		for p, q := range o.trPerm {
+			o.tr.Val[q] = o.cur.Val[p]
+		}
+		o.trGen = o.gen
+	}
+	return SpMM(c, o.tr, g, false)
+}
+
+func (o *Operand) buildTranspose() {
+	a := o.sparse
+	o.tr = a.Transpose()
+	o.trGen = -1 // values are refreshed from the current ones below
+	// Record where each entry of A lands in Aᵀ, so values can be refreshed
+	// in O(nnz) after each dropout without rebuilding the structure.
+	o.trPerm = make([]int64, a.NNZ())
+	next := append([]int64(nil), o.tr.RowPtr[:a.Cols]...)
+	for r := 0; r < a.Rows; r++ {
+		for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
+			c := a.ColIdx[p]
+			o.trPerm[p] = next[c]
+			next[c]++
+		}
+	}
+}
