@@ -1,3 +1,5 @@
 module sancus
 
 go 1.26.8
+
+require github.com/sbromberger/gompi v0.2.0 // indirect

@@ -1,0 +1,250 @@
+package collectives
+
+/*
+#cgo linux CFLAGS: -I/usr/lib/x86_64-linux-gnu/openmpi/include/openmpi -I/usr/lib/x86_64-linux-gnu/openmpi/include -I/usr/lib/aarch64-linux-gnu/openmpi/include -I/usr/lib/aarch64-linux-gnu/openmpi/include/openmpi -pthread
+#cgo linux LDFLAGS: -pthread -L/usr/lib/x86_64-linux-gnu/openmpi/lib -L/usr/lib/aarch64-linux-gnu/openmpi/lib -lmpi
+#include <stdlib.h>
+#include "sc_mpi.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+	"unsafe"
+
+	mpi "github.com/sbromberger/gompi"
+)
+
+// MPI is the transport over an MPI library (OpenMPI here). gompi provides
+// start-up facts and Finalize; the calls it lacks or gets wrong (float32
+// point-to-point, non-blocking calls, Allgatherv, Alltoallv, error codes)
+// are in mpi.c.
+//
+// Every MPI call runs on one goroutine locked to one OS thread, the thread
+// that initialized MPI (MPI_THREAD_FUNNELED): Go moves goroutines between
+// threads, and FUNNELED is the level every MPI library supports well. The
+// compute goroutines overlap with communication because they never wait on
+// that thread.
+type MPI struct {
+	calls   chan func()
+	comm    C.MPI_Comm
+	rank    int
+	size    int
+	stats   *Stats
+	timeout time.Duration
+}
+
+// mpiErr turns an MPI return code into an error with the library's text.
+func mpiErr(rc C.int) error {
+	if rc == C.MPI_SUCCESS {
+		return nil
+	}
+	buf := (*C.char)(C.malloc(C.MPI_MAX_ERROR_STRING + 1))
+	defer C.free(unsafe.Pointer(buf))
+	C.sc_error_string(rc, buf, C.MPI_MAX_ERROR_STRING+1)
+	return fmt.Errorf("MPI error %d: %s", int(rc), C.GoString(buf))
+}
+
+var mpiWorld *MPI
+
+// StartMPI initializes MPI (once per process) and returns the world
+// communicator. timeout bounds each wait; past it the job is aborted with a
+// message naming the rank and operation.
+func StartMPI(timeout time.Duration) (*MPI, error) {
+	if mpiWorld != nil {
+		return mpiWorld, nil
+	}
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	m := &MPI{calls: make(chan func()), stats: &Stats{}, timeout: timeout}
+	errc := make(chan error)
+	go m.serve(errc)
+	if err := <-errc; err != nil {
+		return nil, err
+	}
+	mpiWorld = m
+	return m, nil
+}
+
+func (m *MPI) serve(errc chan<- error) {
+	runtime.LockOSThread() // never unlocked: this thread owns MPI
+	var provided C.int
+	if err := mpiErr(C.sc_init(&provided)); err != nil {
+		errc <- fmt.Errorf("MPI_Init_thread: %w", err)
+		return
+	}
+	if provided < C.MPI_THREAD_FUNNELED {
+		errc <- fmt.Errorf("MPI library provides thread level %d, sancus needs MPI_THREAD_FUNNELED", int(provided))
+		return
+	}
+	if err := mpiErr(C.sc_dup_world(&m.comm)); err != nil {
+		errc <- fmt.Errorf("MPI_Comm_dup: %w", err)
+		return
+	}
+	m.rank, m.size = mpi.WorldRank(), mpi.WorldSize()
+	errc <- nil
+	for f := range m.calls {
+		f()
+	}
+}
+
+// do runs f on the MPI thread and waits for it, aborting the job if it does
+// not finish within the timeout (a dead or hung peer).
+func (m *MPI) do(op string, f func() C.int) error {
+	done := make(chan C.int, 1)
+	m.calls <- func() { done <- f() }
+	t := time.NewTimer(m.timeout)
+	defer t.Stop()
+	select {
+	case rc := <-done:
+		if err := mpiErr(rc); err != nil {
+			return &Error{Rank: m.rank, Op: op, Err: err}
+		}
+		return nil
+	case <-t.C:
+		fmt.Fprintf(os.Stderr, "sancus: rank %d: %s timed out after %v (a peer died or hangs); aborting the job\n", m.rank, op, m.timeout)
+		// The MPI thread is stuck in the call, so abort from here: a
+		// best-effort MPI_Abort, then exit so the launcher tears down the rest.
+		C.sc_abort(m.comm, 3)
+		os.Exit(3)
+		return nil
+	}
+}
+
+func (m *MPI) Rank() int     { return m.rank }
+func (m *MPI) Size() int     { return m.size }
+func (m *MPI) Stats() *Stats { return m.stats }
+
+func fptr(b []float32) *C.float {
+	if len(b) == 0 {
+		return nil
+	}
+	return (*C.float)(unsafe.Pointer(&b[0]))
+}
+
+type mpiReq struct {
+	m      *MPI
+	req    C.MPI_Request
+	pin    runtime.Pinner
+	n      int
+	op     string
+	isRecv bool
+	done   bool
+}
+
+// The buffer stays pinned from the start of the transfer until Wait, since
+// MPI writes into (or reads from) it after Isend/Irecv return.
+func (m *MPI) start(buf []float32, peer, tag int, recv bool) (Request, error) {
+	r := &mpiReq{m: m, n: len(buf), isRecv: recv}
+	if len(buf) > 0 {
+		r.pin.Pin(&buf[0])
+	}
+	if recv {
+		r.op = fmt.Sprintf("recv from rank %d (tag %d)", peer, tag)
+	} else {
+		r.op = fmt.Sprintf("send to rank %d (tag %d)", peer, tag)
+	}
+	err := m.do(r.op, func() C.int {
+		if recv {
+			return C.sc_irecv(fptr(buf), C.int(len(buf)), C.int(peer), C.int(tag), m.comm, &r.req)
+		}
+		return C.sc_isend(fptr(buf), C.int(len(buf)), C.int(peer), C.int(tag), m.comm, &r.req)
+	})
+	if err != nil {
+		r.pin.Unpin()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (m *MPI) Isend(buf []float32, dst, tag int) (Request, error) { return m.start(buf, dst, tag, false) }
+func (m *MPI) Irecv(buf []float32, src, tag int) (Request, error) { return m.start(buf, src, tag, true) }
+
+func (r *mpiReq) Wait() error {
+	if r.done {
+		return nil
+	}
+	var count C.int
+	err := r.m.do(r.op, func() C.int { return C.sc_wait(&r.req, &count) })
+	r.done = true
+	r.pin.Unpin()
+	if err != nil {
+		return err
+	}
+	if r.isRecv && int(count) != r.n {
+		return &Error{Rank: r.m.rank, Op: r.op, Err: fmt.Errorf("message of %d values for a buffer of %d", int(count), r.n)}
+	}
+	return nil
+}
+
+func (m *MPI) Barrier() error {
+	return m.do("barrier", func() C.int { return C.sc_barrier(m.comm) })
+}
+
+func (m *MPI) Bcast(buf []float32, root int) error {
+	return m.do(fmt.Sprintf("MPI_Bcast from root %d", root), func() C.int {
+		return C.sc_bcast(fptr(buf), C.int(len(buf)), C.int(root), m.comm)
+	})
+}
+
+func (m *MPI) Allreduce(buf []float32) error {
+	return m.do("MPI_Allreduce", func() C.int { return C.sc_allreduce_sum(fptr(buf), C.int(len(buf)), m.comm) })
+}
+
+func cints(xs []int) ([]C.int, []C.int) {
+	counts := make([]C.int, len(xs))
+	displs := make([]C.int, len(xs))
+	off := 0
+	for i, x := range xs {
+		counts[i], displs[i] = C.int(x), C.int(off)
+		off += x
+	}
+	return counts, displs
+}
+
+func (m *MPI) Allgatherv(send, recv []float32, counts []int) error {
+	if counts[m.rank] != len(send) {
+		return &Error{Rank: m.rank, Op: "allgatherv", Err: fmt.Errorf("sending %d values, counts say %d", len(send), counts[m.rank])}
+	}
+	cs, ds := cints(counts)
+	return m.do("MPI_Allgatherv", func() C.int {
+		return C.sc_allgatherv(fptr(send), C.int(len(send)), fptr(recv), &cs[0], &ds[0], m.comm)
+	})
+}
+
+func (m *MPI) Alltoallv(send []float32, sendCounts []int, recv []float32, recvCounts []int) error {
+	sc, sd := cints(sendCounts)
+	rc, rd := cints(recvCounts)
+	return m.do("MPI_Alltoallv", func() C.int {
+		return C.sc_alltoallv(fptr(send), &sc[0], &sd[0], fptr(recv), &rc[0], &rd[0], m.comm)
+	})
+}
+
+// Abort prints err (it names the rank) and ends every rank of the job.
+func (m *MPI) Abort(err error) {
+	fmt.Fprintf(os.Stderr, "sancus: rank %d: %v; aborting the job\n", m.rank, err)
+	done := make(chan struct{})
+	go func() {
+		m.calls <- func() { C.sc_abort(m.comm, 1) }
+		close(done)
+	}()
+	select {
+	case <-done:
+		time.Sleep(10 * time.Second) // MPI_Abort kills this process meanwhile
+	case <-time.After(5 * time.Second):
+	}
+	os.Exit(1)
+}
+
+// Close finalizes MPI. The process must not use MPI afterwards.
+func (m *MPI) Close() error {
+	err := m.do("MPI_Finalize", func() C.int {
+		mpi.Stop()
+		return C.MPI_SUCCESS
+	})
+	return err
+}

@@ -1,0 +1,134 @@
+package collectives
+
+// Collectives built from point-to-point calls, for transports that have no
+// library of their own (the in-process one). They favour clarity: the MPI
+// transport uses the library's tuned versions instead.
+
+func offsets(counts []int) []int {
+	off := make([]int, len(counts)+1)
+	for i, n := range counts {
+		off[i+1] = off[i] + n
+	}
+	return off
+}
+
+func p2pBarrier(c Comm) error {
+	var empty []float32
+	if c.Rank() == 0 {
+		var reqs []Request
+		for s := 1; s < c.Size(); s++ {
+			r, err := c.Irecv(empty, s, tagBarrier)
+			if err != nil {
+				return err
+			}
+			reqs = append(reqs, r)
+		}
+		if err := waitAll(reqs); err != nil {
+			return err
+		}
+		reqs = reqs[:0]
+		for d := 1; d < c.Size(); d++ {
+			r, err := c.Isend(empty, d, tagBarrier)
+			if err != nil {
+				return err
+			}
+			reqs = append(reqs, r)
+		}
+		return waitAll(reqs)
+	}
+	r, err := c.Isend(empty, 0, tagBarrier)
+	if err != nil {
+		return err
+	}
+	if err := r.Wait(); err != nil {
+		return err
+	}
+	r, err = c.Irecv(empty, 0, tagBarrier)
+	if err != nil {
+		return err
+	}
+	return r.Wait()
+}
+
+func p2pBcast(c Comm, buf []float32, root int) error {
+	if c.Rank() != root {
+		r, err := c.Irecv(buf, root, tagBcast)
+		if err != nil {
+			return err
+		}
+		return r.Wait()
+	}
+	var reqs []Request
+	for d := 0; d < c.Size(); d++ {
+		if d == root {
+			continue
+		}
+		r, err := c.Isend(buf, d, tagBcast)
+		if err != nil {
+			return err
+		}
+		reqs = append(reqs, r)
+	}
+	return waitAll(reqs)
+}
+
+// p2pAlltoallv exchanges blocks with every peer; Allgatherv is the special
+// case where every rank sends the same block to all.
+func p2pAlltoallv(c Comm, send []float32, sendCounts []int, recv []float32, recvCounts []int, tag int) error {
+	so, ro := offsets(sendCounts), offsets(recvCounts)
+	me := c.Rank()
+	copy(recv[ro[me]:ro[me+1]], send[so[me]:so[me+1]])
+	var reqs []Request
+	for peer := 0; peer < c.Size(); peer++ {
+		if peer == me {
+			continue
+		}
+		r, err := c.Irecv(recv[ro[peer]:ro[peer+1]], peer, tag)
+		if err != nil {
+			return err
+		}
+		reqs = append(reqs, r)
+	}
+	for peer := 0; peer < c.Size(); peer++ {
+		if peer == me {
+			continue
+		}
+		r, err := c.Isend(send[so[peer]:so[peer+1]], peer, tag)
+		if err != nil {
+			return err
+		}
+		reqs = append(reqs, r)
+	}
+	return waitAll(reqs)
+}
+
+func p2pAllgatherv(c Comm, send, recv []float32, counts []int) error {
+	p := c.Size()
+	sendCounts := make([]int, p)
+	buf := make([]float32, 0, len(send)*p)
+	for d := 0; d < p; d++ {
+		sendCounts[d] = len(send)
+		buf = append(buf, send...)
+	}
+	return p2pAlltoallv(c, buf, sendCounts, recv, counts, tagAllgather)
+}
+
+func p2pAllreduce(c Comm, buf []float32) error {
+	p := c.Size()
+	all := make([]float32, len(buf)*p)
+	counts := make([]int, p)
+	for i := range counts {
+		counts[i] = len(buf)
+	}
+	if err := p2pAllgatherv(c, buf, all, counts); err != nil {
+		return err
+	}
+	// Sum in rank order so every rank gets the same bits.
+	clear(buf)
+	for s := 0; s < p; s++ {
+		for i, v := range all[s*len(buf) : (s+1)*len(buf)] {
+			buf[i] += v
+		}
+	}
+	return nil
+}

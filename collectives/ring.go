@@ -1,0 +1,119 @@
+package collectives
+
+import "time"
+
+// DefaultChunk is the ring pipeline's chunk (in float32s): 256 KiB, large
+// enough to amortize per-message cost, small enough that every link of the
+// ring is busy at once.
+const DefaultChunk = 64 * 1024
+
+// RingBcast broadcasts buf from root around the ring root→root+1→… in
+// chunks of chunk floats: each rank forwards chunk c while chunk c+1 is
+// still arriving, so a P-rank broadcast costs about one buffer transfer plus
+// P−1 chunk latencies, not P−1 buffer transfers. All ranks pass buffers of
+// the same length.
+func RingBcast(c Comm, buf []float32, root, chunk int) error {
+	p, r := c.Size(), c.Rank()
+	if p == 1 || len(buf) == 0 {
+		return nil
+	}
+	if chunk <= 0 {
+		chunk = DefaultChunk
+	}
+	start := time.Now()
+	next, prev := (r+1)%p, (r-1+p)%p
+	pos := (r - root + p) % p
+	chunks := (len(buf) + chunk - 1) / chunk
+	part := func(i int) []float32 { return buf[i*chunk : min((i+1)*chunk, len(buf))] }
+	var sent, recv int64
+	var sends []Request
+	fail := func(err error) error {
+		waitAll(sends)
+		return opErr(c, "ring broadcast from root "+itoa(root), err)
+	}
+	if pos == 0 {
+		for i := 0; i < chunks; i++ {
+			req, err := c.Isend(part(i), next, tagRingBcast)
+			if err != nil {
+				return fail(err)
+			}
+			sends = append(sends, req)
+		}
+		sent = int64(len(buf)) * 4
+	} else {
+		recvs := make([]Request, chunks)
+		for i := range recvs {
+			req, err := c.Irecv(part(i), prev, tagRingBcast)
+			if err != nil {
+				return fail(err)
+			}
+			recvs[i] = req
+		}
+		forward := pos < p-1
+		for i, req := range recvs {
+			if err := req.Wait(); err != nil {
+				return fail(err)
+			}
+			if forward {
+				s, err := c.Isend(part(i), next, tagRingBcast)
+				if err != nil {
+					return fail(err)
+				}
+				sends = append(sends, s)
+			}
+		}
+		recv = int64(len(buf)) * 4
+		if forward {
+			sent = recv
+		}
+	}
+	if err := waitAll(sends); err != nil {
+		return opErr(c, "ring broadcast from root "+itoa(root), err)
+	}
+	c.Stats().Add("ring_bcast", sent, recv, time.Since(start))
+	return nil
+}
+
+// SkipBcast runs one ring broadcast per root j = 0..P−1 in order, except for
+// roots whose active[j] is false: those send nothing, and every rank knows it
+// because all ranks hold the same active vector. bufs[j] is root j's block
+// (the source on rank j, the destination elsewhere). ready(j) is called as
+// soon as block j is usable, so the caller can compute on it while later
+// blocks are still on the wire.
+func SkipBcast(c Comm, bufs [][]float32, active []bool, chunk int, ready func(j int)) error {
+	for j := range bufs {
+		if active[j] {
+			if err := RingBcast(c, bufs[j], j, chunk); err != nil {
+				return err
+			}
+		} else {
+			c.Stats().Add("skip_bcast_skipped", 0, 0, 0)
+		}
+		if ready != nil {
+			ready(j)
+		}
+	}
+	return nil
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b [20]byte
+	n := len(b)
+	neg := i < 0
+	if neg {
+		i = -i
+	}
+	for i > 0 {
+		n--
+		b[n] = byte('0' + i%10)
+		i /= 10
+	}
+	if neg {
+		n--
+		b[n] = '-'
+	}
+	return string(b[n:])
+}

@@ -1,0 +1,49 @@
+#include "sc_mpi.h"
+
+int sc_init(int *provided) {
+  int on = 0;
+  MPI_Initialized(&on);
+  if (on) { MPI_Query_thread(provided); return MPI_SUCCESS; }
+  // FUNNELED: all MPI calls come from one locked OS thread (see mpi.go).
+  return MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, provided);
+}
+
+int sc_dup_world(MPI_Comm *out) {
+  int rc = MPI_Comm_dup(MPI_COMM_WORLD, out);
+  if (rc != MPI_SUCCESS) return rc;
+  return MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
+}
+
+int sc_rank(MPI_Comm c, int *r) { return MPI_Comm_rank(c, r); }
+int sc_size(MPI_Comm c, int *s) { return MPI_Comm_size(c, s); }
+
+int sc_isend(const float *buf, int n, int dst, int tag, MPI_Comm c, MPI_Request *req) {
+  return MPI_Isend(buf, n, MPI_FLOAT, dst, tag, c, req);
+}
+int sc_irecv(float *buf, int n, int src, int tag, MPI_Comm c, MPI_Request *req) {
+  return MPI_Irecv(buf, n, MPI_FLOAT, src, tag, c, req);
+}
+int sc_wait(MPI_Request *req, int *count) {
+  MPI_Status st;
+  int rc = MPI_Wait(req, &st);
+  if (rc != MPI_SUCCESS) return rc;
+  *count = -1;
+  return MPI_Get_count(&st, MPI_FLOAT, count);
+}
+int sc_barrier(MPI_Comm c) { return MPI_Barrier(c); }
+int sc_bcast(float *buf, int n, int root, MPI_Comm c) { return MPI_Bcast(buf, n, MPI_FLOAT, root, c); }
+int sc_allreduce_sum(float *buf, int n, MPI_Comm c) {
+  return MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_FLOAT, MPI_SUM, c);
+}
+int sc_allgatherv(const float *send, int n, float *recv, const int *counts, const int *displs, MPI_Comm c) {
+  return MPI_Allgatherv(send, n, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, c);
+}
+int sc_alltoallv(const float *send, const int *sc, const int *sd, float *recv, const int *rc, const int *rd, MPI_Comm c) {
+  return MPI_Alltoallv(send, sc, sd, MPI_FLOAT, recv, rc, rd, MPI_FLOAT, c);
+}
+void sc_abort(MPI_Comm c, int code) { MPI_Abort(c, code); }
+void sc_error_string(int code, char *buf, int len) {
+  int n = 0;
+  if (MPI_Error_string(code, buf, &n) != MPI_SUCCESS || n >= len) { buf[0] = 0; return; }
+  buf[n] = 0;
+}

@@ -1,0 +1,19 @@
+// Thin C wrappers over what gompi v0.2.0 lacks. Every function returns the
+// MPI error code; the communicator is set to MPI_ERRORS_RETURN so codes reach
+// Go instead of aborting inside the library.
+#include <mpi.h>
+
+int sc_init(int *provided);
+int sc_dup_world(MPI_Comm *out);
+int sc_rank(MPI_Comm c, int *r);
+int sc_size(MPI_Comm c, int *s);
+int sc_isend(const float *buf, int n, int dst, int tag, MPI_Comm c, MPI_Request *req);
+int sc_irecv(float *buf, int n, int src, int tag, MPI_Comm c, MPI_Request *req);
+int sc_wait(MPI_Request *req, int *count);
+int sc_barrier(MPI_Comm c);
+int sc_bcast(float *buf, int n, int root, MPI_Comm c);
+int sc_allreduce_sum(float *buf, int n, MPI_Comm c);
+int sc_allgatherv(const float *send, int n, float *recv, const int *counts, const int *displs, MPI_Comm c);
+int sc_alltoallv(const float *send, const int *sc, const int *sd, float *recv, const int *rc, const int *rd, MPI_Comm c);
+void sc_abort(MPI_Comm c, int code);
+void sc_error_string(int code, char *buf, int len);

@@ -1,0 +1,80 @@
+package collectives
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// OpStats is what one kind of operation cost on one rank.
+type OpStats struct {
+	Calls     int64   `json:"calls"`
+	BytesSent int64   `json:"bytes_sent"`
+	BytesRecv int64   `json:"bytes_recv"`
+	Seconds   float64 `json:"seconds"`
+}
+
+// Stats accumulates OpStats per operation name. Safe for concurrent use.
+type Stats struct {
+	mu  sync.Mutex
+	ops map[string]*OpStats
+}
+
+// Add records one operation.
+func (s *Stats) Add(op string, sent, recv int64, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ops == nil {
+		s.ops = map[string]*OpStats{}
+	}
+	o := s.ops[op]
+	if o == nil {
+		o = &OpStats{}
+		s.ops[op] = o
+	}
+	o.Calls++
+	o.BytesSent += sent
+	o.BytesRecv += recv
+	o.Seconds += d.Seconds()
+}
+
+// Snapshot returns a copy of the per-operation figures.
+func (s *Stats) Snapshot() map[string]OpStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]OpStats, len(s.ops))
+	for k, v := range s.ops {
+		out[k] = *v
+	}
+	return out
+}
+
+// Total sums all operations.
+func (s *Stats) Total() OpStats {
+	var t OpStats
+	for _, v := range s.Snapshot() {
+		t.Calls += v.Calls
+		t.BytesSent += v.BytesSent
+		t.BytesRecv += v.BytesRecv
+		t.Seconds += v.Seconds
+	}
+	return t
+}
+
+// Names lists the operations seen, sorted.
+func (s *Stats) Names() []string {
+	snap := s.Snapshot()
+	names := make([]string, 0, len(snap))
+	for k := range snap {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Reset forgets everything recorded.
+func (s *Stats) Reset() {
+	s.mu.Lock()
+	s.ops = nil
+	s.mu.Unlock()
+}

@@ -1,0 +1,126 @@
+package graph
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"sancus/kernels"
+)
+
+// BuildAdjacency returns the symmetric pattern adjacency A of e in CSR form:
+// both directions of every edge, duplicates and self loops dropped, columns
+// sorted. Values are 1.
+func BuildAdjacency(e *Edges) (*kernels.CSR, error) {
+	n := e.N
+	deg := make([]int64, n+1)
+	for i := range e.Src {
+		u, v := e.Src[i], e.Dst[i]
+		if u < 0 || v < 0 || int(u) >= n || int(v) >= n {
+			return nil, fmt.Errorf("edge %d (%d,%d) outside 0..%d", i, u, v, n-1)
+		}
+		if u == v {
+			continue
+		}
+		deg[u+1]++
+		deg[v+1]++
+	}
+	for i := 0; i < n; i++ {
+		deg[i+1] += deg[i]
+	}
+	col := make([]int32, deg[n])
+	next := append([]int64(nil), deg[:n]...)
+	for i := range e.Src {
+		u, v := e.Src[i], e.Dst[i]
+		if u == v {
+			continue
+		}
+		col[next[u]] = v
+		next[u]++
+		col[next[v]] = u
+		next[v]++
+	}
+	// Sort and deduplicate each row, compacting in place.
+	rowptr := make([]int64, n+1)
+	w := int64(0)
+	for r := 0; r < n; r++ {
+		row := col[deg[r]:deg[r+1]]
+		slices.Sort(row)
+		row = slices.Compact(row)
+		copy(col[w:], row)
+		w += int64(len(row))
+		rowptr[r+1] = w
+	}
+	col = col[:w:w]
+	val := make([]float32, w)
+	for i := range val {
+		val[i] = 1
+	}
+	return &kernels.CSR{Rows: n, Cols: n, RowPtr: rowptr, ColIdx: col, Val: val}, nil
+}
+
+// Normalize returns Â = D^-1/2 (A+I) D^-1/2 where D is the degree of A+I.
+func Normalize(a *kernels.CSR) *kernels.CSR {
+	n := a.Rows
+	dinv := make([]float64, n)
+	for r := 0; r < n; r++ {
+		dinv[r] = 1 / math.Sqrt(float64(a.RowPtr[r+1]-a.RowPtr[r]+1))
+	}
+	out := &kernels.CSR{Rows: n, Cols: n, RowPtr: make([]int64, n+1)}
+	out.ColIdx = make([]int32, 0, a.NNZ()+int64(n))
+	out.Val = make([]float32, 0, a.NNZ()+int64(n))
+	for r := 0; r < n; r++ {
+		self := false
+		for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
+			c := a.ColIdx[p]
+			if !self && int(c) > r { // keep columns sorted: insert the diagonal in place
+				out.ColIdx = append(out.ColIdx, int32(r))
+				out.Val = append(out.Val, float32(dinv[r]*dinv[r]))
+				self = true
+			}
+			out.ColIdx = append(out.ColIdx, c)
+			out.Val = append(out.Val, float32(dinv[r]*dinv[c]))
+		}
+		if !self {
+			out.ColIdx = append(out.ColIdx, int32(r))
+			out.Val = append(out.Val, float32(dinv[r]*dinv[r]))
+		}
+		out.RowPtr[r+1] = int64(len(out.ColIdx))
+	}
+	return out
+}
+
+// SpGEMM computes A·B for two CSR matrices (used once, for ÂX) with a dense
+// accumulator per row.
+func SpGEMM(a, b *kernels.CSR) (*kernels.CSR, error) {
+	if a.Cols != b.Rows {
+		return nil, fmt.Errorf("spgemm: %dx%d · %dx%d", a.Rows, a.Cols, b.Rows, b.Cols)
+	}
+	out := &kernels.CSR{Rows: a.Rows, Cols: b.Cols, RowPtr: make([]int64, a.Rows+1)}
+	acc := make([]float32, b.Cols)
+	mark := make([]bool, b.Cols)
+	var cols []int32
+	for r := 0; r < a.Rows; r++ {
+		cols = cols[:0]
+		for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
+			k, av := a.ColIdx[p], a.Val[p]
+			for q := b.RowPtr[k]; q < b.RowPtr[k+1]; q++ {
+				c := b.ColIdx[q]
+				if !mark[c] {
+					mark[c] = true
+					cols = append(cols, c)
+				}
+				acc[c] += av * b.Val[q]
+			}
+		}
+		slices.Sort(cols)
+		for _, c := range cols {
+			out.ColIdx = append(out.ColIdx, c)
+			out.Val = append(out.Val, acc[c])
+			acc[c] = 0
+			mark[c] = false
+		}
+		out.RowPtr[r+1] = int64(len(out.ColIdx))
+	}
+	return out, nil
+}

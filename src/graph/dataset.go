@@ -1,0 +1,258 @@
+package graph
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"sancus/kernels"
+)
+
+// Dataset is a whole graph in memory: what `sancus prepare` splits into
+// shards and what a single-process run trains on.
+type Dataset struct {
+	Name     string
+	N        int
+	Adj      *kernels.CSR // symmetric pattern adjacency, no self loops
+	Features *kernels.CSR // N × F
+	Labels   []int32      // -1 = unlabeled
+	Classes  int
+	Train    []int32
+	Val      []int32
+	Test     []int32
+}
+
+// LoadOptions tune how a dataset directory is read.
+type LoadOptions struct {
+	NormalizeFeatures bool   // divide every feature row by its sum
+	SplitSeed         uint64 // for datasets that ship no split
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// Load reads a dataset directory laid out as in shared/datasets: graph.mtx,
+// edges.txt or a single *.graph file; optional features.mtx (else one-hot
+// identity features); labels.txt; optional train/val/test.txt (else a seeded
+// 10/10/80 split of the labelled nodes).
+func Load(dir string, opt LoadOptions) (*Dataset, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	ds := &Dataset{Name: filepath.Base(dir)}
+	var e *Edges
+	if !st.IsDir() { // a lone METIS or edge-list file
+		e, err = readGraphFile(dir)
+	} else if p := filepath.Join(dir, "graph.mtx"); exists(p) {
+		e, err = ReadMTXGraph(p)
+	} else if p := filepath.Join(dir, "edges.txt"); exists(p) {
+		e, err = ReadSNAP(p)
+	} else if m, _ := filepath.Glob(filepath.Join(dir, "*.graph")); len(m) == 1 {
+		e, err = ReadMETIS(m[0])
+	} else {
+		return nil, fmt.Errorf("dataset %s: no graph.mtx, edges.txt or single *.graph file", dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		dir = filepath.Dir(dir)
+	}
+	labelsPath := filepath.Join(dir, "labels.txt")
+	if exists(labelsPath) {
+		// SNAP ids may stop short of the last (isolated) node: labels decide N.
+		if ds.Labels, err = ReadLabels(labelsPath, 0); err != nil {
+			return nil, err
+		}
+		if len(ds.Labels) < e.N {
+			return nil, fmt.Errorf("%s: %d labels but the graph has %d nodes", labelsPath, len(ds.Labels), e.N)
+		}
+		if len(ds.Labels) > e.N && !exists(filepath.Join(dir, "edges.txt")) {
+			return nil, fmt.Errorf("%s: %d labels but the graph has %d nodes", labelsPath, len(ds.Labels), e.N)
+		}
+		e.N = len(ds.Labels)
+	} else {
+		ds.Labels = make([]int32, e.N)
+		for i := range ds.Labels {
+			ds.Labels[i] = -1
+		}
+	}
+	ds.N = e.N
+	if ds.Adj, err = BuildAdjacency(e); err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", dir, err)
+	}
+	for _, l := range ds.Labels {
+		ds.Classes = max(ds.Classes, int(l)+1)
+	}
+	if p := filepath.Join(dir, "features.mtx"); exists(p) {
+		if ds.Features, err = ReadFeatures(p, ds.N); err != nil {
+			return nil, err
+		}
+	} else {
+		ds.Features = Identity(ds.N)
+	}
+	if opt.NormalizeFeatures {
+		RowNormalize(ds.Features)
+	}
+	if err := ds.loadSplits(dir, opt.SplitSeed); err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
+
+func readGraphFile(p string) (*Edges, error) {
+	switch filepath.Ext(p) {
+	case ".graph":
+		return ReadMETIS(p)
+	case ".mtx":
+		return ReadMTXGraph(p)
+	}
+	return ReadSNAP(p)
+}
+
+func (ds *Dataset) loadSplits(dir string, seed uint64) error {
+	names := []string{"train.txt", "val.txt", "test.txt"}
+	dst := []*[]int32{&ds.Train, &ds.Val, &ds.Test}
+	found := 0
+	for i, name := range names {
+		p := filepath.Join(dir, name)
+		s, err := ReadSplit(p, ds.N)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, v := range s {
+			if ds.Labels[v] < 0 {
+				return fmt.Errorf("%s: node %d has no label", p, v)
+			}
+		}
+		*dst[i] = s
+		found++
+	}
+	if found == 0 {
+		ds.Train, ds.Val, ds.Test = RandomSplit(ds.Labels, 0.1, 0.1, seed)
+	}
+	return nil
+}
+
+// RandomSplit draws a seeded train/val/test split of the labelled nodes;
+// the rest of the fractions goes to test.
+func RandomSplit(labels []int32, train, val float64, seed uint64) (tr, va, te []int32) {
+	var ids []int32
+	for i, l := range labels {
+		if l >= 0 {
+			ids = append(ids, int32(i))
+		}
+	}
+	r := rand.New(rand.NewPCG(seed, 0x5a1e))
+	r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	nt := int(train * float64(len(ids)))
+	nv := int(val * float64(len(ids)))
+	return ids[:nt], ids[nt : nt+nv], ids[nt+nv:]
+}
+
+// ReadFeatures reads an N×F features.mtx into CSR (duplicates summed).
+func ReadFeatures(path string, n int) (*kernels.CSR, error) {
+	type ent struct {
+		r, c int32
+		v    float32
+	}
+	var ents []ent
+	h, err := ReadMTX(path, func(r, c int, v float64) error {
+		ents = append(ents, ent{int32(r), int32(c), float32(v)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if h.Rows != n {
+		return nil, errorfFile(path, "%d feature rows but the graph has %d nodes", h.Rows, n)
+	}
+	if h.Symmetry != "general" {
+		return nil, errorfFile(path, "features must be a general matrix, got %s", h.Symmetry)
+	}
+	a := &kernels.CSR{Rows: h.Rows, Cols: h.Cols, RowPtr: make([]int64, h.Rows+1)}
+	for _, e := range ents {
+		a.RowPtr[e.r+1]++
+	}
+	for i := 0; i < h.Rows; i++ {
+		a.RowPtr[i+1] += a.RowPtr[i]
+	}
+	a.ColIdx = make([]int32, len(ents))
+	a.Val = make([]float32, len(ents))
+	next := append([]int64(nil), a.RowPtr[:h.Rows]...)
+	for _, e := range ents {
+		a.ColIdx[next[e.r]] = e.c
+		a.Val[next[e.r]] = e.v
+		next[e.r]++
+	}
+	return canonical(a), nil
+}
+
+// canonical sorts the columns of each row and sums duplicates.
+func canonical(a *kernels.CSR) *kernels.CSR {
+	out := &kernels.CSR{Rows: a.Rows, Cols: a.Cols, RowPtr: make([]int64, a.Rows+1)}
+	out.ColIdx = make([]int32, 0, len(a.ColIdx))
+	out.Val = make([]float32, 0, len(a.Val))
+	idx := []int{}
+	for r := 0; r < a.Rows; r++ {
+		lo, hi := a.RowPtr[r], a.RowPtr[r+1]
+		idx = idx[:0]
+		for p := lo; p < hi; p++ {
+			idx = append(idx, int(p))
+		}
+		sortByCol(idx, a.ColIdx)
+		for _, p := range idx {
+			c := a.ColIdx[p]
+			if n := len(out.ColIdx); int64(n) > out.RowPtr[r] && out.ColIdx[n-1] == c {
+				out.Val[n-1] += a.Val[p]
+				continue
+			}
+			out.ColIdx = append(out.ColIdx, c)
+			out.Val = append(out.Val, a.Val[p])
+		}
+		out.RowPtr[r+1] = int64(len(out.ColIdx))
+	}
+	return out
+}
+
+func sortByCol(idx []int, col []int32) {
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(col[a], col[b]) })
+}
+
+// Identity returns the n×n identity (one-hot features for featureless graphs).
+func Identity(n int) *kernels.CSR {
+	a := &kernels.CSR{Rows: n, Cols: n, RowPtr: make([]int64, n+1), ColIdx: make([]int32, n), Val: make([]float32, n)}
+	for i := 0; i < n; i++ {
+		a.RowPtr[i+1] = int64(i + 1)
+		a.ColIdx[i] = int32(i)
+		a.Val[i] = 1
+	}
+	return a
+}
+
+// RowNormalize divides each row by its sum (rows summing to 0 are left alone).
+func RowNormalize(a *kernels.CSR) {
+	for r := 0; r < a.Rows; r++ {
+		var s float64
+		for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
+			s += float64(a.Val[p])
+		}
+		if s == 0 {
+			continue
+		}
+		for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
+			a.Val[p] = float32(float64(a.Val[p]) / s)
+		}
+	}
+}

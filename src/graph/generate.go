@@ -1,0 +1,226 @@
+package graph
+
+import (
+	"bufio"
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// GenConfig describes a synthetic dataset.
+type GenConfig struct {
+	Model      string  // "planted" (planted partition) or "rmat" (Graph500 R-MAT)
+	Nodes      int     // number of nodes
+	Edges      int64   // undirected edge lines written (duplicates are dropped on read)
+	Features   int     // feature dimension
+	FeatureNNZ int     // ones per feature row
+	Classes    int     // number of classes
+	PIn        float64 // planted: probability an edge stays inside its class
+	FeatureSig float64 // probability a feature is drawn from the class's own features
+	TrainFrac  float64
+	ValFrac    float64
+	Seed       uint64
+}
+
+// Validate reports the first unusable field.
+func (c GenConfig) Validate() error {
+	switch {
+	case c.Model != "planted" && c.Model != "rmat":
+		return fmt.Errorf("gen: model %q is not planted or rmat", c.Model)
+	case c.Nodes < 2:
+		return fmt.Errorf("gen: need at least 2 nodes, got %d", c.Nodes)
+	case c.Edges < 0:
+		return fmt.Errorf("gen: negative edge count %d", c.Edges)
+	case c.Classes < 1 || c.Classes > c.Nodes:
+		return fmt.Errorf("gen: classes %d must be in 1..nodes", c.Classes)
+	case c.Features < 1 || c.FeatureNNZ < 1 || c.FeatureNNZ > c.Features:
+		return fmt.Errorf("gen: need 1 ≤ feature-nnz (%d) ≤ features (%d)", c.FeatureNNZ, c.Features)
+	case c.PIn < 0 || c.PIn > 1 || c.FeatureSig < 0 || c.FeatureSig > 1:
+		return fmt.Errorf("gen: probabilities must be in [0,1]")
+	case c.TrainFrac < 0 || c.ValFrac < 0 || c.TrainFrac+c.ValFrac > 1:
+		return fmt.Errorf("gen: train+val fractions must be within [0,1]")
+	}
+	return nil
+}
+
+// Generate writes graph.mtx, features.mtx, labels.txt and train/val/test.txt
+// into dir. Edges stream straight to disk: memory is O(nodes), never O(edges).
+func Generate(dir string, c GenConfig) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	r := rand.New(rand.NewPCG(c.Seed, 0x6e6e))
+	labels := make([]int32, c.Nodes)
+	byClass := make([][]int32, c.Classes)
+	for v := range labels {
+		l := int32(r.IntN(c.Classes))
+		labels[v] = l
+		byClass[l] = append(byClass[l], int32(v))
+	}
+	if err := writeFile(filepath.Join(dir, "graph.mtx"), func(w *bufio.Writer) error {
+		return c.writeEdges(w, r, labels, byClass)
+	}); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, "features.mtx"), func(w *bufio.Writer) error {
+		return c.writeFeatures(w, r, labels)
+	}); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, "labels.txt"), func(w *bufio.Writer) error {
+		return writeInts(w, labels)
+	}); err != nil {
+		return err
+	}
+	tr, va, te := RandomSplit(labels, c.TrainFrac, c.ValFrac, c.Seed)
+	for name, ids := range map[string][]int32{"train.txt": tr, "val.txt": va, "test.txt": te} {
+		if err := writeFile(filepath.Join(dir, name), func(w *bufio.Writer) error { return writeInts(w, ids) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFile writes through a temporary name and renames, so a full disk or a
+// crash never leaves a truncated file under the real name.
+func writeFile(path string, fill func(w *bufio.Writer) error) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	err = fill(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}
+
+func writeInts(w *bufio.Writer, xs []int32) error {
+	var buf []byte
+	for _, x := range xs {
+		buf = strconv.AppendInt(buf[:0], int64(x), 10)
+		buf = append(buf, '\n')
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c GenConfig) writeEdges(w *bufio.Writer, r *rand.Rand, labels []int32, byClass [][]int32) error {
+	fmt.Fprintf(w, "%%%%MatrixMarket matrix coordinate pattern symmetric\n%% sancus gen model=%s seed=%d\n%d %d %d\n",
+		c.Model, c.Seed, c.Nodes, c.Nodes, c.Edges)
+	var perm []int32
+	scale := 0
+	if c.Model == "rmat" {
+		scale = bits.Len(uint(c.Nodes - 1))
+		perm = make([]int32, c.Nodes) // Graph500 relabels vertices randomly
+		for i := range perm {
+			perm[i] = int32(i)
+		}
+		r.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+	}
+	var buf []byte
+	for i := int64(0); i < c.Edges; i++ {
+		var u, v int
+		for u == v {
+			if c.Model == "rmat" {
+				u, v = rmatEdge(r, scale, c.Nodes)
+				u, v = int(perm[u]), int(perm[v])
+			} else {
+				u = r.IntN(c.Nodes)
+				if r.Float64() < c.PIn {
+					peers := byClass[labels[u]]
+					v = int(peers[r.IntN(len(peers))])
+				} else {
+					v = r.IntN(c.Nodes)
+				}
+			}
+		}
+		if u < v { // lower triangle, as the symmetric format wants
+			u, v = v, u
+		}
+		buf = strconv.AppendInt(buf[:0], int64(u+1), 10)
+		buf = append(buf, ' ')
+		buf = strconv.AppendInt(buf, int64(v+1), 10)
+		buf = append(buf, '\n')
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rmatEdge draws one Graph500 R-MAT edge (a=0.57, b=c=0.19), rejecting ids ≥ n.
+func rmatEdge(r *rand.Rand, scale, n int) (int, int) {
+	for {
+		u, v := 0, 0
+		for l := 0; l < scale; l++ {
+			p := r.Float64()
+			switch {
+			case p < 0.57:
+			case p < 0.76:
+				v |= 1 << l
+			case p < 0.95:
+				u |= 1 << l
+			default:
+				u |= 1 << l
+				v |= 1 << l
+			}
+		}
+		if u < n && v < n {
+			return u, v
+		}
+	}
+}
+
+func (c GenConfig) writeFeatures(w *bufio.Writer, r *rand.Rand, labels []int32) error {
+	fmt.Fprintf(w, "%%%%MatrixMarket matrix coordinate pattern general\n%d %d %d\n", c.Nodes, c.Features, int64(c.Nodes)*int64(c.FeatureNNZ))
+	// Class k owns a contiguous band of features; a node draws each of its
+	// ones from its own band with probability FeatureSig, else uniformly.
+	band := max(1, c.Features/c.Classes)
+	picked := make(map[int]bool, c.FeatureNNZ)
+	var buf []byte
+	for v := 0; v < c.Nodes; v++ {
+		clear(picked)
+		lo := (int(labels[v]) * band) % c.Features
+		for len(picked) < c.FeatureNNZ {
+			var f int
+			if r.Float64() < c.FeatureSig && len(picked) < band {
+				f = lo + r.IntN(min(band, c.Features-lo))
+			} else {
+				f = r.IntN(c.Features)
+			}
+			if picked[f] {
+				continue
+			}
+			picked[f] = true
+			buf = strconv.AppendInt(buf[:0], int64(v+1), 10)
+			buf = append(buf, ' ')
+			buf = strconv.AppendInt(buf, int64(f+1), 10)
+			buf = append(buf, '\n')
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
