@@ -161,8 +161,12 @@ func (m *MPI) start(buf []float32, peer, tag int, recv bool) (Request, error) {
 	return r, nil
 }
 
-func (m *MPI) Isend(buf []float32, dst, tag int) (Request, error) { return m.start(buf, dst, tag, false) }
-func (m *MPI) Irecv(buf []float32, src, tag int) (Request, error) { return m.start(buf, src, tag, true) }
+func (m *MPI) Isend(buf []float32, dst, tag int) (Request, error) {
+	return m.start(buf, dst, tag, false)
+}
+func (m *MPI) Irecv(buf []float32, src, tag int) (Request, error) {
+	return m.start(buf, src, tag, true)
+}
 
 func (r *mpiReq) Wait() error {
 	if r.done {
