@@ -113,7 +113,7 @@ func TestSkipBcastPatterns(t *testing.T) {
 				}
 			}
 			var order []int
-			if err := SkipBcast(c, bufs, active, 4, func(j int) { order = append(order, j) }); err != nil {
+			if err := SkipBcast(c, bufs, active, Ring(4), func(j int) { order = append(order, j) }); err != nil {
 				return err
 			}
 			for j := range bufs {

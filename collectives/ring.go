@@ -74,16 +74,42 @@ func RingBcast(c Comm, buf []float32, root, chunk int) error {
 	return nil
 }
 
+// BcastFunc broadcasts buf from root: Ring(chunk) or Native.
+type BcastFunc func(c Comm, buf []float32, root int) error
+
+// Ring returns the ring-pipelined broadcast with the given chunk size.
+func Ring(chunk int) BcastFunc {
+	return func(c Comm, buf []float32, root int) error { return RingBcast(c, buf, root, chunk) }
+}
+
+// Native is the transport's own broadcast (MPI_Bcast on MPI).
+func Native(c Comm, buf []float32, root int) error {
+	if c.Size() == 1 || len(buf) == 0 {
+		return nil
+	}
+	start := time.Now()
+	if err := c.Bcast(buf, root); err != nil {
+		return opErr(c, "broadcast from root "+itoa(root), err)
+	}
+	n := int64(len(buf)) * 4
+	var sent, recv int64 = 0, n
+	if c.Rank() == root {
+		sent, recv = n*int64(c.Size()-1), 0 // what the root injects, whatever tree MPI uses
+	}
+	c.Stats().Add("native_bcast", sent, recv, time.Since(start))
+	return nil
+}
+
 // SkipBcast runs one ring broadcast per root j = 0..P−1 in order, except for
 // roots whose active[j] is false: those send nothing, and every rank knows it
 // because all ranks hold the same active vector. bufs[j] is root j's block
 // (the source on rank j, the destination elsewhere). ready(j) is called as
 // soon as block j is usable, so the caller can compute on it while later
 // blocks are still on the wire.
-func SkipBcast(c Comm, bufs [][]float32, active []bool, chunk int, ready func(j int)) error {
+func SkipBcast(c Comm, bufs [][]float32, active []bool, bcast BcastFunc, ready func(j int)) error {
 	for j := range bufs {
 		if active[j] {
-			if err := RingBcast(c, bufs[j], j, chunk); err != nil {
+			if err := bcast(c, bufs[j], j); err != nil {
 				return err
 			}
 		} else {

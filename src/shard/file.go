@@ -1,0 +1,319 @@
+package shard
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+
+	"sancus/kernels"
+)
+
+// File layout (little endian):
+//
+//	magic "SANCUSSH" | version u32 | body length u64 | body | CRC-32C of body u32
+//
+// body: rank, parts, n, classes, featdim, globalTrain (u64 each), offsets
+// (parts+1 × u64), P column blocks, features, AX (flag + CSR), labels, train,
+// val, test (length-prefixed i32 arrays). A CSR is rows, cols, nnz, then
+// rowptr (i64), colidx (i32), values (f32).
+const (
+	magic   = "SANCUSSH"
+	Version = 1
+)
+
+// FileName is the name of rank r's shard out of parts.
+func FileName(r, parts int) string { return fmt.Sprintf("shard-%05d-of-%05d.bin", r, parts) }
+
+type enc struct {
+	w   *bufio.Writer
+	buf [8]byte
+	n   int64
+	err error
+}
+
+func (e *enc) u64(v uint64) {
+	binary.LittleEndian.PutUint64(e.buf[:], v)
+	e.write(e.buf[:8])
+}
+func (e *enc) write(b []byte) {
+	if e.err == nil {
+		_, e.err = e.w.Write(b)
+		e.n += int64(len(b))
+	}
+}
+func (e *enc) i32s(xs []int32) {
+	e.u64(uint64(len(xs)))
+	for _, x := range xs {
+		binary.LittleEndian.PutUint32(e.buf[:], uint32(x))
+		e.write(e.buf[:4])
+	}
+}
+func (e *enc) f32s(xs []float32) {
+	for _, x := range xs {
+		binary.LittleEndian.PutUint32(e.buf[:], math.Float32bits(x))
+		e.write(e.buf[:4])
+	}
+}
+func (e *enc) csr(a *kernels.CSR) {
+	e.u64(uint64(a.Rows))
+	e.u64(uint64(a.Cols))
+	e.u64(uint64(a.NNZ()))
+	for _, p := range a.RowPtr {
+		e.u64(uint64(p))
+	}
+	for _, c := range a.ColIdx {
+		binary.LittleEndian.PutUint32(e.buf[:], uint32(c))
+		e.write(e.buf[:4])
+	}
+	e.f32s(a.Val)
+}
+
+func (s *Shard) encode(w io.Writer) (int64, error) {
+	e := &enc{w: bufio.NewWriterSize(w, 1<<20)}
+	for _, v := range []int{s.Rank, s.Parts, s.N, s.Classes, s.FeatDim, s.GlobalTrain} {
+		e.u64(uint64(v))
+	}
+	for _, o := range s.Offsets {
+		e.u64(uint64(o))
+	}
+	for _, b := range s.Blocks {
+		e.csr(b)
+	}
+	e.csr(s.Features)
+	if s.AX != nil {
+		e.u64(1)
+		e.csr(s.AX)
+	} else {
+		e.u64(0)
+	}
+	e.i32s(s.Labels)
+	e.i32s(s.Train)
+	e.i32s(s.Val)
+	e.i32s(s.Test)
+	if e.err == nil {
+		e.err = e.w.Flush()
+	}
+	return e.n, e.err
+}
+
+// Write stores the shard as dir/FileName(rank, parts), through a temporary
+// file and a rename: a full disk or a crash leaves the old file or none,
+// never a truncated one.
+func (s *Shard) Write(dir string) error {
+	path := filepath.Join(dir, FileName(s.Rank, s.Parts))
+	// Size the body first so the header can carry its length.
+	n, err := s.encode(io.Discard)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("writing shard %s: %w", path, err)
+	}
+	var hdr [20]byte
+	copy(hdr[:8], magic)
+	binary.LittleEndian.PutUint32(hdr[8:], Version)
+	binary.LittleEndian.PutUint64(hdr[12:], uint64(n))
+	if _, err := f.Write(hdr[:]); err != nil {
+		return fail(err)
+	}
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	if _, err := s.encode(io.MultiWriter(f, h)); err != nil {
+		return fail(err)
+	}
+	var sum [4]byte
+	binary.LittleEndian.PutUint32(sum[:], h.Sum32())
+	if _, err := f.Write(sum[:]); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing shard %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}
+
+type dec struct {
+	b   []byte
+	off int
+	err error
+}
+
+var errShort = errors.New("truncated body")
+
+func (d *dec) u64() uint64 {
+	if d.err != nil || d.off+8 > len(d.b) {
+		d.err = errShort
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b[d.off:])
+	d.off += 8
+	return v
+}
+
+// count reads a length and checks it against what is left, so a corrupt
+// length cannot make us allocate terabytes.
+func (d *dec) count(elem int) int {
+	v := d.u64()
+	if d.err == nil && v > uint64(len(d.b)-d.off)/uint64(elem) {
+		d.err = fmt.Errorf("length %d exceeds the file", v)
+		return 0
+	}
+	return int(v)
+}
+
+func (d *dec) i32s(n int) []int32 {
+	if d.err != nil || d.off+4*n > len(d.b) {
+		d.err = errShort
+		return nil
+	}
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32(binary.LittleEndian.Uint32(d.b[d.off+4*i:]))
+	}
+	d.off += 4 * n
+	return out
+}
+
+func (d *dec) f32s(n int) []float32 {
+	if d.err != nil || d.off+4*n > len(d.b) {
+		d.err = errShort
+		return nil
+	}
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(d.b[d.off+4*i:]))
+	}
+	d.off += 4 * n
+	return out
+}
+
+func (d *dec) csr() *kernels.CSR {
+	rows, cols := d.count(8), int(d.u64())
+	nnz := d.count(8)
+	if d.err != nil {
+		return nil
+	}
+	a := &kernels.CSR{Rows: rows, Cols: cols, RowPtr: make([]int64, rows+1)}
+	for i := range a.RowPtr {
+		a.RowPtr[i] = int64(d.u64())
+	}
+	a.ColIdx = d.i32s(nnz)
+	a.Val = d.f32s(nnz)
+	if d.err == nil {
+		if err := a.Validate(); err != nil {
+			d.err = err
+		}
+	}
+	return a
+}
+
+// Read loads dir/FileName(rank, parts) and checks magic, version, checksum,
+// and that it really is rank's shard of a parts-way split.
+func Read(dir string, rank, parts int) (*Shard, error) {
+	path := filepath.Join(dir, FileName(rank, parts))
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		others, _ := filepath.Glob(filepath.Join(dir, "shard-00000-of-*.bin"))
+		if len(others) > 0 {
+			return nil, fmt.Errorf("shard %s: not found; %s holds shards for another rank count (%s): run sancus prepare --parts %d or launch with that many ranks",
+				path, dir, filepath.Base(others[0]), parts)
+		}
+		return nil, fmt.Errorf("shard %s: not found (run sancus prepare --parts %d first)", path, parts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("shard %s: %w", path, err)
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("shard %s: %s", path, fmt.Sprintf(format, args...))
+	}
+	if len(raw) < 24 || string(raw[:8]) != magic {
+		return nil, bad("not a sancus shard (bad magic)")
+	}
+	if v := binary.LittleEndian.Uint32(raw[8:]); v != Version {
+		return nil, bad("format version %d, this sancus reads %d", v, Version)
+	}
+	n := binary.LittleEndian.Uint64(raw[12:])
+	if uint64(len(raw)) != 20+n+4 {
+		return nil, bad("%d bytes, header promises %d (truncated or corrupt)", len(raw), 24+n)
+	}
+	body := raw[20 : 20+n]
+	if got, want := crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)), binary.LittleEndian.Uint32(raw[20+n:]); got != want {
+		return nil, bad("checksum mismatch (stored %08x, computed %08x): the file is corrupt", want, got)
+	}
+	d := &dec{b: body}
+	s := &Shard{}
+	s.Rank, s.Parts, s.N = int(d.u64()), int(d.u64()), int(d.u64())
+	s.Classes, s.FeatDim, s.GlobalTrain = int(d.u64()), int(d.u64()), int(d.u64())
+	if d.err == nil && (s.Parts != parts || s.Rank != rank) {
+		return nil, bad("holds rank %d of %d, wanted rank %d of %d", s.Rank, s.Parts, rank, parts)
+	}
+	if d.err == nil && s.Parts > 1<<20 {
+		return nil, bad("implausible part count %d", s.Parts)
+	}
+	s.Offsets = make([]int64, s.Parts+1)
+	for i := range s.Offsets {
+		s.Offsets[i] = int64(d.u64())
+	}
+	s.Blocks = make([]*kernels.CSR, s.Parts)
+	for j := range s.Blocks {
+		s.Blocks[j] = d.csr()
+	}
+	s.Features = d.csr()
+	if d.u64() == 1 {
+		s.AX = d.csr()
+	}
+	s.Labels = d.i32s(d.count(4))
+	s.Train = d.i32s(d.count(4))
+	s.Val = d.i32s(d.count(4))
+	s.Test = d.i32s(d.count(4))
+	if d.err != nil {
+		return nil, bad("%v", d.err)
+	}
+	if err := s.check(); err != nil {
+		return nil, bad("%v", err)
+	}
+	return s, nil
+}
+
+// check verifies that the parts of a shard agree with each other.
+func (s *Shard) check() error {
+	rows := s.Rows()
+	for j, b := range s.Blocks {
+		if b.Rows != rows || b.Cols != s.RowsOf(j) {
+			return fmt.Errorf("block %d is %dx%d, want %dx%d", j, b.Rows, b.Cols, rows, s.RowsOf(j))
+		}
+	}
+	if s.Features.Rows != rows || s.Features.Cols != s.FeatDim {
+		return fmt.Errorf("features are %dx%d, want %dx%d", s.Features.Rows, s.Features.Cols, rows, s.FeatDim)
+	}
+	if s.AX != nil && (s.AX.Rows != rows || s.AX.Cols != s.FeatDim) {
+		return fmt.Errorf("ÂX is %dx%d, want %dx%d", s.AX.Rows, s.AX.Cols, rows, s.FeatDim)
+	}
+	if len(s.Labels) != rows {
+		return fmt.Errorf("%d labels for %d rows", len(s.Labels), rows)
+	}
+	for _, set := range [][]int32{s.Train, s.Val, s.Test} {
+		for _, v := range set {
+			if v < 0 || int(v) >= rows {
+				return fmt.Errorf("split node %d outside 0..%d", v, rows-1)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+// Package shard is the unit of data a rank owns: its block row of Â (as P
+// column blocks), its features, the precomputed (ÂX) rows, labels and split
+// masks. `sancus prepare` writes one shard file per rank; a rank of a
+// distributed run reads only its own. Nothing else reaches a rank.
+package shard
+
+import (
+	"fmt"
+
+	"sancus/kernels"
+	"sancus/src/graph"
+)
+
+// Shard is rank Rank's block row of a graph split into Parts contiguous
+// row ranges.
+type Shard struct {
+	Rank, Parts int
+	N           int     // global node count
+	Offsets     []int64 // Parts+1 global row offsets; rank r owns [Offsets[r], Offsets[r+1])
+	Classes     int
+	FeatDim     int
+	GlobalTrain int // training nodes over all ranks (the loss normalizer)
+
+	Blocks   []*kernels.CSR // Blocks[j] = Â_ij, rows × rows of rank j, local column ids
+	Features *kernels.CSR   // X_i
+	AX       *kernels.CSR   // (ÂX)_i, precomputed once; nil if not prepared
+	Labels   []int32        // local rows; -1 unlabeled
+	Train    []int32        // local row ids
+	Val      []int32
+	Test     []int32
+}
+
+// Rows is the number of rows this rank owns.
+func (s *Shard) Rows() int { return int(s.Offsets[s.Rank+1] - s.Offsets[s.Rank]) }
+
+// RowsOf is the number of rows rank j owns.
+func (s *Shard) RowsOf(j int) int { return int(s.Offsets[j+1] - s.Offsets[j]) }
+
+// Row0 is the global id of local row 0.
+func (s *Shard) Row0() int { return int(s.Offsets[s.Rank]) }
+
+// BalancedRanges splits the rows of Â into parts contiguous ranges holding
+// about the same work: each row weighs its nonzeros plus one, since SpMM cost
+// follows nonzeros and dense per-row work follows rows.
+func BalancedRanges(ahat *kernels.CSR, parts int) ([]int64, error) {
+	n := ahat.Rows
+	if parts < 1 || parts > n {
+		return nil, fmt.Errorf("cannot split %d rows into %d parts", n, parts)
+	}
+	total := ahat.NNZ() + int64(n)
+	off := make([]int64, parts+1)
+	r := 0
+	for p := 1; p < parts; p++ {
+		target := total * int64(p) / int64(parts)
+		for r < n && ahat.RowPtr[r]+int64(r) < target {
+			r++
+		}
+		// Leave at least one row for every remaining part.
+		r = max(r, int(off[p-1])+1)
+		r = min(r, n-(parts-p))
+		off[p] = int64(r)
+	}
+	off[parts] = int64(n)
+	return off, nil
+}
+
+// Options control how shards are cut.
+type Options struct {
+	Precompute bool // store (ÂX)_i so layer 1 needs no communication
+}
+
+// Split cuts one rank's shard out of a whole dataset whose normalized
+// adjacency is ahat and (optionally) ÂX is ax.
+func Split(ds *graph.Dataset, ahat, ax *kernels.CSR, off []int64, rank int) (*Shard, error) {
+	parts := len(off) - 1
+	if rank < 0 || rank >= parts {
+		return nil, fmt.Errorf("rank %d outside 0..%d", rank, parts-1)
+	}
+	lo, hi := int(off[rank]), int(off[rank+1])
+	s := &Shard{Rank: rank, Parts: parts, N: ds.N, Offsets: off, Classes: ds.Classes, FeatDim: ds.Features.Cols}
+	s.Blocks = columnBlocks(ahat.RowSlice(lo, hi), off)
+	s.Features = ds.Features.RowSlice(lo, hi)
+	if ax != nil {
+		s.AX = ax.RowSlice(lo, hi)
+	}
+	s.Labels = append([]int32(nil), ds.Labels[lo:hi]...)
+	local := func(ids []int32) []int32 {
+		var out []int32
+		for _, v := range ids {
+			if int(v) >= lo && int(v) < hi {
+				out = append(out, v-int32(lo))
+			}
+		}
+		return out
+	}
+	s.Train, s.Val, s.Test = local(ds.Train), local(ds.Val), local(ds.Test)
+	s.GlobalTrain = len(ds.Train)
+	return s, nil
+}
+
+// columnBlocks cuts a row block into one CSR per column range, with column
+// ids made local to the range (columns are sorted, so each row's entries for
+// block j are contiguous).
+func columnBlocks(a *kernels.CSR, off []int64) []*kernels.CSR {
+	parts := len(off) - 1
+	blocks := make([]*kernels.CSR, parts)
+	for j := range blocks {
+		blocks[j] = &kernels.CSR{Rows: a.Rows, Cols: int(off[j+1] - off[j]), RowPtr: make([]int64, a.Rows+1)}
+	}
+	for r := 0; r < a.Rows; r++ {
+		j := 0
+		for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
+			c := int64(a.ColIdx[p])
+			for c >= off[j+1] {
+				j++
+			}
+			b := blocks[j]
+			b.ColIdx = append(b.ColIdx, int32(c-off[j]))
+			b.Val = append(b.Val, a.Val[p])
+		}
+		for _, b := range blocks {
+			b.RowPtr[r+1] = int64(len(b.ColIdx))
+		}
+	}
+	return blocks
+}
+
+// Prepared is a dataset made ready for splitting: Â, ÂX and row ranges.
+type Prepared struct {
+	DS      *graph.Dataset
+	AHat    *kernels.CSR
+	AX      *kernels.CSR
+	Offsets []int64
+}
+
+// Prepare normalizes the adjacency, optionally precomputes ÂX, and cuts
+// parts balanced row ranges.
+func Prepare(ds *graph.Dataset, parts int, opt Options) (*Prepared, error) {
+	ahat := graph.Normalize(ds.Adj)
+	off, err := BalancedRanges(ahat, parts)
+	if err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
+	}
+	p := &Prepared{DS: ds, AHat: ahat, Offsets: off}
+	if opt.Precompute {
+		if p.AX, err = graph.SpGEMM(ahat, ds.Features); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// Shard returns rank r's shard.
+func (p *Prepared) Shard(r int) (*Shard, error) { return Split(p.DS, p.AHat, p.AX, p.Offsets, r) }

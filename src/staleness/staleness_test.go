@@ -1,0 +1,94 @@
+package staleness
+
+import (
+	"fmt"
+	"testing"
+)
+
+// schedule runs a policy for epochs on one rank with all verdicts local (or
+// gathered from drift for variation-gap) and returns the epochs root j broadcast.
+func schedule(t *testing.T, p Policy, p2 int, epochs int, depends [][]bool, drift func(epoch int) float64) [][]int {
+	last := make([]int, p2)
+	for j := range last {
+		last[j] = -1
+	}
+	out := make([][]int, p2)
+	active := make([]bool, p2)
+	for e := 0; e < epochs; e++ {
+		in := Input{Epoch: e, Rank: 0, Last: last, Depends: depends,
+			Drift: func() float64 { return drift(e) },
+			Gather: func(mine float32) ([]float32, error) {
+				fl := make([]float32, p2)
+				for j := range fl {
+					fl[j] = mine // every rank drifts alike in this script
+				}
+				return fl, nil
+			}}
+		if err := p.Active(in, active); err != nil {
+			t.Fatal(err)
+		}
+		for j, a := range active {
+			if a {
+				out[j] = append(out[j], e)
+				last[j] = e
+			}
+		}
+	}
+	return out
+}
+
+func dense(p int) [][]bool {
+	d := make([][]bool, p)
+	for i := range d {
+		d[i] = make([]bool, p)
+		for j := range d[i] {
+			d[i][j] = true
+		}
+	}
+	return d
+}
+
+func TestSchedules(t *testing.T) {
+	noDrift := func(int) float64 { return 0 }
+	cases := []struct {
+		name   string
+		p      Policy
+		deps   [][]bool
+		drift  func(int) float64
+		root   int
+		expect string
+	}{
+		{"none", Capped{None{}, 100}, dense(2), noDrift, 0, "[0 1 2 3 4 5 6 7 8 9]"},
+		{"eps_E=1 broadcasts every 2nd epoch", Capped{EpochFixed{1}, 100}, dense(2), noDrift, 1, "[0 2 4 6 8]"},
+		{"eps_E=2 every 3rd", Capped{EpochFixed{2}, 100}, dense(2), noDrift, 0, "[0 3 6 9]"},
+		{"eps_E=3 capped at 2", Capped{EpochFixed{3}, 2}, dense(2), noDrift, 0, "[0 2 4 6 8]"},
+		{"eps_A=1 with dependents behaves like eps_E=1", Capped{EpochAdaptive{1}, 100}, dense(2), noDrift, 0, "[0 2 4 6 8]"},
+		// Root 1 is used by nobody (not even itself): only the cap refreshes it.
+		{"eps_A=1 root without dependents", Capped{EpochAdaptive{1}, 4}, [][]bool{{true, false}, {true, false}}, noDrift, 1, "[0 4 8]"},
+		{"eps_H=0.02 broadcasts when drift exceeds it", Capped{VariationGap{0.02}, 100}, dense(2),
+			func(e int) float64 { return []float64{0, 0.05, 0.01, 0.015, 0.03, 0, 0, 0, 0.5, 0}[e] }, 0, "[0 1 4 8]"},
+		{"eps_H with cap", Capped{VariationGap{0.02}, 3}, dense(2), noDrift, 0, "[0 3 6 9]"},
+	}
+	for _, c := range cases {
+		got := fmt.Sprint(schedule(t, c.p, 2, 10, c.deps, c.drift)[c.root])
+		if got != c.expect {
+			t.Errorf("%s: root %d broadcast in epochs %s, want %s", c.name, c.root, got, c.expect)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, bad := range []struct {
+		name string
+		eps  float64
+		cap  int
+	}{{"epoch-fixed", 1.5, 5}, {"epoch-fixed", -1, 5}, {"variation-gap", -0.1, 5}, {"bogus", 1, 5}, {"epoch-fixed", 1, 0}} {
+		if _, err := Parse(bad.name, bad.eps, bad.cap); err == nil {
+			t.Errorf("Parse(%q, %g, %d) accepted", bad.name, bad.eps, bad.cap)
+		}
+	}
+	p, err := Parse("H", 0.01, 8)
+	if err != nil || p.Name() != "variation-gap(0.01),cap=8" {
+		t.Fatalf("got %v, %v", p, err)
+	}
+}

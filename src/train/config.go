@@ -1,0 +1,75 @@
+// Package train is the SANCUS engine on one rank: Algorithm 3's forward and
+// backward passes over a shard, epochs, evaluation and the run report. It
+// talks to other ranks only through collectives.Comm, so the whole algorithm
+// runs in one process over the in-process transport in tests.
+package train
+
+import (
+	"fmt"
+	"io"
+	"math"
+
+	"sancus/src/staleness"
+)
+
+// Config is one training run.
+type Config struct {
+	Layers      int
+	Hidden      int
+	Epochs      int
+	LR          float64
+	Dropout     float64
+	WeightDecay float64 // L2 on the first layer's weights (Kipf & Welling)
+	Seed        uint64
+
+	// Precompute uses the shard's (ÂX)_i: exact, and layer 1 sends nothing.
+	Precompute bool
+
+	Staleness string  // none, epoch-fixed, epoch-adaptive, variation-gap
+	Eps       float64 // the policy's bound (epochs, or relative change)
+	MaxStale  int     // hard cap on epochs of staleness for every policy
+
+	// Clip scales each rank's broadcast gradient block δ_i down to norm
+	// th_i = ClipScale·Clip when it is larger; 0 disables. ClipScale 0
+	// means √P, as in SANCUS.
+	Clip      float64
+	ClipScale float64
+
+	FreshDiagonal bool // use the fresh own block instead of the shared cached one
+	SkipGradients bool // the SkipG baseline: gradient broadcasts obey the policy too
+	NativeBcast   bool // MPI_Bcast instead of the ring, for comparison
+	Chunk         int  // ring pipeline chunk in floats (0: default)
+	EvalEvery     int  // evaluate every k epochs (and at the last)
+
+	Log io.Writer // per-epoch lines on rank 0 (nil: silent)
+}
+
+// Defaults are the Kipf & Welling settings.
+func Defaults() Config {
+	return Config{Layers: 2, Hidden: 16, Epochs: 200, LR: 0.01, Dropout: 0.5, WeightDecay: 5e-4,
+		Seed: 1, Precompute: true, Staleness: "none", MaxStale: 10, EvalEvery: 1}
+}
+
+// Validate reports the first unusable setting.
+func (c Config) Validate() error {
+	switch {
+	case c.Layers < 1:
+		return fmt.Errorf("layers must be ≥ 1, got %d", c.Layers)
+	case c.Hidden < 1:
+		return fmt.Errorf("hidden must be ≥ 1, got %d", c.Hidden)
+	case c.Epochs < 0:
+		return fmt.Errorf("epochs must be ≥ 0, got %d", c.Epochs)
+	case !(c.LR > 0) || math.IsInf(c.LR, 0):
+		return fmt.Errorf("lr must be > 0, got %g", c.LR)
+	case c.Dropout < 0 || c.Dropout >= 1:
+		return fmt.Errorf("dropout must be in [0,1), got %g", c.Dropout)
+	case c.WeightDecay < 0:
+		return fmt.Errorf("weight-decay must be ≥ 0, got %g", c.WeightDecay)
+	case c.Clip < 0 || c.ClipScale < 0:
+		return fmt.Errorf("clip and clip-scale must be ≥ 0")
+	case c.Chunk < 0:
+		return fmt.Errorf("chunk must be ≥ 0, got %d", c.Chunk)
+	}
+	_, err := staleness.Parse(c.Staleness, c.Eps, c.MaxStale)
+	return err
+}

@@ -1,0 +1,307 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"sancus/collectives"
+	"sancus/kernels"
+	"sancus/src/model"
+	"sancus/src/shard"
+	"sancus/src/staleness"
+)
+
+// How a layer combines aggregation (Â·) and transformation (·W).
+type layerMode int
+
+const (
+	modeLocal     layerMode = iota // layer 1 on precomputed ÂX: no communication at all
+	modeAggFirst                   // T = Σ Â_ij H_j, Z = T W  (send H: the input is narrower)
+	modeTransform                  // U = H W, Z = Σ Â_ij U_j   (send HW: the output is narrower)
+)
+
+func (m layerMode) String() string {
+	return [...]string{"local (precomputed ÂX)", "aggregate-first (send H)", "transform-first (send HW)"}[m]
+}
+
+type layer struct {
+	mode      layerMode
+	din, dout int
+	in        *kernels.Dense // dropout(H_{l-1}) for l > 0
+	t         *kernels.Dense // Σ Â_ij H_j (aggregate-first)
+	u         *kernels.Dense // H W (transform-first)
+	z         *kernels.Dense // output; H_l after ReLU
+	fwd       *exchange      // forward blocks and their cache
+	grad      *exchange      // backward gradient blocks
+	eval      *exchange      // eval-mode blocks: always fresh, never cached
+	dT, dIn   *kernels.Dense
+	dU        *kernels.Dense
+	dW        *kernels.Dense
+	db        []float32
+}
+
+type clock struct{ comm, wait time.Duration }
+
+// Engine trains one rank's part of a GCN.
+type Engine struct {
+	cfg     Config
+	c       collectives.Comm
+	s       *shard.Shard
+	P, rank int
+	rows    int
+
+	m      *model.GCN
+	opt    *model.Adam
+	input  *kernels.Operand // (ÂX)_i when precomputed, else X_i
+	layers []*layer
+
+	depends   [][]bool // depends[i][j]: nnz(Â_ij) > 0, known on every rank
+	bcast     collectives.BcastFunc
+	clipScale float64
+	clipped   int
+	clock     clock
+	grads     []float32 // flat gradient buffer, one allreduce per step
+}
+
+// New sets up rank c.Rank()'s engine on its shard.
+func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if s.Parts != c.Size() || s.Rank != c.Rank() {
+		return nil, fmt.Errorf("rank %d of %d was given shard %d of %d", c.Rank(), c.Size(), s.Rank, s.Parts)
+	}
+	if s.Classes < 1 {
+		return nil, fmt.Errorf("dataset has no labelled classes")
+	}
+	e := &Engine{cfg: cfg, c: c, s: s, P: c.Size(), rank: c.Rank(), rows: s.Rows()}
+	e.clipScale = cfg.ClipScale
+	if e.clipScale == 0 {
+		e.clipScale = math.Sqrt(float64(e.P))
+	}
+	e.bcast = collectives.Ring(cfg.Chunk)
+	if cfg.NativeBcast {
+		e.bcast = collectives.Native
+	}
+	if cfg.Precompute {
+		if s.AX == nil {
+			return nil, fmt.Errorf("shard %d has no precomputed ÂX: prepare it with --precompute or train with --precompute=false", s.Rank)
+		}
+		e.input = kernels.NewOperand(s.AX)
+	} else {
+		e.input = kernels.NewOperand(s.Features)
+	}
+	dims := []int{s.FeatDim}
+	for l := 0; l+1 < cfg.Layers; l++ {
+		dims = append(dims, cfg.Hidden)
+	}
+	dims = append(dims, s.Classes)
+	var err error
+	if e.m, err = model.NewGCN(dims, cfg.Seed); err != nil {
+		return nil, err
+	}
+	e.opt = model.NewAdam(cfg.LR, e.m.NumParams())
+	e.grads = make([]float32, e.m.NumParams())
+	if err := e.shareSparsity(); err != nil {
+		return nil, err
+	}
+	policy, _ := staleness.Parse(cfg.Staleness, cfg.Eps, cfg.MaxStale)
+	gradPolicy := staleness.Policy(staleness.None{})
+	if cfg.SkipGradients {
+		gradPolicy = policy
+	}
+	for l := 0; l < cfg.Layers; l++ {
+		L := &layer{din: dims[l], dout: dims[l+1]}
+		switch {
+		case l == 0 && cfg.Precompute:
+			L.mode = modeLocal
+		case l == 0 || L.din > L.dout:
+			L.mode = modeTransform // the raw input is never broadcast: XW is narrower
+		default:
+			L.mode = modeAggFirst
+		}
+		r := e.rows
+		L.z = kernels.NewDense(r, L.dout)
+		L.dW = kernels.NewDense(L.din, L.dout)
+		L.db = make([]float32, L.dout)
+		name := fmt.Sprintf("layer %d", l+1)
+		switch L.mode {
+		case modeAggFirst:
+			L.in = kernels.NewDense(r, L.din)
+			L.t = kernels.NewDense(r, L.din)
+			L.dT = kernels.NewDense(r, L.din)
+			L.dIn = kernels.NewDense(r, L.din)
+			L.fwd = e.newExchange(name+" forward", L.din, policy)
+			L.eval = e.newExchange(name+" eval", L.din, staleness.None{})
+			L.grad = e.newExchange(name+" gradient", L.din, gradPolicy)
+		case modeTransform:
+			if l > 0 {
+				L.in = kernels.NewDense(r, L.din)
+				L.dIn = kernels.NewDense(r, L.din)
+			}
+			L.u = kernels.NewDense(r, L.dout)
+			L.dU = kernels.NewDense(r, L.dout)
+			L.fwd = e.newExchange(name+" forward", L.dout, policy)
+			L.eval = e.newExchange(name+" eval", L.dout, staleness.None{})
+			L.grad = e.newExchange(name+" gradient", L.dout, gradPolicy)
+		}
+		e.layers = append(e.layers, L)
+	}
+	return e, nil
+}
+
+// shareSparsity tells every rank which blocks Â_ij are non-empty (one
+// allgather at start-up); epoch-adaptive staleness uses it.
+func (e *Engine) shareSparsity() error {
+	mine := make([]float32, e.P)
+	for j, b := range e.s.Blocks {
+		if b.NNZ() > 0 {
+			mine[j] = 1
+		}
+	}
+	all := make([]float32, e.P*e.P)
+	counts := make([]int, e.P)
+	for i := range counts {
+		counts[i] = e.P
+	}
+	if e.P == 1 {
+		copy(all, mine)
+	} else if err := e.c.Allgatherv(mine, all, counts); err != nil {
+		return fmt.Errorf("sharing block sparsity: %w", err)
+	}
+	e.depends = make([][]bool, e.P)
+	for i := range e.depends {
+		e.depends[i] = make([]bool, e.P)
+		for j := range e.depends[i] {
+			e.depends[i][j] = all[i*e.P+j] != 0
+		}
+	}
+	return nil
+}
+
+// mask is the dropout mask of layer l's input in a training epoch.
+func (e *Engine) mask(epoch, l int, train bool) kernels.Mask {
+	if !train {
+		return kernels.Mask{}
+	}
+	return kernels.Mask{P: float32(e.cfg.Dropout), Seed: e.cfg.Seed, Stream: uint64(epoch)<<8 | uint64(l), Row0: e.s.Row0()}
+}
+
+// forward runs all layers and returns the logits of this rank's rows. In
+// training the staleness policy may skip broadcasts; evaluation always uses
+// fresh blocks and leaves the caches alone.
+func (e *Engine) forward(epoch int, train bool) (*kernels.Dense, error) {
+	var h *kernels.Dense
+	for l, L := range e.layers {
+		w := e.m.W[l]
+		mask := e.mask(epoch, l, train)
+		x := L.fwd
+		if !train {
+			x = L.eval
+		}
+		var err error
+		switch L.mode {
+		case modeLocal:
+			e.input.SetDropout(mask)
+			err = e.input.Mul(L.z, w)
+		case modeTransform:
+			if l == 0 {
+				e.input.SetDropout(mask)
+				err = e.input.Mul(L.u, w)
+			} else {
+				mask.ApplyDense(L.in, h)
+				err = kernels.GEMM(L.u, L.in, w, false)
+			}
+			if err == nil {
+				err = e.exchange(x, epoch, L.z, L.u)
+			}
+		case modeAggFirst:
+			mask.ApplyDense(L.in, h)
+			if err = e.exchange(x, epoch, L.t, L.in); err == nil {
+				err = kernels.GEMM(L.z, L.t, w, false)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("forward layer %d: %w", l+1, err)
+		}
+		kernels.AddBiasReLU(L.z, e.m.B[l], l < len(e.layers)-1)
+		h = L.z
+	}
+	return h, nil
+}
+
+// exchange decides which roots send, then aggregates.
+func (e *Engine) exchange(x *exchange, epoch int, out, own *kernels.Dense) error {
+	active, err := e.decide(x, epoch, own)
+	if err != nil {
+		return err
+	}
+	return e.aggregate(x, out, own, active)
+}
+
+// backward propagates g = ∂L/∂logits and leaves every weight and bias
+// gradient of this rank's rows in the layers (before the allreduce).
+func (e *Engine) backward(epoch int, g *kernels.Dense) error {
+	for l := len(e.layers) - 1; l >= 0; l-- {
+		L := e.layers[l]
+		w := e.m.W[l]
+		kernels.ColumnSums(L.db, g)
+		var err error
+		switch L.mode {
+		case modeLocal:
+			err = e.input.MulT(L.dW, g)
+		case modeAggFirst:
+			// ∇W = T_iᵀ G_i needs no communication; the input gradient
+			// Â·(G Wᵀ) does, at the narrower width din.
+			if err = kernels.GEMMTN(L.dW, L.t, g); err == nil {
+				if err = kernels.GEMMNT(L.dT, g, w); err == nil {
+					e.clip(L.dT)
+					err = e.exchange(L.grad, epoch, L.dIn, L.dT)
+				}
+			}
+		case modeTransform:
+			// Â·G at width dout, then ∇W = H_iᵀ(ÂG)_i and ∂H = (ÂG)Wᵀ.
+			e.clip(g)
+			if err = e.exchange(L.grad, epoch, L.dU, g); err == nil {
+				if l == 0 {
+					err = e.input.MulT(L.dW, L.dU)
+				} else if err = kernels.GEMMTN(L.dW, L.in, L.dU); err == nil {
+					err = kernels.GEMMNT(L.dIn, L.dU, w)
+				}
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("backward layer %d: %w", l+1, err)
+		}
+		if l > 0 {
+			e.mask(epoch, l, true).ApplyDense(L.dIn, L.dIn) // dropout's backward is the same mask
+			kernels.ReLUBackward(L.dIn, e.layers[l-1].z)
+			g = L.dIn
+		}
+	}
+	return nil
+}
+
+// step sums gradients over ranks in one allreduce, adds weight decay and
+// applies Adam. Every rank ends with bit-identical parameters.
+func (e *Engine) step() error {
+	off := 0
+	for _, L := range e.layers {
+		off += copy(e.grads[off:], L.dW.Data)
+		off += copy(e.grads[off:], L.db)
+	}
+	start := time.Now()
+	if err := collectives.Allreduce(e.c, e.grads); err != nil {
+		return fmt.Errorf("gradient allreduce: %w", err)
+	}
+	e.clock.comm += time.Since(start)
+	e.clock.wait += time.Since(start)
+	if wd := float32(e.cfg.WeightDecay); wd > 0 {
+		for i, v := range e.m.W[0].Data {
+			e.grads[i] += wd * v
+		}
+	}
+	e.opt.Update(e.m.Flat(), e.grads)
+	return nil
+}
