@@ -41,7 +41,7 @@ type Config struct {
 	Chunk         int  // ring pipeline chunk in floats (0: default)
 	EvalEvery     int  // evaluate every k epochs (and at the last)
 
-	Log io.Writer // per-epoch lines on rank 0 (nil: silent)
+	Log io.Writer `json:"-"` // per-epoch lines on rank 0 (nil: silent)
 }
 
 // Defaults are the Kipf & Welling settings.

@@ -25,8 +25,14 @@ func RunInProcess(ds *graph.Dataset, parts int, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
+	return RunShards(shards, cfg)
+}
+
+// RunShards trains already-cut shards as goroutine ranks.
+func RunShards(shards []*shard.Shard, cfg Config) (*Result, error) {
+	parts := len(shards)
 	results := make([]*Result, parts)
-	err = collectives.NewWorld(parts, 10*time.Minute).Run(func(c collectives.Comm) error {
+	err := collectives.NewWorld(parts, 10*time.Minute).Run(func(c collectives.Comm) error {
 		e, err := New(cfg, c, shards[c.Rank()])
 		if err != nil {
 			return err

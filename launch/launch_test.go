@@ -1,0 +1,47 @@
+package launch
+
+import "testing"
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDetect(t *testing.T) {
+	cases := []struct {
+		name string
+		vars map[string]string
+		want Env
+	}{
+		{"none", map[string]string{}, Env{Launcher: "none", Size: 1, LocalSize: 1}},
+		{"openmpi", map[string]string{"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"},
+			Env{Launcher: "openmpi", Rank: 3, Size: 4, LocalRank: 1, LocalSize: 2}},
+		{"srun pmix", map[string]string{"PMIX_RANK": "2", "SLURM_NTASKS": "4", "SLURM_LOCALID": "2", "SLURM_JOB_ID": "77", "SLURM_PROCID": "2"},
+			Env{Launcher: "pmix", Rank: 2, Size: 4, LocalRank: 2, LocalSize: 1, JobID: "77"}},
+		{"plain slurm", map[string]string{"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_LOCALID": "0"},
+			Env{Launcher: "slurm", Rank: 1, Size: 2, LocalSize: 1}},
+	}
+	for _, c := range cases {
+		got, err := detect(envOf(c.vars))
+		if err != nil || got != c.want {
+			t.Errorf("%s: got %+v, %v; want %+v", c.name, got, err, c.want)
+		}
+	}
+}
+
+func TestDetectRejectsGarbage(t *testing.T) {
+	for _, vars := range []map[string]string{
+		{"OMPI_COMM_WORLD_RANK": "x", "OMPI_COMM_WORLD_SIZE": "4"},
+		{"OMPI_COMM_WORLD_RANK": "4", "OMPI_COMM_WORLD_SIZE": "4"},
+	} {
+		if _, err := detect(envOf(vars)); err == nil {
+			t.Errorf("accepted %v", vars)
+		}
+	}
+}
+
+func TestDevice(t *testing.T) {
+	if d, _ := Device(5, 4); d != 1 {
+		t.Fatalf("local rank 5 on 4 GPUs got %d", d)
+	}
+	if _, err := Device(0, 0); err == nil {
+		t.Fatal("no devices accepted")
+	}
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"sancus/collectives"
+	"sancus/kernels"
+	"sancus/launch"
+	"sancus/src/graph"
+	"sancus/src/shard"
+	"sancus/src/train"
+)
+
+func init() {
+	register("train", "train a GCN (one process, --ranks N in-process, or as mpirun/srun ranks)", runTrain)
+}
+
+// Report is the results JSON of one run.
+type Report struct {
+	Command  string        `json:"command"`
+	Started  time.Time     `json:"started"`
+	Host     string        `json:"host"`
+	JobID    string        `json:"job_id,omitempty"`
+	Launcher string        `json:"launcher"`
+	Dataset  string        `json:"dataset"`
+	Nodes    int           `json:"nodes"`
+	Config   train.Config  `json:"config"`
+	Result   *train.Result `json:"result"`
+}
+
+type trainFlags struct {
+	data, shards, out, name string
+	ranks, threads          int
+	normalize               bool
+	splitSeed               uint64
+	timeout                 time.Duration
+	quiet                   bool
+}
+
+func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
+	fs := newFlags("train", "train (--data DIR | --shards DIR) [flags]")
+	fs.StringVar(&tf.data, "data", "", "dataset directory (whole graph; every rank reads it)")
+	fs.StringVar(&tf.shards, "shards", "", "shard directory from 'sancus prepare' (each rank reads its own shard)")
+	fs.IntVar(&tf.ranks, "ranks", 1, "run this many ranks as goroutines in one process (without mpirun)")
+	fs.IntVar(&cfg.Layers, "layers", cfg.Layers, "GCN layers")
+	fs.IntVar(&cfg.Hidden, "hidden", cfg.Hidden, "hidden width")
+	fs.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "training epochs")
+	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate")
+	fs.Float64Var(&cfg.Dropout, "dropout", cfg.Dropout, "dropout probability on every layer's input")
+	fs.Float64Var(&cfg.WeightDecay, "weight-decay", cfg.WeightDecay, "L2 weight decay on the first layer")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for weights and dropout")
+	fs.BoolVar(&cfg.Precompute, "precompute", cfg.Precompute, "use precomputed ÂX (exact; layer 1 sends nothing); --precompute=false runs the plain path")
+	fs.StringVar(&cfg.Staleness, "staleness", cfg.Staleness, "staleness policy: none, epoch-fixed, epoch-adaptive, variation-gap")
+	fs.Float64Var(&cfg.Eps, "eps", cfg.Eps, "staleness bound: epochs (ε_E, ε_A) or relative change (ε_H)")
+	fs.IntVar(&cfg.MaxStale, "max-stale", cfg.MaxStale, "hard cap on epochs a cached block may be reused, for every policy")
+	fs.Float64Var(&cfg.Clip, "clip", cfg.Clip, "per-rank gradient clipping threshold th (0: off)")
+	fs.Float64Var(&cfg.ClipScale, "clip-scale", cfg.ClipScale, "th_i = clip-scale·th (0: √P, as in SANCUS)")
+	fs.BoolVar(&cfg.FreshDiagonal, "fresh-diagonal", cfg.FreshDiagonal, "multiply a rank's own block with its fresh rows instead of the shared cached copy")
+	fs.BoolVar(&cfg.SkipGradients, "skip-gradients", cfg.SkipGradients, "SkipG baseline: let the staleness policy skip gradient broadcasts too")
+	fs.BoolVar(&cfg.NativeBcast, "native-bcast", cfg.NativeBcast, "use MPI_Bcast instead of the pipelined ring")
+	fs.IntVar(&cfg.Chunk, "chunk", cfg.Chunk, "ring broadcast chunk in floats (0: 65536)")
+	fs.IntVar(&cfg.EvalEvery, "eval-every", cfg.EvalEvery, "evaluate every k epochs (0: only accuracy-free training)")
+	fs.BoolVar(&tf.normalize, "normalize-features", true, "row-normalize features (with --data)")
+	fs.Uint64Var(&tf.splitSeed, "split-seed", 1, "seed of the split for datasets without one (with --data)")
+	fs.IntVar(&tf.threads, "threads", 0, "kernel threads per rank (0: GOMAXPROCS / in-process ranks)")
+	fs.DurationVar(&tf.timeout, "comm-timeout", 5*time.Minute, "abort the job when a communication wait exceeds this")
+	fs.StringVar(&tf.out, "out", "", "results JSON path (default results/runs/<name>.json)")
+	fs.StringVar(&tf.name, "name", "", "run name used in the default --out")
+	fs.BoolVar(&tf.quiet, "quiet", false, "no per-epoch lines")
+	return fs
+}
+
+func runTrain(args []string) error {
+	cfg := train.Defaults()
+	var tf trainFlags
+	fs := trainFlagSet(&cfg, &tf)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if (tf.data == "") == (tf.shards == "") {
+		return fmt.Errorf("give exactly one of --data or --shards")
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if !tf.quiet {
+		cfg.Log = os.Stdout
+	}
+	env, err := launch.Detect()
+	if err != nil {
+		return err
+	}
+	rep := &Report{Command: "sancus " + strings.Join(args, " "), Started: time.Now().UTC(), JobID: env.JobID, Launcher: env.Launcher}
+	rep.Host, _ = os.Hostname()
+	if env.Parallel() {
+		if tf.ranks != 1 {
+			return fmt.Errorf("--ranks is for single-process runs; under %s the launcher sets the rank count", env.Launcher)
+		}
+		return trainMPI(cfg, tf, rep)
+	}
+	if tf.ranks < 1 {
+		return fmt.Errorf("--ranks must be ≥ 1")
+	}
+	threads := tf.threads
+	if threads == 0 {
+		threads = max(1, runtime.GOMAXPROCS(0)/tf.ranks)
+	}
+	kernels.SetThreads(threads)
+	var res *train.Result
+	if tf.data != "" {
+		ds, err := graph.Load(tf.data, graph.LoadOptions{NormalizeFeatures: tf.normalize, SplitSeed: tf.splitSeed})
+		if err != nil {
+			return err
+		}
+		rep.Dataset, rep.Nodes = ds.Name, ds.N
+		printStart(cfg, tf.ranks, ds.Name, ds.N, "in-process")
+		if res, err = train.RunInProcess(ds, tf.ranks, cfg); err != nil {
+			return err
+		}
+	} else {
+		shards := make([]*shard.Shard, tf.ranks)
+		for r := range shards {
+			if shards[r], err = shard.Read(tf.shards, r, tf.ranks); err != nil {
+				return err
+			}
+		}
+		rep.Dataset, rep.Nodes = filepath.Base(tf.shards), shards[0].N
+		printStart(cfg, tf.ranks, rep.Dataset, rep.Nodes, "in-process")
+		if res, err = train.RunShards(shards, cfg); err != nil {
+			return err
+		}
+	}
+	rep.Config, rep.Result = cfg, res
+	return finish(rep, tf)
+}
+
+// trainMPI runs this process as one rank of an mpirun/srun job. Any error
+// aborts the whole job with a message naming the rank, so no rank hangs.
+func trainMPI(cfg train.Config, tf trainFlags, rep *Report) error {
+	c, err := collectives.StartMPI(tf.timeout)
+	if err != nil {
+		return err
+	}
+	if tf.threads > 0 {
+		kernels.SetThreads(tf.threads)
+	}
+	rank, size := c.Rank(), c.Size()
+	abort := func(what string, err error) error {
+		c.Abort(fmt.Errorf("%s: %w", what, err))
+		return err
+	}
+	var s *shard.Shard
+	if tf.shards != "" {
+		if s, err = shard.Read(tf.shards, rank, size); err != nil {
+			return abort("loading shard", err)
+		}
+		rep.Dataset = filepath.Base(tf.shards)
+	} else {
+		ds, err := graph.Load(tf.data, graph.LoadOptions{NormalizeFeatures: tf.normalize, SplitSeed: tf.splitSeed})
+		if err != nil {
+			return abort("loading dataset", err)
+		}
+		prep, err := shard.Prepare(ds, size, shard.Options{Precompute: cfg.Precompute})
+		if err != nil {
+			return abort("partitioning", err)
+		}
+		if s, err = prep.Shard(rank); err != nil {
+			return abort("partitioning", err)
+		}
+		rep.Dataset = ds.Name
+	}
+	rep.Nodes = s.N
+	if rank != 0 {
+		cfg.Log = nil
+	} else {
+		printStart(cfg, size, rep.Dataset, s.N, "MPI ("+rep.Launcher+")")
+	}
+	e, err := train.New(cfg, c, s)
+	if err != nil {
+		return abort("setting up", err)
+	}
+	res, err := e.Run()
+	if err != nil {
+		return abort("training", err)
+	}
+	rep.Config, rep.Result = cfg, res
+	if rank == 0 {
+		if err := finish(rep, tf); err != nil {
+			return abort("writing results", err)
+		}
+	}
+	if err := c.Barrier(); err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+func printStart(cfg train.Config, ranks int, name string, n int, transport string) {
+	if cfg.Log == nil {
+		return
+	}
+	fmt.Fprintf(cfg.Log, "sancus: training %d-layer GCN (hidden %d) on %s (%d nodes), %d rank(s) over %s, staleness %s, %s kernels, %d threads\n",
+		cfg.Layers, cfg.Hidden, name, n, ranks, transport, cfg.Staleness, kernels.SIMD(), kernels.Threads())
+}
+
+func finish(rep *Report, tf trainFlags) error {
+	res := rep.Result
+	fmt.Printf("done: test accuracy %.4f at best validation epoch %d (val %.4f); final test %.4f; %.2f ms/epoch; %.1fs total\n",
+		res.TestAtBest, res.BestEpoch, res.BestValAcc, res.FinalTestAcc, res.MeanEpochMs, res.TotalSec)
+	out := tf.out
+	if out == "" {
+		name := tf.name
+		if name == "" {
+			name = fmt.Sprintf("%s-P%d-%s", rep.Dataset, res.Ranks, strings.ReplaceAll(rep.Config.Staleness, "-", ""))
+		}
+		id := rep.JobID
+		if id == "" {
+			id = rep.Started.Format("20060102T150405")
+		}
+		out = filepath.Join("results", "runs", name+"-"+id+".json")
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(out, append(b, '\n')); err != nil {
+		return err
+	}
+	fmt.Printf("results: %s\n", out)
+	return nil
+}
