@@ -24,7 +24,7 @@ type Env struct {
 func (e Env) Parallel() bool { return e.Launcher != "none" }
 
 type source struct {
-	name                            string
+	name                             string
 	rank, size, localRank, localSize string
 }
 
