@@ -1,9 +1,17 @@
 package kernels
 
+/*
+#include "cpu.h"
+*/
+import "C"
+
+import "unsafe"
+
 // Dropout masks are a pure function of (seed, stream, global row, column):
 // no state, nothing stored for the backward pass, and the same mask whatever
 // the number of ranks or threads. That is what lets a P-rank run reproduce
-// the 1-rank run exactly.
+// the 1-rank run exactly. The hot loops are in dropout.c; Keep is the same
+// function in Go.
 
 // Mask identifies one dropout application: a seed, a stream (epoch and layer)
 // and the global id of the first local row.
@@ -21,17 +29,23 @@ func mix64(z uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
-// keepWord returns 64 random bits covering columns 4q..4q+3 of a row, 16 bits each.
-func (m Mask) keepWord(row, q int) uint64 {
-	return mix64(m.Seed ^ mix64(m.Stream^mix64(uint64(row)<<20^uint64(q))))
-}
-
-func (m Mask) threshold() uint64 { return uint64(float64(m.P) * 65536) }
+func (m Mask) threshold() uint32 { return uint32(float64(m.P) * 65536) }
+func (m Mask) scale() float32    { return float32(1 / (1 - float64(m.P))) }
 
 // Keep reports whether element (local row r, column c) survives.
 func (m Mask) Keep(r, c int) bool {
-	w := m.keepWord(m.Row0+r, c>>2)
-	return (w>>(16*uint(c&3)))&0xffff >= m.threshold()
+	s := mix64(m.Seed ^ mix64(m.Stream+0x632be59bd9b4e019*uint64(m.Row0+r+1)))
+	if s == 0 {
+		s = 1
+	}
+	var w uint64
+	for q := 0; q <= c/4; q++ {
+		s ^= s >> 12
+		s ^= s << 25
+		s ^= s >> 27
+		w = s * 0x2545f4914f6cdd1d
+	}
+	return uint32(w>>(16*uint(c&3)))&0xffff >= m.threshold()
 }
 
 // ApplyDense sets dst = src ⊙ mask / (1−p). dst may alias src.
@@ -42,24 +56,10 @@ func (m Mask) ApplyDense(dst, src *Dense) {
 		}
 		return
 	}
-	thr := m.threshold()
-	scale := float32(1 / (1 - float64(m.P)))
-	n := src.Cols
+	sp, dp := f32p(src.Data), f32p(dst.Data)
 	forRanges(evenCuts(src.Rows, threads, 1024), func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			s, d := src.Data[r*n:(r+1)*n], dst.Data[r*n:(r+1)*n]
-			for q := 0; q*4 < n; q++ {
-				w := m.keepWord(m.Row0+r, q)
-				for l := 0; l < 4 && q*4+l < n; l++ {
-					c := q*4 + l
-					if (w>>(16*uint(l)))&0xffff >= thr {
-						d[c] = s[c] * scale
-					} else {
-						d[c] = 0
-					}
-				}
-			}
-		}
+		C.sc_dropout_dense(sp, dp, C.int64_t(src.Cols), C.int64_t(lo), C.int64_t(hi),
+			C.uint64_t(m.Seed), C.uint64_t(m.Stream), C.int64_t(m.Row0), C.uint32_t(m.threshold()), C.float(m.scale()))
 	})
 }
 
@@ -70,19 +70,13 @@ func (m Mask) ApplyCSR(vals []float32, a *CSR) {
 		copy(vals, a.Val)
 		return
 	}
-	thr := m.threshold()
-	scale := float32(1 / (1 - float64(m.P)))
+	if a.NNZ() == 0 {
+		return
+	}
+	rp := (*C.int64_t)(unsafe.Pointer(&a.RowPtr[0]))
+	cp := (*C.int32_t)(unsafe.Pointer(&a.ColIdx[0]))
 	forRanges(nnzCuts(a.RowPtr, threads), func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
-				c := int(a.ColIdx[p])
-				w := m.keepWord(m.Row0+r, c>>2)
-				if (w>>(16*uint(c&3)))&0xffff >= thr {
-					vals[p] = a.Val[p] * scale
-				} else {
-					vals[p] = 0
-				}
-			}
-		}
+		C.sc_dropout_csr(rp, cp, f32p(a.Val), f32p(vals), C.int64_t(lo), C.int64_t(hi),
+			C.uint64_t(m.Seed), C.uint64_t(m.Stream), C.int64_t(m.Row0), C.uint32_t(m.threshold()), C.float(m.scale()))
 	})
 }

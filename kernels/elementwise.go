@@ -1,34 +1,36 @@
 package kernels
 
+/*
+#include "cpu.h"
+*/
+import "C"
+
 import "math"
 
 // AddBiasReLU adds bias to every row of z and, if relu is set, clamps at 0,
 // in one pass (z becomes the layer output).
 func AddBiasReLU(z *Dense, bias []float32, relu bool) {
-	n := z.Cols
+	if z.Rows == 0 || z.Cols == 0 {
+		return
+	}
+	r := C.int(0)
+	if relu {
+		r = 1
+	}
+	zp, bp := f32p(z.Data), f32p(bias)
 	forRanges(evenCuts(z.Rows, threads, 2048), func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			row := z.Data[r*n : (r+1)*n]
-			for c := range row {
-				v := row[c] + bias[c]
-				if relu && v < 0 {
-					v = 0
-				}
-				row[c] = v
-			}
-		}
+		C.sc_bias_relu(zp, bp, C.int64_t(z.Cols), C.int64_t(lo), C.int64_t(hi), r)
 	})
 }
 
 // ReLUBackward zeroes g where the activation h was clamped (h ≤ 0).
 func ReLUBackward(g, h *Dense) {
+	if len(g.Data) == 0 {
+		return
+	}
+	gp, hp := f32p(g.Data), f32p(h.Data)
 	forRanges(evenCuts(len(g.Data), threads, 1<<15), func(lo, hi int) {
-		gd, hd := g.Data[lo:hi], h.Data[lo:hi]
-		for i := range gd {
-			if hd[i] <= 0 {
-				gd[i] = 0
-			}
-		}
+		C.sc_relu_backward(gp, hp, C.int64_t(lo), C.int64_t(hi))
 	})
 }
 

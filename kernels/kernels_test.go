@@ -193,3 +193,54 @@ func TestDropoutMaskIsPositional(t *testing.T) {
 		t.Fatalf("kept fraction %.2f for p=0.3", frac)
 	}
 }
+
+func TestDropoutKernelsMatchKeep(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 9))
+	d := randDense(r, 37, 23)
+	a := randCSR(r, 37, 23, 0.3)
+	m := Mask{P: 0.4, Seed: 11, Stream: 5, Row0: 1000}
+	out := NewDense(37, 23)
+	m.ApplyDense(out, d)
+	vals := make([]float32, len(a.Val))
+	m.ApplyCSR(vals, a)
+	s := m.scale()
+	for i := 0; i < 37; i++ {
+		for c := 0; c < 23; c++ {
+			want := float32(0)
+			if m.Keep(i, c) {
+				want = d.Data[i*23+c] * s
+			}
+			if out.Data[i*23+c] != want {
+				t.Fatalf("dense (%d,%d) = %g want %g", i, c, out.Data[i*23+c], want)
+			}
+		}
+		for p := a.RowPtr[i]; p < a.RowPtr[i+1]; p++ {
+			want := float32(0)
+			if m.Keep(i, int(a.ColIdx[p])) {
+				want = a.Val[p] * s
+			}
+			if vals[p] != want {
+				t.Fatalf("csr (%d,%d) = %g want %g", i, a.ColIdx[p], vals[p], want)
+			}
+		}
+	}
+}
+
+func TestBiasReLUAndBackward(t *testing.T) {
+	z := &Dense{Rows: 2, Cols: 3, Data: []float32{-1, 0.5, 2, 3, -4, 0}}
+	AddBiasReLU(z, []float32{0.5, 0, -3}, true)
+	want := []float32{0, 0.5, 0, 3.5, 0, 0}
+	for i, v := range want {
+		if z.Data[i] != v {
+			t.Fatalf("bias+relu = %v, want %v", z.Data, want)
+		}
+	}
+	g := &Dense{Rows: 2, Cols: 3, Data: []float32{1, 2, 3, 4, 5, 6}}
+	ReLUBackward(g, z)
+	wantG := []float32{0, 2, 0, 4, 0, 0}
+	for i, v := range wantG {
+		if g.Data[i] != v {
+			t.Fatalf("relu backward = %v, want %v", g.Data, wantG)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package kernels
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// benchAdj is a random symmetric-ish sparse matrix shaped like the issue's
+// reference graph: 100k rows, ~21 nonzeros per row (1M undirected edges
+// plus self loops).
+func benchAdj(n, perRow int) *CSR {
+	r := rand.New(rand.NewPCG(1, 1))
+	a := &CSR{Rows: n, Cols: n, RowPtr: make([]int64, n+1)}
+	for i := 0; i < n; i++ {
+		cols := map[int32]bool{int32(i): true}
+		for len(cols) < perRow {
+			cols[int32(r.IntN(n))] = true
+		}
+		start := len(a.ColIdx)
+		for c := range cols {
+			a.ColIdx = append(a.ColIdx, c)
+			a.Val = append(a.Val, 0.05)
+		}
+		row := a.ColIdx[start:]
+		for x := 1; x < len(row); x++ {
+			for y := x; y > 0 && row[y] < row[y-1]; y-- {
+				row[y], row[y-1] = row[y-1], row[y]
+			}
+		}
+		a.RowPtr[i+1] = int64(len(a.ColIdx))
+	}
+	return a
+}
+
+// spmmBytes is the compulsory traffic of C = A·B: the matrix once (value +
+// column index), B once and C once.
+func spmmBytes(a *CSR, width int) float64 {
+	return float64(a.NNZ())*8 + float64(a.Rows+1)*8 + float64(a.Cols*width)*4 + float64(a.Rows*width)*4
+}
+
+func BenchmarkSpMM(b *testing.B) {
+	a := benchAdj(100000, 21)
+	for _, w := range []int{16, 64} {
+		x := NewDense(a.Cols, w)
+		c := NewDense(a.Rows, w)
+		b.Run(itoa(w), func(b *testing.B) {
+			b.SetBytes(int64(spmmBytes(a, w)))
+			for i := 0; i < b.N; i++ {
+				SpMM(c, a, x, false)
+			}
+		})
+	}
+}
+
+// BenchmarkTriad is the STREAM triad a = b + s·c over 3×32 MiB arrays: the
+// bandwidth yardstick for SpMM.
+func BenchmarkTriad(b *testing.B) {
+	n := 8 << 20
+	x, y, z := make([]float32, n), make([]float32, n), make([]float32, n)
+	b.SetBytes(int64(n) * 12)
+	for i := 0; i < b.N; i++ {
+		Triad(x, y, z, 3)
+	}
+}
+
+func BenchmarkGEMM(b *testing.B) {
+	a := NewDense(100000, 128)
+	w := NewDense(128, 16)
+	c := NewDense(100000, 16)
+	for i := range a.Data {
+		a.Data[i] = 1
+	}
+	b.Run("AxW", func(b *testing.B) {
+		b.SetBytes(int64(len(a.Data)+len(c.Data)) * 4)
+		for i := 0; i < b.N; i++ {
+			GEMM(c, a, w, false)
+		}
+	})
+	b.Run("AtxG", func(b *testing.B) {
+		b.SetBytes(int64(len(a.Data)+len(c.Data)) * 4)
+		for i := 0; i < b.N; i++ {
+			GEMMTN(w, a, c)
+		}
+	})
+}
+
+func BenchmarkDropout(b *testing.B) {
+	a := NewDense(100000, 128)
+	m := Mask{P: 0.5, Seed: 1, Stream: 2}
+	b.SetBytes(int64(len(a.Data)) * 8)
+	for i := 0; i < b.N; i++ {
+		m.ApplyDense(a, a)
+	}
+}
+
+func itoa(i int) string {
+	s := ""
+	for ; i > 0; i /= 10 {
+		s = string(rune('0'+i%10)) + s
+	}
+	return "w" + s
+}
