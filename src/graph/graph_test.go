@@ -1,0 +1,265 @@
+package graph
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const shared = "../../../shared/datasets"
+
+func write(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// wantErr checks that err names the file and line, and says what is wrong.
+func wantErr(t *testing.T, err error, file string, line int, what string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: no error, want one mentioning %q", file, what)
+	}
+	loc := filepath.Base(file)
+	if line > 0 {
+		loc += ":" + strconv.Itoa(line) + ":"
+	}
+	if !strings.Contains(err.Error(), loc) || !strings.Contains(err.Error(), what) {
+		t.Fatalf("error %q should name %q and say %q", err, loc, what)
+	}
+}
+
+
+func TestMTXMalformed(t *testing.T) {
+	dir := t.TempDir()
+	banner := "%%MatrixMarket matrix coordinate pattern symmetric\n"
+	cases := []struct {
+		name, body string
+		line       int
+		what       string
+	}{
+		{"empty", "", 0, "empty file"},
+		{"banner", "%%MatrixMarket tensor coordinate pattern general\n3 3 1\n1 2\n", 1, "bad Matrix Market banner"},
+		{"array", "%%MatrixMarket matrix array real general\n", 1, "only coordinate"},
+		{"field", "%%MatrixMarket matrix coordinate complex general\n", 1, "unsupported field"},
+		{"sizeline", banner + "3 3\n", 2, "size line needs 3"},
+		{"sizenum", banner + "% comment\n3 x 2\n", 3, "not an integer"},
+		{"range", banner + "3 3 2\n2 1\n4 1\n", 4, "row index 4 outside 1..3"},
+		{"zero", banner + "3 3 1\n0 1\n", 3, "row index 0 outside"},
+		{"fields", banner + "3 3 1\n2 1 7\n", 3, "entry needs 2 fields"},
+		{"value", "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 abc\n", 3, "value \"abc\" is not a number"},
+		{"truncated", banner + "3 3 3\n2 1\n3 1\n", 4, "2 entries, the size line declares 3"},
+		{"toomany", banner + "3 3 1\n2 1\n3 1\n", 4, "more entries than the 1"},
+		{"nosize", banner + "% only comments\n", 2, "no size line"},
+	}
+	for _, c := range cases {
+		p := write(t, dir, c.name+".mtx", c.body)
+		_, err := ReadMTX(p, func(int, int, float64) error { return nil })
+		wantErr(t, err, p, c.line, c.what)
+	}
+	p := write(t, dir, "rect.mtx", banner+"3 4 1\n2 1\n")
+	_, err := ReadMTXGraph(p)
+	wantErr(t, err, p, 0, "must be square")
+}
+
+func TestSNAPAndMETISMalformed(t *testing.T) {
+	dir := t.TempDir()
+	p := write(t, dir, "one.txt", "# c\n0\t1\n2\n")
+	_, err := ReadSNAP(p)
+	wantErr(t, err, p, 3, "two node ids")
+	p = write(t, dir, "nan.txt", "0 1\n1 x\n")
+	_, err = ReadSNAP(p)
+	wantErr(t, err, p, 2, "not an integer")
+	p = write(t, dir, "neg.txt", "0 1\n-1 2\n")
+	_, err = ReadSNAP(p)
+	wantErr(t, err, p, 2, "out of range")
+
+	metis := []struct {
+		name, body string
+		line       int
+		what       string
+	}{
+		{"hdr", "3\n", 1, "header needs"},
+		{"nb", "3 2\n2\n1 4\n2\n", 3, "neighbour 4 outside 1..3"},
+		{"short", "3 2\n2\n1 3\n", 3, "2 adjacency lines, header declares 3 nodes"},
+		{"count", "3 2\n2\n1\n\n", 4, "2 adjacency entries, header declares 2 edges"},
+		{"weighted", "3 2 011\n", 1, "weighted METIS"},
+		{"extra", "2 1\n2\n1\n1\n", 4, "more adjacency lines"},
+	}
+	for _, c := range metis {
+		p := write(t, dir, c.name+".graph", c.body)
+		_, err := ReadMETIS(p)
+		wantErr(t, err, p, c.line, c.what)
+	}
+}
+
+func TestLabelsAndSplitsMalformed(t *testing.T) {
+	dir := t.TempDir()
+	p := write(t, dir, "labels.txt", "0\n1\nfoo\n")
+	_, err := ReadLabels(p, 3)
+	wantErr(t, err, p, 3, "not an integer")
+	p = write(t, dir, "labels2.txt", "0\n1\n")
+	_, err = ReadLabels(p, 3)
+	wantErr(t, err, p, 2, "2 labels for a graph of 3")
+	p = write(t, dir, "labels3.txt", "0\n-2\n")
+	_, err = ReadLabels(p, 2)
+	wantErr(t, err, p, 2, "out of range")
+	p = write(t, dir, "split.txt", "0\n5\n")
+	_, err = ReadSplit(p, 3)
+	wantErr(t, err, p, 2, "node id 5 outside 0..2")
+	p = write(t, dir, "dup.txt", "1\n1\n")
+	_, err = ReadSplit(p, 3)
+	wantErr(t, err, p, 2, "listed twice")
+}
+
+// A dataset whose files disagree on dimensions is refused with the file named.
+func TestDatasetDimensionsDisagree(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "graph.mtx", "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n3 2\n")
+	write(t, dir, "labels.txt", "0\n1\n0\n")
+	write(t, dir, "features.mtx", "%%MatrixMarket matrix coordinate pattern general\n4 2 1\n1 1\n")
+	_, err := Load(dir, LoadOptions{})
+	wantErr(t, err, filepath.Join(dir, "features.mtx"), 0, "4 feature rows but the graph has 3 nodes")
+
+	write(t, dir, "features.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 2 1\n1 1\n")
+	write(t, dir, "labels.txt", "0\n1\n")
+	_, err = Load(dir, LoadOptions{})
+	wantErr(t, err, filepath.Join(dir, "labels.txt"), 0, "2 labels but the graph has 3 nodes")
+
+	write(t, dir, "labels.txt", "0\n1\n-1\n")
+	write(t, dir, "train.txt", "2\n")
+	_, err = Load(dir, LoadOptions{})
+	wantErr(t, err, filepath.Join(dir, "train.txt"), 0, "node 2 has no label")
+}
+
+func TestAdjacencyAndNormalization(t *testing.T) {
+	// Path 0-1-2 with a duplicate edge, a reversed duplicate and a self loop.
+	e := &Edges{N: 3, Src: []int32{0, 1, 1, 2, 1}, Dst: []int32{1, 0, 2, 2, 2}}
+	a, err := BuildAdjacency(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.NNZ() != 4 {
+		t.Fatalf("adjacency has %d entries, want 4 (duplicates and self loops dropped)", a.NNZ())
+	}
+	ah := Normalize(a)
+	d := ah.ToDense()
+	deg := []float64{2, 3, 2} // degree of A+I
+	want := [][]float64{{1 / deg[0], 1 / math.Sqrt(deg[0]*deg[1]), 0},
+		{1 / math.Sqrt(deg[0]*deg[1]), 1 / deg[1], 1 / math.Sqrt(deg[1]*deg[2])},
+		{0, 1 / math.Sqrt(deg[1]*deg[2]), 1 / deg[2]}}
+	for i := range want {
+		for j := range want[i] {
+			if math.Abs(float64(d.Data[i*3+j])-want[i][j]) > 1e-6 {
+				t.Fatalf("Â[%d][%d] = %g, want %g", i, j, d.Data[i*3+j], want[i][j])
+			}
+		}
+	}
+	if err := ah.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSharedDatasetsLoad(t *testing.T) {
+	cases := []struct {
+		dir                  string
+		nodes, edges         int
+		feats, classes       int
+		train, val, testSize int
+	}{
+		{"cora", 2708, 5278, 1433, 7, 140, 500, 1000},
+		{"citeseer", 3327, 4552, 3703, 6, 120, 500, 1000},
+		{"karate", 34, 78, 34, 2, 3, 3, 28},
+		{"polblogs", 1490, 16715, 1490, 2, 149, 149, 1192},
+	}
+	for _, c := range cases {
+		ds, err := Load(filepath.Join(shared, c.dir), LoadOptions{NormalizeFeatures: true, SplitSeed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ds.N != c.nodes || int(ds.Adj.NNZ()) != 2*c.edges || ds.Features.Cols != c.feats || ds.Classes != c.classes ||
+			len(ds.Train) != c.train || len(ds.Val) != c.val || len(ds.Test) != c.testSize {
+			t.Errorf("%s: n=%d nnz=%d feats=%d classes=%d split %d/%d/%d", c.dir, ds.N, ds.Adj.NNZ(), ds.Features.Cols, ds.Classes,
+				len(ds.Train), len(ds.Val), len(ds.Test))
+		}
+	}
+	e, err := ReadMETIS(filepath.Join(shared, "metis/copter2.graph"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.N != 55476 || len(e.Src) != 352238 {
+		t.Fatalf("copter2: %d nodes %d edges", e.N, len(e.Src))
+	}
+}
+
+func TestGenerateIsSeededAndLoads(t *testing.T) {
+	cfg := GenConfig{Model: "planted", Nodes: 500, Edges: 3000, Features: 32, FeatureNNZ: 4, Classes: 4,
+		PIn: 0.8, FeatureSig: 0.5, TrainFrac: 0.2, ValFrac: 0.2, Seed: 7}
+	a, b := t.TempDir(), t.TempDir()
+	for _, d := range []string{a, b} {
+		if err := Generate(d, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"graph.mtx", "features.mtx", "labels.txt", "train.txt"} {
+		x, _ := os.ReadFile(filepath.Join(a, f))
+		y, _ := os.ReadFile(filepath.Join(b, f))
+		if string(x) != string(y) {
+			t.Fatalf("%s differs between two runs with one seed", f)
+		}
+	}
+	ds, err := Load(a, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.N != 500 || ds.Features.NNZ() != 500*4 || len(ds.Train) != 100 || len(ds.Val) != 100 {
+		t.Fatalf("generated dataset: n=%d feature nnz=%d train=%d val=%d", ds.N, ds.Features.NNZ(), len(ds.Train), len(ds.Val))
+	}
+	// Homophily: most edges stay inside a class, as planted.
+	same := 0
+	for r := 0; r < ds.N; r++ {
+		for p := ds.Adj.RowPtr[r]; p < ds.Adj.RowPtr[r+1]; p++ {
+			if ds.Labels[r] == ds.Labels[ds.Adj.ColIdx[p]] {
+				same++
+			}
+		}
+	}
+	if frac := float64(same) / float64(ds.Adj.NNZ()); frac < 0.75 {
+		t.Fatalf("only %.2f of edges are intra-class with p-in 0.8", frac)
+	}
+	cfg.Model = "rmat"
+	if err := Generate(t.TempDir(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.FeatureNNZ = 40
+	if err := Generate(t.TempDir(), cfg); err == nil {
+		t.Fatal("feature-nnz > features accepted")
+	}
+}
+
+func TestGenerateReportsFullDisk(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	// writeFile goes through a temp file; a write error must surface and
+	// leave no partial file under the real name.
+	dir := t.TempDir()
+	target := filepath.Join(dir, "graph.mtx")
+	if err := os.Symlink("/dev/full", target+".tmp"); err != nil {
+		t.Skip(err)
+	}
+	cfg := GenConfig{Model: "planted", Nodes: 5000, Edges: 200000, Features: 8, FeatureNNZ: 2, Classes: 2, PIn: 0.5, FeatureSig: 0.5, TrainFrac: 0.1, ValFrac: 0.1, Seed: 1}
+	err := Generate(dir, cfg)
+	if err == nil || !strings.Contains(err.Error(), "graph.mtx") || !strings.Contains(err.Error(), "no space") {
+		t.Fatalf("want a no-space error naming graph.mtx, got %v", err)
+	}
+	if _, err := os.Stat(target); err == nil {
+		t.Fatal("a partial graph.mtx was left behind")
+	}
+}
