@@ -35,7 +35,6 @@ func wantErr(t *testing.T, err error, file string, line int, what string) {
 	}
 }
 
-
 func TestMTXMalformed(t *testing.T) {
 	dir := t.TempDir()
 	banner := "%%MatrixMarket matrix coordinate pattern symmetric\n"
