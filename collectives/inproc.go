@@ -3,6 +3,7 @@ package collectives
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -57,7 +58,7 @@ func (w *World) Run(fn func(c Comm) error) error {
 			c := w.Comm(r)
 			defer func() {
 				if p := recover(); p != nil {
-					errs[r] = fmt.Errorf("rank %d panicked: %v", r, p)
+					errs[r] = fmt.Errorf("rank %d panicked: %v\n%s", r, p, debug.Stack())
 					w.fail(errs[r])
 				}
 			}()

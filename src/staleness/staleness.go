@@ -135,6 +135,9 @@ func (p Capped) Active(in Input, active []bool) error {
 // Parse builds a policy from its command-line name and bound: none,
 // epoch-fixed (alias E), epoch-adaptive (A), variation-gap (H).
 func Parse(name string, eps float64, maxStale int) (Policy, error) {
+	if maxStale < 1 {
+		return nil, fmt.Errorf("max-stale must be ≥ 1 epoch, got %d", maxStale)
+	}
 	var p Policy
 	switch strings.ToLower(name) {
 	case "none", "":
@@ -157,8 +160,15 @@ func Parse(name string, eps float64, maxStale int) (Policy, error) {
 	default:
 		return nil, fmt.Errorf("unknown staleness policy %q (none, epoch-fixed, epoch-adaptive, variation-gap)", name)
 	}
-	if maxStale < 1 {
-		return nil, fmt.Errorf("max-stale must be ≥ 1 epoch, got %d", maxStale)
-	}
 	return Capped{Policy: p, MaxStale: maxStale}, nil
+}
+
+// UsesDrift reports whether p measures the variation gap, so the engine
+// keeps the reference copies it needs only when they are used.
+func UsesDrift(p Policy) bool {
+	if c, ok := p.(Capped); ok {
+		p = c.Policy
+	}
+	_, ok := p.(VariationGap)
+	return ok
 }

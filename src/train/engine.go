@@ -26,19 +26,23 @@ func (m layerMode) String() string {
 }
 
 type layer struct {
-	mode      layerMode
-	din, dout int
-	in        *kernels.Dense // dropout(H_{l-1}) for l > 0
-	t         *kernels.Dense // Σ Â_ij H_j (aggregate-first)
-	u         *kernels.Dense // H W (transform-first)
-	z         *kernels.Dense // output; H_l after ReLU
-	fwd       *exchange      // forward blocks and their cache
-	grad      *exchange      // backward gradient blocks
-	eval      *exchange      // eval-mode blocks: always fresh, never cached
-	dT, dIn   *kernels.Dense
-	dU        *kernels.Dense
-	dW        *kernels.Dense
-	db        []float32
+	mode       layerMode
+	din, dout  int
+	in         *kernels.Dense // dropout(H_{l-1}), transform-first l > 0
+	t          *kernels.Dense // Σ Â_ij H_j (aggregate-first)
+	u          *kernels.Dense // H W (transform-first)
+	z          *kernels.Dense // output; H_l after ReLU
+	fwd        *exchange      // forward blocks and their cache
+	grad       *exchange      // backward gradient blocks
+	eval       *exchange      // eval-mode blocks: always fresh, never cached
+	dT, dIn    *kernels.Dense
+	dU         *kernels.Dense
+	dW         *kernels.Dense
+	raw        *kernels.Dense // H̄·W without dropout (variation-gap reference)
+	clean      *kernels.Dense // noise-free shadow of the output (variation-gap only)
+	cleanStore *kernels.Dense
+	tClean     *kernels.Dense
+	db         []float32
 }
 
 type clock struct{ comm, wait time.Duration }
@@ -62,6 +66,7 @@ type Engine struct {
 	clipped   int
 	clock     clock
 	grads     []float32 // flat gradient buffer, one allreduce per step
+	drift     bool      // the forward policy measures variation gaps
 }
 
 // New sets up rank c.Rank()'s engine on its shard.
@@ -107,6 +112,7 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 		return nil, err
 	}
 	policy, _ := staleness.Parse(cfg.Staleness, cfg.Eps, cfg.MaxStale)
+	e.drift = staleness.UsesDrift(policy)
 	gradPolicy := staleness.Policy(staleness.None{})
 	if cfg.SkipGradients {
 		gradPolicy = policy
@@ -128,7 +134,6 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 		name := fmt.Sprintf("layer %d", l+1)
 		switch L.mode {
 		case modeAggFirst:
-			L.in = kernels.NewDense(r, L.din)
 			L.t = kernels.NewDense(r, L.din)
 			L.dT = kernels.NewDense(r, L.din)
 			L.dIn = kernels.NewDense(r, L.din)
@@ -192,7 +197,8 @@ func (e *Engine) mask(epoch, l int, train bool) kernels.Mask {
 // training the staleness policy may skip broadcasts; evaluation always uses
 // fresh blocks and leaves the caches alone.
 func (e *Engine) forward(epoch int, train bool) (*kernels.Dense, error) {
-	var h *kernels.Dense
+	var h *kernels.Dense  // H_{l-1} as trained (upstream dropout included)
+	var hc *kernels.Dense // the same without any dropout, for variation-gap
 	for l, L := range e.layers {
 		w := e.m.W[l]
 		mask := e.mask(epoch, l, train)
@@ -200,11 +206,15 @@ func (e *Engine) forward(epoch int, train bool) (*kernels.Dense, error) {
 		if !train {
 			x = L.eval
 		}
+		shadow := train && e.drift
 		var err error
 		switch L.mode {
 		case modeLocal:
 			e.input.SetDropout(mask)
 			err = e.input.Mul(L.z, w)
+			if err == nil && shadow {
+				err = e.cleanLocal(l, mask)
+			}
 		case modeTransform:
 			if l == 0 {
 				e.input.SetDropout(mask)
@@ -213,31 +223,129 @@ func (e *Engine) forward(epoch int, train bool) (*kernels.Dense, error) {
 				mask.ApplyDense(L.in, h)
 				err = kernels.GEMM(L.u, L.in, w, false)
 			}
-			if err == nil {
-				err = e.exchange(x, epoch, L.z, L.u)
+			if err != nil {
+				break
 			}
+			var active []bool
+			var ref *kernels.Dense
+			if active, err = e.decide(x, epoch, func() float64 {
+				ref = e.cleanTransform(l, hc, mask)
+				return relDrift(ref.Data, x.ref)
+			}); err != nil {
+				break
+			}
+			if active[e.rank] && shadow {
+				if ref == nil {
+					ref = e.cleanTransform(l, hc, mask)
+				}
+				x.ref = append(x.ref[:0], ref.Data...)
+			}
+			err = e.aggregate(x, L.z, L.u, active, kernels.Mask{})
+			L.clean = nil // U carries the owner's dropout: no noise-free output without more traffic
 		case modeAggFirst:
-			mask.ApplyDense(L.in, h)
-			if err = e.exchange(x, epoch, L.t, L.in); err == nil {
+			// Raw H travels and is cached; every receiver applies the
+			// owner's dropout mask (masks are positional).
+			var active []bool
+			if active, err = e.decide(x, epoch, func() float64 { return relDrift(orRaw(hc, h).Data, x.ref) }); err != nil {
+				break
+			}
+			if active[e.rank] && shadow {
+				x.ref = append(x.ref[:0], orRaw(hc, h).Data...)
+			}
+			if err = e.aggregate(x, L.t, h, active, mask); err == nil {
 				err = kernels.GEMM(L.z, L.t, w, false)
+			}
+			if err == nil && shadow {
+				err = e.cleanAggregate(l, x)
 			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("forward layer %d: %w", l+1, err)
 		}
 		kernels.AddBiasReLU(L.z, e.m.B[l], l < len(e.layers)-1)
-		h = L.z
+		h, hc = L.z, nil
+		if shadow && L.clean != nil {
+			kernels.AddBiasReLU(L.clean, e.m.B[l], l < len(e.layers)-1)
+			hc = L.clean
+		}
 	}
 	return h, nil
 }
 
-// exchange decides which roots send, then aggregates.
-func (e *Engine) exchange(x *exchange, epoch int, out, own *kernels.Dense) error {
-	active, err := e.decide(x, epoch, own)
-	if err != nil {
-		return err
+// The variation gap must see how an embedding moves with the weights, not
+// the dropout noise: with dropout 0.5 upstream, consecutive training copies
+// of H differ by ~40% even when nothing is learned. So while variation-gap
+// runs, each layer also keeps a noise-free shadow of its own rows, computed
+// locally from the same inputs with every mask off. It costs compute, never
+// traffic.
+
+func orRaw(clean, raw *kernels.Dense) *kernels.Dense {
+	if clean != nil {
+		return clean
 	}
-	return e.aggregate(x, out, own, active)
+	return raw
+}
+
+func (e *Engine) cleanBuf(L *layer, cols int) *kernels.Dense {
+	if L.clean == nil || L.clean.Cols != cols {
+		if L.cleanStore == nil || L.cleanStore.Cols != cols {
+			L.cleanStore = kernels.NewDense(e.rows, cols)
+		}
+		L.clean = L.cleanStore
+	}
+	return L.clean
+}
+
+// cleanLocal: layer 1 on ÂX without dropout. mask is the training mask,
+// put back for the backward pass.
+func (e *Engine) cleanLocal(l int, mask kernels.Mask) error {
+	L := e.layers[l]
+	out := e.cleanBuf(L, L.dout)
+	e.input.SetDropout(kernels.Mask{})
+	err := e.input.Mul(out, e.m.W[l])
+	e.input.SetDropout(mask)
+	return err
+}
+
+// cleanTransform is H̄·W for this rank's rows: the reference a
+// transform-first layer's drift is measured on.
+func (e *Engine) cleanTransform(l int, hc *kernels.Dense, mask kernels.Mask) *kernels.Dense {
+	L := e.layers[l]
+	if L.raw == nil {
+		L.raw = kernels.NewDense(e.rows, L.dout)
+	}
+	if l == 0 {
+		e.input.SetDropout(kernels.Mask{})
+		e.input.Mul(L.raw, e.m.W[0])
+		e.input.SetDropout(mask)
+	} else {
+		kernels.GEMM(L.raw, hc, e.m.W[l], false)
+	}
+	return L.raw
+}
+
+// cleanAggregate recomputes an aggregate-first layer's rows from the blocks
+// it just used (fresh or cached), without the dropout mask.
+func (e *Engine) cleanAggregate(l int, x *exchange) error {
+	L := e.layers[l]
+	if L.tClean == nil {
+		L.tClean = kernels.NewDense(e.rows, L.din)
+	}
+	first := true
+	for j, blk := range e.s.Blocks {
+		if blk.NNZ() == 0 {
+			continue
+		}
+		b := &kernels.Dense{Rows: e.s.RowsOf(j), Cols: x.width, Data: x.bufs[j]}
+		if err := kernels.SpMM(L.tClean, blk, b, !first); err != nil {
+			return err
+		}
+		first = false
+	}
+	if first {
+		L.tClean.Zero()
+	}
+	return kernels.GEMM(e.cleanBuf(L, L.dout), L.tClean, e.m.W[l], false)
 }
 
 // backward propagates g = ∂L/∂logits and leaves every weight and bias
@@ -257,13 +365,13 @@ func (e *Engine) backward(epoch int, g *kernels.Dense) error {
 			if err = kernels.GEMMTN(L.dW, L.t, g); err == nil {
 				if err = kernels.GEMMNT(L.dT, g, w); err == nil {
 					e.clip(L.dT)
-					err = e.exchange(L.grad, epoch, L.dIn, L.dT)
+					err = e.exchangeGradient(L.grad, epoch, L.dIn, L.dT)
 				}
 			}
 		case modeTransform:
 			// Â·G at width dout, then ∇W = H_iᵀ(ÂG)_i and ∂H = (ÂG)Wᵀ.
 			e.clip(g)
-			if err = e.exchange(L.grad, epoch, L.dU, g); err == nil {
+			if err = e.exchangeGradient(L.grad, epoch, L.dU, g); err == nil {
 				if l == 0 {
 					err = e.input.MulT(L.dW, L.dU)
 				} else if err = kernels.GEMMTN(L.dW, L.in, L.dU); err == nil {
@@ -283,9 +391,24 @@ func (e *Engine) backward(epoch int, g *kernels.Dense) error {
 	return nil
 }
 
-// step sums gradients over ranks in one allreduce, adds weight decay and
-// applies Adam. Every rank ends with bit-identical parameters.
+// step sums gradients over ranks, adds weight decay and applies Adam.
+// Every rank ends with bit-identical parameters.
 func (e *Engine) step() error {
+	if err := e.reduceGradients(); err != nil {
+		return err
+	}
+	if wd := float32(e.cfg.WeightDecay); wd > 0 {
+		for i, v := range e.m.W[0].Data {
+			e.grads[i] += wd * v
+		}
+	}
+	e.opt.Update(e.m.Flat(), e.grads)
+	return nil
+}
+
+// reduceGradients packs every layer's ∇W and ∇b into one buffer and sums it
+// over ranks with one allreduce.
+func (e *Engine) reduceGradients() error {
 	off := 0
 	for _, L := range e.layers {
 		off += copy(e.grads[off:], L.dW.Data)
@@ -297,11 +420,5 @@ func (e *Engine) step() error {
 	}
 	e.clock.comm += time.Since(start)
 	e.clock.wait += time.Since(start)
-	if wd := float32(e.cfg.WeightDecay); wd > 0 {
-		for i, v := range e.m.W[0].Data {
-			e.grads[i] += wd * v
-		}
-	}
-	e.opt.Update(e.m.Flat(), e.grads)
 	return nil
 }

@@ -28,42 +28,51 @@ import (
 
 // exchange is one kind of block traffic of one layer (forward embeddings,
 // or backward gradients): the P block buffers double as the cache of
-// historical copies, and Last[j] is the epoch root j last broadcast.
+// historical copies, and last[j] is the epoch root j last broadcast.
 type exchange struct {
-	name   string
-	width  int
-	bufs   [][]float32 // bufs[j]: root j's block, rows_j × width
-	last   []int       // -1: never broadcast, no cached copy
-	policy staleness.Policy
-	log    [][]int // epochs in which each root broadcast (SANCUS Figure 24)
+	name    string
+	width   int
+	bufs    [][]float32 // bufs[j]: root j's block, rows_j × width
+	last    []int       // -1: never broadcast, no cached copy
+	policy  staleness.Policy
+	log     [][]int   // epochs in which each root broadcast (SANCUS Figure 24)
+	scratch []float32 // one masked block at a time
+	ref     []float32 // transform-first: this rank's raw H·W when it last broadcast
 }
 
 func (e *Engine) newExchange(name string, width int, p staleness.Policy) *exchange {
 	x := &exchange{name: name, width: width, policy: p, bufs: make([][]float32, e.P), last: make([]int, e.P), log: make([][]int, e.P)}
+	most := 0
 	for j := range x.bufs {
 		x.bufs[j] = make([]float32, e.s.RowsOf(j)*width)
 		x.last[j] = -1
+		most = max(most, e.s.RowsOf(j))
 	}
+	x.scratch = make([]float32, most*width)
 	return x
 }
 
-// decide returns which roots broadcast this epoch. own is this rank's fresh
-// block, compared against its last broadcast copy by variation-gap.
-func (e *Engine) decide(x *exchange, epoch int, own *kernels.Dense) ([]bool, error) {
+// relDrift is ‖cur − ref‖_F / ‖ref‖_F, SANCUS's variation gap (∞ without a
+// reference, which forces a broadcast).
+func relDrift(cur, ref []float32) float64 {
+	n := kernels.FrobNorm(ref)
+	if len(ref) == 0 || n == 0 {
+		return math.Inf(1)
+	}
+	return kernels.FrobDiff(cur, ref) / n
+}
+
+// decide returns which roots broadcast this epoch (identical on every rank)
+// and records the new versions. drift measures this rank's own block
+// against its last broadcast copy; only variation-gap calls it.
+func (e *Engine) decide(x *exchange, epoch int, drift func() float64) ([]bool, error) {
 	active := make([]bool, e.P)
 	in := staleness.Input{
 		Epoch:   epoch,
 		Rank:    e.rank,
 		Last:    x.last,
 		Depends: e.depends,
-		Drift: func() float64 {
-			cached := x.bufs[e.rank]
-			n := kernels.FrobNorm(cached)
-			if n == 0 {
-				return math.Inf(1)
-			}
-			return kernels.FrobDiff(own.Data, cached) / n
-		},
+		Drift:   drift,
 		Gather: func(mine float32) ([]float32, error) {
 			out := make([]float32, e.P)
 			err := collectives.AllgatherFlags(e.c, mine, out)
@@ -82,12 +91,16 @@ func (e *Engine) decide(x *exchange, epoch int, own *kernels.Dense) ([]bool, err
 	return active, nil
 }
 
-// aggregate computes out = Σ_j Â_ij · B_j. Roots marked active broadcast
-// their block (this rank's own block is copied into the shared buffer first,
-// so the copy everyone caches is the copy this rank uses too); the others
-// are read from the cache. A goroutine drives the broadcasts while this one
-// multiplies each block as soon as it is usable.
-func (e *Engine) aggregate(x *exchange, out, own *kernels.Dense, active []bool) error {
+// aggregate computes out = Σ_j Â_ij · (M_j ⊙ B_j). Roots marked active
+// broadcast their block (this rank's own block is copied into the shared
+// buffer first, so the copy everyone caches is the copy this rank uses too);
+// the others are read from the cache. A goroutine drives the broadcasts while
+// this one multiplies each block as soon as it is usable.
+//
+// mask, when set, is dropout applied here, by the receiver, with the rows'
+// global ids: the same mask the owner would apply, so caches hold raw
+// embeddings and a stale copy still gets this epoch's dropout.
+func (e *Engine) aggregate(x *exchange, out, own *kernels.Dense, active []bool, mask kernels.Mask) error {
 	if active[e.rank] {
 		copy(x.bufs[e.rank], own.Data)
 	}
@@ -99,6 +112,7 @@ func (e *Engine) aggregate(x *exchange, out, own *kernels.Dense, active []bool) 
 		close(ready)
 	}()
 	first := true
+	var err error
 	for {
 		waitStart := time.Now()
 		j, ok := <-ready
@@ -107,15 +121,22 @@ func (e *Engine) aggregate(x *exchange, out, own *kernels.Dense, active []bool) 
 			break
 		}
 		blk := e.s.Blocks[j]
-		if blk.NNZ() == 0 {
+		if blk.NNZ() == 0 || err != nil {
 			continue
 		}
 		b := &kernels.Dense{Rows: e.s.RowsOf(j), Cols: x.width, Data: x.bufs[j]}
 		if j == e.rank && e.cfg.FreshDiagonal {
 			b = own
 		}
-		if err := kernels.SpMM(out, blk, b, !first); err != nil {
-			return fmt.Errorf("%s: block %d: %w", x.name, j, err)
+		if mask.P > 0 {
+			m := mask
+			m.Row0 = int(e.s.Offsets[j])
+			masked := &kernels.Dense{Rows: b.Rows, Cols: b.Cols, Data: x.scratch[:len(b.Data)]}
+			m.ApplyDense(masked, b)
+			b = masked
+		}
+		if err = kernels.SpMM(out, blk, b, !first); err != nil {
+			err = fmt.Errorf("%s: block %d: %w", x.name, j, err)
 		}
 		first = false
 	}
@@ -123,7 +144,10 @@ func (e *Engine) aggregate(x *exchange, out, own *kernels.Dense, active []bool) 
 	if first {
 		out.Zero()
 	}
-	return <-errc
+	if cerr := <-errc; cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 // clip scales δ_i to norm th_i = ClipScale·Clip when it is larger, before
@@ -137,4 +161,14 @@ func (e *Engine) clip(d *kernels.Dense) {
 		kernels.Scale(d.Data, float32(th/n))
 		e.clipped++
 	}
+}
+
+// exchangeGradient broadcasts gradient blocks — all of them, unless the
+// SkipG baseline lets its policy skip some — and aggregates them.
+func (e *Engine) exchangeGradient(x *exchange, epoch int, out, own *kernels.Dense) error {
+	active, err := e.decide(x, epoch, func() float64 { return relDrift(own.Data, x.bufs[e.rank]) })
+	if err != nil {
+		return err
+	}
+	return e.aggregate(x, out, own, active, kernels.Mask{})
 }
