@@ -178,6 +178,9 @@ func (d *dec) count(elem int) int {
 }
 
 func (d *dec) i32s(n int) []int32 {
+	if n == 0 {
+		return nil
+	}
 	if d.err != nil || d.off+4*n > len(d.b) {
 		d.err = errShort
 		return nil

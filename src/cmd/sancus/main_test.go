@@ -1,0 +1,215 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests run the sancus binary the way a user does: built once, then
+// launched directly or under mpirun.
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sancus-bin")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "sancus")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const cora = "../../../../shared/datasets/cora"
+
+func mpiEnv() []string {
+	return append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_rmaps_base_oversubscribe=1")
+}
+
+func needMPI(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("mpirun not installed (apt-get install openmpi-bin)")
+	}
+	return p
+}
+
+// run executes the binary (optionally under mpirun -np n) with a deadline
+// and returns combined output and the error.
+func run(t *testing.T, np int, args ...string) (string, error) {
+	t.Helper()
+	name, argv := bin, args
+	if np > 0 {
+		name = needMPI(t)
+		argv = append([]string{"-np", itoa(np), bin}, args...)
+	}
+	cmd := exec.Command(name, argv...)
+	cmd.Env = mpiEnv()
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("sancus %v hung for 90 s", args)
+	}
+	return string(out), err
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func readReport(t *testing.T, path string) *Report {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+func sameLosses(t *testing.T, what string, got, want *Report) {
+	t.Helper()
+	if len(got.Result.Curve) != len(want.Result.Curve) {
+		t.Fatalf("%s: %d epochs vs %d", what, len(got.Result.Curve), len(want.Result.Curve))
+	}
+	for i, e := range got.Result.Curve {
+		w := want.Result.Curve[i]
+		if rel := math.Abs(e.Loss-w.Loss) / w.Loss; rel > 1e-5 {
+			t.Fatalf("%s: epoch %d loss %.8f vs single rank %.8f", what, e.Epoch, e.Loss, w.Loss)
+		}
+	}
+}
+
+// TestMPIRunsMatchSingleRank: mpirun -np 2 and 4, from the whole dataset
+// and from prepared shards, train exactly like one rank.
+func TestMPIRunsMatchSingleRank(t *testing.T) {
+	needMPI(t)
+	dir := t.TempDir()
+	common := []string{"--epochs", "15", "--quiet"}
+	single := filepath.Join(dir, "p1.json")
+	if out, err := run(t, 0, append([]string{"train", "--data", cora, "--out", single}, common...)...); err != nil {
+		t.Fatalf("single rank: %v\n%s", err, out)
+	}
+	ref := readReport(t, single)
+	for _, np := range []int{2, 4} {
+		out := filepath.Join(dir, "data"+itoa(np)+".json")
+		if o, err := run(t, np, append([]string{"train", "--data", cora, "--out", out}, common...)...); err != nil {
+			t.Fatalf("mpirun -np %d: %v\n%s", np, err, o)
+		}
+		rep := readReport(t, out)
+		if rep.Result.Ranks != np || rep.Launcher != "openmpi" {
+			t.Fatalf("report says %d ranks via %s", rep.Result.Ranks, rep.Launcher)
+		}
+		sameLosses(t, "mpirun --data", rep, ref)
+
+		shards := filepath.Join(dir, "shards"+itoa(np))
+		if o, err := run(t, 0, "prepare", "--data", cora, "--parts", itoa(np), "--out", shards); err != nil {
+			t.Fatalf("prepare: %v\n%s", err, o)
+		}
+		out = filepath.Join(dir, "shards"+itoa(np)+".json")
+		if o, err := run(t, np, append([]string{"train", "--shards", shards, "--out", out}, common...)...); err != nil {
+			t.Fatalf("mpirun -np %d --shards: %v\n%s", np, err, o)
+		}
+		sameLosses(t, "mpirun --shards", readReport(t, out), ref)
+		for _, r := range readReport(t, out).Result.PerRank {
+			if np > 1 && (r.BytesSent == 0 || r.BytesRecv == 0) {
+				t.Fatalf("rank %d reports no traffic: %+v", r.Rank, r)
+			}
+		}
+	}
+}
+
+// TestShardErrorsAbortTheJob: wrong rank count and a corrupt shard end
+// every rank quickly with a message naming the rank and the problem.
+func TestShardErrorsAbortTheJob(t *testing.T) {
+	needMPI(t)
+	shards := filepath.Join(t.TempDir(), "s")
+	if o, err := run(t, 0, "prepare", "--data", cora, "--parts", "2", "--out", shards); err != nil {
+		t.Fatalf("prepare: %v\n%s", err, o)
+	}
+	start := time.Now()
+	out, err := run(t, 3, "train", "--shards", shards, "--epochs", "5")
+	if err == nil || !strings.Contains(out, "another rank count") || !strings.Contains(out, "rank ") {
+		t.Fatalf("3 ranks on 2 shards: err %v\n%s", err, out)
+	}
+	// Flip a byte in rank 1's shard.
+	p := filepath.Join(shards, "shard-00001-of-00002.bin")
+	b, _ := os.ReadFile(p)
+	b[len(b)/3] ^= 0xff
+	os.WriteFile(p, b, 0o644)
+	out, err = run(t, 2, "train", "--shards", shards, "--epochs", "5")
+	if err == nil || !strings.Contains(out, "rank 1") || !strings.Contains(out, "checksum mismatch") {
+		t.Fatalf("corrupt shard: err %v\n%s", err, out)
+	}
+	if d := time.Since(start); d > 60*time.Second {
+		t.Fatalf("failing jobs took %v", d)
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train"}, "exactly one of --data or --shards"},
+		{[]string{"train", "--data", cora, "--staleness", "sometimes"}, "unknown staleness policy"},
+		{[]string{"train", "--data", cora, "--dropout", "1.5"}, "dropout must be in [0,1)"},
+		{[]string{"train", "--data", "/nonexistent"}, "no such file"},
+		{[]string{"train", "--data", cora, "extra"}, "unexpected argument"},
+		{[]string{"gen", "--out", t.TempDir(), "--model", "erdos"}, "not planted or rmat"},
+		{[]string{"prepare", "--data", cora, "--parts", "0", "--out", t.TempDir()}, "required"},
+		{[]string{"frobnicate"}, "unknown command"},
+	}
+	for _, c := range cases {
+		out, err := run(t, 0, c.args...)
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("sancus %v: err %v, output %q; want it to say %q", c.args, err, out, c.want)
+		}
+	}
+	if out, err := run(t, 0, "train", "--help"); err != nil || !strings.Contains(out, "--staleness") {
+		t.Errorf("train --help: %v %s", err, out)
+	}
+}
+
+// TestGeneratedGraphPipeline is the README's main job in small: gen,
+// prepare, mpirun train; it must learn the planted classes.
+func TestGeneratedGraphPipeline(t *testing.T) {
+	needMPI(t)
+	dir := t.TempDir()
+	data, shards, out := filepath.Join(dir, "g"), filepath.Join(dir, "s"), filepath.Join(dir, "r.json")
+	steps := [][]string{
+		{"gen", "--out", data, "--nodes", "5000", "--edges", "40000", "--features", "64", "--feature-nnz", "8", "--classes", "8"},
+		{"prepare", "--data", data, "--parts", "2", "--out", shards},
+	}
+	for _, s := range steps {
+		if o, err := run(t, 0, s...); err != nil {
+			t.Fatalf("%v: %v\n%s", s, err, o)
+		}
+	}
+	if o, err := run(t, 2, "train", "--shards", shards, "--epochs", "100", "--quiet", "--out", out, "--staleness", "epoch-fixed", "--eps", "1"); err != nil {
+		t.Fatalf("train: %v\n%s", err, o)
+	}
+	rep := readReport(t, out)
+	if rep.Result.TestAtBest < 0.8 {
+		t.Fatalf("planted graph test accuracy %.3f < 0.8", rep.Result.TestAtBest)
+	}
+}

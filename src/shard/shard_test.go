@@ -1,0 +1,145 @@
+package shard
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"sancus/src/graph"
+)
+
+func coraPrepared(t *testing.T, parts int) *Prepared {
+	t.Helper()
+	ds, err := graph.Load("../../../shared/datasets/cora", graph.LoadOptions{NormalizeFeatures: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Prepare(ds, parts, Options{Precompute: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestBlocksReassembleÂ(t *testing.T) {
+	p := coraPrepared(t, 3)
+	var nnz int64
+	for r := 0; r < 3; r++ {
+		s, err := p.Shard(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, b := range s.Blocks {
+			if err := b.Validate(); err != nil {
+				t.Fatalf("rank %d block %d: %v", r, j, err)
+			}
+			nnz += b.NNZ()
+			// Spot-check every entry against the global matrix.
+			for i := 0; i < b.Rows; i++ {
+				gi := s.Row0() + i
+				for q := b.RowPtr[i]; q < b.RowPtr[i+1]; q++ {
+					gj := int(s.Offsets[j]) + int(b.ColIdx[q])
+					found := false
+					for z := p.AHat.RowPtr[gi]; z < p.AHat.RowPtr[gi+1]; z++ {
+						if int(p.AHat.ColIdx[z]) == gj && p.AHat.Val[z] == b.Val[q] {
+							found = true
+						}
+					}
+					if !found {
+						t.Fatalf("rank %d block %d entry (%d,%d) not in Â", r, j, gi, gj)
+					}
+				}
+			}
+		}
+	}
+	if nnz != p.AHat.NNZ() {
+		t.Fatalf("blocks hold %d nonzeros, Â has %d", nnz, p.AHat.NNZ())
+	}
+}
+
+func TestBalancedRanges(t *testing.T) {
+	p := coraPrepared(t, 4)
+	off := p.Offsets
+	var load []int64
+	for r := 0; r < 4; r++ {
+		load = append(load, p.AHat.RowPtr[off[r+1]]-p.AHat.RowPtr[off[r]]+off[r+1]-off[r])
+	}
+	var mx, sum int64
+	for _, l := range load {
+		mx, sum = max(mx, l), sum+l
+	}
+	if float64(mx)/(float64(sum)/4) > 1.05 {
+		t.Fatalf("nonzero balance %v is off by more than 5%%", load)
+	}
+	if _, err := BalancedRanges(p.AHat, p.AHat.Rows+1); err == nil {
+		t.Fatal("more parts than rows accepted")
+	}
+}
+
+func TestWriteReadRoundTripAndErrors(t *testing.T) {
+	p := coraPrepared(t, 2)
+	dir := t.TempDir()
+	orig, _ := p.Shard(1)
+	if err := orig.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(dir, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, orig) {
+		t.Fatal("shard read back differs from what was written")
+	}
+	path := filepath.Join(dir, FileName(1, 2))
+	raw, _ := os.ReadFile(path)
+
+	expect := func(what string, err error, want string) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "shard") {
+			t.Fatalf("%s: got %v, want an error naming the shard and saying %q", what, err, want)
+		}
+	}
+	// One flipped bit in the body.
+	bad := append([]byte(nil), raw...)
+	bad[len(bad)/2] ^= 0x10
+	os.WriteFile(path, bad, 0o644)
+	_, err = Read(dir, 1, 2)
+	expect("corrupt", err, "checksum mismatch")
+	// Truncated.
+	os.WriteFile(path, raw[:len(raw)-100], 0o644)
+	_, err = Read(dir, 1, 2)
+	expect("truncated", err, "truncated")
+	// Not a shard.
+	os.WriteFile(path, []byte("hello world, this is not a shard file"), 0o644)
+	_, err = Read(dir, 1, 2)
+	expect("magic", err, "bad magic")
+	// Asked for a different rank count.
+	os.WriteFile(path, raw, 0o644)
+	os.WriteFile(filepath.Join(dir, FileName(0, 2)), raw, 0o644)
+	_, err = Read(dir, 0, 4)
+	expect("wrong P", err, "another rank count")
+	// Rank 1's file saved under rank 0's name.
+	_, err = Read(dir, 0, 2)
+	expect("wrong rank", err, "holds rank 1 of 2, wanted rank 0 of 2")
+	_, err = Read(t.TempDir(), 0, 2)
+	expect("missing", err, "not found")
+}
+
+func TestWriteLeavesNothingOnFullDisk(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	p := coraPrepared(t, 2)
+	s, _ := p.Shard(0)
+	dir := t.TempDir()
+	os.Symlink("/dev/full", filepath.Join(dir, FileName(0, 2)+".tmp"))
+	err := s.Write(dir)
+	if err == nil || !strings.Contains(err.Error(), "no space") {
+		t.Fatalf("want a no-space error, got %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, FileName(0, 2))); err == nil {
+		t.Fatal("a partial shard was left under the real name")
+	}
+}
