@@ -3,8 +3,9 @@ package collectives
 import "time"
 
 // RingAllreduceMin is the buffer length (float32s) from which Allreduce uses
-// the ring; below it latency dominates and the library's own call wins.
-const RingAllreduceMin = 16 * 1024
+// the ring (4 MiB): below it the library's own call measured faster here
+// (results/bench/comm-*.json), above it the ring keeps every link busy.
+const RingAllreduceMin = 1 << 20
 
 // Allreduce sums buf over all ranks in place, choosing the ring algorithm
 // for large buffers and the transport's native call for small ones.

@@ -2,10 +2,20 @@ package collectives
 
 import "time"
 
-// DefaultChunk is the ring pipeline's chunk (in float32s): 256 KiB, large
-// enough to amortize per-message cost, small enough that every link of the
-// ring is busy at once.
+// DefaultChunk is the smallest automatic ring pipeline chunk (in float32s):
+// 256 KiB, large enough to amortize per-message cost.
 const DefaultChunk = 64 * 1024
+
+// autoChunk picks the pipeline chunk: with two ranks there is nothing to
+// pipeline, so the buffer goes as one message (the transport's single-copy
+// path); otherwise about 2P chunks, never smaller than DefaultChunk, keep
+// every link busy without paying per-message costs thousands of times.
+func autoChunk(n, p int) int {
+	if p <= 2 {
+		return max(n, 1)
+	}
+	return max(DefaultChunk, (n+2*p-1)/(2*p))
+}
 
 // RingBcast broadcasts buf from root around the ring root→root+1→… in
 // chunks of chunk floats: each rank forwards chunk c while chunk c+1 is
@@ -18,7 +28,7 @@ func RingBcast(c Comm, buf []float32, root, chunk int) error {
 		return nil
 	}
 	if chunk <= 0 {
-		chunk = DefaultChunk
+		chunk = autoChunk(len(buf), p)
 	}
 	start := time.Now()
 	next, prev := (r+1)%p, (r-1+p)%p

@@ -10,8 +10,9 @@
 // compiler keeps them in registers instead of storing C after every nonzero.
 #define TW 16
 
+#define PF_DIST 16
 #define SPMM_BODY(N)                                                          \
-  for (int64_t r = r0; r < r1; r++) {                                          \
+  for (int64_t r = r0, nnz_end = rowptr[r1]; r < r1; r++) {                    \
     float *restrict c = C + r * (N);                                           \
     const int64_t p0 = rowptr[r], p1 = rowptr[r + 1];                          \
     int64_t t = 0;                                                             \
@@ -19,6 +20,9 @@
       float acc[TW];                                                           \
       for (int j = 0; j < TW; j++) acc[j] = acc_in ? c[t + j] : 0.0f;          \
       for (int64_t p = p0; p < p1; p++) {                                      \
+        /* Rows of B are gathered at random: ask for one a few nonzeros  */    \
+        /* ahead so several cache misses are in flight at once.          */    \
+        __builtin_prefetch(B + (int64_t)col[p + PF_DIST < nnz_end ? p + PF_DIST : p] * (N) + t); \
         const float v = val[p];                                                \
         const float *restrict b = B + (int64_t)col[p] * (N) + t;               \
         for (int j = 0; j < TW; j++) acc[j] += v * b[j];                       \

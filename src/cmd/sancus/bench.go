@@ -1,0 +1,277 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"sancus/collectives"
+	"sancus/kernels"
+	"sancus/launch"
+	"sancus/src/graph"
+	"sancus/src/train"
+)
+
+func init() {
+	register("bench", "benchmarks: 'bench kernels' (one rank) and 'bench comm' (under mpirun)", runBench)
+}
+
+func runBench(args []string) error {
+	if len(args) == 0 || (args[0] != "kernels" && args[0] != "comm") {
+		return fmt.Errorf("usage: sancus bench kernels|comm [flags] (see --help of each)")
+	}
+	if args[0] == "kernels" {
+		return benchKernels(args[1:])
+	}
+	return benchComm(args[1:])
+}
+
+// best runs f reps times and returns the fastest duration: the figure least
+// disturbed by other work on a shared node.
+func best(reps int, f func()) time.Duration {
+	b := time.Duration(1<<63 - 1)
+	for i := 0; i < reps; i++ {
+		t := time.Now()
+		f()
+		b = min(b, time.Since(t))
+	}
+	return b
+}
+
+// KernelBench is what `sancus bench kernels` measures, in one process run.
+type KernelBench struct {
+	Dataset     string  `json:"dataset"`
+	Nodes       int     `json:"nodes"`
+	NNZ         int64   `json:"nnz_ahat"`
+	Threads     int     `json:"threads"`
+	SIMD        string  `json:"simd"`
+	TriadGBs    float64 `json:"triad_gb_s"`
+	SpMMGBs     float64 `json:"spmm_gb_s"`
+	SpMMMs      float64 `json:"spmm_ms"`
+	SpMMOfTriad float64 `json:"spmm_fraction_of_triad"`
+	// Bytes the gathers really move: every nonzero pulls a whole row of H
+	// (here one 64-byte line) unless it is still cached.
+	SpMMGatherGBs float64 `json:"spmm_gathered_gb_s"`
+	GEMMGflops    float64 `json:"gemm_gflop_s"`
+	EpochMs       float64 `json:"epoch_ms"`
+	EpochPlainMs  float64 `json:"epoch_plain_ms"`
+}
+
+func benchKernels(args []string) error {
+	fs := newFlags("bench kernels", "bench kernels [--data DIR] [--out FILE]")
+	data := fs.String("data", "", "dataset directory (default: generate the 100k-node / 1M-edge reference graph)")
+	out := fs.String("out", "results/bench/kernels.json", "where to write the figures")
+	epochs := fs.Int("epochs", 20, "epochs timed per training mode")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dir := *data
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "sancus-bench-100k")
+		if _, err := os.Stat(filepath.Join(dir, "test.txt")); err != nil {
+			fmt.Println("generating the reference graph (100,000 nodes, 1,000,000 edges, 128 features, 16 classes)")
+			cfg := graph.GenConfig{Model: "planted", Nodes: 100000, Edges: 1000000, Features: 128, FeatureNNZ: 16,
+				Classes: 16, PIn: 0.8, FeatureSig: 0.5, TrainFrac: 0.1, ValFrac: 0.1, Seed: 1}
+			if err := graph.Generate(dir, cfg); err != nil {
+				return err
+			}
+		}
+	}
+	ds, err := graph.Load(dir, graph.LoadOptions{NormalizeFeatures: true})
+	if err != nil {
+		return err
+	}
+	ahat := graph.Normalize(ds.Adj)
+	r := KernelBench{Dataset: dir, Nodes: ds.N, NNZ: ahat.NNZ(), Threads: kernels.Threads(), SIMD: kernels.SIMD()}
+
+	// STREAM triad over arrays far larger than the last-level cache.
+	n := 32 << 20
+	a, b, c := make([]float32, n), make([]float32, n), make([]float32, n)
+	for i := range b {
+		b[i], c[i] = 1, 2
+	}
+	d := best(10, func() { kernels.Triad(a, b, c, 3) })
+	r.TriadGBs = float64(12*n) / d.Seconds() / 1e9
+
+	// SpMM Â·H at the hidden width; traffic counted as the compulsory bytes.
+	const w = 16
+	h, out16 := kernels.NewDense(ds.N, w), kernels.NewDense(ds.N, w)
+	for i := range h.Data {
+		h.Data[i] = 1
+	}
+	d = best(20, func() { kernels.SpMM(out16, ahat, h, false) })
+	bytes := float64(ahat.NNZ())*8 + float64(ahat.Rows+1)*8 + 2*float64(ds.N*w)*4
+	r.SpMMMs = ms(d)
+	r.SpMMGBs = bytes / d.Seconds() / 1e9
+	r.SpMMOfTriad = r.SpMMGBs / r.TriadGBs
+	r.SpMMGatherGBs = (float64(ahat.NNZ())*(8+4*w) + float64(ds.N*w)*4) / d.Seconds() / 1e9
+
+	x := kernels.NewDense(ds.N, 128)
+	wt := kernels.NewDense(128, w)
+	d = best(10, func() { kernels.GEMM(out16, x, wt, false) })
+	r.GEMMGflops = 2 * float64(ds.N) * 128 * w / d.Seconds() / 1e9
+
+	for _, pre := range []bool{true, false} {
+		cfg := train.Defaults()
+		cfg.Epochs, cfg.EvalEvery, cfg.Precompute = *epochs, 0, pre
+		res, err := train.RunInProcess(ds, 1, cfg)
+		if err != nil {
+			return err
+		}
+		if pre {
+			r.EpochMs = res.MeanEpochMs
+		} else {
+			r.EpochPlainMs = res.MeanEpochMs
+		}
+	}
+	fmt.Printf("graph            %s: %d nodes, %d nonzeros in Â\n", dir, r.Nodes, r.NNZ)
+	fmt.Printf("kernels          %s, %d threads\n", r.SIMD, r.Threads)
+	fmt.Printf("triad            %8.2f GB/s\n", r.TriadGBs)
+	fmt.Printf("SpMM Â·H (w=16)  %8.2f GB/s compulsory bytes (%.2f ms, %.0f%% of triad); %.2f GB/s counting every gathered row\n",
+		r.SpMMGBs, r.SpMMMs, 100*r.SpMMOfTriad, r.SpMMGatherGBs)
+	fmt.Printf("GEMM n×128·128×16 %7.2f GFLOP/s\n", r.GEMMGflops)
+	fmt.Printf("epoch (ÂX precomputed) %8.2f ms\n", r.EpochMs)
+	fmt.Printf("epoch (plain Â(XW))    %8.2f ms\n", r.EpochPlainMs)
+	return writeJSON(*out, r)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+func writeJSON(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(path, append(b, '\n')); err != nil {
+		return err
+	}
+	fmt.Printf("results: %s\n", path)
+	return nil
+}
+
+// CommRow is one message size of `sancus bench comm`.
+type CommRow struct {
+	Bytes            int     `json:"bytes"`
+	RingBcastGBs     float64 `json:"ring_bcast_gb_s"`
+	NativeBcastGBs   float64 `json:"mpi_bcast_gb_s"`
+	RingAllreduceGBs float64 `json:"ring_allreduce_gb_s"`
+	NativeAllredGBs  float64 `json:"mpi_allreduce_gb_s"`
+	InprocBcastGBs   float64 `json:"inproc_ring_bcast_gb_s"`
+	InprocAllredGBs  float64 `json:"inproc_ring_allreduce_gb_s"`
+}
+
+// benchComm measures broadcast and allreduce bandwidth (message bytes per
+// second as seen by one rank) over MPI and the in-process transport.
+func benchComm(args []string) error {
+	fs := newFlags("bench comm", "bench comm [--out FILE]   (run under mpirun -np P)")
+	out := fs.String("out", "results/bench/comm.json", "where rank 0 writes the table")
+	maxMiB := fs.Int("max-mib", 64, "largest message in MiB")
+	chunk := fs.Int("chunk", 0, "ring chunk in floats (0: default)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	env, err := launch.Detect()
+	if err != nil {
+		return err
+	}
+	var c collectives.Comm
+	if env.Parallel() {
+		m, err := collectives.StartMPI(2 * time.Minute)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		c = m
+	}
+	var rows []CommRow
+	for size := 4 << 10; size <= *maxMiB<<20; size *= 4 {
+		n := size / 4
+		buf := make([]float32, n)
+		reps := max(3, min(50, (64<<20)/size))
+		row := CommRow{Bytes: size}
+		gbs := func(d time.Duration) float64 { return float64(size) / d.Seconds() / 1e9 }
+		if c != nil && c.Size() > 1 {
+			timed := func(f func() error) (float64, error) {
+				var ferr error
+				d := best(reps, func() {
+					c.Barrier()
+					if err := f(); err != nil && ferr == nil {
+						ferr = err
+					}
+				})
+				// The slowest rank decides when a collective is done.
+				v := []float32{float32(d.Seconds())}
+				all := make([]float32, c.Size())
+				counts := make([]int, c.Size())
+				for i := range counts {
+					counts[i] = 1
+				}
+				if err := c.Allgatherv(v, all, counts); err != nil {
+					return 0, err
+				}
+				sort.Slice(all, func(i, j int) bool { return all[i] > all[j] })
+				return gbs(time.Duration(float64(all[0]) * 1e9)), ferr
+			}
+			var errs [4]error
+			row.RingBcastGBs, errs[0] = timed(func() error { return collectives.RingBcast(c, buf, 0, *chunk) })
+			row.NativeBcastGBs, errs[1] = timed(func() error { return c.Bcast(buf, 0) })
+			row.RingAllreduceGBs, errs[2] = timed(func() error { return collectives.RingAllreduce(c, buf) })
+			row.NativeAllredGBs, errs[3] = timed(func() error { return c.Allreduce(buf) })
+			for _, e := range errs {
+				if e != nil {
+					c.Abort(e)
+				}
+			}
+		}
+		p := 2
+		if c != nil {
+			p = max(2, c.Size())
+		}
+		if c == nil || c.Rank() == 0 {
+			row.InprocBcastGBs = gbs(inprocTime(p, n, reps, func(cc collectives.Comm, b []float32) error { return collectives.RingBcast(cc, b, 0, *chunk) }))
+			row.InprocAllredGBs = gbs(inprocTime(p, n, reps, func(cc collectives.Comm, b []float32) error { return collectives.RingAllreduce(cc, b) }))
+		}
+		rows = append(rows, row)
+	}
+	if c != nil && c.Rank() != 0 {
+		return nil
+	}
+	ranks := 1
+	if c != nil {
+		ranks = c.Size()
+	}
+	fmt.Printf("GB/s by message size, %d MPI rank(s); in-process with %d goroutine ranks\n", ranks, max(2, ranks))
+	fmt.Printf("%10s %11s %11s %11s %11s %11s %11s\n", "bytes", "ring bcast", "MPI_Bcast", "ring allred", "MPI_Allred", "inproc bc", "inproc ar")
+	for _, r := range rows {
+		fmt.Printf("%10d %11.3f %11.3f %11.3f %11.3f %11.3f %11.3f\n", r.Bytes, r.RingBcastGBs, r.NativeBcastGBs, r.RingAllreduceGBs, r.NativeAllredGBs, r.InprocBcastGBs, r.InprocAllredGBs)
+	}
+	return writeJSON(*out, map[string]any{"ranks": ranks, "rows": rows})
+}
+
+func inprocTime(p, n, reps int, op func(c collectives.Comm, b []float32) error) time.Duration {
+	w := collectives.NewWorld(p, time.Minute)
+	times := make([]time.Duration, p)
+	w.Run(func(c collectives.Comm) error {
+		b := make([]float32, n)
+		times[c.Rank()] = best(reps, func() {
+			c.Barrier()
+			op(c, b)
+		})
+		return nil
+	})
+	return slices_max(times)
+}
+
+func slices_max(ds []time.Duration) time.Duration {
+	var m time.Duration
+	for _, d := range ds {
+		m = max(m, d)
+	}
+	return m
+}
