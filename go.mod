@@ -3,6 +3,18 @@ module sancus
 go 1.26.8
 
 require (
-	github.com/sbromberger/gompi v0.2.0 // indirect
-	github.com/spf13/pflag v1.1.0 // indirect
+	github.com/sbromberger/gompi v0.2.0
+	github.com/spf13/pflag v1.1.0
+	gonum.org/v1/plot v0.17.0
+)
+
+require (
+	codeberg.org/go-fonts/liberation v0.5.0 // indirect
+	codeberg.org/go-latex/latex v0.2.0 // indirect
+	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
+	git.sr.ht/~sbinet/gg v0.7.0 // indirect
+	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
+	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
+	golang.org/x/image v0.30.0 // indirect
+	golang.org/x/text v0.28.0 // indirect
 )

@@ -15,6 +15,7 @@ import (
 	"sancus/kernels"
 	"sancus/launch"
 	"sancus/src/graph"
+	"sancus/src/report"
 	"sancus/src/shard"
 	"sancus/src/train"
 )
@@ -24,17 +25,7 @@ func init() {
 }
 
 // Report is the results JSON of one run.
-type Report struct {
-	Command  string        `json:"command"`
-	Started  time.Time     `json:"started"`
-	Host     string        `json:"host"`
-	JobID    string        `json:"job_id,omitempty"`
-	Launcher string        `json:"launcher"`
-	Dataset  string        `json:"dataset"`
-	Nodes    int           `json:"nodes"`
-	Config   train.Config  `json:"config"`
-	Result   *train.Result `json:"result"`
-}
+type Report = report.Run
 
 type trainFlags struct {
 	data, shards, out, name string

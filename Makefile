@@ -1,0 +1,76 @@
+# sancus: full-graph GNN training on HPC clusters.
+#
+#   make run     install what is missing, generate a graph, shard it, train on 4 MPI ranks
+#   make test    install what is missing, vet, run every test (also under mpirun -np 1, 2, 4)
+#   make bench   kernel, communication and SANCUS benchmarks into results/bench/
+
+SHELL   := /bin/bash
+GO      ?= go
+BIN     := bin/sancus
+NP      ?= 4
+DATA    ?= data/planted-100k
+SHARDS  ?= data/planted-100k-P$(NP)
+EPOCHS  ?= 200
+
+# As root, OpenMPI wants an explicit opt-in; small machines need
+# --oversubscribe to place more ranks than cores.
+MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
+MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
+
+.PHONY: all deps build run test test-mpi vet bench bench-kernels bench-comm bench-sancus clean
+
+all: build
+
+# Debian packages the build and the tests need (OpenMPI headers and launcher).
+deps:
+	@if ! command -v mpirun >/dev/null || ! [ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h -o -e /usr/lib/aarch64-linux-gnu/openmpi/include/mpi.h ]; then \
+		echo "installing OpenMPI (libopenmpi-dev openmpi-bin)"; \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq libopenmpi-dev openmpi-bin; \
+	fi
+
+build: deps
+	$(GO) build -o $(BIN) ./src/cmd/sancus
+
+$(DATA)/test.txt: | build
+	$(BIN) gen --out $(DATA) --nodes 100000 --edges 1000000 --features 128 --classes 16 --seed 1
+
+$(SHARDS)/meta.json: $(DATA)/test.txt
+	$(BIN) prepare --data $(DATA) --parts $(NP) --out $(SHARDS)
+
+# The main job: a real 4-rank SANCUS run (epoch-fixed staleness, ε_E = 1).
+run: build $(SHARDS)/meta.json
+	$(MPIRUN) -np $(NP) $(BIN) train --shards $(SHARDS) --epochs $(EPOCHS) \
+		--staleness epoch-fixed --eps 1 --name planted-100k-P$(NP)-scse1
+
+vet: deps
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+test: vet test-mpi
+	$(GO) test -count=1 -timeout 20m ./...
+
+# The collectives again as real MPI jobs of 1, 2 and 4 ranks.
+test-mpi: deps
+	for np in 1 2 4; do \
+		$(GO) test -count=1 -timeout 10m -exec "$(MPIRUN) -np $$np" ./collectives/ || exit 1; \
+	done
+
+bench: bench-kernels bench-comm bench-sancus
+
+bench-kernels: build
+	$(BIN) bench kernels --out results/bench/kernels.json | tee results/bench/kernels.txt
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./kernels | tee results/bench/kernels-go.txt
+
+bench-comm: build
+	for np in 2 4; do \
+		$(MPIRUN) -np $$np $(BIN) bench comm --out results/bench/comm-P$$np.json | tee results/bench/comm-P$$np.txt || exit 1; \
+	done
+
+# Every staleness policy at P = 2 and 4 on the reference graph.
+bench-sancus: build $(DATA)/test.txt
+	bash slurm/staleness-local.sh $(DATA) results/bench/sancus "$(MPIRUN)"
+
+clean:
+	rm -rf bin

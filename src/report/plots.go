@@ -1,0 +1,244 @@
+package report
+
+import (
+	"fmt"
+	"image/color"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Plots writes the PNGs into dir and returns their paths.
+func Plots(dir string, runs []*Run) ([]string, error) {
+	rows := Summarize(runs)
+	var out []string
+	add := func(name string, p *plot.Plot, w, h vg.Length, err error) error {
+		if err != nil {
+			return err
+		}
+		path := filepath.Join(dir, name)
+		if err := p.Save(w, h, path); err != nil {
+			return fmt.Errorf("saving %s: %w", path, err)
+		}
+		out = append(out, path)
+		return nil
+	}
+	p, err := breakdown(rows)
+	if err := add("compute_vs_comm.png", p, 8*vg.Inch, 4.5*vg.Inch, err); err != nil {
+		return nil, err
+	}
+	if p, err := scaling(rows); p != nil || err != nil {
+		if err := add("scaling.png", p, 6*vg.Inch, 4.5*vg.Inch, err); err != nil {
+			return nil, err
+		}
+	}
+	p, err = accuracy(runs)
+	if err := add("accuracy.png", p, 7*vg.Inch, 4.5*vg.Inch, err); err != nil {
+		return nil, err
+	}
+	for i, r := range runs {
+		if r.Result.Ranks < 2 || r.Config.Staleness == "none" {
+			continue
+		}
+		p, err := broadcasts(r)
+		if err := add(fmt.Sprintf("broadcasts_%02d.png", i), p, 7*vg.Inch, 3.5*vg.Inch, err); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func short(r *Run) string {
+	p := r.Config.Staleness
+	switch p {
+	case "epoch-fixed":
+		p = "E"
+	case "epoch-adaptive":
+		p = "A"
+	case "variation-gap":
+		p = "H"
+	}
+	if p != "none" {
+		p += strconv.FormatFloat(r.Config.Eps, 'g', -1, 64)
+	}
+	return fmt.Sprintf("P%d %s", r.Result.Ranks, p)
+}
+
+// breakdown: per run, seconds per epoch split into compute and exposed
+// communication (SANCUS Figure 21).
+func breakdown(rows []Row) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "Time per epoch: compute vs. exposed communication (mean over ranks)"
+	p.Y.Label.Text = "ms per epoch"
+	comp, comm := make(plotter.Values, len(rows)), make(plotter.Values, len(rows))
+	names := make([]string, len(rows))
+	for i, r := range rows {
+		n := float64(r.EpochsCompleted)
+		comp[i] = 1000 * r.ComputeSec / n
+		comm[i] = 1000 * r.CommWaitSec / n
+		names[i] = short(r.Run)
+	}
+	w := vg.Points(18)
+	bc, err := plotter.NewBarChart(comp, w)
+	if err != nil {
+		return nil, err
+	}
+	bc.Color = color.RGBA{R: 66, G: 133, B: 244, A: 255}
+	bm, err := plotter.NewBarChart(comm, w)
+	if err != nil {
+		return nil, err
+	}
+	bm.Color = color.RGBA{R: 234, G: 67, B: 53, A: 255}
+	bm.StackOn(bc)
+	p.Add(bc, bm)
+	p.Legend.Add("compute", bc)
+	p.Legend.Add("communication (not overlapped)", bm)
+	p.Legend.Top = true
+	p.NominalX(names...)
+	p.X.Tick.Label.Rotation = 0.6
+	p.X.Tick.Label.XAlign = -0.8
+	return p, nil
+}
+
+// scaling: ms per epoch against ranks for each (dataset, policy), with the
+// ideal line for strong scaling (t1/P) or weak scaling (t1), as the runs'
+// node counts say.
+func scaling(rows []Row) (*plot.Plot, error) {
+	groups := map[string][]Row{}
+	for _, r := range rows {
+		k := r.Run.Config.Staleness + strconv.FormatFloat(r.Run.Config.Eps, 'g', -1, 64)
+		if r.Run.Nodes > 0 {
+			k = fmt.Sprintf("%s|%s", k, r.Run.Dataset)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	keys := make([]string, 0, len(groups))
+	for k, g := range groups {
+		if len(g) > 1 {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	sort.Strings(keys)
+	p := plot.New()
+	p.Title.Text = "Scaling: time per epoch"
+	p.X.Label.Text = "ranks P"
+	p.Y.Label.Text = "ms per epoch"
+	for i, k := range keys {
+		g := groups[k]
+		sort.Slice(g, func(a, b int) bool { return g[a].Run.Result.Ranks < g[b].Run.Result.Ranks })
+		pts, ideal := make(plotter.XYs, len(g)), make(plotter.XYs, len(g))
+		base := g[0]
+		weak := g[len(g)-1].Run.Nodes != base.Run.Nodes
+		for j, r := range g {
+			x := float64(r.Run.Result.Ranks)
+			pts[j] = plotter.XY{X: x, Y: r.MsPerEpoch}
+			ideal[j] = plotter.XY{X: x, Y: base.MsPerEpoch * float64(base.Run.Result.Ranks) / x}
+			if weak {
+				ideal[j].Y = base.MsPerEpoch
+			}
+		}
+		l, s, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return nil, err
+		}
+		c := plotutil.Color(i)
+		l.Color, s.Color = c, c
+		il, err := plotter.NewLine(ideal)
+		if err != nil {
+			return nil, err
+		}
+		il.Color = c
+		il.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(l, s, il)
+		kind := "strong"
+		if weak {
+			kind = "weak"
+		}
+		p.Legend.Add(fmt.Sprintf("%s (%s)", g[0].Run.Label()[len(g[0].Run.Dataset)+1:], kind), l, s)
+		p.Legend.Add("ideal", il)
+	}
+	p.Legend.Top = true
+	return p, nil
+}
+
+// accuracy: validation accuracy per epoch for every run.
+func accuracy(runs []*Run) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "Validation accuracy"
+	p.X.Label.Text = "epoch"
+	p.Y.Label.Text = "accuracy"
+	for i, r := range runs {
+		var pts plotter.XYs
+		for _, e := range r.Result.Curve {
+			if e.Evaluated {
+				pts = append(pts, plotter.XY{X: float64(e.Epoch), Y: e.ValAcc})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, err
+		}
+		l.Color = plotutil.Color(i)
+		l.Dashes = plotutil.Dashes(i / 7)
+		p.Add(l)
+		p.Legend.Add(short(r), l)
+	}
+	p.Legend.Top = true
+	p.Legend.Left = false
+	p.Y.Min, p.Y.Max = 0, 1
+	return p, nil
+}
+
+// broadcasts: for one run, a mark for every epoch in which (layer, root)
+// broadcast (SANCUS Figure 24); gaps are skipped broadcasts.
+func broadcasts(r *Run) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "Broadcast epochs per (layer, root): " + r.Label()
+	p.X.Label.Text = "epoch"
+	p.Y.Label.Text = "layer / root"
+	var layers []string
+	for l := range r.Result.Broadcasts {
+		layers = append(layers, l)
+	}
+	sort.Strings(layers)
+	var names []string
+	y := 0.0
+	for _, l := range layers {
+		roots := r.Result.Broadcasts[l]
+		for j := 0; j < len(roots); j++ {
+			var pts plotter.XYs
+			for _, ep := range roots[strconv.Itoa(j)] {
+				pts = append(pts, plotter.XY{X: float64(ep + 1), Y: y})
+			}
+			if len(pts) > 0 {
+				s, err := plotter.NewScatter(pts)
+				if err != nil {
+					return nil, err
+				}
+				s.GlyphStyle.Radius = vg.Points(1.5)
+				s.GlyphStyle.Color = plotutil.Color(j)
+				p.Add(s)
+			}
+			names = append(names, fmt.Sprintf("L%s r%d", l, j))
+			y++
+		}
+	}
+	ticks := make([]plot.Tick, len(names))
+	for i, n := range names {
+		ticks[i] = plot.Tick{Value: float64(i), Label: n}
+	}
+	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Y.Min, p.Y.Max = -0.5, y-0.5
+	return p, nil
+}

@@ -1,0 +1,162 @@
+// Package report turns run results (the JSON every `sancus train` writes)
+// into a CSV table and PNG plots: compute vs communication per run (SANCUS
+// Figure 21), scaling curves with their ideal lines, broadcast epochs per
+// (layer, root) (Figure 24) and accuracy curves. It reads nothing else.
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"sancus/src/train"
+)
+
+// Run is the results JSON of one training run.
+type Run struct {
+	Command  string        `json:"command"`
+	Started  time.Time     `json:"started"`
+	Host     string        `json:"host"`
+	JobID    string        `json:"job_id,omitempty"`
+	Launcher string        `json:"launcher"`
+	Dataset  string        `json:"dataset"`
+	Nodes    int           `json:"nodes"`
+	Config   train.Config  `json:"config"`
+	Result   *train.Result `json:"result"`
+
+	Path string `json:"-"`
+}
+
+// Label names a run in tables and legends: dataset, ranks, policy.
+func (r *Run) Label() string {
+	p := r.Config.Staleness
+	if p != "none" {
+		p += "(" + strconv.FormatFloat(r.Config.Eps, 'g', -1, 64) + ")"
+	}
+	return fmt.Sprintf("%s P=%d %s", r.Dataset, r.Result.Ranks, p)
+}
+
+// Load reads result JSONs from files or, recursively, directories.
+func Load(paths ...string) ([]*Run, error) {
+	var runs []*Run
+	for _, p := range paths {
+		err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() || filepath.Ext(path) != ".json" {
+				return nil
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			var r Run
+			if err := json.Unmarshal(b, &r); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if r.Result == nil || len(r.Result.Curve) == 0 {
+				return nil // not a training result (a benchmark table, meta.json, …)
+			}
+			r.Path = path
+			runs = append(runs, &r)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.SliceStable(runs, func(i, j int) bool {
+		a, b := runs[i], runs[j]
+		if a.Dataset != b.Dataset {
+			return a.Dataset < b.Dataset
+		}
+		if a.Config.Staleness != b.Config.Staleness {
+			return a.Config.Staleness < b.Config.Staleness
+		}
+		if a.Config.Eps != b.Config.Eps {
+			return a.Config.Eps < b.Config.Eps
+		}
+		return a.Result.Ranks < b.Result.Ranks
+	})
+	return runs, nil
+}
+
+// Row is one line of the summary table.
+type Row struct {
+	Run              *Run
+	MsPerEpoch       float64
+	MBSentPerEpoch   float64 // per rank, mean over ranks, training traffic
+	ComputeSec       float64 // mean over ranks
+	CommWaitSec      float64 // communication not hidden by compute, mean over ranks
+	SkippedFraction  float64
+	TestAcc          float64
+	PeakRSSMB        float64 // max over ranks
+	EpochsCompleted  int
+	BroadcastsPerEpc float64
+}
+
+// Summarize computes the table rows.
+func Summarize(runs []*Run) []Row {
+	var rows []Row
+	for _, r := range runs {
+		res := r.Result
+		row := Row{Run: r, MsPerEpoch: res.MeanEpochMs, TestAcc: res.TestAtBest, EpochsCompleted: len(res.Curve)}
+		var sent, skip int
+		for _, e := range res.Curve {
+			sent += e.Sent
+			skip += e.Skipped
+		}
+		if sent+skip > 0 {
+			row.SkippedFraction = float64(skip) / float64(sent+skip)
+			row.BroadcastsPerEpc = float64(sent) / float64(len(res.Curve))
+		}
+		for _, pr := range res.PerRank {
+			row.MBSentPerEpoch += float64(pr.BytesSent) / 1e6 / float64(len(res.Curve))
+			row.ComputeSec += pr.ComputeSec
+			row.CommWaitSec += pr.CommWaitSec
+			row.PeakRSSMB = max(row.PeakRSSMB, pr.PeakRSSMB)
+		}
+		if n := float64(len(res.PerRank)); n > 0 {
+			row.MBSentPerEpoch /= n
+			row.ComputeSec /= n
+			row.CommWaitSec /= n
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// WriteCSV writes the summary table.
+func WriteCSV(path string, rows []Row) error {
+	f, err := os.Create(path + ".tmp")
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	w.Write([]string{"dataset", "ranks", "policy", "eps", "max_stale", "epochs", "ms_per_epoch", "mb_sent_per_rank_per_epoch",
+		"compute_s", "comm_wait_s", "skipped_fraction", "test_acc_at_best_val", "peak_rss_mb", "job_id", "file"})
+	f3 := func(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
+	for _, r := range rows {
+		c := r.Run.Config
+		w.Write([]string{r.Run.Dataset, strconv.Itoa(r.Run.Result.Ranks), c.Staleness, strconv.FormatFloat(c.Eps, 'g', -1, 64),
+			strconv.Itoa(c.MaxStale), strconv.Itoa(r.EpochsCompleted), f3(r.MsPerEpoch), f3(r.MBSentPerEpoch), f3(r.ComputeSec),
+			f3(r.CommWaitSec), f3(r.SkippedFraction), f3(r.TestAcc), f3(r.PeakRSSMB), r.Run.JobID, r.Run.Path})
+	}
+	w.Flush()
+	err = w.Error()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path + ".tmp")
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return os.Rename(path+".tmp", path)
+}
