@@ -13,7 +13,7 @@ for np in 2 4; do
 	while read -r policy eps; do
 		name="P$np-$policy-$eps"
 		$mpirun -np "$np" "$bin" train --shards "$shards" --epochs "$epochs" --quiet \
-			--staleness "$policy" --eps "$eps" --out "$out/$name.json"
+			--staleness "$policy" --eps "$eps" --out "$out/$name.json" </dev/null # mpirun would eat the list
 	done <<'POLICIES'
 none 0
 epoch-fixed 1

@@ -49,7 +49,8 @@ func BenchmarkEpoch100k(b *testing.B) {
 			cfg.Precompute = pre
 			cfg.Epochs = 20
 			cfg.EvalEvery = 0
-			res, err := RunInProcess(ds, 1, cfg)
+			out, err := RunInProcess(ds, 1, cfg)
+			res := out.Result
 			if err != nil {
 				b.Fatal(err)
 			}

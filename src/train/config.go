@@ -41,6 +41,15 @@ type Config struct {
 	Chunk         int  // ring pipeline chunk in floats (0: default)
 	EvalEvery     int  // evaluate every k epochs (and at the last)
 
+	// Checkpoints: every CheckpointEvery epochs (0: only when stopped) into
+	// CheckpointDir; Resume continues from its latest committed epoch.
+	CheckpointDir   string
+	CheckpointEvery int
+	Resume          bool
+	// Stop reports a local stop request (a signal); ranks agree on it at the
+	// end of each epoch, checkpoint, and Run returns ErrStopped.
+	Stop func() bool `json:"-"`
+
 	Log io.Writer `json:"-"` // per-epoch lines on rank 0 (nil: silent)
 }
 
@@ -69,6 +78,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("clip and clip-scale must be ≥ 0")
 	case c.Chunk < 0:
 		return fmt.Errorf("chunk must be ≥ 0, got %d", c.Chunk)
+	case c.CheckpointEvery < 0:
+		return fmt.Errorf("checkpoint-every must be ≥ 0, got %d", c.CheckpointEvery)
+	case (c.CheckpointEvery > 0 || c.Resume) && c.CheckpointDir == "":
+		return fmt.Errorf("checkpoints need --checkpoint-dir")
 	}
 	_, err := staleness.Parse(c.Staleness, c.Eps, c.MaxStale)
 	return err

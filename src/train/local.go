@@ -1,6 +1,7 @@
 package train
 
 import (
+	"errors"
 	"time"
 
 	"sancus/collectives"
@@ -8,40 +9,51 @@ import (
 	"sancus/src/shard"
 )
 
+// Outcome is rank 0's report and final parameters of an in-process run.
+type Outcome struct {
+	Result *Result
+	Params [][]float32
+}
+
 // RunInProcess splits ds into parts shards in memory and trains them as
 // parts goroutine ranks over the in-process transport: the same engine and
 // algorithm as an mpirun job, without MPI. It returns rank 0's report.
-func RunInProcess(ds *graph.Dataset, parts int, cfg Config) (*Result, error) {
+func RunInProcess(ds *graph.Dataset, parts int, cfg Config) (Outcome, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return Outcome{}, err
 	}
 	prep, err := shard.Prepare(ds, parts, shard.Options{Precompute: cfg.Precompute})
 	if err != nil {
-		return nil, err
+		return Outcome{}, err
 	}
 	shards := make([]*shard.Shard, parts)
 	for r := range shards {
 		if shards[r], err = prep.Shard(r); err != nil {
-			return nil, err
+			return Outcome{}, err
 		}
 	}
 	return RunShards(shards, cfg)
 }
 
 // RunShards trains already-cut shards as goroutine ranks.
-func RunShards(shards []*shard.Shard, cfg Config) (*Result, error) {
+func RunShards(shards []*shard.Shard, cfg Config) (Outcome, error) {
 	parts := len(shards)
 	results := make([]*Result, parts)
+	var params [][]float32
 	err := collectives.NewWorld(parts, 10*time.Minute).Run(func(c collectives.Comm) error {
 		e, err := New(cfg, c, shards[c.Rank()])
 		if err != nil {
 			return err
 		}
 		results[c.Rank()], err = e.Run()
+		if c.Rank() == 0 {
+			params = e.Params()
+		}
 		return err
 	})
-	if err != nil {
-		return nil, err
+	// A stop request ends every rank with ErrStopped and a valid report.
+	if err != nil && !errors.Is(err, ErrStopped) {
+		return Outcome{}, err
 	}
-	return results[0], nil
+	return Outcome{Result: results[0], Params: params}, err
 }

@@ -60,6 +60,7 @@ type Result struct {
 	Params       int                         `json:"params"`
 	SIMD         string                      `json:"simd"`
 	Threads      int                         `json:"threads"`
+	Stopped      bool                        `json:"stopped,omitempty"` // ended early by a stop request
 }
 
 // Run trains for cfg.Epochs and returns the report (complete on every
@@ -77,7 +78,24 @@ func (e *Engine) Run() (*Result, error) {
 	var evalSent int64
 	best := -1.0
 	stats := e.c.Stats()
-	for ep := 0; ep < e.cfg.Epochs; ep++ {
+	first := 0
+	if e.cfg.Resume {
+		ep, err := LatestCheckpoint(e.cfg.CheckpointDir)
+		if err != nil {
+			return nil, err
+		}
+		if ep > 0 {
+			ck, err := e.loadCheckpoint(e.cfg.CheckpointDir, ep)
+			if err != nil {
+				return nil, err
+			}
+			*res, best, first = ck.Result, ck.Best, ck.Epoch
+			if e.cfg.Log != nil && e.rank == 0 {
+				fmt.Fprintf(e.cfg.Log, "resumed from %s after epoch %d\n", e.cfg.CheckpointDir, ep)
+			}
+		}
+	}
+	for ep := first; ep < e.cfg.Epochs; ep++ {
 		t0 := time.Now()
 		e.clock = clock{}
 		sent0 := stats.Total().BytesSent
@@ -115,7 +133,13 @@ func (e *Engine) Run() (*Result, error) {
 			row.EvalMs = ms(time.Since(t1))
 			row.Evaluated = true
 		}
-		counts := []float32{float32(len(e.s.Train)), float32(len(e.s.Val)), float32(len(e.s.Test))}
+		stopReq := float32(0)
+		if e.cfg.Stop != nil && e.cfg.Stop() {
+			stopReq = 1
+		}
+		// The stop request rides on the metrics allreduce, so every rank
+		// stops after the same epoch even if the signal reached them apart.
+		counts := []float32{float32(len(e.s.Train)), float32(len(e.s.Val)), float32(len(e.s.Test)), stopReq}
 		all := append(metrics, counts...)
 		if e.P > 1 {
 			if err := e.c.Allreduce(all); err != nil {
@@ -139,6 +163,19 @@ func (e *Engine) Run() (*Result, error) {
 		if e.cfg.Log != nil && e.rank == 0 {
 			fmt.Fprintln(e.cfg.Log, row.line())
 		}
+		stop := all[8] > 0
+		if e.cfg.CheckpointDir != "" && (stop || (e.cfg.CheckpointEvery > 0 && (ep+1)%e.cfg.CheckpointEvery == 0)) {
+			if err := e.saveCheckpoint(e.cfg.CheckpointDir, ep+1, res, best); err != nil {
+				return nil, err
+			}
+			if e.cfg.Log != nil && e.rank == 0 {
+				fmt.Fprintf(e.cfg.Log, "checkpoint: %s after epoch %d\n", e.cfg.CheckpointDir, ep+1)
+			}
+		}
+		if stop {
+			res.Stopped = true
+			break
+		}
 	}
 	res.TotalSec = time.Since(start).Seconds()
 	if n := len(res.Curve); n > 1 {
@@ -158,6 +195,9 @@ func (e *Engine) Run() (*Result, error) {
 	var err error
 	if res.PerRank, err = e.gatherRankStats(mine, wait); err != nil {
 		return nil, err
+	}
+	if res.Stopped {
+		return res, ErrStopped
 	}
 	return res, nil
 }

@@ -180,7 +180,8 @@ func TestRanksGiveSameLosses(t *testing.T) {
 			}
 			var ref *Result
 			for _, p := range []int{1, 2, 4} {
-				res, err := RunInProcess(ds, p, cfg)
+				out, err := RunInProcess(ds, p, cfg)
+				res := out.Result
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -209,7 +210,8 @@ func meanTestAcc(t *testing.T, ds *graph.Dataset, p int, cfg Config, seeds int) 
 	var sent, skip int
 	for s := 1; s <= seeds; s++ {
 		cfg.Seed = uint64(s)
-		res, err := RunInProcess(ds, p, cfg)
+		out, err := RunInProcess(ds, p, cfg)
+		res := out.Result
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,7 +279,8 @@ func TestEngineBroadcastSchedule(t *testing.T) {
 	}
 	for _, c := range cases {
 		cfg.Staleness, cfg.Eps, cfg.MaxStale = c.policy, c.eps, c.cap
-		res, err := RunInProcess(ds, 4, cfg)
+		out, err := RunInProcess(ds, 4, cfg)
+		res := out.Result
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -117,7 +117,8 @@ func benchKernels(args []string) error {
 	for _, pre := range []bool{true, false} {
 		cfg := train.Defaults()
 		cfg.Epochs, cfg.EvalEvery, cfg.Precompute = *epochs, 0, pre
-		res, err := train.RunInProcess(ds, 1, cfg)
+		out, err := train.RunInProcess(ds, 1, cfg)
+		res := out.Result
 		if err != nil {
 			return err
 		}

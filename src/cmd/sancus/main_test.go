@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -197,7 +199,7 @@ func TestGeneratedGraphPipeline(t *testing.T) {
 	dir := t.TempDir()
 	data, shards, out := filepath.Join(dir, "g"), filepath.Join(dir, "s"), filepath.Join(dir, "r.json")
 	steps := [][]string{
-		{"gen", "--out", data, "--nodes", "5000", "--edges", "40000", "--features", "64", "--feature-nnz", "8", "--classes", "8"},
+		{"gen", "--out", data, "--nodes", "5000", "--edges", "40000", "--features", "64", "--feature-nnz", "8", "--classes", "8", "--p-in", "0.8", "--feature-signal", "0.5"},
 		{"prepare", "--data", data, "--parts", "2", "--out", shards},
 	}
 	for _, s := range steps {
@@ -211,5 +213,109 @@ func TestGeneratedGraphPipeline(t *testing.T) {
 	rep := readReport(t, out)
 	if rep.Result.TestAtBest < 0.8 {
 		t.Fatalf("planted graph test accuracy %.3f < 0.8", rep.Result.TestAtBest)
+	}
+}
+
+// startUntil starts the command and returns once its output contains want.
+func startUntil(t *testing.T, cmd *exec.Cmd, want string) (wait func() (string, error)) {
+	t.Helper()
+	pr, pw, _ := os.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	var out strings.Builder
+	seen := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		buf := make([]byte, 4096)
+		once := false
+		for {
+			n, err := pr.Read(buf)
+			out.Write(buf[:n])
+			if !once && strings.Contains(out.String(), want) {
+				once = true
+				close(seen)
+			}
+			if err != nil {
+				break
+			}
+		}
+		close(done)
+	}()
+	select {
+	case <-seen:
+	case <-done:
+		t.Fatalf("%v ended before printing %q:\n%s", cmd.Args, want, out.String())
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("%v never printed %q", cmd.Args, want)
+	}
+	return func() (string, error) {
+		err := cmd.Wait()
+		<-done
+		return out.String(), err
+	}
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err == nil {
+		return 0
+	}
+	return -1
+}
+
+// TestSignalCheckpointResume: SIGTERM (in-process ranks) and SIGUSR1
+// forwarded by mpirun stop the run after a consistent checkpoint with exit
+// status 85; --resume then ends with weights bit-identical to an
+// uninterrupted run.
+func TestSignalCheckpointResume(t *testing.T) {
+	dir := t.TempDir()
+	common := []string{"train", "--data", cora, "--epochs", "80", "--staleness", "epoch-fixed", "--eps", "1"}
+	ref := filepath.Join(dir, "ref.w")
+	if o, err := run(t, 0, append(common, "--ranks", "2", "--quiet", "--save-weights", ref, "--out", filepath.Join(dir, "ref.json"))...); err != nil {
+		t.Fatalf("uninterrupted: %v\n%s", err, o)
+	}
+	want, _ := os.ReadFile(ref)
+
+	type launch struct {
+		name string
+		np   int
+		sig  syscall.Signal
+	}
+	cases := []launch{{"in-process SIGTERM", 0, syscall.SIGTERM}}
+	if _, err := exec.LookPath("mpirun"); err == nil {
+		cases = append(cases, launch{"mpirun SIGUSR1", 2, syscall.SIGUSR1})
+	}
+	for _, c := range cases {
+		ck := filepath.Join(dir, "ck-"+strconv.Itoa(c.np))
+		w := filepath.Join(dir, "w-"+strconv.Itoa(c.np))
+		args := append(append([]string{}, common...), "--checkpoint-dir", ck, "--save-weights", w, "--out", filepath.Join(dir, "r.json"))
+		var cmd *exec.Cmd
+		if c.np == 0 {
+			cmd = exec.Command(bin, append(args, "--ranks", "2")...)
+		} else {
+			cmd = exec.Command(needMPI(t), append([]string{"-np", strconv.Itoa(c.np), bin}, args...)...)
+		}
+		cmd.Env = mpiEnv()
+		wait := startUntil(t, cmd, "epoch   10")
+		cmd.Process.Signal(c.sig)
+		out, err := wait()
+		if exitCode(err) != ExitRequeue || !strings.Contains(out, "checkpoint committed") {
+			t.Fatalf("%s: exit %d, want %d:\n%s", c.name, exitCode(err), ExitRequeue, out)
+		}
+		resumeArgs := append(args, "--resume", "--quiet")
+		if o, err := run(t, c.np, append(resumeArgs, map[bool][]string{true: {"--ranks", "2"}, false: nil}[c.np == 0]...)...); err != nil {
+			t.Fatalf("%s: resume: %v\n%s", c.name, err, o)
+		}
+		got, _ := os.ReadFile(w)
+		if len(got) != len(want) || string(got) != string(want) {
+			t.Fatalf("%s: resumed weights differ from the uninterrupted run", c.name)
+		}
 	}
 }

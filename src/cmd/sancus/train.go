@@ -1,12 +1,18 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -34,6 +40,28 @@ type trainFlags struct {
 	splitSeed               uint64
 	timeout                 time.Duration
 	quiet                   bool
+	saveWeights             string
+}
+
+// ExitRequeue is the exit status after a stop request was honoured and a
+// checkpoint written: "requeue me". slurm/*.sbatch requeue on it; a site can
+// also set RequeueExit=85 in slurm.conf.
+const ExitRequeue = 85
+
+// stopRequested is set by SIGTERM (Slurm's warning before the walltime,
+// --signal=TERM@secs) or SIGUSR1 (which mpirun forwards to its ranks).
+var stopRequested atomic.Bool
+
+func watchSignals() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGUSR1)
+	go func() {
+		for s := range ch {
+			if !stopRequested.Swap(true) {
+				fmt.Fprintf(os.Stderr, "sancus: %v: stopping after this epoch\n", s)
+			}
+		}
+	}()
 }
 
 func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
@@ -66,6 +94,10 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.StringVar(&tf.out, "out", "", "results JSON path (default results/runs/<name>.json)")
 	fs.StringVar(&tf.name, "name", "", "run name used in the default --out")
 	fs.BoolVar(&tf.quiet, "quiet", false, "no per-epoch lines")
+	fs.StringVar(&cfg.CheckpointDir, "checkpoint-dir", "", "directory for checkpoints (one file per rank per committed epoch)")
+	fs.IntVar(&cfg.CheckpointEvery, "checkpoint-every", 0, "checkpoint every K epochs (0: only on SIGTERM/SIGUSR1)")
+	fs.BoolVar(&cfg.Resume, "resume", false, "continue from the latest checkpoint in --checkpoint-dir (start fresh if there is none)")
+	fs.StringVar(&tf.saveWeights, "save-weights", "", "write the final weights (float32, little endian, W0 b0 W1 b1 …) to this file")
 	return fs
 }
 
@@ -88,6 +120,8 @@ func runTrain(args []string) error {
 	if !tf.quiet {
 		cfg.Log = os.Stdout
 	}
+	watchSignals()
+	cfg.Stop = stopRequested.Load
 	env, err := launch.Detect()
 	if err != nil {
 		return err
@@ -108,17 +142,15 @@ func runTrain(args []string) error {
 		threads = max(1, runtime.GOMAXPROCS(0)/tf.ranks)
 	}
 	kernels.SetThreads(threads)
-	var res *train.Result
+	var res train.Outcome
 	if tf.data != "" {
-		ds, err := graph.Load(tf.data, graph.LoadOptions{NormalizeFeatures: tf.normalize, SplitSeed: tf.splitSeed})
-		if err != nil {
-			return err
+		ds, lerr := graph.Load(tf.data, graph.LoadOptions{NormalizeFeatures: tf.normalize, SplitSeed: tf.splitSeed})
+		if lerr != nil {
+			return lerr
 		}
 		rep.Dataset, rep.Nodes = ds.Name, ds.N
 		printStart(cfg, tf.ranks, ds.Name, ds.N, "in-process")
-		if res, err = train.RunInProcess(ds, tf.ranks, cfg); err != nil {
-			return err
-		}
+		res, err = train.RunInProcess(ds, tf.ranks, cfg)
 	} else {
 		shards := make([]*shard.Shard, tf.ranks)
 		for r := range shards {
@@ -128,12 +160,30 @@ func runTrain(args []string) error {
 		}
 		rep.Dataset, rep.Nodes = filepath.Base(tf.shards), shards[0].N
 		printStart(cfg, tf.ranks, rep.Dataset, rep.Nodes, "in-process")
-		if res, err = train.RunShards(shards, cfg); err != nil {
-			return err
-		}
+		res, err = train.RunShards(shards, cfg)
 	}
-	rep.Config, rep.Result = cfg, res
-	return finish(rep, tf)
+	if err != nil && !errors.Is(err, train.ErrStopped) {
+		return err
+	}
+	rep.Config, rep.Result = cfg, res.Result
+	if ferr := finish(rep, tf, res.Params); ferr != nil {
+		return ferr
+	}
+	return stopped(err, cfg)
+}
+
+// stopped turns a honoured stop request into the requeue exit status.
+func stopped(err error, cfg train.Config) error {
+	if !errors.Is(err, train.ErrStopped) {
+		return nil
+	}
+	if cfg.CheckpointDir == "" {
+		fmt.Fprintln(os.Stderr, "sancus: stopped by signal without --checkpoint-dir: progress is lost")
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "sancus: checkpoint committed in %s; exiting %d so the job can be requeued and --resume\n", cfg.CheckpointDir, ExitRequeue)
+	os.Exit(ExitRequeue)
+	return nil
 }
 
 // trainMPI runs this process as one rank of an mpirun/srun job. Any error
@@ -182,19 +232,22 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *Report) error {
 		return abort("setting up", err)
 	}
 	res, err := e.Run()
-	if err != nil {
+	if err != nil && !errors.Is(err, train.ErrStopped) {
 		return abort("training", err)
 	}
 	rep.Config, rep.Result = cfg, res
 	if rank == 0 {
-		if err := finish(rep, tf); err != nil {
-			return abort("writing results", err)
+		if ferr := finish(rep, tf, e.Params()); ferr != nil {
+			return abort("writing results", ferr)
 		}
 	}
-	if err := c.Barrier(); err != nil {
-		return err
+	if berr := c.Barrier(); berr != nil {
+		return berr
 	}
-	return c.Close()
+	if cerr := c.Close(); cerr != nil {
+		return cerr
+	}
+	return stopped(err, cfg)
 }
 
 func printStart(cfg train.Config, ranks int, name string, n int, transport string) {
@@ -205,8 +258,19 @@ func printStart(cfg train.Config, ranks int, name string, n int, transport strin
 		cfg.Layers, cfg.Hidden, name, n, ranks, transport, cfg.Staleness, kernels.SIMD(), kernels.Threads())
 }
 
-func finish(rep *Report, tf trainFlags) error {
+func finish(rep *Report, tf trainFlags, params [][]float32) error {
 	res := rep.Result
+	if tf.saveWeights != "" {
+		var b []byte
+		for _, p := range params {
+			for _, v := range p {
+				b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+			}
+		}
+		if err := writeAtomic(tf.saveWeights, b); err != nil {
+			return err
+		}
+	}
 	fmt.Printf("done: test accuracy %.4f at best validation epoch %d (val %.4f); final test %.4f; %.2f ms/epoch; %.1fs total\n",
 		res.TestAtBest, res.BestEpoch, res.BestValAcc, res.FinalTestAcc, res.MeanEpochMs, res.TotalSec)
 	out := tf.out

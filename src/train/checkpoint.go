@@ -1,0 +1,219 @@
+package train
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// A checkpoint is everything a rank needs to continue bit-identically:
+// weights, Adam state, every cached block with its version and broadcast
+// log, the variation-gap references, and the report so far. Dropout masks
+// are a function of (seed, epoch, layer, row), so the epoch is the RNG state.
+//
+// Layout: DIR/epoch-000042/rank-00001-of-00004.ckpt per rank, written through
+// a temporary file; once every rank has written (barrier), rank 0 records the
+// epoch in DIR/LATEST, and only then are older epochs removed. A crash at
+// any point leaves the previous complete checkpoint in place.
+
+// ErrStopped is returned by Run when a stop request (SIGTERM before the
+// walltime) ended training; with a checkpoint directory, a checkpoint of the
+// last completed epoch was written first.
+var ErrStopped = errors.New("stopped by signal")
+
+type ckptLayer struct {
+	Bufs [][]float32
+	Last []int
+	Log  [][]int
+	Ref  []float32
+}
+
+type checkpoint struct {
+	Version   int
+	Rank, P   int
+	Signature string
+	Epoch     int // epochs completed
+	Params    [][]float32
+	AdamM     []float32
+	AdamV     []float32
+	AdamStep  int
+	Fwd, Grad []ckptLayer
+	Result    Result
+	Best      float64
+	Clipped   int
+}
+
+// signature is what must match between a checkpoint and the run resuming it.
+func (e *Engine) signature() string {
+	c := e.cfg
+	return fmt.Sprintf("P=%d layers=%d hidden=%d dims=%v seed=%d precompute=%v staleness=%s eps=%g cap=%d dropout=%g lr=%g wd=%g clip=%g/%g fresh=%v skipg=%v",
+		e.P, c.Layers, c.Hidden, e.m.Dims, c.Seed, c.Precompute, c.Staleness, c.Eps, c.MaxStale, c.Dropout, c.LR, c.WeightDecay, c.Clip, c.ClipScale, c.FreshDiagonal, c.SkipGradients)
+}
+
+func snapshotExchange(x *exchange) ckptLayer {
+	if x == nil {
+		return ckptLayer{}
+	}
+	return ckptLayer{Bufs: x.bufs, Last: x.last, Log: x.log, Ref: x.ref}
+}
+
+func restoreExchange(x *exchange, s ckptLayer) error {
+	if x == nil {
+		return nil
+	}
+	if len(s.Bufs) != len(x.bufs) {
+		return fmt.Errorf("%s: checkpoint has %d blocks, run has %d", x.name, len(s.Bufs), len(x.bufs))
+	}
+	for j := range x.bufs {
+		if len(s.Bufs[j]) != len(x.bufs[j]) {
+			return fmt.Errorf("%s: block %d has %d values, run expects %d", x.name, j, len(s.Bufs[j]), len(x.bufs[j]))
+		}
+		copy(x.bufs[j], s.Bufs[j])
+	}
+	copy(x.last, s.Last)
+	x.log = s.Log
+	if len(x.log) != len(x.bufs) {
+		x.log = make([][]int, len(x.bufs))
+	}
+	x.ref = s.Ref
+	return nil
+}
+
+func ckptPath(dir string, epoch, rank, p int) string {
+	return filepath.Join(dir, fmt.Sprintf("epoch-%06d", epoch), fmt.Sprintf("rank-%05d-of-%05d.ckpt", rank, p))
+}
+
+// saveCheckpoint writes this rank's state after `epoch` completed epochs and
+// commits it once every rank has written.
+func (e *Engine) saveCheckpoint(dir string, epoch int, res *Result, best float64) error {
+	ck := checkpoint{Version: 1, Rank: e.rank, P: e.P, Signature: e.signature(), Epoch: epoch,
+		Params: e.m.Flat(), AdamM: e.opt.M, AdamV: e.opt.V, AdamStep: e.opt.Step, Result: *res, Best: best, Clipped: e.clipped}
+	for _, L := range e.layers {
+		ck.Fwd = append(ck.Fwd, snapshotExchange(L.fwd))
+		ck.Grad = append(ck.Grad, snapshotExchange(L.grad))
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(&ck); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	var sum [4]byte
+	binary.LittleEndian.PutUint32(sum[:], crc32.Checksum(buf.Bytes(), crc32.MakeTable(crc32.Castagnoli)))
+	buf.Write(sum[:])
+	path := ckptPath(dir, epoch, e.rank, e.P)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := writeFileAtomic(path, buf.Bytes()); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	// Every rank's file must be on disk before the epoch is declared complete.
+	if err := e.c.Barrier(); err != nil {
+		return fmt.Errorf("checkpoint barrier: %w", err)
+	}
+	if e.rank == 0 {
+		if err := writeFileAtomic(filepath.Join(dir, "LATEST"), []byte(strconv.Itoa(epoch)+"\n")); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		old, _ := filepath.Glob(filepath.Join(dir, "epoch-*"))
+		for _, o := range old {
+			if filepath.Base(o) != fmt.Sprintf("epoch-%06d", epoch) {
+				os.RemoveAll(o)
+			}
+		}
+	}
+	return e.c.Barrier()
+}
+
+// LatestCheckpoint returns the last committed epoch in dir (0, nil if none).
+func LatestCheckpoint(dir string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "LATEST"))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	ep, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || ep < 0 {
+		return 0, fmt.Errorf("%s: not an epoch number: %q", filepath.Join(dir, "LATEST"), b)
+	}
+	return ep, nil
+}
+
+// loadCheckpoint restores this rank from dir's committed epoch.
+func (e *Engine) loadCheckpoint(dir string, epoch int) (*checkpoint, error) {
+	path := ckptPath(dir, epoch, e.rank, e.P)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	if len(raw) < 4 {
+		return nil, fmt.Errorf("resume: %s is truncated", path)
+	}
+	body := raw[:len(raw)-4]
+	if crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) != binary.LittleEndian.Uint32(raw[len(raw)-4:]) {
+		return nil, fmt.Errorf("resume: %s: checksum mismatch, the checkpoint is corrupt", path)
+	}
+	var ck checkpoint
+	if err := gob.NewDecoder(bytes.NewReader(body)).Decode(&ck); err != nil {
+		return nil, fmt.Errorf("resume: %s: %w", path, err)
+	}
+	if ck.Signature != e.signature() {
+		return nil, fmt.Errorf("resume: %s was written by a different run:\n  checkpoint: %s\n  this run:   %s", path, ck.Signature, e.signature())
+	}
+	params := e.m.Flat()
+	if len(ck.Params) != len(params) {
+		return nil, fmt.Errorf("resume: %s: %d parameter tensors, model has %d", path, len(ck.Params), len(params))
+	}
+	for i := range params {
+		if len(ck.Params[i]) != len(params[i]) {
+			return nil, fmt.Errorf("resume: %s: tensor %d has %d values, model has %d", path, i, len(ck.Params[i]), len(params[i]))
+		}
+		copy(params[i], ck.Params[i])
+	}
+	copy(e.opt.M, ck.AdamM)
+	copy(e.opt.V, ck.AdamV)
+	e.opt.Step = ck.AdamStep
+	e.clipped = ck.Clipped
+	for l, L := range e.layers {
+		if l < len(ck.Fwd) {
+			if err := restoreExchange(L.fwd, ck.Fwd[l]); err != nil {
+				return nil, fmt.Errorf("resume: %s: %w", path, err)
+			}
+			if err := restoreExchange(L.grad, ck.Grad[l]); err != nil {
+				return nil, fmt.Errorf("resume: %s: %w", path, err)
+			}
+		}
+	}
+	return &ck, nil
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}
+
+// Params returns the model's parameter tensors (W0, b0, W1, b1, …).
+func (e *Engine) Params() [][]float32 { return e.m.Flat() }

@@ -1,0 +1,94 @@
+package train
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func sameBits(t *testing.T, what string, a, b [][]float32) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%s: %d tensors vs %d", what, len(a), len(b))
+	}
+	for i := range a {
+		for k := range a[i] {
+			if math.Float32bits(a[i][k]) != math.Float32bits(b[i][k]) {
+				t.Fatalf("%s: tensor %d[%d] = %g vs %g", what, i, k, a[i][k], b[i][k])
+			}
+		}
+	}
+}
+
+// TestStopAndResumeIsBitIdentical: a run stopped mid-way (as by SIGTERM),
+// checkpointed and resumed ends with exactly the weights and curve of an
+// uninterrupted run — caches, versions and variation-gap references included.
+func TestStopAndResumeIsBitIdentical(t *testing.T) {
+	ds := loadCora(t)
+	cfg := Defaults()
+	cfg.Epochs = 30
+	cfg.Staleness, cfg.Eps = "variation-gap", 0.03
+	full, err := RunInProcess(ds, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	cfg.CheckpointDir, cfg.CheckpointEvery = dir, 5
+	var calls atomic.Int32
+	cfg.Stop = func() bool { return calls.Add(1) > 2*12 } // "SIGTERM" during epoch 13
+	stopped, err := RunInProcess(ds, 2, cfg)
+	if !errors.Is(err, ErrStopped) {
+		t.Fatalf("want ErrStopped, got %v", err)
+	}
+	ep, err := LatestCheckpoint(dir)
+	if err != nil || ep != len(stopped.Result.Curve) || ep < 12 || ep >= 30 {
+		t.Fatalf("latest checkpoint %d (err %v) after %d epochs", ep, err, len(stopped.Result.Curve))
+	}
+	if old, _ := filepath.Glob(filepath.Join(dir, "epoch-*")); len(old) != 1 {
+		t.Fatalf("older checkpoints not cleaned up: %v", old)
+	}
+
+	cfg.Stop, cfg.Resume = nil, true
+	resumed, err := RunInProcess(ds, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, "resumed vs uninterrupted weights", resumed.Params, full.Params)
+	for i, e := range resumed.Result.Curve {
+		if e.Loss != full.Result.Curve[i].Loss || e.ValAcc != full.Result.Curve[i].ValAcc {
+			t.Fatalf("epoch %d: resumed loss %v val %v, uninterrupted %v %v", e.Epoch, e.Loss, e.ValAcc, full.Result.Curve[i].Loss, full.Result.Curve[i].ValAcc)
+		}
+	}
+	if len(resumed.Result.Curve) != 30 || resumed.Result.TestAtBest != full.Result.TestAtBest {
+		t.Fatalf("resumed report: %d epochs, test %v vs %v", len(resumed.Result.Curve), resumed.Result.TestAtBest, full.Result.TestAtBest)
+	}
+}
+
+func TestResumeRefusesAnotherRun(t *testing.T) {
+	ds := loadCora(t)
+	cfg := Defaults()
+	cfg.Epochs, cfg.CheckpointDir, cfg.CheckpointEvery = 4, t.TempDir(), 2
+	if _, err := RunInProcess(ds, 2, cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Hidden, cfg.Resume = 32, true
+	_, err := RunInProcess(ds, 2, cfg)
+	if err == nil || !strings.Contains(err.Error(), "different run") {
+		t.Fatalf("resuming with another hidden size: %v", err)
+	}
+	// A corrupt checkpoint is refused, not half-loaded.
+	cfg.Hidden = 16
+	p := ckptPath(cfg.CheckpointDir, 4, 1, 2)
+	b, _ := os.ReadFile(p)
+	b[len(b)/2] ^= 1
+	os.WriteFile(p, b, 0o644)
+	_, err = RunInProcess(ds, 2, cfg)
+	if err == nil || !strings.Contains(err.Error(), "checksum mismatch") {
+		t.Fatalf("corrupt checkpoint: %v", err)
+	}
+}
