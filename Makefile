@@ -1,7 +1,8 @@
 # sancus: full-graph GNN training on HPC clusters.
 #
 #   make run     install what is missing, generate a graph, shard it, train on 4 MPI ranks
-#   make test    install what is missing, vet, run every test (also under mpirun -np 1, 2, 4)
+#   make test    install what is missing, vet, run every test (also under mpirun -np 1, 2, 4
+#                and as Slurm batch jobs on a local single-node cluster)
 #   make bench   kernel, communication and SANCUS benchmarks into results/bench/
 
 SHELL   := /bin/bash
@@ -17,7 +18,7 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: all deps build run test test-mpi vet bench bench-kernels bench-comm bench-sancus clean
+.PHONY: all deps build run test test-mpi test-slurm vet bench bench-kernels bench-comm bench-sancus clean
 
 all: build
 
@@ -48,8 +49,13 @@ vet: deps
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-test: vet test-mpi
+test: vet test-mpi test-slurm
 	$(GO) test -count=1 -timeout 20m ./...
+
+# A real single-node Slurm: sbatch training, a requeue after SIGTERM, and a
+# strong-scaling sweep with its CSV and plots (installs Slurm and munge).
+test-slurm: build
+	bash slurm/test-local.sh
 
 # The collectives again as real MPI jobs of 1, 2 and 4 ranks.
 test-mpi: deps

@@ -29,10 +29,11 @@ import (
 // compute goroutines overlap with communication because they never wait on
 // that thread.
 type MPI struct {
-	calls   chan func()
-	comm    C.MPI_Comm
-	rank    int
-	size    int
+	calls     chan func()
+	comm      C.MPI_Comm
+	rank      int
+	size      int
+	localSize int
 	stats   *Stats
 	timeout time.Duration
 }
@@ -86,6 +87,12 @@ func (m *MPI) serve(errc chan<- error) {
 		return
 	}
 	m.rank, m.size = mpi.WorldRank(), mpi.WorldSize()
+	var local C.int
+	if err := mpiErr(C.sc_local_size(m.comm, &local)); err != nil {
+		errc <- fmt.Errorf("MPI_Comm_split_type: %w", err)
+		return
+	}
+	m.localSize = int(local)
 	errc <- nil
 	for f := range m.calls {
 		f()
@@ -114,6 +121,9 @@ func (m *MPI) do(op string, f func() C.int) error {
 		return nil
 	}
 }
+
+// LocalSize is the number of ranks on this node.
+func (m *MPI) LocalSize() int { return m.localSize }
 
 func (m *MPI) Rank() int     { return m.rank }
 func (m *MPI) Size() int     { return m.size }

@@ -17,6 +17,16 @@ int sc_dup_world(MPI_Comm *out) {
 int sc_rank(MPI_Comm c, int *r) { return MPI_Comm_rank(c, r); }
 int sc_size(MPI_Comm c, int *s) { return MPI_Comm_size(c, s); }
 
+// Ranks sharing this node: what the CPU cores are divided among.
+int sc_local_size(MPI_Comm c, int *s) {
+  MPI_Comm node;
+  int rc = MPI_Comm_split_type(c, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  if (rc != MPI_SUCCESS) return rc;
+  rc = MPI_Comm_size(node, s);
+  MPI_Comm_free(&node);
+  return rc;
+}
+
 int sc_isend(const float *buf, int n, int dst, int tag, MPI_Comm c, MPI_Request *req) {
   return MPI_Isend(buf, n, MPI_FLOAT, dst, tag, c, req);
 }

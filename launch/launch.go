@@ -86,3 +86,32 @@ func Device(localRank, devices int) (int, error) {
 	}
 	return localRank % devices, nil
 }
+
+// TasksOnNode is the number of ranks the launcher placed on this node, as far
+// as the environment tells before MPI starts (0 if unknown).
+func TasksOnNode() int {
+	if v, err := strconv.Atoi(os.Getenv("OMPI_COMM_WORLD_LOCAL_SIZE")); err == nil {
+		return v
+	}
+	// Slurm: "4", "4(x2)" or "4,2": the leading count is this node's when
+	// uniform, a fair guess otherwise.
+	s := os.Getenv("SLURM_STEP_TASKS_PER_NODE")
+	n := 0
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			break
+		}
+		n = n*10 + int(r-'0')
+	}
+	return n
+}
+
+// PrepareMPI adjusts the environment before MPI starts: when more ranks
+// than cores share a node, OpenMPI must yield the CPU while it waits, or
+// spinning ranks starve the ones doing work (mpirun --oversubscribe does
+// this itself; srun does not).
+func PrepareMPI(cores int) {
+	if t := TasksOnNode(); t > cores && os.Getenv("OMPI_MCA_mpi_yield_when_idle") == "" {
+		os.Setenv("OMPI_MCA_mpi_yield_when_idle", "1")
+	}
+}

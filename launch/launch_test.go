@@ -1,6 +1,9 @@
 package launch
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
@@ -43,5 +46,22 @@ func TestDevice(t *testing.T) {
 	}
 	if _, err := Device(0, 0); err == nil {
 		t.Fatal("no devices accepted")
+	}
+}
+
+func TestCommandFlags(t *testing.T) {
+	if _, err := Command("mpirun", 0, "x"); err == nil {
+		t.Fatal("0 ranks accepted")
+	}
+	if _, err := Command("pbsdsh", 2, "x"); err == nil {
+		t.Fatal("unknown launcher accepted")
+	}
+	cmd, err := Command("mpirun", 1000, "/bin/sancus", "train")
+	if err != nil {
+		t.Skip(err) // no mpirun on this machine
+	}
+	s := strings.Join(cmd.Args, " ")
+	if !strings.Contains(s, "--oversubscribe") || !strings.HasSuffix(s, "-np 1000 /bin/sancus train") {
+		t.Fatalf("mpirun command %q", s)
 	}
 }

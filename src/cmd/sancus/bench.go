@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -183,6 +184,7 @@ func benchComm(args []string) error {
 	}
 	var c collectives.Comm
 	if env.Parallel() {
+		launch.PrepareMPI(runtime.NumCPU())
 		m, err := collectives.StartMPI(2 * time.Minute)
 		if err != nil {
 			return err

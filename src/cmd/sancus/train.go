@@ -158,7 +158,7 @@ func runTrain(args []string) error {
 				return err
 			}
 		}
-		rep.Dataset, rep.Nodes = filepath.Base(tf.shards), shards[0].N
+		rep.Dataset, rep.Nodes = shardDataset(tf.shards), shards[0].N
 		printStart(cfg, tf.ranks, rep.Dataset, rep.Nodes, "in-process")
 		res, err = train.RunShards(shards, cfg)
 	}
@@ -189,13 +189,21 @@ func stopped(err error, cfg train.Config) error {
 // trainMPI runs this process as one rank of an mpirun/srun job. Any error
 // aborts the whole job with a message naming the rank, so no rank hangs.
 func trainMPI(cfg train.Config, tf trainFlags, rep *Report) error {
+	launch.PrepareMPI(runtime.NumCPU())
 	c, err := collectives.StartMPI(tf.timeout)
 	if err != nil {
 		return err
 	}
-	if tf.threads > 0 {
-		kernels.SetThreads(tf.threads)
+	// The cores this process may use are shared by the ranks on its node
+	// (one core each when the launcher binds, all of them when it does not).
+	threads := tf.threads
+	if threads == 0 {
+		threads = max(1, runtime.NumCPU()/max(1, c.LocalSize()))
+		if runtime.NumCPU() < c.LocalSize() || bound() {
+			threads = runtime.NumCPU()
+		}
 	}
+	kernels.SetThreads(threads)
 	rank, size := c.Rank(), c.Size()
 	abort := func(what string, err error) error {
 		c.Abort(fmt.Errorf("%s: %w", what, err))
@@ -206,7 +214,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *Report) error {
 		if s, err = shard.Read(tf.shards, rank, size); err != nil {
 			return abort("loading shard", err)
 		}
-		rep.Dataset = filepath.Base(tf.shards)
+		rep.Dataset = shardDataset(tf.shards)
 	} else {
 		ds, err := graph.Load(tf.data, graph.LoadOptions{NormalizeFeatures: tf.normalize, SplitSeed: tf.splitSeed})
 		if err != nil {
@@ -248,6 +256,41 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *Report) error {
 		return cerr
 	}
 	return stopped(err, cfg)
+}
+
+// shardDataset names the dataset a shard directory was prepared from (its
+// meta.json), so runs over shards of one graph for different P group
+// together in reports.
+func shardDataset(dir string) string {
+	var m struct {
+		Dataset string `json:"dataset"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "meta.json")); err == nil && json.Unmarshal(b, &m) == nil && m.Dataset != "" {
+		return m.Dataset
+	}
+	return filepath.Base(dir)
+}
+
+// bound reports whether the launcher pinned this process to fewer cores than
+// the node has (mpirun binds each rank to a core by default).
+func bound() bool { return runtime.NumCPU() < numNodeCPUs() }
+
+func numNodeCPUs() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return runtime.NumCPU()
+	}
+	// "0-15" or "0-3,8-11"
+	n := 0
+	for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		var lo, hi int
+		if c, _ := fmt.Sscanf(part, "%d-%d", &lo, &hi); c == 2 {
+			n += hi - lo + 1
+		} else {
+			n++
+		}
+	}
+	return max(n, 1)
 }
 
 func printStart(cfg train.Config, ranks int, name string, n int, transport string) {

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# A single-node Slurm cluster on localhost for tests and laptops, without
+# systemd: munge, slurmctld and slurmd with config and state in one
+# directory. The node advertises more CPUs than it has
+# (SlurmdParameters=config_overrides), so `srun -n 4` runs on 2 cores.
+#
+#   slurm/local-cluster.sh install   apt-get the Debian packages (as root)
+#   slurm/local-cluster.sh start     start it; prints the SLURM_CONF to export
+#   slurm/local-cluster.sh stop      stop the daemons and remove the state
+#
+# SANCUS_SLURM_DIR (default /tmp/sancus-slurm) and SANCUS_SLURM_CPUS
+# (default 8) adjust it.
+set -euo pipefail
+dir=${SANCUS_SLURM_DIR:-/tmp/sancus-slurm}
+cpus=${SANCUS_SLURM_CPUS:-8}
+conf=$dir/slurm.conf
+
+install() {
+	if command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null && command -v sbatch >/dev/null; then
+		return
+	fi
+	local sudo=""
+	[ "$(id -u)" = 0 ] || sudo=sudo
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client munge
+}
+
+start() {
+	install
+	stop_daemons
+	mkdir -p "$dir"/{state,spool,log,run}
+	chmod 700 "$dir"
+	if [ ! -f "$dir/munge.key" ]; then
+		head -c 1024 /dev/urandom >"$dir/munge.key"
+		chmod 400 "$dir/munge.key"
+	fi
+	munged --force --key-file="$dir/munge.key" --socket="$dir/run/munge.sock" \
+		--pid-file="$dir/run/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/run/munged.seed"
+	local host user
+	host=$(hostname -s)
+	user=$(id -un)
+	cat >"$conf" <<CONF
+ClusterName=sancus-local
+SlurmctldHost=$host(127.0.0.1)
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$dir/run/munge.sock
+SlurmUser=$user
+SlurmdUser=root
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool
+SlurmctldPidFile=$dir/run/slurmctld.pid
+SlurmdPidFile=$dir/run/slurmd.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd.log
+SlurmctldPort=${SANCUS_SLURM_PORT:-6817}
+SlurmdPort=$(( ${SANCUS_SLURM_PORT:-6817} + 1 ))
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/backfill
+MpiDefault=pmix
+ReturnToService=2
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+SlurmdParameters=config_overrides
+KillWait=30
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=1000 State=UNKNOWN
+PartitionName=local Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+CONF
+	slurmctld -f "$conf"
+	slurmd -f "$conf"
+	export SLURM_CONF=$conf
+	for _ in $(seq 60); do
+		if sinfo -h -o %T 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; then
+			echo "export SLURM_CONF=$conf"
+			return
+		fi
+		scontrol update nodename="$host" state=resume >/dev/null 2>&1 || true
+		sleep 0.5
+	done
+	echo "local Slurm did not come up; logs in $dir/log:" >&2
+	tail -n 20 "$dir"/log/*.log >&2 || true
+	exit 1
+}
+
+stop_daemons() {
+	for d in slurmd slurmctld munged; do
+		local pid=$dir/run/$d.pid
+		if [ -f "$pid" ]; then
+			kill "$(cat "$pid")" 2>/dev/null || true
+		fi
+	done
+	sleep 0.5
+	rm -f "$dir"/run/*.pid
+}
+
+case ${1:-} in
+install) install ;;
+start) start ;;
+stop)
+	stop_daemons
+	rm -rf "$dir"
+	;;
+*)
+	echo "usage: $0 install|start|stop" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# End-to-end test against a real (local, single-node) Slurm:
+#   1. sbatch slurm/train.sbatch with 4 tasks on Cora; check its results JSON;
+#   2. a walltime warning: SIGTERM to the running job, which checkpoints,
+#      exits 85, is requeued by its script and resumes to the end;
+#   3. sbatch slurm/strong-scaling.sbatch P = 1, 2, 4 on a small generated
+#      graph; check the CSV and the PNGs.
+# Needs root (or sudo) the first time, to install Slurm and munge.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export SANCUS_SLURM_DIR=${SANCUS_SLURM_DIR:-$(mktemp -d /tmp/sancus-slurm-XXXX)}
+cluster=slurm/local-cluster.sh
+trap '$cluster stop' EXIT
+eval "$($cluster start)"
+cora=${CORA:-../shared/datasets/cora}
+bin/sancus --help >/dev/null 2>&1 || { echo "build bin/sancus first (make build)"; exit 1; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+check() { # file python-expression
+	python3 - "$1" "$2" <<'PY' || fail "$1: $2"
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["result"]
+ok = eval(sys.argv[2])
+sys.exit(0 if ok else 1)
+PY
+}
+
+echo "== 1. sbatch slurm/train.sbatch, 4 tasks, Cora"
+job=$(DATA=$cora EPOCHS=60 NAME=ci-train sbatch --parsable --wait --ntasks=4 slurm/train.sbatch) || fail "train job failed: $(cat results/slurm-sancus-train-*.out 2>/dev/null | tail -20)"
+res=results/ci-train/$job/result.json
+[ -f "$res" ] || fail "no $res"
+check "$res" 'r["ranks"] == 4 and d["launcher"] == "pmix" and d["job_id"] == "'"$job"'" and len(r["curve"]) == 60 and r["test_acc_at_best_val"] > 0.7'
+echo "ok: $res"
+
+echo "== 2. SIGTERM before the walltime: checkpoint, exit 85, requeue, resume"
+job=$(DATA=$cora EPOCHS=6000 CHECKPOINT_EVERY=0 NAME=ci-requeue TRAIN_ARGS="--eval-every 50" sbatch --parsable --ntasks=2 slurm/train.sbatch)
+out=results/slurm-sancus-train-$job.out
+for _ in $(seq 120); do
+	[ "$(squeue -h -j "$job" -o %T)" = RUNNING ] && break
+	sleep 0.5
+done
+sleep 3
+scancel --signal=TERM "$job"
+for _ in $(seq 600); do
+	[ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break
+	sleep 0.5
+done
+[ -z "$(squeue -h -j "$job" 2>/dev/null)" ] || fail "requeued job $job did not finish"
+grep -q "requeueing job $job" "$out" || fail "job was not requeued: $(tail -20 "$out")"
+grep -q "restart 1" "$out" || fail "job did not restart: $(tail -20 "$out")"
+check "results/ci-requeue/$job/result.json" 'len(r["curve"]) == 6000 and not r.get("stopped")'
+echo "ok: job $job checkpointed, requeued and finished all epochs"
+
+echo "== 3. strong scaling P = 1, 2, 4 on a generated graph"
+data=$(mktemp -d)/g
+bin/sancus gen --out "$data" --nodes 20000 --edges 200000 --features 64 --classes 8 >/dev/null
+job=$(DATA=$data PS="1 2 4" EPOCHS=30 NAME=ci-strong sbatch --parsable --wait --ntasks=4 slurm/strong-scaling.sbatch) || fail "scaling job failed"
+dir=results/ci-strong/$job
+[ "$(wc -l <"$dir/summary.csv")" -eq 4 ] || fail "$dir/summary.csv: $(cat "$dir/summary.csv")"
+for png in scaling.png compute_vs_comm.png accuracy.png; do
+	[ -s "$dir/$png" ] || fail "no $dir/$png"
+done
+echo "ok: $dir/summary.csv and plots"
+rm -rf "$(dirname "$data")" results/ci-train results/ci-requeue results/ci-strong results/slurm-sancus-*.out
+echo "slurm tests passed"
