@@ -34,8 +34,8 @@ type MPI struct {
 	rank      int
 	size      int
 	localSize int
-	stats   *Stats
-	timeout time.Duration
+	stats     *Stats
+	timeout   time.Duration
 }
 
 // mpiErr turns an MPI return code into an error with the library's text.

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"runtime"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"time"
 
