@@ -11,9 +11,10 @@ void sc_gemm_tn(const float *A, const float *B, float *C, int64_t k, int64_t n,
 void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int64_t i1);
 int sc_simd_level(void);
 void sc_dropout_dense(const float *src, float *dst, int64_t cols, int64_t r0, int64_t r1,
-                      uint64_t seed, uint64_t stream, int64_t row0, uint32_t thr, float scale);
+                      uint64_t seed, uint64_t stream, int64_t row0, const int64_t *ids,
+                      uint32_t thr, float scale);
 void sc_dropout_csr(const int64_t *rowptr, const int32_t *col, const float *val, float *out,
                     int64_t r0, int64_t r1, uint64_t seed, uint64_t stream, int64_t row0,
-                    uint32_t thr, float scale);
+                    const int64_t *ids, uint32_t thr, float scale);
 void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1, int relu);
 void sc_relu_backward(float *g, const float *h, int64_t i0, int64_t i1);

@@ -1,4 +1,4 @@
-// Dropout masks: a pure function of (seed, stream, global row, column), so
+// Dropout masks: a pure function of (seed, stream, node id, column), so
 // they do not depend on how rows are split over ranks or threads. Each row
 // gets a key from a counter-based hash; within the row a xorshift64* stream
 // yields 16 random bits per column (4 columns per 64-bit draw). dropout.go
@@ -30,11 +30,12 @@ static inline uint64_t next_word(uint64_t *s) {
 // a loop the compiler vectorizes: 16-bit lane l of word q masks column 4q+l.
 #define DROP_ROW_TILE 1024
 void sc_dropout_dense(const float *src, float *dst, int64_t cols, int64_t r0, int64_t r1,
-                      uint64_t seed, uint64_t stream, int64_t row0, uint32_t thr, float scale) {
+                      uint64_t seed, uint64_t stream, int64_t row0, const int64_t *ids,
+                      uint32_t thr, float scale) {
   uint64_t words[DROP_ROW_TILE / 4];
   const uint16_t *lanes = (const uint16_t *)words;
   for (int64_t r = r0; r < r1; r++) {
-    uint64_t s = row_key(seed, stream, (uint64_t)(row0 + r));
+    uint64_t s = row_key(seed, stream, (uint64_t)(ids ? ids[r] : row0 + r));
     const float *a = src + r * cols;
     float *d = dst + r * cols;
     for (int64_t c0 = 0; c0 < cols; c0 += DROP_ROW_TILE) {
@@ -56,9 +57,9 @@ void sc_dropout_dense(const float *src, float *dst, int64_t cols, int64_t r0, in
 // stream is advanced up to the column (columns are sorted).
 void sc_dropout_csr(const int64_t *rowptr, const int32_t *col, const float *val, float *out,
                     int64_t r0, int64_t r1, uint64_t seed, uint64_t stream, int64_t row0,
-                    uint32_t thr, float scale) {
+                    const int64_t *ids, uint32_t thr, float scale) {
   for (int64_t r = r0; r < r1; r++) {
-    uint64_t s = row_key(seed, stream, (uint64_t)(row0 + r));
+    uint64_t s = row_key(seed, stream, (uint64_t)(ids ? ids[r] : row0 + r));
     int64_t q = -1;
     uint64_t w = 0;
     for (int64_t p = rowptr[r]; p < rowptr[r + 1]; p++) {

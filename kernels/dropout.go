@@ -19,7 +19,22 @@ type Mask struct {
 	P      float32 // drop probability; 0 disables
 	Seed   uint64
 	Stream uint64
-	Row0   int // global row of local row 0
+	Row0   int     // global id of local row 0 (when IDs is nil)
+	IDs    []int64 // global id of every local row (a gathered or reordered block)
+}
+
+func (m Mask) id(r int) uint64 {
+	if m.IDs != nil {
+		return uint64(m.IDs[r])
+	}
+	return uint64(m.Row0 + r)
+}
+
+func (m Mask) idPtr() *C.int64_t {
+	if len(m.IDs) == 0 {
+		return nil
+	}
+	return (*C.int64_t)(unsafe.Pointer(&m.IDs[0]))
 }
 
 func mix64(z uint64) uint64 {
@@ -34,7 +49,7 @@ func (m Mask) scale() float32    { return float32(1 / (1 - float64(m.P))) }
 
 // Keep reports whether element (local row r, column c) survives.
 func (m Mask) Keep(r, c int) bool {
-	s := mix64(m.Seed ^ mix64(m.Stream+0x632be59bd9b4e019*uint64(m.Row0+r+1)))
+	s := mix64(m.Seed ^ mix64(m.Stream+0x632be59bd9b4e019*(m.id(r)+1)))
 	if s == 0 {
 		s = 1
 	}
@@ -59,7 +74,7 @@ func (m Mask) ApplyDense(dst, src *Dense) {
 	sp, dp := f32p(src.Data), f32p(dst.Data)
 	forRanges(evenCuts(src.Rows, threads, 1024), func(lo, hi int) {
 		C.sc_dropout_dense(sp, dp, C.int64_t(src.Cols), C.int64_t(lo), C.int64_t(hi),
-			C.uint64_t(m.Seed), C.uint64_t(m.Stream), C.int64_t(m.Row0), C.uint32_t(m.threshold()), C.float(m.scale()))
+			C.uint64_t(m.Seed), C.uint64_t(m.Stream), C.int64_t(m.Row0), m.idPtr(), C.uint32_t(m.threshold()), C.float(m.scale()))
 	})
 }
 
@@ -77,6 +92,6 @@ func (m Mask) ApplyCSR(vals []float32, a *CSR) {
 	cp := (*C.int32_t)(unsafe.Pointer(&a.ColIdx[0]))
 	forRanges(nnzCuts(a.RowPtr, threads), func(lo, hi int) {
 		C.sc_dropout_csr(rp, cp, f32p(a.Val), f32p(vals), C.int64_t(lo), C.int64_t(hi),
-			C.uint64_t(m.Seed), C.uint64_t(m.Stream), C.int64_t(m.Row0), C.uint32_t(m.threshold()), C.float(m.scale()))
+			C.uint64_t(m.Seed), C.uint64_t(m.Stream), C.int64_t(m.Row0), m.idPtr(), C.uint32_t(m.threshold()), C.float(m.scale()))
 	})
 }

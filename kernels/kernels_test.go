@@ -183,6 +183,20 @@ func TestDropoutMaskIsPositional(t *testing.T) {
 	m.Row0 = 10
 	m.ApplyDense(blk, blk)
 	assertClose(t, "block mask", blk, out.RowBlock(10, 20))
+	// A gathered block (rows 3, 17, 4) masked by explicit ids.
+	gath := NewDense(3, 16)
+	for i, r := range []int{3, 17, 4} {
+		copy(gath.Row(i), full.Row(r))
+	}
+	m.Row0, m.IDs = 0, []int64{3, 17, 4}
+	m.ApplyDense(gath, gath)
+	for i, r := range []int{3, 17, 4} {
+		for c := 0; c < 16; c++ {
+			if gath.Row(i)[c] != out.Row(r)[c] {
+				t.Fatalf("gathered row %d col %d: %g vs %g", r, c, gath.Row(i)[c], out.Row(r)[c])
+			}
+		}
+	}
 	kept := 0
 	for _, v := range out.Data {
 		if v != 0 {
