@@ -96,6 +96,11 @@ func breakdown(rows []Row) (*plot.Plot, error) {
 	bm.Color = color.RGBA{R: 234, G: 67, B: 53, A: 255}
 	bm.StackOn(bc)
 	p.Add(bc, bm)
+	top := 0.0
+	for i := range comp {
+		top = max(top, comp[i]+comm[i])
+	}
+	p.Y.Min, p.Y.Max = 0, top*1.3 // room for the legend above the bars
 	p.Legend.Add("compute", bc)
 	p.Legend.Add("communication (not overlapped)", bm)
 	p.Legend.Top = true
