@@ -58,7 +58,7 @@ const (
 	tagAlltoall
 	tagBarrier
 	tagBcast
-	tagUser = 1000 // first tag free for callers
+	TagUser = 1000 // first tag free for callers
 )
 
 // Error is a failure tied to a rank and an operation, so a job log says who

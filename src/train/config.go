@@ -38,6 +38,9 @@ type Config struct {
 	FreshDiagonal bool // use the fresh own block instead of the shared cached one
 	SkipGradients bool // the SkipG baseline: gradient broadcasts obey the policy too
 	NativeBcast   bool // MPI_Bcast instead of the ring, for comparison
+	// DenseBcast broadcasts whole blocks (SANCUS as published); by default
+	// each root sends every rank only the rows its block of Â references.
+	DenseBcast bool
 	Chunk         int  // ring pipeline chunk in floats (0: default)
 	EvalEvery     int  // evaluate every k epochs (and at the last)
 

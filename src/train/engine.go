@@ -67,6 +67,7 @@ type Engine struct {
 	clock     clock
 	grads     []float32 // flat gradient buffer, one allreduce per step
 	drift     bool      // the forward policy measures variation gaps
+	sparse    *sparsePlan // nil: dense broadcasts of whole blocks
 }
 
 // New sets up rank c.Rank()'s engine on its shard.
@@ -110,6 +111,11 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 	e.grads = make([]float32, e.m.NumParams())
 	if err := e.shareSparsity(); err != nil {
 		return nil, err
+	}
+	if !cfg.DenseBcast && e.P > 1 {
+		if e.sparse, err = e.newSparsePlan(); err != nil {
+			return nil, err
+		}
 	}
 	policy, _ := staleness.Parse(cfg.Staleness, cfg.Eps, cfg.MaxStale)
 	e.drift = staleness.UsesDrift(policy)
@@ -332,11 +338,12 @@ func (e *Engine) cleanAggregate(l int, x *exchange) error {
 		L.tClean = kernels.NewDense(e.rows, L.din)
 	}
 	first := true
-	for j, blk := range e.s.Blocks {
+	for j := 0; j < e.P; j++ {
+		blk := e.block(j)
 		if blk.NNZ() == 0 {
 			continue
 		}
-		b := &kernels.Dense{Rows: e.s.RowsOf(j), Cols: x.width, Data: x.bufs[j]}
+		b := &kernels.Dense{Rows: e.rowsOf(j), Cols: x.width, Data: x.bufs[j]}
 		if err := kernels.SpMM(L.tClean, blk, b, !first); err != nil {
 			return err
 		}

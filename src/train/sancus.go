@@ -36,19 +36,26 @@ type exchange struct {
 	last    []int       // -1: never broadcast, no cached copy
 	policy  staleness.Policy
 	log     [][]int   // epochs in which each root broadcast (SANCUS Figure 24)
-	scratch []float32 // one masked block at a time
-	ref     []float32 // transform-first: this rank's raw H·W when it last broadcast
+	scratch  []float32   // one masked block at a time
+	ref      []float32   // transform-first: this rank's raw H·W when it last broadcast
+	sendBufs [][]float32 // sparse exchange: the rows packed for each rank
 }
 
 func (e *Engine) newExchange(name string, width int, p staleness.Policy) *exchange {
 	x := &exchange{name: name, width: width, policy: p, bufs: make([][]float32, e.P), last: make([]int, e.P), log: make([][]int, e.P)}
 	most := 0
 	for j := range x.bufs {
-		x.bufs[j] = make([]float32, e.s.RowsOf(j)*width)
+		x.bufs[j] = make([]float32, e.rowsOf(j)*width)
 		x.last[j] = -1
-		most = max(most, e.s.RowsOf(j))
+		most = max(most, e.rowsOf(j))
 	}
 	x.scratch = make([]float32, most*width)
+	if e.sparse != nil {
+		x.sendBufs = make([][]float32, e.P)
+		for i, idx := range e.sparse.sendIdx {
+			x.sendBufs[i] = make([]float32, len(idx)*width)
+		}
+	}
 	return x
 }
 
@@ -101,6 +108,9 @@ func (e *Engine) decide(x *exchange, epoch int, drift func() float64) ([]bool, e
 // global ids: the same mask the owner would apply, so caches hold raw
 // embeddings and a stale copy still gets this epoch's dropout.
 func (e *Engine) aggregate(x *exchange, out, own *kernels.Dense, active []bool, mask kernels.Mask) error {
+	if e.sparse != nil {
+		return e.exchangeSparse(x, out, own, active, mask) // sparse.go: only the rows each rank uses
+	}
 	if active[e.rank] {
 		copy(x.bufs[e.rank], own.Data)
 	}
@@ -120,19 +130,17 @@ func (e *Engine) aggregate(x *exchange, out, own *kernels.Dense, active []bool, 
 		if !ok {
 			break
 		}
-		blk := e.s.Blocks[j]
+		blk := e.block(j)
 		if blk.NNZ() == 0 || err != nil {
 			continue
 		}
-		b := &kernels.Dense{Rows: e.s.RowsOf(j), Cols: x.width, Data: x.bufs[j]}
+		b := &kernels.Dense{Rows: e.rowsOf(j), Cols: x.width, Data: x.bufs[j]}
 		if j == e.rank && e.cfg.FreshDiagonal {
 			b = own
 		}
 		if mask.P > 0 {
-			m := mask
-			m.Row0 = int(e.s.Offsets[j])
 			masked := &kernels.Dense{Rows: b.Rows, Cols: b.Cols, Data: x.scratch[:len(b.Data)]}
-			m.ApplyDense(masked, b)
+			e.maskFor(mask, j).ApplyDense(masked, b)
 			b = masked
 		}
 		if err = kernels.SpMM(out, blk, b, !first); err != nil {

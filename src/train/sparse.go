@@ -1,0 +1,240 @@
+package train
+
+// Sparsity-aware exchange. A dense broadcast hands every rank all of root
+// j's block H_j, but rank i only multiplies the rows that Â_ij references.
+// Here each rank learns once, at start-up, which of its rows every other
+// rank needs; an active root then sends each rank exactly those rows
+// (point to point), a stale root sends nothing, and caches hold only the
+// rows a rank uses. With a partition that keeps most edges inside blocks,
+// that is a small fraction of H. Results are the same as with the dense
+// broadcast: the compacted blocks keep their column order, so every sum
+// runs in the same order.
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"sancus/collectives"
+	"sancus/kernels"
+)
+
+const tagSparse = collectives.TagUser + 1
+
+type sparsePlan struct {
+	need    [][]int32      // need[j]: root j's local rows this rank uses (sorted); unused for j == rank
+	compact []*kernels.CSR // Â_ij with columns renumbered to positions in need[j]
+	ids     [][]int64      // global node ids of the rows of compact block j (dropout masks)
+	sendIdx [][]int32      // sendIdx[i]: this rank's rows that rank i needs
+}
+
+// columnsUsed lists the distinct columns of a block, sorted.
+func columnsUsed(b *kernels.CSR) []int32 {
+	seen := make([]bool, b.Cols)
+	for _, c := range b.ColIdx {
+		seen[c] = true
+	}
+	var out []int32
+	for c, s := range seen {
+		if s {
+			out = append(out, int32(c))
+		}
+	}
+	return out
+}
+
+// compactBlock renumbers b's columns to their positions in cols.
+func compactBlock(b *kernels.CSR, cols []int32) *kernels.CSR {
+	pos := make([]int32, b.Cols)
+	for k, c := range cols {
+		pos[c] = int32(k)
+	}
+	out := &kernels.CSR{Rows: b.Rows, Cols: len(cols), RowPtr: b.RowPtr, Val: b.Val, ColIdx: make([]int32, len(b.ColIdx))}
+	for p, c := range b.ColIdx {
+		out.ColIdx[p] = pos[c]
+	}
+	return out
+}
+
+// newSparsePlan tells every root which of its rows each rank needs (one
+// all-to-all of index lists at start-up).
+func (e *Engine) newSparsePlan() (*sparsePlan, error) {
+	sp := &sparsePlan{need: make([][]int32, e.P), compact: make([]*kernels.CSR, e.P), ids: make([][]int64, e.P), sendIdx: make([][]int32, e.P)}
+	sendCounts, recvCounts := make([]int, e.P), make([]int, e.P)
+	ones := make([]int, e.P)
+	var sendList []float32
+	for j, b := range e.s.Blocks {
+		ones[j] = 1
+		if j == e.rank {
+			sp.compact[j] = b
+			continue
+		}
+		sp.need[j] = columnsUsed(b)
+		sp.compact[j] = compactBlock(b, sp.need[j])
+		sp.ids[j] = make([]int64, len(sp.need[j]))
+		for k, r := range sp.need[j] {
+			sp.ids[j][k] = e.globalID(j, int(r))
+		}
+		sendCounts[j] = len(sp.need[j])
+		for _, r := range sp.need[j] {
+			sendList = append(sendList, math.Float32frombits(uint32(r))) // exact: indices travel as bits
+		}
+	}
+	if e.P == 1 {
+		return sp, nil
+	}
+	counts := make([]float32, e.P)
+	for j := range counts {
+		counts[j] = float32(sendCounts[j])
+	}
+	got := make([]float32, e.P)
+	if err := e.c.Alltoallv(counts, ones, got, ones); err != nil {
+		return nil, fmt.Errorf("sparse exchange set-up: %w", err)
+	}
+	total := 0
+	for i := range got {
+		recvCounts[i] = int(got[i])
+		total += recvCounts[i]
+	}
+	lists := make([]float32, total)
+	if err := e.c.Alltoallv(sendList, sendCounts, lists, recvCounts); err != nil {
+		return nil, fmt.Errorf("sparse exchange set-up: %w", err)
+	}
+	off := 0
+	for i := range recvCounts {
+		for k := 0; k < recvCounts[i]; k++ {
+			r := int32(math.Float32bits(lists[off+k]))
+			if r < 0 || int(r) >= e.rows {
+				return nil, fmt.Errorf("sparse exchange set-up: rank %d asked for row %d of %d", i, r, e.rows)
+			}
+			sp.sendIdx[i] = append(sp.sendIdx[i], r)
+		}
+		off += recvCounts[i]
+	}
+	return sp, nil
+}
+
+// globalID is the node id of local row r of rank j (dropout masks use it).
+func (e *Engine) globalID(j, r int) int64 { return e.s.Offsets[j] + int64(r) }
+
+// rowsOf is how many rows of root j this rank keeps for an exchange.
+func (e *Engine) rowsOf(j int) int {
+	if e.sparse != nil && j != e.rank {
+		return len(e.sparse.need[j])
+	}
+	return e.s.RowsOf(j)
+}
+
+// block is the matrix multiplied with root j's buffer.
+func (e *Engine) block(j int) *kernels.CSR {
+	if e.sparse != nil {
+		return e.sparse.compact[j]
+	}
+	return e.s.Blocks[j]
+}
+
+// maskFor is layer dropout applied to root j's rows as this rank holds them.
+func (e *Engine) maskFor(mask kernels.Mask, j int) kernels.Mask {
+	if e.sparse != nil && j != e.rank {
+		mask.IDs = e.sparse.ids[j]
+		return mask
+	}
+	mask.Row0 = int(e.globalID(j, 0))
+	return mask
+}
+
+// exchangeSparse is aggregate for the sparsity-aware exchange: post the
+// receives of every active root, send this rank's rows to the ranks that
+// need them (if it is active), and multiply each block as it arrives.
+func (e *Engine) exchangeSparse(x *exchange, out, own *kernels.Dense, active []bool, mask kernels.Mask) error {
+	sp := e.sparse
+	if active[e.rank] {
+		copy(x.bufs[e.rank], own.Data)
+	}
+	start := time.Now()
+	var sent, recvd int64
+	recvs := make([]collectives.Request, e.P)
+	var sends []collectives.Request
+	fail := func(err error) error {
+		for _, r := range recvs {
+			if r != nil {
+				r.Wait()
+			}
+		}
+		for _, s := range sends {
+			s.Wait()
+		}
+		return fmt.Errorf("%s: sparse exchange: %w", x.name, err)
+	}
+	for j := range recvs {
+		if j != e.rank && active[j] && len(x.bufs[j]) > 0 {
+			r, err := e.c.Irecv(x.bufs[j], j, tagSparse)
+			if err != nil {
+				return fail(err)
+			}
+			recvs[j] = r
+			recvd += int64(len(x.bufs[j])) * 4
+		}
+	}
+	if active[e.rank] {
+		w := x.width
+		for i, idx := range sp.sendIdx {
+			if i == e.rank || len(idx) == 0 {
+				continue
+			}
+			buf := x.sendBufs[i][:len(idx)*w]
+			for k, r := range idx {
+				copy(buf[k*w:(k+1)*w], x.bufs[e.rank][int(r)*w:(int(r)+1)*w])
+			}
+			s, err := e.c.Isend(buf, i, tagSparse)
+			if err != nil {
+				return fail(err)
+			}
+			sends = append(sends, s)
+			sent += int64(len(buf)) * 4
+		}
+	}
+	first := true
+	for j := 0; j < e.P; j++ {
+		if recvs[j] != nil {
+			t := time.Now()
+			err := recvs[j].Wait()
+			recvs[j] = nil
+			e.clock.wait += time.Since(t)
+			if err != nil {
+				return fail(err)
+			}
+		}
+		blk := e.block(j)
+		if blk.NNZ() == 0 {
+			continue
+		}
+		b := &kernels.Dense{Rows: e.rowsOf(j), Cols: x.width, Data: x.bufs[j]}
+		if j == e.rank && e.cfg.FreshDiagonal {
+			b = own
+		}
+		if mask.P > 0 {
+			masked := &kernels.Dense{Rows: b.Rows, Cols: b.Cols, Data: x.scratch[:len(b.Data)]}
+			e.maskFor(mask, j).ApplyDense(masked, b)
+			b = masked
+		}
+		if err := kernels.SpMM(out, blk, b, !first); err != nil {
+			return fail(err)
+		}
+		first = false
+	}
+	if first {
+		out.Zero()
+	}
+	for _, s := range sends {
+		t := time.Now()
+		if err := s.Wait(); err != nil {
+			return fmt.Errorf("%s: sparse exchange: %w", x.name, err)
+		}
+		e.clock.wait += time.Since(t)
+	}
+	d := time.Since(start)
+	e.clock.comm += d
+	e.c.Stats().Add("sparse_exchange", sent, recvd, d)
+	return nil
+}
