@@ -41,8 +41,8 @@ type Config struct {
 	// DenseBcast broadcasts whole blocks (SANCUS as published); by default
 	// each root sends every rank only the rows its block of Â references.
 	DenseBcast bool
-	Chunk         int  // ring pipeline chunk in floats (0: default)
-	EvalEvery     int  // evaluate every k epochs (and at the last)
+	Chunk      int // ring pipeline chunk in floats (0: default)
+	EvalEvery  int // evaluate every k epochs (and at the last)
 
 	// Checkpoints: every CheckpointEvery epochs (0: only when stopped) into
 	// CheckpointDir; Resume continues from its latest committed epoch.

@@ -65,8 +65,8 @@ type Engine struct {
 	clipScale float64
 	clipped   int
 	clock     clock
-	grads     []float32 // flat gradient buffer, one allreduce per step
-	drift     bool      // the forward policy measures variation gaps
+	grads     []float32   // flat gradient buffer, one allreduce per step
+	drift     bool        // the forward policy measures variation gaps
 	sparse    *sparsePlan // nil: dense broadcasts of whole blocks
 }
 

@@ -30,12 +30,12 @@ import (
 // or backward gradients): the P block buffers double as the cache of
 // historical copies, and last[j] is the epoch root j last broadcast.
 type exchange struct {
-	name    string
-	width   int
-	bufs    [][]float32 // bufs[j]: root j's block, rows_j × width
-	last    []int       // -1: never broadcast, no cached copy
-	policy  staleness.Policy
-	log     [][]int   // epochs in which each root broadcast (SANCUS Figure 24)
+	name     string
+	width    int
+	bufs     [][]float32 // bufs[j]: root j's block, rows_j × width
+	last     []int       // -1: never broadcast, no cached copy
+	policy   staleness.Policy
+	log      [][]int     // epochs in which each root broadcast (SANCUS Figure 24)
 	scratch  []float32   // one masked block at a time
 	ref      []float32   // transform-first: this rank's raw H·W when it last broadcast
 	sendBufs [][]float32 // sparse exchange: the rows packed for each rank
