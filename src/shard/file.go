@@ -20,11 +20,12 @@ import (
 //
 // body: rank, parts, n, classes, featdim, globalTrain (u64 each), offsets
 // (parts+1 × u64), P column blocks, features, AX (flag + CSR), labels, train,
-// val, test (length-prefixed i32 arrays). A CSR is rows, cols, nnz, then
+// val, test, original node ids (length-prefixed i32 arrays; no ids = the
+// original order). A CSR is rows, cols, nnz, then
 // rowptr (i64), colidx (i32), values (f32).
 const (
 	magic   = "SANCUSSH"
-	Version = 1
+	Version = 2
 )
 
 // FileName is the name of rank r's shard out of parts.
@@ -96,6 +97,7 @@ func (s *Shard) encode(w io.Writer) (int64, error) {
 	e.i32s(s.Train)
 	e.i32s(s.Val)
 	e.i32s(s.Test)
+	e.i32s(s.NodeIDs)
 	if e.err == nil {
 		e.err = e.w.Flush()
 	}
@@ -285,6 +287,7 @@ func Read(dir string, rank, parts int) (*Shard, error) {
 	s.Train = d.i32s(d.count(4))
 	s.Val = d.i32s(d.count(4))
 	s.Test = d.i32s(d.count(4))
+	s.NodeIDs = d.i32s(d.count(4))
 	if d.err != nil {
 		return nil, bad("%v", d.err)
 	}
@@ -310,6 +313,9 @@ func (s *Shard) check() error {
 	}
 	if len(s.Labels) != rows {
 		return fmt.Errorf("%d labels for %d rows", len(s.Labels), rows)
+	}
+	if s.NodeIDs != nil && len(s.NodeIDs) != rows {
+		return fmt.Errorf("%d node ids for %d rows", len(s.NodeIDs), rows)
 	}
 	for _, set := range [][]int32{s.Train, s.Val, s.Test} {
 		for _, v := range set {

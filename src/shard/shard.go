@@ -6,6 +6,7 @@ package shard
 
 import (
 	"fmt"
+	"slices"
 
 	"sancus/kernels"
 	"sancus/src/graph"
@@ -25,6 +26,7 @@ type Shard struct {
 	Features *kernels.CSR   // X_i
 	AX       *kernels.CSR   // (ÂX)_i, precomputed once; nil if not prepared
 	Labels   []int32        // local rows; -1 unlabeled
+	NodeIDs  []int32        // original node id of each local row (nil: rows are in the original order)
 	Train    []int32        // local row ids
 	Val      []int32
 	Test     []int32
@@ -67,11 +69,14 @@ func BalancedRanges(ahat *kernels.CSR, parts int) ([]int64, error) {
 // Options control how shards are cut.
 type Options struct {
 	Precompute bool // store (ÂX)_i so layer 1 needs no communication
+	// Parts assigns each node to a rank (from a partitioner); nil keeps the
+	// node order and cuts contiguous ranges balanced by nonzeros.
+	Parts []int32
 }
 
 // Split cuts one rank's shard out of a whole dataset whose normalized
 // adjacency is ahat and (optionally) ÂX is ax.
-func Split(ds *graph.Dataset, ahat, ax *kernels.CSR, off []int64, rank int) (*Shard, error) {
+func Split(ds *graph.Dataset, ahat, ax *kernels.CSR, off []int64, ids []int32, rank int) (*Shard, error) {
 	parts := len(off) - 1
 	if rank < 0 || rank >= parts {
 		return nil, fmt.Errorf("rank %d outside 0..%d", rank, parts-1)
@@ -84,6 +89,9 @@ func Split(ds *graph.Dataset, ahat, ax *kernels.CSR, off []int64, rank int) (*Sh
 		s.AX = ax.RowSlice(lo, hi)
 	}
 	s.Labels = append([]int32(nil), ds.Labels[lo:hi]...)
+	if ids != nil {
+		s.NodeIDs = append([]int32(nil), ids[lo:hi]...)
+	}
 	local := func(ids []int32) []int32 {
 		var out []int32
 		for _, v := range ids {
@@ -125,24 +133,43 @@ func columnBlocks(a *kernels.CSR, off []int64) []*kernels.CSR {
 	return blocks
 }
 
-// Prepared is a dataset made ready for splitting: Â, ÂX and row ranges.
+// Prepared is a dataset made ready for splitting: Â, ÂX and row ranges,
+// in the partition's node order.
 type Prepared struct {
 	DS      *graph.Dataset
 	AHat    *kernels.CSR
 	AX      *kernels.CSR
 	Offsets []int64
+	IDs     []int32 // IDs[new] = original node id (nil: original order)
 }
 
-// Prepare normalizes the adjacency, optionally precomputes ÂX, and cuts
-// parts balanced row ranges.
+// Prepare orders the nodes by part (if a partition is given), normalizes
+// the adjacency, optionally precomputes ÂX, and fixes the row ranges.
 func Prepare(ds *graph.Dataset, parts int, opt Options) (*Prepared, error) {
-	ahat := graph.Normalize(ds.Adj)
-	off, err := BalancedRanges(ahat, parts)
-	if err != nil {
-		return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
+	var off []int64
+	var perm []int32
+	if opt.Parts != nil {
+		if len(opt.Parts) != ds.N {
+			return nil, fmt.Errorf("dataset %s: partition covers %d nodes, graph has %d", ds.Name, len(opt.Parts), ds.N)
+		}
+		perm, off = orderByPart(opt.Parts, parts)
+		for q := 0; q < parts; q++ {
+			if off[q+1] == off[q] {
+				return nil, fmt.Errorf("dataset %s: part %d of the partition is empty", ds.Name, q)
+			}
+		}
+		ds = Reorder(ds, perm)
 	}
-	p := &Prepared{DS: ds, AHat: ahat, Offsets: off}
+	ahat := graph.Normalize(ds.Adj)
+	if off == nil {
+		var err error
+		if off, err = BalancedRanges(ahat, parts); err != nil {
+			return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
+		}
+	}
+	p := &Prepared{DS: ds, AHat: ahat, Offsets: off, IDs: perm}
 	if opt.Precompute {
+		var err error
 		if p.AX, err = graph.SpGEMM(ahat, ds.Features); err != nil {
 			return nil, err
 		}
@@ -151,4 +178,80 @@ func Prepare(ds *graph.Dataset, parts int, opt Options) (*Prepared, error) {
 }
 
 // Shard returns rank r's shard.
-func (p *Prepared) Shard(r int) (*Shard, error) { return Split(p.DS, p.AHat, p.AX, p.Offsets, r) }
+func (p *Prepared) Shard(r int) (*Shard, error) {
+	return Split(p.DS, p.AHat, p.AX, p.Offsets, p.IDs, r)
+}
+
+// orderByPart lists nodes part by part (ids ascending within a part).
+func orderByPart(parts []int32, p int) (perm []int32, off []int64) {
+	off = make([]int64, p+1)
+	for _, q := range parts {
+		off[q+1]++
+	}
+	for i := 0; i < p; i++ {
+		off[i+1] += off[i]
+	}
+	next := append([]int64(nil), off[:p]...)
+	perm = make([]int32, len(parts))
+	for v, q := range parts {
+		perm[next[q]] = int32(v)
+		next[q]++
+	}
+	return perm, off
+}
+
+// Reorder returns the dataset with node perm[i] renamed i.
+func Reorder(ds *graph.Dataset, perm []int32) *graph.Dataset {
+	n := ds.N
+	inv := make([]int32, n)
+	for i, v := range perm {
+		inv[v] = int32(i)
+	}
+	out := &graph.Dataset{Name: ds.Name, N: n, Classes: ds.Classes}
+	out.Adj = permuteCSR(ds.Adj, perm, inv, true)
+	out.Features = permuteCSR(ds.Features, perm, inv, false)
+	out.Labels = make([]int32, n)
+	for i, v := range perm {
+		out.Labels[i] = ds.Labels[v]
+	}
+	mapIDs := func(xs []int32) []int32 {
+		o := make([]int32, len(xs))
+		for k, v := range xs {
+			o[k] = inv[v]
+		}
+		return o
+	}
+	out.Train, out.Val, out.Test = mapIDs(ds.Train), mapIDs(ds.Val), mapIDs(ds.Test)
+	return out
+}
+
+// permuteCSR reorders rows (and, for a square graph, columns) of a.
+func permuteCSR(a *kernels.CSR, perm, inv []int32, cols bool) *kernels.CSR {
+	out := &kernels.CSR{Rows: a.Rows, Cols: a.Cols, RowPtr: make([]int64, a.Rows+1)}
+	out.ColIdx = make([]int32, 0, a.NNZ())
+	out.Val = make([]float32, 0, a.NNZ())
+	type ent struct {
+		c int32
+		v float32
+	}
+	var row []ent
+	for i, old := range perm {
+		row = row[:0]
+		for p := a.RowPtr[old]; p < a.RowPtr[old+1]; p++ {
+			c := a.ColIdx[p]
+			if cols {
+				c = inv[c]
+			}
+			row = append(row, ent{c, a.Val[p]})
+		}
+		if cols {
+			slices.SortFunc(row, func(x, y ent) int { return int(x.c) - int(y.c) })
+		}
+		for _, e := range row {
+			out.ColIdx = append(out.ColIdx, e.c)
+			out.Val = append(out.Val, e.v)
+		}
+		out.RowPtr[i+1] = int64(len(out.ColIdx))
+	}
+	return out
+}

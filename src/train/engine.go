@@ -68,6 +68,8 @@ type Engine struct {
 	grads     []float32   // flat gradient buffer, one allreduce per step
 	drift     bool        // the forward policy measures variation gaps
 	sparse    *sparsePlan // nil: dense broadcasts of whole blocks
+	ownIDs    []int64     // original node id per local row (nil: contiguous numbering)
+	allIDs    []int64     // dense mode on a reordered graph: every rank's node ids
 }
 
 // New sets up rank c.Rank()'s engine on its shard.
@@ -112,8 +114,18 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 	if err := e.shareSparsity(); err != nil {
 		return nil, err
 	}
+	if s.NodeIDs != nil {
+		e.ownIDs = make([]int64, e.rows)
+		for r := range e.ownIDs {
+			e.ownIDs[r] = int64(s.NodeIDs[r])
+		}
+	}
 	if !cfg.DenseBcast && e.P > 1 {
 		if e.sparse, err = e.newSparsePlan(); err != nil {
+			return nil, err
+		}
+	} else if s.NodeIDs != nil && e.P > 1 {
+		if err := e.gatherIDs(); err != nil {
 			return nil, err
 		}
 	}
@@ -196,7 +208,7 @@ func (e *Engine) mask(epoch, l int, train bool) kernels.Mask {
 	if !train {
 		return kernels.Mask{}
 	}
-	return kernels.Mask{P: float32(e.cfg.Dropout), Seed: e.cfg.Seed, Stream: uint64(epoch)<<8 | uint64(l), Row0: e.s.Row0()}
+	return kernels.Mask{P: float32(e.cfg.Dropout), Seed: e.cfg.Seed, Stream: uint64(epoch)<<8 | uint64(l), Row0: e.s.Row0(), IDs: e.ownIDs}
 }
 
 // forward runs all layers and returns the logits of this rank's rows. In

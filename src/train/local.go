@@ -19,10 +19,16 @@ type Outcome struct {
 // parts goroutine ranks over the in-process transport: the same engine and
 // algorithm as an mpirun job, without MPI. It returns rank 0's report.
 func RunInProcess(ds *graph.Dataset, parts int, cfg Config) (Outcome, error) {
+	return RunPartitioned(ds, nil, parts, cfg)
+}
+
+// RunPartitioned is RunInProcess on a partition (assign[v] = rank of node
+// v; nil: contiguous ranges): nodes are reordered part by part.
+func RunPartitioned(ds *graph.Dataset, assign []int32, parts int, cfg Config) (Outcome, error) {
 	if err := cfg.Validate(); err != nil {
 		return Outcome{}, err
 	}
-	prep, err := shard.Prepare(ds, parts, shard.Options{Precompute: cfg.Precompute})
+	prep, err := shard.Prepare(ds, parts, shard.Options{Precompute: cfg.Precompute, Parts: assign})
 	if err != nil {
 		return Outcome{}, err
 	}

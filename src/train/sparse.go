@@ -71,10 +71,6 @@ func (e *Engine) newSparsePlan() (*sparsePlan, error) {
 		}
 		sp.need[j] = columnsUsed(b)
 		sp.compact[j] = compactBlock(b, sp.need[j])
-		sp.ids[j] = make([]int64, len(sp.need[j]))
-		for k, r := range sp.need[j] {
-			sp.ids[j][k] = e.globalID(j, int(r))
-		}
 		sendCounts[j] = len(sp.need[j])
 		for _, r := range sp.need[j] {
 			sendList = append(sendList, math.Float32frombits(uint32(r))) // exact: indices travel as bits
@@ -101,6 +97,7 @@ func (e *Engine) newSparsePlan() (*sparsePlan, error) {
 		return nil, fmt.Errorf("sparse exchange set-up: %w", err)
 	}
 	off := 0
+	var idsOut []float32
 	for i := range recvCounts {
 		for k := 0; k < recvCounts[i]; k++ {
 			r := int32(math.Float32bits(lists[off+k]))
@@ -108,14 +105,37 @@ func (e *Engine) newSparsePlan() (*sparsePlan, error) {
 				return nil, fmt.Errorf("sparse exchange set-up: rank %d asked for row %d of %d", i, r, e.rows)
 			}
 			sp.sendIdx[i] = append(sp.sendIdx[i], r)
+			idsOut = append(idsOut, math.Float32frombits(uint32(e.ownID(int(r)))))
 		}
 		off += recvCounts[i]
+	}
+	// The node ids of the rows each rank receives key its dropout masks.
+	idsIn := make([]float32, len(sendList))
+	if err := e.c.Alltoallv(idsOut, recvCounts, idsIn, sendCounts); err != nil {
+		return nil, fmt.Errorf("sparse exchange set-up: %w", err)
+	}
+	off = 0
+	for j := range sp.need {
+		if j == e.rank {
+			continue
+		}
+		sp.ids[j] = make([]int64, len(sp.need[j]))
+		for k := range sp.ids[j] {
+			sp.ids[j][k] = int64(math.Float32bits(idsIn[off+k]))
+		}
+		off += len(sp.need[j])
 	}
 	return sp, nil
 }
 
-// globalID is the node id of local row r of rank j (dropout masks use it).
-func (e *Engine) globalID(j, r int) int64 { return e.s.Offsets[j] + int64(r) }
+// ownID is the node id of local row r (original numbering, which dropout
+// masks use, so a reordered run draws the masks of the original one).
+func (e *Engine) ownID(r int) int64 {
+	if e.s.NodeIDs != nil {
+		return int64(e.s.NodeIDs[r])
+	}
+	return e.s.Offsets[e.rank] + int64(r)
+}
 
 // rowsOf is how many rows of root j this rank keeps for an exchange.
 func (e *Engine) rowsOf(j int) int {
@@ -135,11 +155,16 @@ func (e *Engine) block(j int) *kernels.CSR {
 
 // maskFor is layer dropout applied to root j's rows as this rank holds them.
 func (e *Engine) maskFor(mask kernels.Mask, j int) kernels.Mask {
-	if e.sparse != nil && j != e.rank {
+	mask.IDs = nil
+	switch {
+	case j == e.rank:
+		mask.IDs = e.ownIDs
+	case e.sparse != nil:
 		mask.IDs = e.sparse.ids[j]
-		return mask
+	case e.allIDs != nil:
+		mask.IDs = e.allIDs[e.s.Offsets[j]:e.s.Offsets[j+1]]
 	}
-	mask.Row0 = int(e.globalID(j, 0))
+	mask.Row0 = int(e.s.Offsets[j])
 	return mask
 }
 
@@ -236,5 +261,27 @@ func (e *Engine) exchangeSparse(x *exchange, out, own *kernels.Dense, active []b
 	d := time.Since(start)
 	e.clock.comm += d
 	e.c.Stats().Add("sparse_exchange", sent, recvd, d)
+	return nil
+}
+
+// gatherIDs gives every rank all node ids (dense broadcasts of a reordered
+// graph: each rank masks every block).
+func (e *Engine) gatherIDs() error {
+	mine := make([]float32, e.rows)
+	for r := range mine {
+		mine[r] = math.Float32frombits(uint32(e.ownID(r)))
+	}
+	all := make([]float32, e.s.N)
+	counts := make([]int, e.P)
+	for j := range counts {
+		counts[j] = e.s.RowsOf(j)
+	}
+	if err := e.c.Allgatherv(mine, all, counts); err != nil {
+		return fmt.Errorf("gathering node ids: %w", err)
+	}
+	e.allIDs = make([]int64, len(all))
+	for i, v := range all {
+		e.allIDs[i] = int64(math.Float32bits(v))
+	}
 	return nil
 }

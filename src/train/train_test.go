@@ -13,6 +13,7 @@ import (
 	"sancus/kernels"
 	"sancus/src/graph"
 	"sancus/src/model"
+	"sancus/src/partition"
 	"sancus/src/shard"
 )
 
@@ -350,6 +351,44 @@ func TestSparseExchangeEqualsDense(t *testing.T) {
 				t.Fatalf("%s P=%d: sparse exchange sent %d bytes, dense %d", pol.name, p, sb, db)
 			}
 			t.Logf("%s P=%d: bytes sent sparse %d vs dense %d (%.2fx)", pol.name, p, sb, db, float64(db)/float64(sb))
+		}
+	}
+}
+
+// TestReorderedTrainingEqualsContiguous: after any partitioner reorders the
+// nodes, training (staleness off) gives the losses and accuracies of the
+// contiguous run — dropout masks follow the original node ids — with the
+// sparse exchange and with dense broadcasts.
+func TestReorderedTrainingEqualsContiguous(t *testing.T) {
+	ds := loadCora(t)
+	s, err := graph.OpenEdgeStream(filepath.Join(shared, "cora"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Defaults()
+	cfg.Epochs = 20
+	ref, err := RunInProcess(ds, 4, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"random", "spring", "grem"} {
+		assign, err := partition.Run(name, s, 4, partition.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dense := range []bool{false, true} {
+			c := cfg
+			c.DenseBcast = dense
+			got, err := RunPartitioned(ds, assign, 4, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, e := range got.Result.Curve {
+				w := ref.Result.Curve[i]
+				if math.Abs(e.Loss-w.Loss) > 1e-5*w.Loss || e.TestAcc != w.TestAcc {
+					t.Fatalf("%s dense=%v epoch %d: loss %.8f test %.4f, contiguous %.8f %.4f", name, dense, e.Epoch, e.Loss, e.TestAcc, w.Loss, w.TestAcc)
+				}
+			}
 		}
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"sancus/src/graph"
+	"sancus/src/partition"
 	"sancus/src/shard"
+	"sancus/src/train"
 )
 
 func init() { register("prepare", "split a dataset into one shard file per rank", runPrepare) }
@@ -23,57 +25,11 @@ type Meta struct {
 	Classes     int       `json:"classes"`
 	Precomputed bool      `json:"precomputed_ax"`
 	Offsets     []int64   `json:"offsets"`
-	Partition   PartStats `json:"partition"`
-	Created     time.Time `json:"created"`
-}
-
-// PartStats measures a partition.
-type PartStats struct {
-	RowsPerPart     []int     `json:"rows_per_part"`
-	NNZPerPart      []int64   `json:"nnz_per_part"`
-	TrainPerPart    []int     `json:"train_per_part"`
-	RowBalance      float64   `json:"row_balance"` // max / mean
-	NNZBalance      float64   `json:"nnz_balance"`
-	TrainBalance    float64   `json:"train_balance"`
-	Locality        []float64 `json:"locality"` // nnz(Â_ii) / nnz(Â_i,:)
-	NonEmptyOffDiag int       `json:"nonempty_offdiag_blocks"`
-}
-
-func partStats(shards []*shard.Shard) PartStats {
-	var ps PartStats
-	for _, s := range shards {
-		ps.RowsPerPart = append(ps.RowsPerPart, s.Rows())
-		ps.TrainPerPart = append(ps.TrainPerPart, len(s.Train))
-		var nnz int64
-		for j, b := range s.Blocks {
-			nnz += b.NNZ()
-			if j != s.Rank && b.NNZ() > 0 {
-				ps.NonEmptyOffDiag++
-			}
-		}
-		ps.NNZPerPart = append(ps.NNZPerPart, nnz)
-		loc := 0.0
-		if nnz > 0 {
-			loc = float64(s.Blocks[s.Rank].NNZ()) / float64(nnz)
-		}
-		ps.Locality = append(ps.Locality, loc)
-	}
-	ps.RowBalance = balance(ps.RowsPerPart)
-	ps.NNZBalance = balance(ps.NNZPerPart)
-	ps.TrainBalance = balance(ps.TrainPerPart)
-	return ps
-}
-
-func balance[T int | int64](xs []T) float64 {
-	var sum, mx float64
-	for _, x := range xs {
-		sum += float64(x)
-		mx = max(mx, float64(x))
-	}
-	if sum == 0 {
-		return 1
-	}
-	return mx / (sum / float64(len(xs)))
+	Partitioner string            `json:"partitioner"`
+	Partition   partition.Metrics `json:"partition"`
+	PartitionS  float64           `json:"partition_seconds"`
+	PeakRSSMB   float64           `json:"peak_rss_mb"`
+	Created     time.Time         `json:"created"`
 }
 
 func runPrepare(args []string) error {
@@ -84,6 +40,7 @@ func runPrepare(args []string) error {
 	pre := fs.Bool("precompute", true, "store (ÂX) rows so layer 1 needs no communication")
 	norm := fs.Bool("normalize-features", true, "row-normalize features")
 	splitSeed := fs.Uint64("split-seed", 1, "seed of the 10/10/80 split for datasets without one")
+	pf := addPartitionFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -94,13 +51,21 @@ func runPrepare(args []string) error {
 		return fmt.Errorf("--data, --out and --parts ≥ 1 are required")
 	}
 	start := time.Now()
+	assign, took, err := pf.run(*data, *parts)
+	if err != nil {
+		return err
+	}
 	ds, err := graph.Load(*data, graph.LoadOptions{NormalizeFeatures: *norm, SplitSeed: *splitSeed})
 	if err != nil {
 		return err
 	}
-	prep, err := shard.Prepare(ds, *parts, shard.Options{Precompute: *pre})
+	metrics := partition.Measure(ds.Adj, assign, nil, *parts, ds.Train)
+	prep, err := shard.Prepare(ds, *parts, shard.Options{Precompute: *pre, Parts: assign})
 	if err != nil {
 		return err
+	}
+	if assign == nil { // contiguous: the ranges are cut now, by nonzeros
+		metrics = partition.Measure(ds.Adj, nil, prep.Offsets, *parts, ds.Train)
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
@@ -115,15 +80,14 @@ func runPrepare(args []string) error {
 		}
 	}
 	meta := Meta{Dataset: ds.Name, Parts: *parts, Nodes: ds.N, Features: ds.Features.Cols, Classes: ds.Classes,
-		Precomputed: *pre, Offsets: prep.Offsets, Partition: partStats(shards), Created: time.Now().UTC()}
+		Precomputed: *pre, Offsets: prep.Offsets, Partitioner: pf.name, Partition: metrics, PartitionS: took.Seconds(),
+		PeakRSSMB: train.PeakRSSMB(), Created: time.Now().UTC()}
 	b, _ := json.MarshalIndent(meta, "", "  ")
 	if err := writeAtomic(filepath.Join(*out, "meta.json"), append(b, '\n')); err != nil {
 		return err
 	}
-	p := meta.Partition
 	fmt.Printf("wrote %d shards of %s (%d nodes, %d nonzeros in Â) to %s in %.1fs\n", *parts, ds.Name, ds.N, prep.AHat.NNZ(), *out, time.Since(start).Seconds())
-	fmt.Printf("balance (max/mean): rows %.3f  nonzeros %.3f  train nodes %.3f; non-empty off-diagonal blocks %d of %d\n",
-		p.RowBalance, p.NNZBalance, p.TrainBalance, p.NonEmptyOffDiag, *parts*(*parts-1))
+	printMetrics(pf.name, metrics)
 	return nil
 }
 

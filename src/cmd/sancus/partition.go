@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"sancus/src/graph"
+	"sancus/src/partition"
+	"sancus/src/train"
+)
+
+func init() {
+	register("partition-stats", "partition a graph and print edge cut, replication, balance, locality, time and memory", runPartitionStats)
+}
+
+type partFlags struct {
+	name string
+	opt  partition.Options
+}
+
+func addPartitionFlags(fs *pflag.FlagSet) *partFlags {
+	pf := &partFlags{opt: partition.DefaultOptions()}
+	fs.StringVar(&pf.name, "partitioner", "contiguous", "contiguous, random, spring, grem, or file")
+	fs.StringVar(&pf.opt.File, "parts-file", "", "with --partitioner file: one part id per line (e.g. gpmetis output)")
+	fs.Float64Var(&pf.opt.Balance, "balance", pf.opt.Balance, "β: a part holds at most β·|V|/P nodes (spring, grem)")
+	fs.IntVar(&pf.opt.ChunkEdges, "chunk-edges", pf.opt.ChunkEdges, "grem: edges per in-memory chunk")
+	fs.Float64Var(&pf.opt.TauVol, "tau-vol", 0, "spring: cluster volume threshold (0: 2|E|/P)")
+	fs.Uint64Var(&pf.opt.Seed, "partition-seed", pf.opt.Seed, "random: seed")
+	return pf
+}
+
+// run streams the graph file through the partitioner (nil for contiguous).
+func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
+	start := time.Now()
+	s, err := graph.OpenEdgeStream(data)
+	if err != nil {
+		return nil, 0, err
+	}
+	parts, err := partition.Run(pf.name, s, p, pf.opt)
+	if err != nil {
+		return nil, 0, err
+	}
+	if parts != nil && pf.name != "file" {
+		if err := partition.Check(parts, p, max(pf.opt.Balance, 1.05)+1e-9); err != nil {
+			return nil, 0, fmt.Errorf("%s partition: %w", pf.name, err)
+		}
+	}
+	return parts, time.Since(start), nil
+}
+
+func printMetrics(name string, m partition.Metrics) {
+	fmt.Printf("partition %s, P=%d: edge cut %.4f, replication factor %.3f, balance rows %.3f nonzeros %.3f train %.3f\n",
+		name, m.Parts, m.EdgeCut, m.Replication, m.RowBalance, m.NNZBalance, m.TrainBalance)
+	fmt.Printf("  locality %v, non-empty off-diagonal blocks %d of %d, rows needed from other parts %.1f%%\n",
+		fmtFloats(m.Locality), m.NonEmptyOffDiag, m.Parts*(m.Parts-1), 100*m.RowsNeededFrac)
+}
+
+func fmtFloats(xs []float64) string {
+	s := "["
+	for i, x := range xs {
+		if i > 0 {
+			s += " "
+		}
+		s += fmt.Sprintf("%.2f", x)
+	}
+	return s + "]"
+}
+
+// PartitionStats is one line of the partitioner benchmark.
+type PartitionStats struct {
+	Dataset     string            `json:"dataset"`
+	Partitioner string            `json:"partitioner"`
+	Seconds     float64           `json:"seconds"`
+	PeakRSSMB   float64           `json:"peak_rss_mb"` // of the partitioning alone (the process does nothing else first)
+	Metrics     partition.Metrics `json:"metrics"`
+}
+
+func runPartitionStats(args []string) error {
+	fs := newFlags("partition-stats", "partition-stats --data DIR --parts P [--partitioner NAME] [--out FILE]")
+	data := fs.String("data", "", "dataset directory or graph file (required)")
+	parts := fs.Int("parts", 0, "number of parts (required)")
+	out := fs.String("out", "", "append the figures as JSON to this file")
+	pf := addPartitionFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *data == "" || *parts < 1 {
+		return fmt.Errorf("--data and --parts ≥ 1 are required")
+	}
+	assign, took, err := pf.run(*data, *parts)
+	if err != nil {
+		return err
+	}
+	// Peak memory is read before the whole graph is loaded for measuring.
+	peak := train.PeakRSSMB()
+	ds, err := graph.Load(*data, graph.LoadOptions{})
+	if err != nil {
+		return err
+	}
+	var offsets []int64
+	if assign == nil {
+		offsets = make([]int64, *parts+1)
+		for q := range offsets {
+			offsets[q] = int64(q) * int64(ds.N) / int64(*parts)
+		}
+	}
+	m := partition.Measure(ds.Adj, assign, offsets, *parts, ds.Train)
+	fmt.Printf("%s: %.2fs, peak memory %.1f MB\n", *data, took.Seconds(), peak)
+	printMetrics(pf.name, m)
+	if *out != "" {
+		return appendJSONLine(*out, PartitionStats{Dataset: *data, Partitioner: pf.name, Seconds: took.Seconds(), PeakRSSMB: peak, Metrics: m})
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+package graph
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// EdgeStream replays a graph file's edges, once per call, holding nothing
+// but the current line: streaming partitioners make several passes over a
+// graph that need not fit in memory.
+type EdgeStream struct {
+	Path string
+	N    int // node count (from the header, or one past the largest id for SNAP)
+}
+
+// OpenEdgeStream finds the graph file of a dataset directory (or takes a
+// graph file) and reads its node count.
+func OpenEdgeStream(dir string) (*EdgeStream, error) {
+	p, err := graphFile(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &EdgeStream{Path: p}
+	switch {
+	case strings.HasSuffix(p, ".mtx"):
+		h, err := mtxHeader(p)
+		if err != nil {
+			return nil, err
+		}
+		if h.Rows != h.Cols {
+			return nil, errorfFile(p, "adjacency must be square, header says %dx%d", h.Rows, h.Cols)
+		}
+		s.N = h.Rows
+	default:
+		n := 0
+		if err := s.Each(func(u, v int32) error {
+			n = max(n, int(u)+1, int(v)+1)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		s.N = n
+		if strings.HasSuffix(p, ".graph") {
+			if s.N, err = metisNodes(p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Labels may name nodes past the last edge (isolated nodes).
+	if lab := filepath.Join(filepath.Dir(p), "labels.txt"); exists(lab) {
+		l, err := ReadLabels(lab, 0)
+		if err != nil {
+			return nil, err
+		}
+		s.N = max(s.N, len(l))
+	}
+	return s, nil
+}
+
+func graphFile(dir string) (string, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return "", fmt.Errorf("dataset: %w", err)
+	}
+	if !st.IsDir() {
+		return dir, nil
+	}
+	for _, name := range []string{"graph.mtx", "edges.txt"} {
+		if p := filepath.Join(dir, name); exists(p) {
+			return p, nil
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "*.graph")); len(m) == 1 {
+		return m[0], nil
+	}
+	return "", fmt.Errorf("dataset %s: no graph.mtx, edges.txt or single *.graph file", dir)
+}
+
+func mtxHeader(p string) (MTXHeader, error) {
+	var h MTXHeader
+	l, err := openLines(p)
+	if err != nil {
+		return h, err
+	}
+	defer l.close()
+	for l.next() {
+		t := strings.TrimSpace(l.text)
+		if t == "" || t[0] == '%' {
+			continue
+		}
+		f := strings.Fields(t)
+		if len(f) != 3 {
+			return h, l.errorf("size line needs 3 integers, got %q", t)
+		}
+		if h.Rows, err = l.atoi(f[0], "row count"); err != nil {
+			return h, err
+		}
+		if h.Cols, err = l.atoi(f[1], "column count"); err != nil {
+			return h, err
+		}
+		h.NNZ, err = l.atoi(f[2], "entry count")
+		return h, err
+	}
+	return h, l.eofErrorf("no size line")
+}
+
+func metisNodes(p string) (int, error) {
+	l, err := openLines(p)
+	if err != nil {
+		return 0, err
+	}
+	defer l.close()
+	for l.next() {
+		t := strings.TrimSpace(l.text)
+		if t == "" || t[0] == '%' {
+			continue
+		}
+		return l.atoi(strings.Fields(t)[0], "node count")
+	}
+	return 0, l.eofErrorf("no header line")
+}
+
+// Each calls fn for every edge line of the file (each undirected edge once;
+// duplicates and self loops as they appear in the file).
+func (s *EdgeStream) Each(fn func(u, v int32) error) error {
+	switch {
+	case strings.HasSuffix(s.Path, ".mtx"):
+		_, err := ReadMTX(s.Path, func(r, c int, _ float64) error { return fn(int32(r), int32(c)) })
+		return err
+	case strings.HasSuffix(s.Path, ".graph"):
+		return eachMETIS(s.Path, fn)
+	}
+	return eachSNAP(s.Path, fn)
+}
+
+func eachSNAP(p string, fn func(u, v int32) error) error {
+	l, err := openLines(p)
+	if err != nil {
+		return err
+	}
+	defer l.close()
+	for l.next() {
+		t := strings.TrimSpace(l.text)
+		if t == "" || t[0] == '#' {
+			continue
+		}
+		f := strings.Fields(t)
+		if len(f) < 2 {
+			return l.errorf("edge needs two node ids, got %q", t)
+		}
+		u, err := l.atoi(f[0], "node id")
+		if err != nil {
+			return err
+		}
+		v, err := l.atoi(f[1], "node id")
+		if err != nil {
+			return err
+		}
+		if u < 0 || v < 0 {
+			return l.errorf("node id out of range in %q", t)
+		}
+		if err := fn(int32(u), int32(v)); err != nil {
+			return err
+		}
+	}
+	return l.err()
+}
+
+func eachMETIS(p string, fn func(u, v int32) error) error {
+	l, err := openLines(p)
+	if err != nil {
+		return err
+	}
+	defer l.close()
+	header, node := false, 0
+	for l.next() {
+		t := strings.TrimSpace(l.text)
+		if len(t) > 0 && t[0] == '%' {
+			continue
+		}
+		if !header {
+			header = true
+			continue
+		}
+		for _, f := range strings.Fields(t) {
+			v, err := l.atoi(f, "neighbour")
+			if err != nil {
+				return err
+			}
+			if v-1 > node {
+				if err := fn(int32(node), int32(v-1)); err != nil {
+					return err
+				}
+			}
+		}
+		node++
+	}
+	return l.err()
+}

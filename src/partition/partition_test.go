@@ -1,0 +1,112 @@
+package partition
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sancus/src/graph"
+)
+
+const shared = "../../../shared/datasets"
+
+func stream(t *testing.T, dir string) *graph.EdgeStream {
+	t.Helper()
+	s, err := graph.OpenEdgeStream(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestPartitionersAreValidAndBalanced: every partitioner puts every node in
+// exactly one part, within the balance bound, on several graph formats and
+// part counts (3 and 5: not powers of two).
+func TestPartitionersAreValidAndBalanced(t *testing.T) {
+	gen := t.TempDir()
+	if err := graph.Generate(gen, graph.GenConfig{Model: "rmat", Nodes: 3000, Edges: 20000, Features: 8, FeatureNNZ: 2,
+		Classes: 2, PIn: 0.5, FeatureSig: 0.5, TrainFrac: 0.1, ValFrac: 0.1, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	graphs := []string{filepath.Join(shared, "cora"), filepath.Join(shared, "karate"), filepath.Join(shared, "metis/copter2.graph"), gen}
+	for _, g := range graphs {
+		s := stream(t, g)
+		for _, p := range []int{2, 3, 5, 8} {
+			for _, name := range []string{"random", "spring", "grem"} {
+				opt := DefaultOptions()
+				opt.ChunkEdges = 5000 // several chunks, so refinement runs
+				parts, err := Run(name, s, p, opt)
+				if err != nil {
+					t.Fatalf("%s %s P=%d: %v", g, name, p, err)
+				}
+				if len(parts) != s.N {
+					t.Fatalf("%s %s: %d assignments for %d nodes", g, name, len(parts), s.N)
+				}
+				if err := Check(parts, p, 1.05); err != nil {
+					t.Fatalf("%s %s P=%d: %v", filepath.Base(g), name, p, err)
+				}
+				seen := make([]bool, p)
+				for _, q := range parts {
+					seen[q] = true
+				}
+				for q, ok := range seen {
+					if !ok {
+						t.Fatalf("%s %s P=%d: part %d is empty", g, name, p, q)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestStreamingBeatsRandom: on a graph with communities, SPRING and GREM
+// cut far fewer edges than a random partition.
+func TestStreamingBeatsRandom(t *testing.T) {
+	s := stream(t, filepath.Join(shared, "cora"))
+	ds, err := graph.Load(filepath.Join(shared, "cora"), graph.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := map[string]float64{}
+	for _, name := range []string{"random", "spring", "grem"} {
+		parts, err := Run(name, s, 4, DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cut[name] = Measure(ds.Adj, parts, nil, 4, ds.Train).EdgeCut
+	}
+	if cut["spring"] > 0.6*cut["random"] || cut["grem"] > 0.6*cut["random"] {
+		t.Fatalf("edge cuts %v: streaming partitioners should cut well under random", cut)
+	}
+}
+
+func TestMeasureByHand(t *testing.T) {
+	// Path 0-1-2-3 split {0,1} {2,3}: one of three edges is cut.
+	e := &graph.Edges{N: 4, Src: []int32{0, 1, 2}, Dst: []int32{1, 2, 3}}
+	adj, _ := graph.BuildAdjacency(e)
+	m := Measure(adj, []int32{0, 0, 1, 1}, nil, 2, []int32{0})
+	if m.EdgeCut != 1.0/3 || m.Replication != 1.5 || m.NonEmptyOffDiag != 2 || m.RowsNeeded[0][1] != 1 || m.RowsNeeded[1][0] != 1 {
+		t.Fatalf("metrics %+v", m)
+	}
+	// Part 0: Â rows 0,1 hold 2+3 nonzeros, 4 of them inside the part.
+	if m.Locality[0] != 0.8 || m.TrainBalance != 2 {
+		t.Fatalf("locality %v train balance %v", m.Locality, m.TrainBalance)
+	}
+}
+
+func TestPartsFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "parts")
+	os.WriteFile(p, []byte("0\n1\n7\n"), 0o644)
+	if _, err := ReadFile(p, 3, 2); err == nil || !strings.Contains(err.Error(), ":3: part 7 outside 0..1") {
+		t.Fatalf("got %v", err)
+	}
+	os.WriteFile(p, []byte("0\n1\n"), 0o644)
+	if _, err := ReadFile(p, 3, 2); err == nil || !strings.Contains(err.Error(), "2 labels for a graph of 3") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := Run("metis-please", stream(t, filepath.Join(shared, "karate")), 2, DefaultOptions()); err == nil {
+		t.Fatal("unknown partitioner accepted")
+	}
+}
