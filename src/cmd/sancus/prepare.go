@@ -18,13 +18,13 @@ func init() { register("prepare", "split a dataset into one shard file per rank"
 // Meta describes a shard directory (meta.json), for people and tools; each
 // shard file is self-describing and checked on its own.
 type Meta struct {
-	Dataset     string    `json:"dataset"`
-	Parts       int       `json:"parts"`
-	Nodes       int       `json:"nodes"`
-	Features    int       `json:"features"`
-	Classes     int       `json:"classes"`
-	Precomputed bool      `json:"precomputed_ax"`
-	Offsets     []int64   `json:"offsets"`
+	Dataset     string            `json:"dataset"`
+	Parts       int               `json:"parts"`
+	Nodes       int               `json:"nodes"`
+	Features    int               `json:"features"`
+	Classes     int               `json:"classes"`
+	Precomputed bool              `json:"precomputed_ax"`
+	Offsets     []int64           `json:"offsets"`
 	Partitioner string            `json:"partitioner"`
 	Partition   partition.Metrics `json:"partition"`
 	PartitionS  float64           `json:"partition_seconds"`
