@@ -18,7 +18,7 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: all deps build run test test-mpi test-slurm vet bench bench-kernels bench-comm bench-sancus clean
+.PHONY: all deps build run test test-mpi test-slurm vet bench bench-kernels bench-comm bench-sancus bench-partition clean
 
 all: build
 
@@ -63,7 +63,7 @@ test-mpi: deps
 		$(GO) test -count=1 -timeout 10m -exec "$(MPIRUN) -np $$np" ./collectives/ || exit 1; \
 	done
 
-bench: bench-kernels bench-comm bench-sancus
+bench: bench-kernels bench-comm bench-sancus bench-partition
 
 bench-kernels: build
 	$(BIN) bench kernels --out results/bench/kernels.json | tee results/bench/kernels.txt
@@ -77,6 +77,11 @@ bench-comm: build
 # Every staleness policy at P = 2 and 4 on the reference graph.
 bench-sancus: build $(DATA)/test.txt
 	bash slurm/staleness-local.sh $(DATA) results/bench/sancus "$(MPIRUN)"
+
+# Partitioners against METIS (Debian's metis package) on the shared graphs.
+bench-partition: build
+	@command -v gpmetis >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); $$SUDO apt-get install -y -qq metis; }
+	bash slurm/partition-bench.sh results/bench/partition
 
 clean:
 	rm -rf bin

@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export SANCUS_SLURM_DIR=${SANCUS_SLURM_DIR:-$(mktemp -d /tmp/sancus-slurm-XXXX)}
 cluster=slurm/local-cluster.sh
+command -v python3 >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3; }
 trap '$cluster stop' EXIT
 eval "$($cluster start)"
 cora=${CORA:-../shared/datasets/cora}

@@ -49,7 +49,7 @@ func Grem(s *graph.EdgeStream, p int, opt Options) ([]int32, error) {
 		ideal := float64(n) / float64(p)
 		slack := max(1, (opt.Balance-1)*ideal)
 		caps := [2]int{int(float64(left)*ideal + slack), int(float64(j.count-left)*ideal + slack)}
-		side, err := bisect(s, label, j.label, frac, caps, chunk)
+		side, err := bisect(s, label, j.label, frac, caps, chunk, max(1, opt.Passes))
 		if err != nil {
 			return nil, fmt.Errorf("grem: %w", err)
 		}
@@ -71,7 +71,7 @@ func Grem(s *graph.EdgeStream, p int, opt Options) ([]int32, error) {
 
 // bisect splits the nodes with label[v] == want into sides 0 and 1, side 0
 // holding about frac of them.
-func bisect(s *graph.EdgeStream, label []int32, want int32, frac float64, capOf [2]int, chunk int) ([]int8, error) {
+func bisect(s *graph.EdgeStream, label []int32, want int32, frac float64, capOf [2]int, chunk, passes int) ([]int8, error) {
 	n := len(label)
 	side := make([]int8, n)
 	for v := range side {
@@ -111,23 +111,27 @@ func bisect(s *graph.EdgeStream, label []int32, want int32, frac float64, capOf 
 		}
 		src, dst = src[:0], dst[:0]
 	}
-	err := s.Each(func(u, v int32) error {
-		if int(u) >= n || int(v) >= n {
-			return fmt.Errorf("edge (%d,%d) outside %d nodes", u, v, n)
-		}
-		if u == v || label[u] != want || label[v] != want {
+	// Later passes keep refining with the estimates carried over: every
+	// chunk then sees the assignments of the whole graph.
+	for pass := 0; pass < passes; pass++ {
+		err := s.Each(func(u, v int32) error {
+			if int(u) >= n || int(v) >= n {
+				return fmt.Errorf("edge (%d,%d) outside %d nodes", u, v, n)
+			}
+			if u == v || label[u] != want || label[v] != want {
+				return nil
+			}
+			src, dst = append(src, u), append(dst, v)
+			if len(src) >= chunk {
+				flush()
+			}
 			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		src, dst = append(src, u), append(dst, v)
-		if len(src) >= chunk {
-			flush()
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		flush()
 	}
-	flush()
 	for v := range side {
 		if label[v] == want && side[v] < 0 { // never in an edge: the side with more room
 			t := int8(0)

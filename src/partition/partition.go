@@ -20,12 +20,13 @@ type Options struct {
 	Seed       uint64
 	Balance    float64 // β: a part holds at most β·|V|/P nodes (SPRING, GREM)
 	ChunkEdges int     // GREM: edges per in-memory chunk
+	Passes     int     // GREM: passes over the edge stream per bisection (1 = the paper)
 	TauVol     float64 // SPRING: cluster volume threshold (0: 2|E|/P)
 	File       string  // "file": one part id per line
 }
 
 // DefaultOptions are the values the papers use (β = 1.05).
-func DefaultOptions() Options { return Options{Seed: 1, Balance: 1.05, ChunkEdges: 1 << 20} }
+func DefaultOptions() Options { return Options{Seed: 1, Balance: 1.05, ChunkEdges: 1 << 20, Passes: 1} }
 
 // Names lists the partitioners.
 var Names = []string{"contiguous", "random", "spring", "grem", "file"}

@@ -132,6 +132,17 @@ func TestMPIRunsMatchSingleRank(t *testing.T) {
 			t.Fatalf("mpirun -np %d --shards: %v\n%s", np, err, o)
 		}
 		sameLosses(t, "mpirun --shards", readReport(t, out), ref)
+
+		// The same after GREM reorders the nodes: results map back exactly.
+		grem := filepath.Join(dir, "grem"+itoa(np))
+		if o, err := run(t, 0, "prepare", "--data", cora, "--parts", itoa(np), "--partitioner", "grem", "--out", grem); err != nil {
+			t.Fatalf("prepare grem: %v\n%s", err, o)
+		}
+		out = filepath.Join(dir, "grem"+itoa(np)+".json")
+		if o, err := run(t, np, append([]string{"train", "--shards", grem, "--out", out}, common...)...); err != nil {
+			t.Fatalf("mpirun -np %d grem shards: %v\n%s", np, err, o)
+		}
+		sameLosses(t, "mpirun grem shards", readReport(t, out), ref)
 		for _, r := range readReport(t, out).Result.PerRank {
 			if np > 1 && (r.BytesSent == 0 || r.BytesRecv == 0) {
 				t.Fatalf("rank %d reports no traffic: %+v", r.Rank, r)

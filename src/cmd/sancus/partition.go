@@ -26,6 +26,7 @@ func addPartitionFlags(fs *pflag.FlagSet) *partFlags {
 	fs.StringVar(&pf.opt.File, "parts-file", "", "with --partitioner file: one part id per line (e.g. gpmetis output)")
 	fs.Float64Var(&pf.opt.Balance, "balance", pf.opt.Balance, "β: a part holds at most β·|V|/P nodes (spring, grem)")
 	fs.IntVar(&pf.opt.ChunkEdges, "chunk-edges", pf.opt.ChunkEdges, "grem: edges per in-memory chunk")
+	fs.IntVar(&pf.opt.Passes, "passes", pf.opt.Passes, "grem: passes over the edge stream per bisection (1: as published)")
 	fs.Float64Var(&pf.opt.TauVol, "tau-vol", 0, "spring: cluster volume threshold (0: 2|E|/P)")
 	fs.Uint64Var(&pf.opt.Seed, "partition-seed", pf.opt.Seed, "random: seed")
 	return pf
@@ -82,6 +83,9 @@ func runPartitionStats(args []string) error {
 	data := fs.String("data", "", "dataset directory or graph file (required)")
 	parts := fs.Int("parts", 0, "number of parts (required)")
 	out := fs.String("out", "", "append the figures as JSON to this file")
+	row := fs.Bool("row", false, "also print one tab-separated row: dataset partitioner P edge-cut replication row-balance nnz-balance seconds peak-MB")
+	extSec := fs.Float64("external-seconds", 0, "with --partitioner file: time the external tool took (reported instead of reading the file)")
+	extMB := fs.Float64("external-peak-mb", 0, "with --partitioner file: the external tool's peak memory")
 	pf := addPartitionFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -107,10 +111,17 @@ func runPartitionStats(args []string) error {
 		}
 	}
 	m := partition.Measure(ds.Adj, assign, offsets, *parts, ds.Train)
-	fmt.Printf("%s: %.2fs, peak memory %.1f MB\n", *data, took.Seconds(), peak)
+	secs := took.Seconds()
+	if *extSec > 0 || *extMB > 0 {
+		secs, peak = *extSec, *extMB
+	}
+	fmt.Printf("%s: %.2fs, peak memory %.1f MB\n", *data, secs, peak)
 	printMetrics(pf.name, m)
+	if *row {
+		fmt.Printf("ROW\t%s\t%s\t%d\t%.4f\t%.3f\t%.3f\t%.3f\t%.2f\t%.1f\n", *data, pf.name, *parts, m.EdgeCut, m.Replication, m.RowBalance, m.NNZBalance, secs, peak)
+	}
 	if *out != "" {
-		return appendJSONLine(*out, PartitionStats{Dataset: *data, Partitioner: pf.name, Seconds: took.Seconds(), PeakRSSMB: peak, Metrics: m})
+		return appendJSONLine(*out, PartitionStats{Dataset: *data, Partitioner: pf.name, Seconds: secs, PeakRSSMB: peak, Metrics: m})
 	}
 	return nil
 }

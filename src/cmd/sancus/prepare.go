@@ -59,13 +59,15 @@ func runPrepare(args []string) error {
 	if err != nil {
 		return err
 	}
-	metrics := partition.Measure(ds.Adj, assign, nil, *parts, ds.Train)
 	prep, err := shard.Prepare(ds, *parts, shard.Options{Precompute: *pre, Parts: assign})
 	if err != nil {
 		return err
 	}
-	if assign == nil { // contiguous: the ranges are cut now, by nonzeros
+	var metrics partition.Metrics
+	if assign == nil { // contiguous: the ranges were cut by nonzeros just now
 		metrics = partition.Measure(ds.Adj, nil, prep.Offsets, *parts, ds.Train)
+	} else {
+		metrics = partition.Measure(ds.Adj, assign, nil, *parts, ds.Train)
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err

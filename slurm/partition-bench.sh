@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Partitioner benchmark: edge cut, replication factor, balance, time and
+# peak memory of contiguous, random, SPRING, GREM and METIS (gpmetis, via
+# --partitioner file) on wordnet, metis/mdual, metis/copter2 and a generated
+# power-law (R-MAT) graph, for P = 4 and 8.
+#   usage: slurm/partition-bench.sh OUTDIR   (needs Debian's metis package)
+set -euo pipefail
+out=${1:-results/bench/partition}
+bin=${SANCUS:-bin/sancus}
+shared=${SHARED:-../shared/datasets}
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$bin" gen --out "$tmp/rmat" --model rmat --nodes 262144 --edges 2000000 --features 16 --feature-nnz 4 --classes 8 >/dev/null
+graphs="$shared/wordnet $shared/metis/mdual.graph $shared/metis/copter2.graph $tmp/rmat"
+table=$out/partition.tsv
+printf 'dataset\tpartitioner\tP\tedge_cut\treplication\trow_balance\tnnz_balance\tseconds\tpeak_mb\n' >"$table"
+for g in $graphs; do
+	name=$(basename "$g")
+	metisg=$g
+	case $g in *.graph) ;; *)
+		metisg=$tmp/$name.graph
+		"$bin" export-metis --data "$g" --out "$metisg"
+		;;
+	esac
+	for p in 4 8; do
+		for part in contiguous random spring grem; do
+			"$bin" partition-stats --data "$g" --parts "$p" --partitioner "$part" --row | grep '^ROW' | cut -f2- |
+				sed "s|^[^\t]*|$name|" >>"$table"
+		done
+		/usr/bin/time -f '%e %M' -o "$tmp/time" gpmetis "$metisg" "$p" >/dev/null
+		read -r secs kb <"$tmp/time"
+		"$bin" partition-stats --data "$g" --parts "$p" --partitioner file --parts-file "$metisg.part.$p" \
+			--external-seconds "$secs" --external-peak-mb "$(echo "$kb / 1024" | bc -l)" --row |
+			grep '^ROW' | cut -f2- | sed "s|^[^\t]*|$name|; s|\tfile\t|\tmetis\t|" >>"$table"
+	done
+done
+column -t -s $'\t' "$table"
