@@ -36,36 +36,16 @@ func ReadMTXGraph(path string) (*Edges, error) {
 // ReadSNAP reads a SNAP edge list: '#' comments, then "u v" per line with
 // 0-based ids. The node count is one past the largest id.
 func ReadSNAP(path string) (*Edges, error) {
-	l, err := openLines(path)
+	e := &Edges{}
+	err := eachSNAP(path, func(u, v int32) error {
+		e.N = max(e.N, int(u)+1, int(v)+1)
+		e.add(int(u), int(v))
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer l.close()
-	e := &Edges{}
-	for l.next() {
-		t := strings.TrimSpace(l.text)
-		if t == "" || t[0] == '#' {
-			continue
-		}
-		f := strings.Fields(t)
-		if len(f) < 2 {
-			return nil, l.errorf("edge needs two node ids, got %q", t)
-		}
-		u, err := l.atoi(f[0], "node id")
-		if err != nil {
-			return nil, err
-		}
-		v, err := l.atoi(f[1], "node id")
-		if err != nil {
-			return nil, err
-		}
-		if u < 0 || v < 0 || u >= 1<<31-1 || v >= 1<<31-1 {
-			return nil, l.errorf("node id out of range in %q", t)
-		}
-		e.N = max(e.N, u+1, v+1)
-		e.add(u, v)
-	}
-	return e, l.err()
+	return e, nil
 }
 
 // ReadMETIS reads a METIS graph file: "n m [fmt]" then one line of 1-based

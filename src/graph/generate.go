@@ -1,12 +1,14 @@
 package graph
 
 import (
-	"bufio"
+	"io"
+
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sancus/src/atomicfile"
 	"strconv"
 )
 
@@ -63,24 +65,24 @@ func Generate(dir string, c GenConfig) error {
 		labels[v] = l
 		byClass[l] = append(byClass[l], int32(v))
 	}
-	if err := writeFile(filepath.Join(dir, "graph.mtx"), func(w *bufio.Writer) error {
+	if err := writeFile(filepath.Join(dir, "graph.mtx"), func(w io.Writer) error {
 		return c.writeEdges(w, r, labels, byClass)
 	}); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "features.mtx"), func(w *bufio.Writer) error {
+	if err := writeFile(filepath.Join(dir, "features.mtx"), func(w io.Writer) error {
 		return c.writeFeatures(w, r, labels)
 	}); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "labels.txt"), func(w *bufio.Writer) error {
+	if err := writeFile(filepath.Join(dir, "labels.txt"), func(w io.Writer) error {
 		return writeInts(w, labels)
 	}); err != nil {
 		return err
 	}
 	tr, va, te := RandomSplit(labels, c.TrainFrac, c.ValFrac, c.Seed)
 	for name, ids := range map[string][]int32{"train.txt": tr, "val.txt": va, "test.txt": te} {
-		if err := writeFile(filepath.Join(dir, name), func(w *bufio.Writer) error { return writeInts(w, ids) }); err != nil {
+		if err := writeFile(filepath.Join(dir, name), func(w io.Writer) error { return writeInts(w, ids) }); err != nil {
 			return err
 		}
 	}
@@ -89,31 +91,11 @@ func Generate(dir string, c GenConfig) error {
 
 // writeFile writes through a temporary name and renames, so a full disk or a
 // crash never leaves a truncated file under the real name.
-func writeFile(path string, fill func(w *bufio.Writer) error) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	err = fill(w)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+func writeFile(path string, fill func(w io.Writer) error) error {
+	return atomicfile.Write(path, fill)
 }
 
-func writeInts(w *bufio.Writer, xs []int32) error {
+func writeInts(w io.Writer, xs []int32) error {
 	var buf []byte
 	for _, x := range xs {
 		buf = strconv.AppendInt(buf[:0], int64(x), 10)
@@ -125,7 +107,7 @@ func writeInts(w *bufio.Writer, xs []int32) error {
 	return nil
 }
 
-func (c GenConfig) writeEdges(w *bufio.Writer, r *rand.Rand, labels []int32, byClass [][]int32) error {
+func (c GenConfig) writeEdges(w io.Writer, r *rand.Rand, labels []int32, byClass [][]int32) error {
 	fmt.Fprintf(w, "%%%%MatrixMarket matrix coordinate pattern symmetric\n%% sancus gen model=%s seed=%d\n%d %d %d\n",
 		c.Model, c.Seed, c.Nodes, c.Nodes, c.Edges)
 	var perm []int32
@@ -192,7 +174,7 @@ func rmatEdge(r *rand.Rand, scale, n int) (int, int) {
 	}
 }
 
-func (c GenConfig) writeFeatures(w *bufio.Writer, r *rand.Rand, labels []int32) error {
+func (c GenConfig) writeFeatures(w io.Writer, r *rand.Rand, labels []int32) error {
 	fmt.Fprintf(w, "%%%%MatrixMarket matrix coordinate pattern general\n%d %d %d\n", c.Nodes, c.Features, int64(c.Nodes)*int64(c.FeatureNNZ))
 	// Class k owns a contiguous band of features; a node draws each of its
 	// ones from its own band with probability FeatureSig, else uniformly.

@@ -158,7 +158,7 @@ func eachSNAP(p string, fn func(u, v int32) error) error {
 		if err != nil {
 			return err
 		}
-		if u < 0 || v < 0 {
+		if u < 0 || v < 0 || u >= 1<<31-1 || v >= 1<<31-1 {
 			return l.errorf("node id out of range in %q", t)
 		}
 		if err := fn(int32(u), int32(v)); err != nil {

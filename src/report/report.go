@@ -5,12 +5,15 @@
 package report
 
 import (
+	"io"
+
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sancus/src/atomicfile"
 	"sort"
 	"strconv"
 	"time"
@@ -135,28 +138,18 @@ func Summarize(runs []*Run) []Row {
 
 // WriteCSV writes the summary table.
 func WriteCSV(path string, rows []Row) error {
-	f, err := os.Create(path + ".tmp")
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	w.Write([]string{"dataset", "ranks", "policy", "eps", "max_stale", "epochs", "ms_per_epoch", "mb_sent_per_rank_per_epoch",
-		"compute_s", "comm_wait_s", "skipped_fraction", "test_acc_at_best_val", "peak_rss_mb", "job_id", "file"})
-	f3 := func(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
-	for _, r := range rows {
-		c := r.Run.Config
-		w.Write([]string{r.Run.Dataset, strconv.Itoa(r.Run.Result.Ranks), c.Staleness, strconv.FormatFloat(c.Eps, 'g', -1, 64),
-			strconv.Itoa(c.MaxStale), strconv.Itoa(r.EpochsCompleted), f3(r.MsPerEpoch), f3(r.MBSentPerEpoch), f3(r.ComputeSec),
-			f3(r.CommWaitSec), f3(r.SkippedFraction), f3(r.TestAcc), f3(r.PeakRSSMB), r.Run.JobID, r.Run.Path})
-	}
-	w.Flush()
-	err = w.Error()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path + ".tmp")
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return os.Rename(path+".tmp", path)
+	return atomicfile.Write(path, func(f io.Writer) error {
+		w := csv.NewWriter(f)
+		w.Write([]string{"dataset", "ranks", "policy", "eps", "max_stale", "epochs", "ms_per_epoch", "mb_sent_per_rank_per_epoch",
+			"compute_s", "comm_wait_s", "skipped_fraction", "test_acc_at_best_val", "peak_rss_mb", "job_id", "file"})
+		f3 := func(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
+		for _, r := range rows {
+			c := r.Run.Config
+			w.Write([]string{r.Run.Dataset, strconv.Itoa(r.Run.Result.Ranks), c.Staleness, strconv.FormatFloat(c.Eps, 'g', -1, 64),
+				strconv.Itoa(c.MaxStale), strconv.Itoa(r.EpochsCompleted), f3(r.MsPerEpoch), f3(r.MBSentPerEpoch), f3(r.ComputeSec),
+				f3(r.CommWaitSec), f3(r.SkippedFraction), f3(r.TestAcc), f3(r.PeakRSSMB), r.Run.JobID, r.Run.Path})
+		}
+		w.Flush()
+		return w.Error()
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sancus/src/atomicfile"
 
 	"sancus/kernels"
 )
@@ -114,40 +115,23 @@ func (s *Shard) Write(dir string) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
+	return atomicfile.Write(path, func(f io.Writer) error {
+		var hdr [20]byte
+		copy(hdr[:8], magic)
+		binary.LittleEndian.PutUint32(hdr[8:], Version)
+		binary.LittleEndian.PutUint64(hdr[12:], uint64(n))
+		if _, err := f.Write(hdr[:]); err != nil {
+			return err
+		}
+		h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+		if _, err := s.encode(io.MultiWriter(f, h)); err != nil {
+			return err
+		}
+		var sum [4]byte
+		binary.LittleEndian.PutUint32(sum[:], h.Sum32())
+		_, err := f.Write(sum[:])
 		return err
-	}
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("writing shard %s: %w", path, err)
-	}
-	var hdr [20]byte
-	copy(hdr[:8], magic)
-	binary.LittleEndian.PutUint32(hdr[8:], Version)
-	binary.LittleEndian.PutUint64(hdr[12:], uint64(n))
-	if _, err := f.Write(hdr[:]); err != nil {
-		return fail(err)
-	}
-	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	if _, err := s.encode(io.MultiWriter(f, h)); err != nil {
-		return fail(err)
-	}
-	var sum [4]byte
-	binary.LittleEndian.PutUint32(sum[:], h.Sum32())
-	if _, err := f.Write(sum[:]); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing shard %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+	})
 }
 
 type dec struct {

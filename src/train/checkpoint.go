@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"sancus/src/atomicfile"
 	"strconv"
 	"strings"
 )
@@ -110,7 +111,7 @@ func (e *Engine) saveCheckpoint(dir string, epoch int, res *Result, best float64
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := writeFileAtomic(path, buf.Bytes()); err != nil {
+	if err := atomicfile.WriteBytes(path, buf.Bytes()); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	// Every rank's file must be on disk before the epoch is declared complete.
@@ -118,7 +119,7 @@ func (e *Engine) saveCheckpoint(dir string, epoch int, res *Result, best float64
 		return fmt.Errorf("checkpoint barrier: %w", err)
 	}
 	if e.rank == 0 {
-		if err := writeFileAtomic(filepath.Join(dir, "LATEST"), []byte(strconv.Itoa(epoch)+"\n")); err != nil {
+		if err := atomicfile.WriteBytes(filepath.Join(dir, "LATEST"), []byte(strconv.Itoa(epoch)+"\n")); err != nil {
 			return fmt.Errorf("checkpoint: %w", err)
 		}
 		old, _ := filepath.Glob(filepath.Join(dir, "epoch-*"))
@@ -193,26 +194,6 @@ func (e *Engine) loadCheckpoint(dir string, epoch int) (*checkpoint, error) {
 		}
 	}
 	return &ck, nil
-}
-
-func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
 }
 
 // Params returns the model's parameter tensors (W0, b0, W1, b1, …).

@@ -134,16 +134,7 @@ func (e *Engine) aggregate(x *exchange, out, own *kernels.Dense, active []bool, 
 		if blk.NNZ() == 0 || err != nil {
 			continue
 		}
-		b := &kernels.Dense{Rows: e.rowsOf(j), Cols: x.width, Data: x.bufs[j]}
-		if j == e.rank && e.cfg.FreshDiagonal {
-			b = own
-		}
-		if mask.P > 0 {
-			masked := &kernels.Dense{Rows: b.Rows, Cols: b.Cols, Data: x.scratch[:len(b.Data)]}
-			e.maskFor(mask, j).ApplyDense(masked, b)
-			b = masked
-		}
-		if err = kernels.SpMM(out, blk, b, !first); err != nil {
+		if err = e.multiplyBlock(x, out, own, j, mask, !first); err != nil {
 			err = fmt.Errorf("%s: block %d: %w", x.name, j, err)
 		}
 		first = false
@@ -156,6 +147,21 @@ func (e *Engine) aggregate(x *exchange, out, own *kernels.Dense, active []bool, 
 		return cerr
 	}
 	return err
+}
+
+// multiplyBlock adds (or writes, first time) Â_ij · (M_j ⊙ B_j) into out,
+// B_j being root j's buffer (or this rank's fresh rows with FreshDiagonal).
+func (e *Engine) multiplyBlock(x *exchange, out, own *kernels.Dense, j int, mask kernels.Mask, accumulate bool) error {
+	b := &kernels.Dense{Rows: e.rowsOf(j), Cols: x.width, Data: x.bufs[j]}
+	if j == e.rank && e.cfg.FreshDiagonal {
+		b = own
+	}
+	if mask.P > 0 {
+		masked := &kernels.Dense{Rows: b.Rows, Cols: b.Cols, Data: x.scratch[:len(b.Data)]}
+		e.maskFor(mask, j).ApplyDense(masked, b)
+		b = masked
+	}
+	return kernels.SpMM(out, e.block(j), b, accumulate)
 }
 
 // clip scales δ_i to norm th_i = ClipScale·Clip when it is larger, before

@@ -234,16 +234,7 @@ func (e *Engine) exchangeSparse(x *exchange, out, own *kernels.Dense, active []b
 		if blk.NNZ() == 0 {
 			continue
 		}
-		b := &kernels.Dense{Rows: e.rowsOf(j), Cols: x.width, Data: x.bufs[j]}
-		if j == e.rank && e.cfg.FreshDiagonal {
-			b = own
-		}
-		if mask.P > 0 {
-			masked := &kernels.Dense{Rows: b.Rows, Cols: b.Cols, Data: x.scratch[:len(b.Data)]}
-			e.maskFor(mask, j).ApplyDense(masked, b)
-			b = masked
-		}
-		if err := kernels.SpMM(out, blk, b, !first); err != nil {
+		if err := e.multiplyBlock(x, out, own, j, mask, !first); err != nil {
 			return fail(err)
 		}
 		first = false

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sancus/src/atomicfile"
 	"time"
 
 	"sancus/src/graph"
@@ -93,24 +94,5 @@ func runPrepare(args []string) error {
 	return nil
 }
 
-// writeAtomic writes through a temporary file and a rename, so readers see
-// the old file or the new one, never half of one.
-func writeAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
-}
+// writeAtomic writes b so that readers see the old file or the new one.
+func writeAtomic(path string, b []byte) error { return atomicfile.WriteBytes(path, b) }

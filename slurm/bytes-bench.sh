@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Bytes sent per rank per epoch at P = 4: SANCUS as published (dense
+# broadcasts, contiguous rows, no staleness) against the sparsity-aware
+# exchange on a GREM or METIS reordering, with and without staleness.
+#   usage: slurm/bytes-bench.sh DATA OUTDIR "MPIRUN [flags]" [EPOCHS]
+set -euo pipefail
+data=$1 out=$2 mpirun=$3 epochs=${4:-200}
+bin=${SANCUS:-bin/sancus}
+name=$(basename "$data")
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$bin" prepare --data "$data" --parts 4 --out "$tmp/contiguous" >/dev/null
+"$bin" prepare --data "$data" --parts 4 --partitioner grem --out "$tmp/grem" >/dev/null
+if command -v gpmetis >/dev/null; then
+	"$bin" export-metis --data "$data" --out "$tmp/g.graph"
+	gpmetis "$tmp/g.graph" 4 >/dev/null
+	"$bin" prepare --data "$data" --parts 4 --partitioner file --parts-file "$tmp/g.graph.part.4" --out "$tmp/metis" >/dev/null
+fi
+run() { # label shards flags...
+	local label=$1 shards=$2
+	shift 2
+	[ -d "$shards" ] || return 0
+	$mpirun -np 4 "$bin" train --shards "$shards" --epochs "$epochs" --quiet --eval-every 10 \
+		--out "$out/$name-$label.json" "$@" </dev/null | grep '^done'
+}
+run dense-contiguous-none "$tmp/contiguous" --dense-bcast
+run sparse-grem-none "$tmp/grem"
+run sparse-grem-E1 "$tmp/grem" --staleness epoch-fixed --eps 1
+run sparse-metis-none "$tmp/metis"
+run sparse-metis-E1 "$tmp/metis" --staleness epoch-fixed --eps 1
+run sparse-metis-H0.03 "$tmp/metis" --staleness variation-gap --eps 0.03
+"$bin" report --out "$out" "$out"

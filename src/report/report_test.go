@@ -1,0 +1,72 @@
+package report
+
+import (
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sancus/src/graph"
+	"sancus/src/train"
+)
+
+// TestReportFromRuns: real run results become a CSV row each and PNGs that
+// decode, including a scaling plot for runs of one graph at several P.
+func TestReportFromRuns(t *testing.T) {
+	ds, err := graph.Load("../../../shared/datasets/cora", graph.LoadOptions{NormalizeFeatures: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, p := range []int{1, 2} {
+		cfg := train.Defaults()
+		cfg.Epochs, cfg.Staleness, cfg.Eps = 6, "epoch-fixed", 1
+		out, err := train.RunInProcess(ds, p, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(Run{Dataset: "cora", Nodes: ds.N, Config: cfg, Result: out.Result})
+		os.WriteFile(filepath.Join(dir, "run"+string(rune('0'+p))+".json"), b, 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "meta.json"), []byte(`{"parts": 2}`), 0o644) // not a run: skipped
+	runs, err := Load(dir)
+	if err != nil || len(runs) != 2 {
+		t.Fatalf("loaded %d runs: %v", len(runs), err)
+	}
+	rows := Summarize(runs)
+	if rows[1].MBSentPerEpoch <= 0 || rows[1].SkippedFraction != 0.5 || rows[0].MBSentPerEpoch != 0 {
+		t.Fatalf("rows %+v %+v", rows[0], rows[1])
+	}
+	csv := filepath.Join(dir, "summary.csv")
+	if err := WriteCSV(csv, rows); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(csv)
+	if lines := strings.Count(string(b), "\n"); lines != 3 {
+		t.Fatalf("summary.csv has %d lines:\n%s", lines, b)
+	}
+	pngs, err := Plots(dir, runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, p := range pngs {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil || img.Bounds().Dx() < 300 {
+			t.Fatalf("%s: %v", p, err)
+		}
+		names[filepath.Base(p)] = true
+	}
+	for _, want := range []string{"compute_vs_comm.png", "scaling.png", "accuracy.png", "broadcasts_01.png"} {
+		if !names[want] {
+			t.Fatalf("missing %s in %v", want, pngs)
+		}
+	}
+}
