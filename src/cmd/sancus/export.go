@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"os"
+	"io"
 	"strconv"
 
+	"sancus/src/atomicfile"
 	"sancus/src/graph"
 )
 
@@ -27,32 +27,22 @@ func runExportMetis(args []string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Create(*out + ".tmp")
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
 	a := ds.Adj
-	fmt.Fprintf(w, "%d %d\n", a.Rows, a.NNZ()/2)
-	var buf []byte
-	for r := 0; r < a.Rows; r++ {
-		buf = buf[:0]
-		for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
-			if p > a.RowPtr[r] {
-				buf = append(buf, ' ')
+	return atomicfile.Write(*out, func(w io.Writer) error {
+		fmt.Fprintf(w, "%d %d\n", a.Rows, a.NNZ()/2)
+		var buf []byte
+		for r := 0; r < a.Rows; r++ {
+			buf = buf[:0]
+			for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
+				if p > a.RowPtr[r] {
+					buf = append(buf, ' ')
+				}
+				buf = strconv.AppendInt(buf, int64(a.ColIdx[p])+1, 10)
 			}
-			buf = strconv.AppendInt(buf, int64(a.ColIdx[p])+1, 10)
+			if _, err := w.Write(append(buf, '\n')); err != nil {
+				return err
+			}
 		}
-		buf = append(buf, '\n')
-		w.Write(buf)
-	}
-	err = w.Flush()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(*out + ".tmp")
-		return fmt.Errorf("writing %s: %w", *out, err)
-	}
-	return os.Rename(*out+".tmp", *out)
+		return nil
+	})
 }
