@@ -362,3 +362,32 @@ func TestRankDeathAbortsJob(t *testing.T) {
 	}
 	t.Logf("exited after %v: %v", took.Round(time.Millisecond), err)
 }
+
+// TestMPISplit: under mpirun, even and odd ranks form two communicators in
+// which collectives see only their own members.
+func TestMPISplit(t *testing.T) {
+	if mpiComm == nil {
+		t.Skip("needs mpirun")
+	}
+	r := mpiComm.Rank()
+	sub, err := mpiComm.Split(r%2, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	want := (mpiComm.Size() + 1 - r%2) / 2
+	if sub.Size() != want || sub.Rank() != r/2 {
+		t.Fatalf("rank %d: split gives rank %d of %d, want %d of %d", r, sub.Rank(), sub.Size(), r/2, want)
+	}
+	buf := []float32{float32(r)}
+	if err := RingAllreduce(sub, buf); err != nil {
+		t.Fatal(err)
+	}
+	var sum float32
+	for q := r % 2; q < mpiComm.Size(); q += 2 {
+		sum += float32(q)
+	}
+	if buf[0] != sum {
+		t.Fatalf("rank %d: allreduce over its half = %g, want %g", r, buf[0], sum)
+	}
+}

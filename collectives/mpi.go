@@ -34,6 +34,7 @@ type MPI struct {
 	rank      int
 	size      int
 	localSize int
+	sub       bool // made by Split: Close frees it instead of finalizing MPI
 	stats     *Stats
 	timeout   time.Duration
 }
@@ -120,6 +121,30 @@ func (m *MPI) do(op string, f func() C.int) error {
 		os.Exit(3)
 		return nil
 	}
+}
+
+// Split partitions the communicator (MPI_Comm_split): ranks passing the
+// same color form a new communicator, ordered by key. It shares this
+// communicator's MPI thread and timeout. Collective over all ranks.
+func (m *MPI) Split(color, key int) (*MPI, error) {
+	sub := &MPI{calls: m.calls, stats: &Stats{}, timeout: m.timeout, localSize: m.localSize}
+	err := m.do("MPI_Comm_split", func() C.int {
+		if rc := C.sc_split(m.comm, C.int(color), C.int(key), &sub.comm); rc != C.MPI_SUCCESS {
+			return rc
+		}
+		var r, s C.int
+		if rc := C.sc_rank(sub.comm, &r); rc != C.MPI_SUCCESS {
+			return rc
+		}
+		rc := C.sc_size(sub.comm, &s)
+		sub.rank, sub.size = int(r), int(s)
+		return rc
+	})
+	if err != nil {
+		return nil, err
+	}
+	sub.sub = true
+	return sub, nil
 }
 
 // LocalSize is the number of ranks on this node.
@@ -254,8 +279,12 @@ func (m *MPI) Abort(err error) {
 	os.Exit(1)
 }
 
-// Close finalizes MPI. The process must not use MPI afterwards.
+// Close finalizes MPI (or frees a communicator made by Split). The process
+// must not use MPI after closing the world communicator.
 func (m *MPI) Close() error {
+	if m.sub {
+		return m.do("MPI_Comm_free", func() C.int { return C.sc_free(&m.comm) })
+	}
 	err := m.do("MPI_Finalize", func() C.int {
 		mpi.Stop()
 		return C.MPI_SUCCESS

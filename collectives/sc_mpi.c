@@ -14,6 +14,13 @@ int sc_dup_world(MPI_Comm *out) {
   return MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
 }
 
+int sc_split(MPI_Comm c, int color, int key, MPI_Comm *out) {
+  int rc = MPI_Comm_split(c, color, key, out);
+  if (rc != MPI_SUCCESS) return rc;
+  return MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
+}
+int sc_free(MPI_Comm *c) { return MPI_Comm_free(c); }
+
 int sc_rank(MPI_Comm c, int *r) { return MPI_Comm_rank(c, r); }
 int sc_size(MPI_Comm c, int *s) { return MPI_Comm_size(c, s); }
 

@@ -8,6 +8,8 @@ int sc_dup_world(MPI_Comm *out);
 int sc_rank(MPI_Comm c, int *r);
 int sc_size(MPI_Comm c, int *s);
 int sc_local_size(MPI_Comm c, int *s);
+int sc_split(MPI_Comm c, int color, int key, MPI_Comm *out);
+int sc_free(MPI_Comm *c);
 int sc_isend(const float *buf, int n, int dst, int tag, MPI_Comm c, MPI_Request *req);
 int sc_irecv(float *buf, int n, int src, int tag, MPI_Comm c, MPI_Request *req);
 int sc_wait(MPI_Request *req, int *count);
