@@ -124,7 +124,11 @@ func scaling(rows []Row) (*plot.Plot, error) {
 	}
 	keys := make([]string, 0, len(groups))
 	for k, g := range groups {
-		if len(g) > 1 {
+		ranks := map[int]bool{}
+		for _, r := range g {
+			ranks[r.Run.Result.Ranks] = true
+		}
+		if len(ranks) > 1 && len(ranks) == len(g) { // one run per P: a scaling series
 			keys = append(keys, k)
 		}
 	}
