@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 
@@ -110,16 +111,17 @@ func breakdown(rows []Row) (*plot.Plot, error) {
 	return p, nil
 }
 
+var perP = regexp.MustCompile(`-P[0-9]+$`)
+
 // scaling: ms per epoch against ranks for each (dataset, policy), with the
 // ideal line for strong scaling (t1/P) or weak scaling (t1), as the runs'
 // node counts say.
 func scaling(rows []Row) (*plot.Plot, error) {
 	groups := map[string][]Row{}
 	for _, r := range rows {
-		k := r.Run.Config.Staleness + strconv.FormatFloat(r.Run.Config.Eps, 'g', -1, 64)
-		if r.Run.Nodes > 0 {
-			k = fmt.Sprintf("%s|%s", k, r.Run.Dataset)
-		}
+		// One series per (graph, policy); "-P<n>" suffixes name per-P copies of
+		// one graph (weak-scaling graphs, shard directories).
+		k := fmt.Sprintf("%s%g|%s", r.Run.Config.Staleness, r.Run.Config.Eps, perP.ReplaceAllString(r.Run.Dataset, ""))
 		groups[k] = append(groups[k], r)
 	}
 	keys := make([]string, 0, len(groups))
@@ -171,10 +173,11 @@ func scaling(rows []Row) (*plot.Plot, error) {
 		if weak {
 			kind = "weak"
 		}
-		p.Legend.Add(fmt.Sprintf("%s (%s)", g[0].Run.Label()[len(g[0].Run.Dataset)+1:], kind), l, s)
+		p.Legend.Add(fmt.Sprintf("%s, %s (%s)", perP.ReplaceAllString(g[0].Run.Dataset, ""), short(g[0].Run)[len(fmt.Sprint(g[0].Run.Result.Ranks))+2:], kind), l, s)
 		p.Legend.Add("ideal", il)
 	}
 	p.Legend.Top = true
+	p.Y.Min = 0
 	return p, nil
 }
 
