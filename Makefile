@@ -39,10 +39,10 @@ $(DATA)/test.txt: | build
 $(SHARDS)/meta.json: $(DATA)/test.txt
 	$(BIN) prepare --data $(DATA) --parts $(NP) --out $(SHARDS)
 
-# The main job: a real 4-rank SANCUS run (epoch-fixed staleness, ε_E = 1).
+# The main job: a real 4-rank SANCUS run (variation-gap staleness, ε_H = 0.03).
 run: build $(SHARDS)/meta.json
 	$(MPIRUN) -np $(NP) $(BIN) train --shards $(SHARDS) --epochs $(EPOCHS) \
-		--staleness epoch-fixed --eps 1 --name planted-100k-P$(NP)-scse1
+		--staleness variation-gap --eps 0.03 --name planted-100k-P$(NP)-scsh
 
 vet: deps
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -200,7 +200,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *Report) error {
 	threads := tf.threads
 	if threads == 0 {
 		threads = max(1, runtime.NumCPU()/max(1, c.LocalSize()))
-		if runtime.NumCPU() < c.LocalSize() || bound() {
+		if bound() { // the launcher gave this rank its own cores
 			threads = runtime.NumCPU()
 		}
 	}
