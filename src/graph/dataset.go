@@ -66,28 +66,39 @@ func Load(dir string, opt LoadOptions) (*Dataset, error) {
 	if !st.IsDir() {
 		dir = filepath.Dir(dir)
 	}
+	nodes, err := LoadNodeData(dir, e.N, opt)
+	if err != nil {
+		return nil, err
+	}
+	nodes.Name = ds.Name
+	e.N = nodes.N
+	if nodes.Adj, err = BuildAdjacency(e); err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", dir, err)
+	}
+	return nodes, nil
+}
+
+// LoadNodeData reads everything of a dataset directory but its edges —
+// labels, features, splits — for a graph of graphN nodes (labels may add
+// isolated trailing nodes to a SNAP edge list, which cannot name them).
+// Memory is O(|V| + nnz(X)).
+func LoadNodeData(dir string, graphN int, opt LoadOptions) (*Dataset, error) {
+	ds := &Dataset{Name: filepath.Base(dir), N: graphN}
+	var err error
 	labelsPath := filepath.Join(dir, "labels.txt")
 	if exists(labelsPath) {
-		// SNAP ids may stop short of the last (isolated) node: labels decide N.
 		if ds.Labels, err = ReadLabels(labelsPath, 0); err != nil {
 			return nil, err
 		}
-		if len(ds.Labels) < e.N {
-			return nil, fmt.Errorf("%s: %d labels but the graph has %d nodes", labelsPath, len(ds.Labels), e.N)
+		if len(ds.Labels) < graphN || (len(ds.Labels) > graphN && !exists(filepath.Join(dir, "edges.txt"))) {
+			return nil, fmt.Errorf("%s: %d labels but the graph has %d nodes", labelsPath, len(ds.Labels), graphN)
 		}
-		if len(ds.Labels) > e.N && !exists(filepath.Join(dir, "edges.txt")) {
-			return nil, fmt.Errorf("%s: %d labels but the graph has %d nodes", labelsPath, len(ds.Labels), e.N)
-		}
-		e.N = len(ds.Labels)
+		ds.N = len(ds.Labels)
 	} else {
-		ds.Labels = make([]int32, e.N)
+		ds.Labels = make([]int32, graphN)
 		for i := range ds.Labels {
 			ds.Labels[i] = -1
 		}
-	}
-	ds.N = e.N
-	if ds.Adj, err = BuildAdjacency(e); err != nil {
-		return nil, fmt.Errorf("dataset %s: %w", dir, err)
 	}
 	for _, l := range ds.Labels {
 		ds.Classes = max(ds.Classes, int(l)+1)

@@ -48,8 +48,8 @@ func OpenEdgeStream(dir string) (*EdgeStream, error) {
 			}
 		}
 	}
-	// Labels may name nodes past the last edge (isolated nodes).
-	if lab := filepath.Join(filepath.Dir(p), "labels.txt"); exists(lab) {
+	// An edge list cannot name isolated trailing nodes; its labels can.
+	if lab := filepath.Join(filepath.Dir(p), "labels.txt"); strings.HasSuffix(p, "edges.txt") && exists(lab) {
 		l, err := ReadLabels(lab, 0)
 		if err != nil {
 			return nil, err

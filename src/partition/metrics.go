@@ -96,3 +96,49 @@ func balance(xs []int) float64 {
 	}
 	return mx / (sum / float64(len(xs)))
 }
+
+// PartBlocks is what one part's shard says about the partition: its rows,
+// the nonzeros of its rows of Â (self loops included) and of its diagonal
+// block, the rows it uses from every part, its training nodes.
+type PartBlocks struct {
+	Rows   int
+	NNZ    int64
+	Diag   int64
+	Needed []int // Needed[j]: rows of part j referenced (j == self: ignored)
+	Train  int
+}
+
+// FromBlocks computes the metrics from per-part block figures, for a
+// preparation that never holds the whole adjacency.
+func FromBlocks(parts []PartBlocks) Metrics {
+	p := len(parts)
+	m := Metrics{Parts: p, Rows: make([]int, p), NNZ: make([]int, p), Trains: make([]int, p), RowsNeeded: make([][]int, p)}
+	var n, offDiag, edges, needed int64
+	for i, b := range parts {
+		m.Rows[i], m.NNZ[i], m.Trains[i] = b.Rows, int(b.NNZ), b.Train
+		n += int64(b.Rows)
+		offDiag += b.NNZ - b.Diag
+		edges += b.NNZ - int64(b.Rows) // without self loops
+		m.RowsNeeded[i] = make([]int, p)
+		for j, k := range b.Needed {
+			if j == i {
+				continue
+			}
+			m.RowsNeeded[i][j] = k
+			needed += int64(k)
+			if k > 0 {
+				m.NonEmptyOffDiag++
+			}
+		}
+		m.Locality = append(m.Locality, float64(b.Diag)/float64(max(1, b.NNZ)))
+	}
+	if edges > 0 {
+		m.EdgeCut = float64(offDiag) / float64(edges)
+	}
+	m.Replication = float64(n+needed) / float64(max(1, n))
+	if p > 1 {
+		m.RowsNeededFrac = float64(needed) / float64(n*int64(p-1))
+	}
+	m.RowBalance, m.NNZBalance, m.TrainBalance = balance(m.Rows), balance(m.NNZ), balance(m.Trains)
+	return m
+}

@@ -110,3 +110,17 @@ func TestPartsFileErrors(t *testing.T) {
 		t.Fatal("unknown partitioner accepted")
 	}
 }
+
+// TestFromBlocksMatchesMeasure: the metrics a streaming preparation derives
+// from shard blocks equal the ones measured on the whole adjacency.
+func TestFromBlocksMatchesMeasure(t *testing.T) {
+	e := &graph.Edges{N: 4, Src: []int32{0, 1, 2}, Dst: []int32{1, 2, 3}}
+	adj, _ := graph.BuildAdjacency(e)
+	want := Measure(adj, []int32{0, 0, 1, 1}, nil, 2, []int32{0})
+	// Â rows 0,1 | 2,3: part 0 has 2+3 nonzeros, 4 diagonal, uses row 2; part 1 likewise.
+	got := FromBlocks([]PartBlocks{{Rows: 2, NNZ: 5, Diag: 4, Needed: []int{0, 1}, Train: 1}, {Rows: 2, NNZ: 5, Diag: 4, Needed: []int{1, 0}}})
+	if got.EdgeCut != want.EdgeCut || got.Replication != want.Replication || got.Locality[0] != want.Locality[0] ||
+		got.NonEmptyOffDiag != want.NonEmptyOffDiag || got.TrainBalance != want.TrainBalance || got.RowsNeededFrac != want.RowsNeededFrac {
+		t.Fatalf("from blocks %+v\nmeasured %+v", got, want)
+	}
+}

@@ -72,6 +72,8 @@ type Options struct {
 	// Parts assigns each node to a rank (from a partitioner); nil keeps the
 	// node order and cuts contiguous ranges balanced by nonzeros.
 	Parts []int32
+	// OnShard, if set, sees every shard PrepareStreaming writes.
+	OnShard func(s *Shard)
 }
 
 // Split cuts one rank's shard out of a whole dataset whose normalized
@@ -141,6 +143,15 @@ type Prepared struct {
 	AX      *kernels.CSR
 	Offsets []int64
 	IDs     []int32 // IDs[new] = original node id (nil: original order)
+	nnz     int64   // nonzeros of Â (streaming preparation, where AHat is not kept)
+}
+
+// NNZ is the number of nonzeros of Â.
+func (p *Prepared) NNZ() int64 {
+	if p.AHat != nil {
+		return p.AHat.NNZ()
+	}
+	return p.nnz
 }
 
 // Prepare orders the nodes by part (if a partition is given), normalizes

@@ -56,32 +56,19 @@ func runPrepare(args []string) error {
 	if err != nil {
 		return err
 	}
-	ds, err := graph.Load(*data, graph.LoadOptions{NormalizeFeatures: *norm, SplitSeed: *splitSeed})
-	if err != nil {
-		return err
-	}
-	prep, err := shard.Prepare(ds, *parts, shard.Options{Precompute: *pre, Parts: assign})
-	if err != nil {
-		return err
-	}
-	var metrics partition.Metrics
-	if assign == nil { // contiguous: the ranges were cut by nonzeros just now
-		metrics = partition.Measure(ds.Adj, nil, prep.Offsets, *parts, ds.Train)
-	} else {
-		metrics = partition.Measure(ds.Adj, assign, nil, *parts, ds.Train)
-	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
-	shards := make([]*shard.Shard, *parts)
-	for r := range shards {
-		if shards[r], err = prep.Shard(r); err != nil {
-			return err
-		}
-		if err := shards[r].Write(*out); err != nil {
-			return err
-		}
+	// Streaming: the edge list is never held whole (see shard.PrepareStreaming).
+	var blocks []partition.PartBlocks
+	prep, err := shard.PrepareStreaming(*data, *out, *parts, shard.Options{Precompute: *pre, Parts: assign,
+		OnShard: func(s *shard.Shard) { blocks = append(blocks, partBlocks(s)) }},
+		graph.LoadOptions{NormalizeFeatures: *norm, SplitSeed: *splitSeed})
+	if err != nil {
+		return err
 	}
+	metrics := partition.FromBlocks(blocks)
+	ds := prep.DS
 	meta := Meta{Dataset: ds.Name, Parts: *parts, Nodes: ds.N, Features: ds.Features.Cols, Classes: ds.Classes,
 		Precomputed: *pre, Offsets: prep.Offsets, Partitioner: pf.name, Partition: metrics, PartitionS: took.Seconds(),
 		PeakRSSMB: train.PeakRSSMB(), Created: time.Now().UTC()}
@@ -89,9 +76,28 @@ func runPrepare(args []string) error {
 	if err := writeAtomic(filepath.Join(*out, "meta.json"), append(b, '\n')); err != nil {
 		return err
 	}
-	fmt.Printf("wrote %d shards of %s (%d nodes, %d nonzeros in Â) to %s in %.1fs\n", *parts, ds.Name, ds.N, prep.AHat.NNZ(), *out, time.Since(start).Seconds())
+	fmt.Printf("wrote %d shards of %s (%d nodes, %d nonzeros in Â) to %s in %.1fs, peak memory %.0f MB\n",
+		*parts, ds.Name, ds.N, prep.NNZ(), *out, time.Since(start).Seconds(), meta.PeakRSSMB)
 	printMetrics(pf.name, metrics)
 	return nil
+}
+
+// partBlocks summarizes a shard for the partition metrics.
+func partBlocks(s *shard.Shard) partition.PartBlocks {
+	b := partition.PartBlocks{Rows: s.Rows(), Train: len(s.Train), Needed: make([]int, s.Parts)}
+	for j, blk := range s.Blocks {
+		b.NNZ += blk.NNZ()
+		if j == s.Rank {
+			b.Diag = blk.NNZ()
+			continue
+		}
+		used := make(map[int32]struct{})
+		for _, c := range blk.ColIdx {
+			used[c] = struct{}{}
+		}
+		b.Needed[j] = len(used)
+	}
+	return b
 }
 
 // writeAtomic writes b so that readers see the old file or the new one.

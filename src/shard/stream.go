@@ -1,0 +1,306 @@
+package shard
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"sancus/kernels"
+	"sancus/src/graph"
+)
+
+// PrepareStreaming writes the shards of a dataset directory without ever
+// holding its edge list: the graph file is streamed once for degrees (when
+// the rows are cut by nonzeros) and once more into one temporary bucket
+// file per part; each part's edges are then loaded, deduplicated and
+// normalized on their own. Memory is O(|V| + nnz(X) + the largest part's
+// edges). The shards equal those of the in-memory Prepare bit for bit.
+//
+// assign gives each node's part (nil: contiguous ranges balanced by
+// nonzeros, from a streaming degree pass).
+func PrepareStreaming(dataDir, outDir string, parts int, opt Options, load graph.LoadOptions) (*Prepared, error) {
+	assign := opt.Parts
+	s, err := graph.OpenEdgeStream(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	dir := dataDir
+	if st, err := os.Stat(dataDir); err == nil && !st.IsDir() {
+		dir = filepath.Dir(dataDir)
+	}
+	nodes, err := graph.LoadNodeData(dir, s.N, load)
+	if err != nil {
+		return nil, err
+	}
+	nodes.Name = filepath.Base(dataDir)
+	n := nodes.N
+	if parts < 1 || parts > n {
+		return nil, fmt.Errorf("cannot split %d rows into %d parts", n, parts)
+	}
+	tmp, err := os.MkdirTemp(outDir, ".prepare-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+
+	// Node order and row ranges.
+	var perm []int32
+	var off []int64
+	if assign != nil {
+		if len(assign) != n {
+			return nil, fmt.Errorf("dataset %s: partition covers %d nodes, graph has %d", nodes.Name, len(assign), n)
+		}
+		perm, off = orderByPart(assign, parts)
+	} else {
+		if off, err = streamingRanges(s, n, parts); err != nil {
+			return nil, err
+		}
+	}
+	inv := make([]int32, n) // old id -> new id
+	for i := range inv {
+		inv[i] = int32(i)
+	}
+	if perm != nil {
+		for i, v := range perm {
+			inv[v] = int32(i)
+		}
+	}
+	part := func(newID int32) int {
+		q, _ := slices.BinarySearch(off, int64(newID)+1)
+		return q - 1
+	}
+
+	// Bucket both directions of every edge by the part owning its row.
+	buckets := make([]*bufio.Writer, parts)
+	files := make([]*os.File, parts)
+	for q := range buckets {
+		if files[q], err = os.Create(filepath.Join(tmp, fmt.Sprintf("edges-%05d", q))); err != nil {
+			return nil, err
+		}
+		buckets[q] = bufio.NewWriterSize(files[q], 1<<16)
+	}
+	var pair [8]byte
+	put := func(r, c int32) error {
+		binary.LittleEndian.PutUint32(pair[:4], uint32(r))
+		binary.LittleEndian.PutUint32(pair[4:], uint32(c))
+		_, err := buckets[part(r)].Write(pair[:])
+		return err
+	}
+	err = s.Each(func(u, v int32) error {
+		if int(u) >= n || int(v) >= n {
+			return fmt.Errorf("edge (%d,%d) outside %d nodes", u, v, n)
+		}
+		if u == v {
+			return nil
+		}
+		if err := put(inv[u], inv[v]); err != nil {
+			return err
+		}
+		return put(inv[v], inv[u])
+	})
+	for q := range buckets {
+		if ferr := buckets[q].Flush(); err == nil {
+			err = ferr
+		}
+		if cerr := files[q].Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucketing edges of %s: %w", s.Path, err)
+	}
+
+	// Each part: its rows deduplicated; all degrees before any value.
+	deg := make([]int64, n)
+	rowsOf := func(q int) (*kernels.CSR, error) {
+		return loadBucket(filepath.Join(tmp, fmt.Sprintf("edges-%05d", q)), off[q], off[q+1], n)
+	}
+	for q := 0; q < parts; q++ {
+		a, err := rowsOf(q)
+		if err != nil {
+			return nil, err
+		}
+		for r := 0; r < a.Rows; r++ {
+			deg[off[q]+int64(r)] = a.RowPtr[r+1] - a.RowPtr[r]
+		}
+	}
+	dinv := make([]float64, n)
+	for i, d := range deg {
+		dinv[i] = 1 / math.Sqrt(float64(d+1))
+	}
+	ds := nodes
+	if perm != nil {
+		ds = Reorder(&graph.Dataset{Name: nodes.Name, N: n, Classes: nodes.Classes, Adj: emptyCSR(n), Features: nodes.Features,
+			Labels: nodes.Labels, Train: nodes.Train, Val: nodes.Val, Test: nodes.Test}, perm)
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, err
+	}
+	prep := &Prepared{DS: ds, Offsets: off, IDs: perm}
+	for q := 0; q < parts; q++ {
+		a, err := rowsOf(q)
+		if err != nil {
+			return nil, err
+		}
+		ahat := normalizeRows(a, off[q], dinv)
+		sh, err := splitRows(ds, ahat, off, perm, q, opt.Precompute)
+		if err != nil {
+			return nil, err
+		}
+		if err := sh.Write(outDir); err != nil {
+			return nil, err
+		}
+		if opt.OnShard != nil {
+			opt.OnShard(sh)
+		}
+		prep.nnz += ahat.NNZ()
+	}
+	return prep, nil
+}
+
+// streamingRanges cuts [0, n) into parts ranges of about equal nonzeros of Â
+// from one pass of degrees (duplicate edges in the file count twice here,
+// which only nudges the balance).
+func streamingRanges(s *graph.EdgeStream, n, parts int) ([]int64, error) {
+	deg := make([]int64, n+1)
+	if err := s.Each(func(u, v int32) error {
+		if int(u) >= n || int(v) >= n {
+			return fmt.Errorf("edge (%d,%d) outside %d nodes", u, v, n)
+		}
+		if u != v {
+			deg[u+1]++
+			deg[v+1]++
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("degree pass over %s: %w", s.Path, err)
+	}
+	for i := 0; i < n; i++ {
+		deg[i+1] += deg[i] + 1 // the self loop
+	}
+	a := &kernels.CSR{Rows: n, RowPtr: deg}
+	return BalancedRanges(a, parts)
+}
+
+func emptyCSR(n int) *kernels.CSR {
+	return &kernels.CSR{Rows: n, Cols: n, RowPtr: make([]int64, n+1)}
+}
+
+// loadBucket reads one part's (row, column) pairs into CSR rows [lo, hi)
+// with sorted, unique columns.
+func loadBucket(path string, lo, hi int64, n int) (*kernels.CSR, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	m := st.Size() / 8
+	rows := int(hi - lo)
+	src := make([]int32, 0, m)
+	dst := make([]int32, 0, m)
+	r := bufio.NewReaderSize(f, 1<<16)
+	var pair [8]byte
+	for {
+		if _, err := io.ReadFull(r, pair[:]); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		src = append(src, int32(binary.LittleEndian.Uint32(pair[:4]))-int32(lo))
+		dst = append(dst, int32(binary.LittleEndian.Uint32(pair[4:])))
+	}
+	a := &kernels.CSR{Rows: rows, Cols: n, RowPtr: make([]int64, rows+1)}
+	for _, s := range src {
+		a.RowPtr[s+1]++
+	}
+	for i := 0; i < rows; i++ {
+		a.RowPtr[i+1] += a.RowPtr[i]
+	}
+	col := make([]int32, len(src))
+	next := append([]int64(nil), a.RowPtr[:rows]...)
+	for k, s := range src {
+		col[next[s]] = dst[k]
+		next[s]++
+	}
+	w := int64(0)
+	out := make([]int64, rows+1)
+	for i := 0; i < rows; i++ {
+		row := col[a.RowPtr[i]:a.RowPtr[i+1]]
+		slices.Sort(row)
+		row = slices.Compact(row)
+		copy(col[w:], row)
+		w += int64(len(row))
+		out[i+1] = w
+	}
+	a.RowPtr, a.ColIdx = out, col[:w:w]
+	return a, nil
+}
+
+// normalizeRows turns pattern rows (global row row0+i) into rows of
+// Â = D^-1/2 (A+I) D^-1/2, exactly as graph.Normalize does.
+func normalizeRows(a *kernels.CSR, row0 int64, dinv []float64) *kernels.CSR {
+	out := &kernels.CSR{Rows: a.Rows, Cols: a.Cols, RowPtr: make([]int64, a.Rows+1)}
+	out.ColIdx = make([]int32, 0, a.NNZ()+int64(a.Rows))
+	out.Val = make([]float32, 0, a.NNZ()+int64(a.Rows))
+	for i := 0; i < a.Rows; i++ {
+		r := int(row0) + i
+		self := false
+		for p := a.RowPtr[i]; p < a.RowPtr[i+1]; p++ {
+			c := a.ColIdx[p]
+			if !self && int(c) > r {
+				out.ColIdx = append(out.ColIdx, int32(r))
+				out.Val = append(out.Val, float32(dinv[r]*dinv[r]))
+				self = true
+			}
+			out.ColIdx = append(out.ColIdx, c)
+			out.Val = append(out.Val, float32(dinv[r]*dinv[c]))
+		}
+		if !self {
+			out.ColIdx = append(out.ColIdx, int32(r))
+			out.Val = append(out.Val, float32(dinv[r]*dinv[r]))
+		}
+		out.RowPtr[i+1] = int64(len(out.ColIdx))
+	}
+	return out
+}
+
+// splitRows builds rank q's shard from its rows of Â (columns global).
+func splitRows(ds *graph.Dataset, ahatRows *kernels.CSR, off []int64, ids []int32, q int, precompute bool) (*Shard, error) {
+	lo, hi := int(off[q]), int(off[q+1])
+	s := &Shard{Rank: q, Parts: len(off) - 1, N: ds.N, Offsets: off, Classes: ds.Classes, FeatDim: ds.Features.Cols}
+	s.Blocks = columnBlocks(ahatRows, off)
+	s.Features = ds.Features.RowSlice(lo, hi)
+	if precompute {
+		var err error
+		if s.AX, err = graph.SpGEMM(ahatRows, ds.Features); err != nil {
+			return nil, err
+		}
+	}
+	s.Labels = append([]int32(nil), ds.Labels[lo:hi]...)
+	if ids != nil {
+		s.NodeIDs = append([]int32(nil), ids[lo:hi]...)
+	}
+	local := func(set []int32) []int32 {
+		var out []int32
+		for _, v := range set {
+			if int(v) >= lo && int(v) < hi {
+				out = append(out, v-int32(lo))
+			}
+		}
+		return out
+	}
+	s.Train, s.Val, s.Test = local(ds.Train), local(ds.Val), local(ds.Test)
+	s.GlobalTrain = len(ds.Train)
+	return s, nil
+}
