@@ -1,0 +1,55 @@
+package model
+
+import (
+	"math"
+	"testing"
+
+	"sancus/kernels"
+)
+
+func TestSoftmaxCEValueAndGradient(t *testing.T) {
+	logits := &kernels.Dense{Rows: 3, Cols: 3, Data: []float32{1, 2, 3, 0, 0, 0, 5, 1, 1}}
+	labels := []int32{2, 0, 1}
+	mask := []int32{0, 1} // row 2 is not a training row
+	g := kernels.NewDense(3, 3)
+	loss := SoftmaxCE(logits, labels, mask, 4, g)
+	// Row 0: -log softmax(1,2,3)[2]; row 1: log 3.
+	want := -(3 - math.Log(math.Exp(1)+math.Exp(2)+math.Exp(3))) + math.Log(3)
+	if math.Abs(loss-want) > 1e-6 {
+		t.Fatalf("loss %v, want %v", loss, want)
+	}
+	if g.Data[6] != 0 || g.Data[7] != 0 || g.Data[8] != 0 {
+		t.Fatalf("masked row has gradient %v", g.Data[6:])
+	}
+	// Gradient rows sum to zero and equal (softmax − onehot)/norm.
+	if v := float64(g.Data[3]); math.Abs(v-(1.0/3-1)/4) > 1e-6 {
+		t.Fatalf("d/dlogit[1][0] = %v", v)
+	}
+	if Correct(logits, labels, []int32{0, 1, 2}) != 2 { // rows 0 and 1 (ties pick the first)
+		t.Fatalf("correct count %d", Correct(logits, labels, []int32{0, 1, 2}))
+	}
+}
+
+func TestAdamFirstStepIsLR(t *testing.T) {
+	p := [][]float32{{1, -1}}
+	a := NewAdam(0.1, 2)
+	a.Update(p, []float32{0.5, -2})
+	// Bias-corrected first step moves each parameter by lr·sign(g).
+	if math.Abs(float64(p[0][0])-0.9) > 1e-6 || math.Abs(float64(p[0][1])+0.9) > 1e-6 {
+		t.Fatalf("after one step %v", p[0])
+	}
+}
+
+func TestGlorotInitIsSeededAndBounded(t *testing.T) {
+	a, _ := NewGCN([]int{100, 16, 7}, 3)
+	b, _ := NewGCN([]int{100, 16, 7}, 3)
+	lim := float32(math.Sqrt(6.0 / 116))
+	for i, v := range a.W[0].Data {
+		if v != b.W[0].Data[i] || v > lim || v < -lim {
+			t.Fatalf("weight %d = %v (other seed copy %v, limit %v)", i, v, b.W[0].Data[i], lim)
+		}
+	}
+	if _, err := NewGCN([]int{5}, 1); err == nil {
+		t.Fatal("model without layers accepted")
+	}
+}
