@@ -23,6 +23,7 @@ type Options struct {
 	Passes     int     // GREM: passes over the edge stream per bisection (1 = the paper)
 	TauVol     float64 // SPRING: cluster volume threshold (0: 2|E|/P)
 	File       string  // "file": one part id per line
+	Refine     int     // passes of streaming label-propagation refinement after spring/grem (0: none)
 }
 
 // DefaultOptions are the values the papers use (β = 1.05).
@@ -41,15 +42,24 @@ func Run(name string, s *graph.EdgeStream, p int, opt Options) ([]int32, error) 
 	if opt.Balance < 1 {
 		opt.Balance = 1.05
 	}
-	switch strings.ToLower(name) {
+	name = strings.ToLower(name)
+	switch name {
 	case "contiguous", "":
 		return nil, nil
 	case "random":
 		return Random(s.N, p, opt.Seed), nil
-	case "spring":
-		return Spring(s, p, opt)
-	case "grem":
-		return Grem(s, p, opt)
+	case "spring", "grem":
+		var parts []int32
+		var err error
+		if name == "spring" {
+			parts, err = Spring(s, p, opt)
+		} else {
+			parts, err = Grem(s, p, opt)
+		}
+		if err == nil && opt.Refine > 0 {
+			err = Refine(s, parts, p, opt.Balance, opt.Refine)
+		}
+		return parts, err
 	case "file":
 		return ReadFile(opt.File, s.N, p)
 	}

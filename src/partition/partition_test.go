@@ -124,3 +124,29 @@ func TestFromBlocksMatchesMeasure(t *testing.T) {
 		t.Fatalf("from blocks %+v\nmeasured %+v", got, want)
 	}
 }
+
+// TestRefineLowersTheCutWithinBalance: label propagation after SPRING keeps
+// the balance bound and does not cut more edges.
+func TestRefineLowersTheCutWithinBalance(t *testing.T) {
+	s := stream(t, filepath.Join(shared, "metis/copter2.graph"))
+	ds, err := graph.Load(filepath.Join(shared, "metis/copter2.graph"), graph.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := DefaultOptions()
+	parts, err := Run("spring", s, 4, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := Measure(ds.Adj, parts, nil, 4, nil).EdgeCut
+	if err := Refine(s, parts, 4, opt.Balance, 3); err != nil {
+		t.Fatal(err)
+	}
+	after := Measure(ds.Adj, parts, nil, 4, nil).EdgeCut
+	if err := Check(parts, 4, opt.Balance); err != nil {
+		t.Fatal(err)
+	}
+	if after >= before {
+		t.Fatalf("refinement took the edge cut from %.4f to %.4f", before, after)
+	}
+}

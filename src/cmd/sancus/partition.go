@@ -26,6 +26,7 @@ func addPartitionFlags(fs *pflag.FlagSet) *partFlags {
 	fs.StringVar(&pf.opt.File, "parts-file", "", "with --partitioner file: one part id per line (e.g. gpmetis output)")
 	fs.Float64Var(&pf.opt.Balance, "balance", pf.opt.Balance, "β: a part holds at most β·|V|/P nodes (spring, grem)")
 	fs.IntVar(&pf.opt.ChunkEdges, "chunk-edges", pf.opt.ChunkEdges, "grem: edges per in-memory chunk")
+	fs.IntVar(&pf.opt.Refine, "refine", pf.opt.Refine, "spring, grem: passes of streaming label-propagation refinement afterwards")
 	fs.IntVar(&pf.opt.Passes, "passes", pf.opt.Passes, "grem: passes over the edge stream per bisection (1: as published)")
 	fs.Float64Var(&pf.opt.TauVol, "tau-vol", 0, "spring: cluster volume threshold (0: 2|E|/P)")
 	fs.Uint64Var(&pf.opt.Seed, "partition-seed", pf.opt.Seed, "random: seed")
