@@ -18,7 +18,7 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: all deps build run test test-mpi test-slurm vet bench bench-kernels bench-comm bench-sancus bench-partition clean
+.PHONY: cuda test-cuda all deps build run test test-mpi test-slurm vet bench bench-kernels bench-comm bench-sancus bench-partition clean
 
 all: build
 
@@ -85,3 +85,33 @@ bench-partition: build
 
 clean:
 	rm -rf bin
+
+# GPU build, on a host with the CUDA toolkit (CUDA_HOME) and NCCL (NCCL_HOME,
+# default: the nvidia-nccl wheel of the python3 on PATH). The default build
+# never needs either.
+CUDA_HOME ?= $(firstword $(wildcard /usr/local/cuda /opt/cuda))
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+CUDA_ARCH ?= compute_80
+NCCL_HOME ?= $(shell python3 -c 'import nvidia.nccl as m; print(m.__path__[0])' 2>/dev/null)
+NCCL_LINK := $(CURDIR)/bin/nccl-link
+CUDA_ENV   = CGO_CFLAGS="-I$(CUDA_HOME)/include $(if $(NCCL_HOME),-I$(NCCL_HOME)/include) $(CGO_CFLAGS)" \
+	CGO_LDFLAGS="-L$(CUDA_HOME)/lib64/stubs -L$(CUDA_HOME)/targets/x86_64-linux/lib/stubs -L$(NCCL_LINK) $(if $(NCCL_HOME),-Wl$(comma)-rpath$(comma)$(NCCL_HOME)/lib) $(CGO_LDFLAGS)"
+comma := ,
+
+kernels/cuda/sancus.ptx: kernels/cuda/sancus.cu
+	@test -x "$(NVCC)" || { echo "make cuda: no nvcc (set CUDA_HOME)"; exit 1; }
+	$(NVCC) -O3 -arch=$(CUDA_ARCH) -ptx -o $@ $<
+
+# NCCL wheels ship libnccl.so.2 only: give the linker its plain name.
+$(NCCL_LINK)/libnccl.so:
+	@mkdir -p $(NCCL_LINK)
+	@if [ -n "$(NCCL_HOME)" ]; then ln -sf $(NCCL_HOME)/lib/libnccl.so.2 $@; else touch $@.missing; fi
+
+cuda: kernels/cuda/sancus.ptx $(NCCL_LINK)/libnccl.so
+	$(CUDA_ENV) $(GO) build -tags cuda -o bin/sancus-cuda ./src/cmd/sancus
+
+# The GPU checks: every kernel against the CPU, NCCL collectives, and whole
+# training runs whose losses must match the CPU's to 1e-4.
+test-cuda: kernels/cuda/sancus.ptx $(NCCL_LINK)/libnccl.so
+	$(CUDA_ENV) $(GO) test -tags cuda -count=1 -v ./kernels/cuda ./collectives/nccl
+	$(CUDA_ENV) $(GO) test -tags cuda -count=1 -v -run CUDA -timeout 20m ./src/train

@@ -47,6 +47,12 @@ func mix64(z uint64) uint64 {
 func (m Mask) threshold() uint32 { return uint32(float64(m.P) * 65536) }
 func (m Mask) scale() float32    { return float32(1 / (1 - float64(m.P))) }
 
+// Threshold and KeepScale are the mask's integer cut (a 16-bit draw below it
+// drops the element) and the scale of kept elements, for device kernels
+// that must draw exactly the same masks.
+func (m Mask) Threshold() uint32  { return m.threshold() }
+func (m Mask) KeepScale() float32 { return m.scale() }
+
 // Keep reports whether element (local row r, column c) survives.
 func (m Mask) Keep(r, c int) bool {
 	s := mix64(m.Seed ^ mix64(m.Stream+0x632be59bd9b4e019*(m.id(r)+1)))

@@ -6,6 +6,9 @@ import "fmt"
 type Dense struct {
 	Rows, Cols int
 	Data       []float32
+	// Dev is a device backend's copy of the values (nil on the CPU); Data
+	// is then the host side, current only after Backend.Download.
+	Dev any
 }
 
 // NewDense allocates a zeroed rows×cols matrix.
@@ -19,6 +22,12 @@ func (d *Dense) Row(r int) []float32 { return d.Data[r*d.Cols : (r+1)*d.Cols] }
 // RowBlock returns rows [r0, r1) as a matrix that aliases d.
 func (d *Dense) RowBlock(r0, r1 int) *Dense {
 	return &Dense{Rows: r1 - r0, Cols: d.Cols, Data: d.Data[r0*d.Cols : r1*d.Cols]}
+}
+
+// Prefix returns the first rows rows as a matrix that aliases d, on the
+// host and on the device.
+func (d *Dense) Prefix(rows int) *Dense {
+	return &Dense{Rows: rows, Cols: d.Cols, Data: d.Data[:rows*d.Cols], Dev: d.Dev}
 }
 
 // Clone returns a deep copy.

@@ -37,6 +37,12 @@ func NewOperand(a *CSR) *Operand {
 // NewDenseOperand wraps a dense matrix.
 func NewDenseOperand(d *Dense) *Operand { return &Operand{dense: d, curDense: d} }
 
+// Sparse is the CSR with its original values (nil when stored dense).
+func (o *Operand) Sparse() *CSR { return o.sparse }
+
+// DenseValues is the dense matrix with its original values (nil when sparse).
+func (o *Operand) DenseValues() *Dense { return o.dense }
+
 // IsSparse reports the storage chosen.
 func (o *Operand) IsSparse() bool { return o.sparse != nil }
 

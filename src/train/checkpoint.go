@@ -9,9 +9,11 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
-	"sancus/src/atomicfile"
 	"strconv"
 	"strings"
+
+	"sancus/kernels"
+	"sancus/src/atomicfile"
 )
 
 // A checkpoint is everything a rank needs to continue bit-identically:
@@ -65,7 +67,7 @@ func snapshotExchange(x *exchange) ckptLayer {
 	return ckptLayer{Bufs: x.bufs, Last: x.last, Log: x.log, Ref: x.ref}
 }
 
-func restoreExchange(x *exchange, s ckptLayer) error {
+func restoreExchange(be kernels.Backend, x *exchange, s ckptLayer) error {
 	if x == nil {
 		return nil
 	}
@@ -77,6 +79,7 @@ func restoreExchange(x *exchange, s ckptLayer) error {
 			return fmt.Errorf("%s: block %d has %d values, run expects %d", x.name, j, len(s.Bufs[j]), len(x.bufs[j]))
 		}
 		copy(x.bufs[j], s.Bufs[j])
+		be.Upload(x.dev[j])
 	}
 	copy(x.last, s.Last)
 	x.log = s.Log
@@ -185,10 +188,10 @@ func (e *Engine) loadCheckpoint(dir string, epoch int) (*checkpoint, error) {
 	e.clipped = ck.Clipped
 	for l, L := range e.layers {
 		if l < len(ck.Fwd) {
-			if err := restoreExchange(L.fwd, ck.Fwd[l]); err != nil {
+			if err := restoreExchange(e.be, L.fwd, ck.Fwd[l]); err != nil {
 				return nil, fmt.Errorf("resume: %s: %w", path, err)
 			}
-			if err := restoreExchange(L.grad, ck.Grad[l]); err != nil {
+			if err := restoreExchange(e.be, L.grad, ck.Grad[l]); err != nil {
 				return nil, fmt.Errorf("resume: %s: %w", path, err)
 			}
 		}

@@ -53,13 +53,19 @@ type Config struct {
 	// end of each epoch, checkpoint, and Run returns ErrStopped.
 	Stop func() bool `json:"-"`
 
+	// Device is the kernels backend the matrices live on ("" or "cpu";
+	// "cuda" in a CUDA build). A rank uses device LocalRank modulo the
+	// devices present (LocalRank < 0: its rank).
+	Device    string `json:"device,omitempty"`
+	LocalRank int    `json:"-"`
+
 	Log io.Writer `json:"-"` // per-epoch lines on rank 0 (nil: silent)
 }
 
 // Defaults are the Kipf & Welling settings.
 func Defaults() Config {
 	return Config{Layers: 2, Hidden: 16, Epochs: 200, LR: 0.01, Dropout: 0.5, WeightDecay: 5e-4,
-		Seed: 1, Precompute: true, Staleness: "none", MaxStale: 10, EvalEvery: 1}
+		Seed: 1, Precompute: true, Staleness: "none", MaxStale: 10, EvalEvery: 1, LocalRank: -1}
 }
 
 // Validate reports the first unusable setting.

@@ -57,7 +57,8 @@ type Engine struct {
 
 	m      *model.GCN
 	opt    *model.Adam
-	input  *kernels.Operand // (ÂX)_i when precomputed, else X_i
+	be     kernels.Backend // where the matrices live and are computed
+	input  kernels.Input   // (ÂX)_i when precomputed, else X_i
 	layers []*layer
 
 	depends   [][]bool // depends[i][j]: nnz(Â_ij) > 0, known on every rank
@@ -92,20 +93,32 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 	if cfg.NativeBcast {
 		e.bcast = collectives.Native
 	}
+	local := cfg.LocalRank
+	if local < 0 {
+		local = e.rank
+	}
+	var err error
+	if e.be, err = kernels.Open(cfg.Device, local); err != nil {
+		return nil, fmt.Errorf("rank %d: %w", e.rank, err)
+	}
+	var in *kernels.Operand
 	if cfg.Precompute {
 		if s.AX == nil {
 			return nil, fmt.Errorf("shard %d has no precomputed ÂX: prepare it with --precompute or train with --precompute=false", s.Rank)
 		}
-		e.input = kernels.NewOperand(s.AX)
+		in = kernels.NewOperand(s.AX)
 	} else {
-		e.input = kernels.NewOperand(s.Features)
+		in = kernels.NewOperand(s.Features)
+	}
+	if e.input, err = e.be.Input(in); err != nil {
+		e.be.Close()
+		return nil, fmt.Errorf("rank %d: input on %s: %w", e.rank, e.be.Name(), err)
 	}
 	dims := []int{s.FeatDim}
 	for l := 0; l+1 < cfg.Layers; l++ {
 		dims = append(dims, cfg.Hidden)
 	}
 	dims = append(dims, s.Classes)
-	var err error
 	if e.m, err = model.NewGCN(dims, cfg.Seed); err != nil {
 		return nil, err
 	}
@@ -146,25 +159,25 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 			L.mode = modeAggFirst
 		}
 		r := e.rows
-		L.z = kernels.NewDense(r, L.dout)
-		L.dW = kernels.NewDense(L.din, L.dout)
+		L.z = e.be.NewDense(r, L.dout)
+		L.dW = e.be.NewDense(L.din, L.dout)
 		L.db = make([]float32, L.dout)
 		name := fmt.Sprintf("layer %d", l+1)
 		switch L.mode {
 		case modeAggFirst:
-			L.t = kernels.NewDense(r, L.din)
-			L.dT = kernels.NewDense(r, L.din)
-			L.dIn = kernels.NewDense(r, L.din)
+			L.t = e.be.NewDense(r, L.din)
+			L.dT = e.be.NewDense(r, L.din)
+			L.dIn = e.be.NewDense(r, L.din)
 			L.fwd = e.newExchange(name+" forward", L.din, policy)
 			L.eval = e.newExchange(name+" eval", L.din, staleness.None{})
 			L.grad = e.newExchange(name+" gradient", L.din, gradPolicy)
 		case modeTransform:
 			if l > 0 {
-				L.in = kernels.NewDense(r, L.din)
-				L.dIn = kernels.NewDense(r, L.din)
+				L.in = e.be.NewDense(r, L.din)
+				L.dIn = e.be.NewDense(r, L.din)
 			}
-			L.u = kernels.NewDense(r, L.dout)
-			L.dU = kernels.NewDense(r, L.dout)
+			L.u = e.be.NewDense(r, L.dout)
+			L.dU = e.be.NewDense(r, L.dout)
 			L.fwd = e.newExchange(name+" forward", L.dout, policy)
 			L.eval = e.newExchange(name+" eval", L.dout, staleness.None{})
 			L.grad = e.newExchange(name+" gradient", L.dout, gradPolicy)
@@ -173,6 +186,9 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 	}
 	return e, nil
 }
+
+// Close releases the backend's device memory.
+func (e *Engine) Close() error { return e.be.Close() }
 
 // shareSparsity tells every rank which blocks Â_ij are non-empty (one
 // allgather at start-up); epoch-adaptive staleness uses it.
@@ -238,8 +254,8 @@ func (e *Engine) forward(epoch int, train bool) (*kernels.Dense, error) {
 				e.input.SetDropout(mask)
 				err = e.input.Mul(L.u, w)
 			} else {
-				mask.ApplyDense(L.in, h)
-				err = kernels.GEMM(L.u, L.in, w, false)
+				e.be.Dropout(mask, L.in, h)
+				err = e.be.GEMM(L.u, L.in, w, false)
 			}
 			if err != nil {
 				break
@@ -248,7 +264,7 @@ func (e *Engine) forward(epoch int, train bool) (*kernels.Dense, error) {
 			var ref *kernels.Dense
 			if active, err = e.decide(x, epoch, func() float64 {
 				ref = e.cleanTransform(l, hc, mask)
-				return relDrift(ref.Data, x.ref)
+				return relDrift(e.host(ref), x.ref)
 			}); err != nil {
 				break
 			}
@@ -256,7 +272,7 @@ func (e *Engine) forward(epoch int, train bool) (*kernels.Dense, error) {
 				if ref == nil {
 					ref = e.cleanTransform(l, hc, mask)
 				}
-				x.ref = append(x.ref[:0], ref.Data...)
+				x.ref = append(x.ref[:0], e.host(ref)...)
 			}
 			err = e.aggregate(x, L.z, L.u, active, kernels.Mask{})
 			L.clean = nil // U carries the owner's dropout: no noise-free output without more traffic
@@ -264,14 +280,14 @@ func (e *Engine) forward(epoch int, train bool) (*kernels.Dense, error) {
 			// Raw H travels and is cached; every receiver applies the
 			// owner's dropout mask (masks are positional).
 			var active []bool
-			if active, err = e.decide(x, epoch, func() float64 { return relDrift(orRaw(hc, h).Data, x.ref) }); err != nil {
+			if active, err = e.decide(x, epoch, func() float64 { return relDrift(e.host(orRaw(hc, h)), x.ref) }); err != nil {
 				break
 			}
 			if active[e.rank] && shadow {
-				x.ref = append(x.ref[:0], orRaw(hc, h).Data...)
+				x.ref = append(x.ref[:0], e.host(orRaw(hc, h))...)
 			}
 			if err = e.aggregate(x, L.t, h, active, mask); err == nil {
-				err = kernels.GEMM(L.z, L.t, w, false)
+				err = e.be.GEMM(L.z, L.t, w, false)
 			}
 			if err == nil && shadow {
 				err = e.cleanAggregate(l, x)
@@ -280,14 +296,23 @@ func (e *Engine) forward(epoch int, train bool) (*kernels.Dense, error) {
 		if err != nil {
 			return nil, fmt.Errorf("forward layer %d: %w", l+1, err)
 		}
-		kernels.AddBiasReLU(L.z, e.m.B[l], l < len(e.layers)-1)
+		e.be.AddBiasReLU(L.z, e.m.B[l], l < len(e.layers)-1)
 		h, hc = L.z, nil
 		if shadow && L.clean != nil {
-			kernels.AddBiasReLU(L.clean, e.m.B[l], l < len(e.layers)-1)
+			e.be.AddBiasReLU(L.clean, e.m.B[l], l < len(e.layers)-1)
 			hc = L.clean
 		}
 	}
+	if err := e.be.Err(); err != nil {
+		return nil, fmt.Errorf("forward on %s: %w", e.be.Name(), err)
+	}
 	return h, nil
+}
+
+// host returns d's values on the host (downloading them from a device).
+func (e *Engine) host(d *kernels.Dense) []float32 {
+	e.be.Download(d)
+	return d.Data
 }
 
 // The variation gap must see how an embedding moves with the weights, not
@@ -307,7 +332,7 @@ func orRaw(clean, raw *kernels.Dense) *kernels.Dense {
 func (e *Engine) cleanBuf(L *layer, cols int) *kernels.Dense {
 	if L.clean == nil || L.clean.Cols != cols {
 		if L.cleanStore == nil || L.cleanStore.Cols != cols {
-			L.cleanStore = kernels.NewDense(e.rows, cols)
+			L.cleanStore = e.be.NewDense(e.rows, cols)
 		}
 		L.clean = L.cleanStore
 	}
@@ -330,14 +355,14 @@ func (e *Engine) cleanLocal(l int, mask kernels.Mask) error {
 func (e *Engine) cleanTransform(l int, hc *kernels.Dense, mask kernels.Mask) *kernels.Dense {
 	L := e.layers[l]
 	if L.raw == nil {
-		L.raw = kernels.NewDense(e.rows, L.dout)
+		L.raw = e.be.NewDense(e.rows, L.dout)
 	}
 	if l == 0 {
 		e.input.SetDropout(kernels.Mask{})
 		e.input.Mul(L.raw, e.m.W[0])
 		e.input.SetDropout(mask)
 	} else {
-		kernels.GEMM(L.raw, hc, e.m.W[l], false)
+		e.be.GEMM(L.raw, hc, e.m.W[l], false)
 	}
 	return L.raw
 }
@@ -347,7 +372,7 @@ func (e *Engine) cleanTransform(l int, hc *kernels.Dense, mask kernels.Mask) *ke
 func (e *Engine) cleanAggregate(l int, x *exchange) error {
 	L := e.layers[l]
 	if L.tClean == nil {
-		L.tClean = kernels.NewDense(e.rows, L.din)
+		L.tClean = e.be.NewDense(e.rows, L.din)
 	}
 	first := true
 	for j := 0; j < e.P; j++ {
@@ -355,16 +380,15 @@ func (e *Engine) cleanAggregate(l int, x *exchange) error {
 		if blk.NNZ() == 0 {
 			continue
 		}
-		b := &kernels.Dense{Rows: e.rowsOf(j), Cols: x.width, Data: x.bufs[j]}
-		if err := kernels.SpMM(L.tClean, blk, b, !first); err != nil {
+		if err := e.be.SpMM(L.tClean, blk, x.dev[j], !first); err != nil {
 			return err
 		}
 		first = false
 	}
 	if first {
-		L.tClean.Zero()
+		e.be.Zero(L.tClean)
 	}
-	return kernels.GEMM(e.cleanBuf(L, L.dout), L.tClean, e.m.W[l], false)
+	return e.be.GEMM(e.cleanBuf(L, L.dout), L.tClean, e.m.W[l], false)
 }
 
 // backward propagates g = ∂L/∂logits and leaves every weight and bias
@@ -373,7 +397,7 @@ func (e *Engine) backward(epoch int, g *kernels.Dense) error {
 	for l := len(e.layers) - 1; l >= 0; l-- {
 		L := e.layers[l]
 		w := e.m.W[l]
-		kernels.ColumnSums(L.db, g)
+		e.be.ColumnSums(L.db, g)
 		var err error
 		switch L.mode {
 		case modeLocal:
@@ -381,8 +405,8 @@ func (e *Engine) backward(epoch int, g *kernels.Dense) error {
 		case modeAggFirst:
 			// ∇W = T_iᵀ G_i needs no communication; the input gradient
 			// Â·(G Wᵀ) does, at the narrower width din.
-			if err = kernels.GEMMTN(L.dW, L.t, g); err == nil {
-				if err = kernels.GEMMNT(L.dT, g, w); err == nil {
+			if err = e.be.GEMMTN(L.dW, L.t, g); err == nil {
+				if err = e.be.GEMMNT(L.dT, g, w); err == nil {
 					e.clip(L.dT)
 					err = e.exchangeGradient(L.grad, epoch, L.dIn, L.dT)
 				}
@@ -393,8 +417,8 @@ func (e *Engine) backward(epoch int, g *kernels.Dense) error {
 			if err = e.exchangeGradient(L.grad, epoch, L.dU, g); err == nil {
 				if l == 0 {
 					err = e.input.MulT(L.dW, L.dU)
-				} else if err = kernels.GEMMTN(L.dW, L.in, L.dU); err == nil {
-					err = kernels.GEMMNT(L.dIn, L.dU, w)
+				} else if err = e.be.GEMMTN(L.dW, L.in, L.dU); err == nil {
+					err = e.be.GEMMNT(L.dIn, L.dU, w)
 				}
 			}
 		}
@@ -402,10 +426,13 @@ func (e *Engine) backward(epoch int, g *kernels.Dense) error {
 			return fmt.Errorf("backward layer %d: %w", l+1, err)
 		}
 		if l > 0 {
-			e.mask(epoch, l, true).ApplyDense(L.dIn, L.dIn) // dropout's backward is the same mask
-			kernels.ReLUBackward(L.dIn, e.layers[l-1].z)
+			e.be.Dropout(e.mask(epoch, l, true), L.dIn, L.dIn) // dropout's backward is the same mask
+			e.be.ReLUBackward(L.dIn, e.layers[l-1].z)
 			g = L.dIn
 		}
+	}
+	if err := e.be.Err(); err != nil {
+		return fmt.Errorf("backward on %s: %w", e.be.Name(), err)
 	}
 	return nil
 }
@@ -430,7 +457,7 @@ func (e *Engine) step() error {
 func (e *Engine) reduceGradients() error {
 	off := 0
 	for _, L := range e.layers {
-		off += copy(e.grads[off:], L.dW.Data)
+		off += copy(e.grads[off:], e.host(L.dW))
 		off += copy(e.grads[off:], L.db)
 	}
 	start := time.Now()

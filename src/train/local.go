@@ -51,6 +51,7 @@ func RunShards(shards []*shard.Shard, cfg Config) (Outcome, error) {
 		if err != nil {
 			return err
 		}
+		defer e.Close()
 		results[c.Rank()], err = e.Run()
 		if c.Rank() == 0 {
 			params = e.Params()

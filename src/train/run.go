@@ -103,8 +103,10 @@ func (e *Engine) Run() (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		g := kernels.NewDense(logits.Rows, logits.Cols)
+		e.be.Download(logits)
+		g := e.be.NewDense(logits.Rows, logits.Cols)
 		lossSum := model.SoftmaxCE(logits, e.s.Labels, e.s.Train, float64(e.s.GlobalTrain), g)
+		e.be.Upload(g)
 		if err := e.backward(ep, g); err != nil {
 			return nil, err
 		}
@@ -125,6 +127,7 @@ func (e *Engine) Run() (*Result, error) {
 			if err != nil {
 				return nil, err
 			}
+			e.be.Download(out)
 			metrics[1] = float32(model.Correct(out, e.s.Labels, e.s.Train))
 			metrics[2] = float32(model.Correct(out, e.s.Labels, e.s.Val))
 			metrics[3] = float32(model.Correct(out, e.s.Labels, e.s.Test))

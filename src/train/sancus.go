@@ -32,24 +32,27 @@ import (
 type exchange struct {
 	name     string
 	width    int
-	bufs     [][]float32 // bufs[j]: root j's block, rows_j × width
-	last     []int       // -1: never broadcast, no cached copy
+	bufs     [][]float32      // bufs[j]: root j's block, rows_j × width (host side)
+	dev      []*kernels.Dense // the same blocks where the backend computes: the cache
+	last     []int            // -1: never broadcast, no cached copy
 	policy   staleness.Policy
-	log      [][]int     // epochs in which each root broadcast (SANCUS Figure 24)
-	scratch  []float32   // one masked block at a time
-	ref      []float32   // transform-first: this rank's raw H·W when it last broadcast
-	sendBufs [][]float32 // sparse exchange: the rows packed for each rank
+	log      [][]int        // epochs in which each root broadcast (SANCUS Figure 24)
+	scratch  *kernels.Dense // one masked block at a time
+	ref      []float32      // transform-first: this rank's raw H·W when it last broadcast
+	sendBufs [][]float32    // sparse exchange: the rows packed for each rank
 }
 
 func (e *Engine) newExchange(name string, width int, p staleness.Policy) *exchange {
-	x := &exchange{name: name, width: width, policy: p, bufs: make([][]float32, e.P), last: make([]int, e.P), log: make([][]int, e.P)}
+	x := &exchange{name: name, width: width, policy: p, bufs: make([][]float32, e.P), dev: make([]*kernels.Dense, e.P),
+		last: make([]int, e.P), log: make([][]int, e.P)}
 	most := 0
 	for j := range x.bufs {
 		x.bufs[j] = make([]float32, e.rowsOf(j)*width)
+		x.dev[j] = e.be.Mirror(x.bufs[j], e.rowsOf(j), width)
 		x.last[j] = -1
 		most = max(most, e.rowsOf(j))
 	}
-	x.scratch = make([]float32, most*width)
+	x.scratch = e.be.NewDense(most, width)
 	if e.sparse != nil {
 		x.sendBufs = make([][]float32, e.P)
 		for i, idx := range e.sparse.sendIdx {
@@ -111,9 +114,7 @@ func (e *Engine) aggregate(x *exchange, out, own *kernels.Dense, active []bool, 
 	if e.sparse != nil {
 		return e.exchangeSparse(x, out, own, active, mask) // sparse.go: only the rows each rank uses
 	}
-	if active[e.rank] {
-		copy(x.bufs[e.rank], own.Data)
-	}
+	e.keepOwn(x, own, active)
 	ready := make(chan int, e.P)
 	errc := make(chan error, 1)
 	commStart := time.Now()
@@ -130,6 +131,9 @@ func (e *Engine) aggregate(x *exchange, out, own *kernels.Dense, active []bool, 
 		if !ok {
 			break
 		}
+		if j != e.rank && active[j] {
+			e.be.Upload(x.dev[j]) // a fresh copy arrived on the host
+		}
 		blk := e.block(j)
 		if blk.NNZ() == 0 || err != nil {
 			continue
@@ -141,7 +145,7 @@ func (e *Engine) aggregate(x *exchange, out, own *kernels.Dense, active []bool, 
 	}
 	e.clock.comm += time.Since(commStart)
 	if first {
-		out.Zero()
+		e.be.Zero(out)
 	}
 	if cerr := <-errc; cerr != nil {
 		return cerr
@@ -152,16 +156,25 @@ func (e *Engine) aggregate(x *exchange, out, own *kernels.Dense, active []bool, 
 // multiplyBlock adds (or writes, first time) Â_ij · (M_j ⊙ B_j) into out,
 // B_j being root j's buffer (or this rank's fresh rows with FreshDiagonal).
 func (e *Engine) multiplyBlock(x *exchange, out, own *kernels.Dense, j int, mask kernels.Mask, accumulate bool) error {
-	b := &kernels.Dense{Rows: e.rowsOf(j), Cols: x.width, Data: x.bufs[j]}
+	b := x.dev[j]
 	if j == e.rank && e.cfg.FreshDiagonal {
 		b = own
 	}
 	if mask.P > 0 {
-		masked := &kernels.Dense{Rows: b.Rows, Cols: b.Cols, Data: x.scratch[:len(b.Data)]}
-		e.maskFor(mask, j).ApplyDense(masked, b)
+		masked := x.scratch.Prefix(b.Rows)
+		e.be.Dropout(e.maskFor(mask, j), masked, b)
 		b = masked
 	}
-	return kernels.SpMM(out, e.block(j), b, accumulate)
+	return e.be.SpMM(out, e.block(j), b, accumulate)
+}
+
+// keepOwn puts this rank's block, when it is active, into the cache slot
+// that every rank uses for it, and onto the host for the transport.
+func (e *Engine) keepOwn(x *exchange, own *kernels.Dense, active []bool) {
+	if active[e.rank] {
+		e.be.Copy(x.dev[e.rank], own)
+		e.be.Download(x.dev[e.rank])
+	}
 }
 
 // clip scales δ_i to norm th_i = ClipScale·Clip when it is larger, before
@@ -171,8 +184,8 @@ func (e *Engine) clip(d *kernels.Dense) {
 		return
 	}
 	th := e.clipScale * e.cfg.Clip
-	if n := kernels.FrobNorm(d.Data); n > th {
-		kernels.Scale(d.Data, float32(th/n))
+	if n := e.be.Norm(d); n > th {
+		e.be.Scale(d, float32(th/n))
 		e.clipped++
 	}
 }
@@ -180,7 +193,7 @@ func (e *Engine) clip(d *kernels.Dense) {
 // exchangeGradient broadcasts gradient blocks — all of them, unless the
 // SkipG baseline lets its policy skip some — and aggregates them.
 func (e *Engine) exchangeGradient(x *exchange, epoch int, out, own *kernels.Dense) error {
-	active, err := e.decide(x, epoch, func() float64 { return relDrift(own.Data, x.bufs[e.rank]) })
+	active, err := e.decide(x, epoch, func() float64 { return relDrift(e.host(own), x.bufs[e.rank]) })
 	if err != nil {
 		return err
 	}

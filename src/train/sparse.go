@@ -173,9 +173,7 @@ func (e *Engine) maskFor(mask kernels.Mask, j int) kernels.Mask {
 // need them (if it is active), and multiply each block as it arrives.
 func (e *Engine) exchangeSparse(x *exchange, out, own *kernels.Dense, active []bool, mask kernels.Mask) error {
 	sp := e.sparse
-	if active[e.rank] {
-		copy(x.bufs[e.rank], own.Data)
-	}
+	e.keepOwn(x, own, active)
 	start := time.Now()
 	var sent, recvd int64
 	recvs := make([]collectives.Request, e.P)
@@ -229,6 +227,7 @@ func (e *Engine) exchangeSparse(x *exchange, out, own *kernels.Dense, active []b
 			if err != nil {
 				return fail(err)
 			}
+			e.be.Upload(x.dev[j])
 		}
 		blk := e.block(j)
 		if blk.NNZ() == 0 {
@@ -240,7 +239,7 @@ func (e *Engine) exchangeSparse(x *exchange, out, own *kernels.Dense, active []b
 		first = false
 	}
 	if first {
-		out.Zero()
+		e.be.Zero(out)
 	}
 	for _, s := range sends {
 		t := time.Now()

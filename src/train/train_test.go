@@ -65,6 +65,7 @@ func (e *Engine) globalLoss(epoch int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	e.be.Download(logits)
 	l := []float32{float32(model.SoftmaxCE(logits, e.s.Labels, e.s.Train, float64(e.s.GlobalTrain), nil) / float64(e.s.GlobalTrain))}
 	if err := e.c.Allreduce(l); err != nil {
 		return 0, err

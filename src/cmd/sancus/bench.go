@@ -45,6 +45,7 @@ func best(reps int, f func()) time.Duration {
 // KernelBench is what `sancus bench kernels` measures, in one process run.
 type KernelBench struct {
 	Dataset     string  `json:"dataset"`
+	Device      string  `json:"device"`
 	Nodes       int     `json:"nodes"`
 	NNZ         int64   `json:"nnz_ahat"`
 	Threads     int     `json:"threads"`
@@ -66,6 +67,7 @@ func benchKernels(args []string) error {
 	data := fs.String("data", "", "dataset directory (default: generate the 100k-node / 1M-edge reference graph)")
 	out := fs.String("out", "results/bench/kernels.json", "where to write the figures")
 	epochs := fs.Int("epochs", 20, "epochs timed per training mode")
+	device := fs.String("device", "cpu", "kernels backend to measure: cpu, or cuda in a `make cuda` binary")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -86,38 +88,59 @@ func benchKernels(args []string) error {
 		return err
 	}
 	ahat := graph.Normalize(ds.Adj)
-	r := KernelBench{Dataset: dir, Nodes: ds.N, NNZ: ahat.NNZ(), Threads: kernels.Threads(), SIMD: kernels.SIMD()}
+	be, err := kernels.Open(*device, 0)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	dev, ok := be.(timedBackend)
+	if !ok {
+		return fmt.Errorf("bench kernels: backend %s cannot be timed", be.Name())
+	}
+	r := KernelBench{Dataset: dir, Device: dev.Device(), Nodes: ds.N, NNZ: ahat.NNZ(), Threads: kernels.Threads(), SIMD: kernels.SIMD()}
+	// timed waits for the device, so a figure covers the work, not its launch.
+	timed := func(reps int, f func()) time.Duration {
+		f()
+		dev.Sync()
+		return best(reps, func() { f(); dev.Sync() })
+	}
 
 	// STREAM triad over arrays far larger than the last-level cache.
 	n := 32 << 20
-	a, b, c := make([]float32, n), make([]float32, n), make([]float32, n)
-	for i := range b {
-		b[i], c[i] = 1, 2
+	a, b, c := be.NewDense(n, 1), be.NewDense(n, 1), be.NewDense(n, 1)
+	for i := range b.Data {
+		b.Data[i], c.Data[i] = 1, 2
 	}
-	d := best(10, func() { kernels.Triad(a, b, c, 3) })
+	be.Upload(b)
+	be.Upload(c)
+	d := timed(10, func() { dev.Triad(a, b, c, 3) })
 	r.TriadGBs = float64(12*n) / d.Seconds() / 1e9
 
 	// SpMM Â·H at the hidden width; traffic counted as the compulsory bytes.
 	const w = 16
-	h, out16 := kernels.NewDense(ds.N, w), kernels.NewDense(ds.N, w)
+	h, out16 := be.NewDense(ds.N, w), be.NewDense(ds.N, w)
 	for i := range h.Data {
 		h.Data[i] = 1
 	}
-	d = best(20, func() { kernels.SpMM(out16, ahat, h, false) })
+	be.Upload(h)
+	d = timed(20, func() { be.SpMM(out16, ahat, h, false) })
 	bytes := float64(ahat.NNZ())*8 + float64(ahat.Rows+1)*8 + 2*float64(ds.N*w)*4
 	r.SpMMMs = ms(d)
 	r.SpMMGBs = bytes / d.Seconds() / 1e9
 	r.SpMMOfTriad = r.SpMMGBs / r.TriadGBs
 	r.SpMMGatherGBs = (float64(ahat.NNZ())*(8+4*w) + float64(ds.N*w)*4) / d.Seconds() / 1e9
 
-	x := kernels.NewDense(ds.N, 128)
-	wt := kernels.NewDense(128, w)
-	d = best(10, func() { kernels.GEMM(out16, x, wt, false) })
+	x := be.NewDense(ds.N, 128)
+	wt := be.NewDense(128, w)
+	d = timed(10, func() { be.GEMM(out16, x, wt, false) })
 	r.GEMMGflops = 2 * float64(ds.N) * 128 * w / d.Seconds() / 1e9
+	if err := be.Err(); err != nil {
+		return err
+	}
 
 	for _, pre := range []bool{true, false} {
 		cfg := train.Defaults()
-		cfg.Epochs, cfg.EvalEvery, cfg.Precompute = *epochs, 0, pre
+		cfg.Epochs, cfg.EvalEvery, cfg.Precompute, cfg.Device = *epochs, 0, pre, *device
 		out, err := train.RunInProcess(ds, 1, cfg)
 		res := out.Result
 		if err != nil {
@@ -130,6 +153,7 @@ func benchKernels(args []string) error {
 		}
 	}
 	fmt.Printf("graph            %s: %d nodes, %d nonzeros in Â\n", dir, r.Nodes, r.NNZ)
+	fmt.Printf("device           %s\n", r.Device)
 	fmt.Printf("kernels          %s, %d threads\n", r.SIMD, r.Threads)
 	fmt.Printf("triad            %8.2f GB/s\n", r.TriadGBs)
 	fmt.Printf("SpMM Â·H (w=16)  %8.2f GB/s compulsory bytes (%.2f ms, %.0f%% of triad); %.2f GB/s counting every gathered row\n",
@@ -138,6 +162,14 @@ func benchKernels(args []string) error {
 	fmt.Printf("epoch (ÂX precomputed) %8.2f ms\n", r.EpochMs)
 	fmt.Printf("epoch (plain Â(XW))    %8.2f ms\n", r.EpochPlainMs)
 	return writeJSON(*out, r)
+}
+
+// timedBackend is what the benchmark needs beyond kernels.Backend: the
+// triad, a wait for queued work, and the device's name.
+type timedBackend interface {
+	Triad(a, b, c *kernels.Dense, s float32)
+	Sync() error
+	Device() string
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }

@@ -90,6 +90,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.IntVar(&cfg.EvalEvery, "eval-every", cfg.EvalEvery, "evaluate every k epochs (0: only accuracy-free training)")
 	fs.BoolVar(&tf.normalize, "normalize-features", true, "row-normalize features (with --data)")
 	fs.Uint64Var(&tf.splitSeed, "split-seed", 1, "seed of the split for datasets without one (with --data)")
+	fs.StringVar(&cfg.Device, "device", "cpu", "kernels backend: cpu, or cuda in a binary built with `make cuda` (one GPU per local rank)")
 	fs.IntVar(&tf.threads, "threads", 0, "kernel threads per rank (0: GOMAXPROCS / in-process ranks)")
 	fs.DurationVar(&tf.timeout, "comm-timeout", 5*time.Minute, "abort the job when a communication wait exceeds this")
 	fs.StringVar(&tf.out, "out", "", "results JSON path (default results/runs/<name>.json)")
@@ -130,6 +131,7 @@ func runTrain(args []string) error {
 	rep := &Report{Command: "sancus " + strings.Join(args, " "), Started: time.Now().UTC(), JobID: env.JobID, Launcher: env.Launcher}
 	rep.Host, _ = os.Hostname()
 	if env.Parallel() {
+		cfg.LocalRank = env.LocalRank // one device per rank on its node
 		if tf.ranks != 1 {
 			return fmt.Errorf("--ranks is for single-process runs; under %s the launcher sets the rank count", env.Launcher)
 		}
@@ -240,6 +242,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *Report) error {
 	if err != nil {
 		return abort("setting up", err)
 	}
+	defer e.Close()
 	res, err := e.Run()
 	if err != nil && !errors.Is(err, train.ErrStopped) {
 		return abort("training", err)

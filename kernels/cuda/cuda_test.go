@@ -1,0 +1,232 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"sancus/kernels"
+)
+
+func open(t testing.TB) *Backend {
+	t.Helper()
+	b, err := Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func randDense(r *rand.Rand, rows, cols int) *kernels.Dense {
+	d := kernels.NewDense(rows, cols)
+	for i := range d.Data {
+		d.Data[i] = float32(r.NormFloat64())
+	}
+	return d
+}
+
+// randCSR has sorted unique columns and some empty rows.
+func randCSR(r *rand.Rand, rows, cols, perRow int) *kernels.CSR {
+	a := &kernels.CSR{Rows: rows, Cols: cols, RowPtr: make([]int64, rows+1)}
+	for i := 0; i < rows; i++ {
+		k := r.IntN(2 * perRow)
+		if i%7 == 3 {
+			k = 0
+		}
+		seen := map[int32]bool{}
+		var cs []int32
+		for len(cs) < min(k, cols) {
+			c := int32(r.IntN(cols))
+			if !seen[c] {
+				seen[c] = true
+				cs = append(cs, c)
+			}
+		}
+		for x := 1; x < len(cs); x++ {
+			for y := x; y > 0 && cs[y] < cs[y-1]; y-- {
+				cs[y], cs[y-1] = cs[y-1], cs[y]
+			}
+		}
+		for _, c := range cs {
+			a.ColIdx = append(a.ColIdx, c)
+			a.Val = append(a.Val, float32(r.NormFloat64()))
+		}
+		a.RowPtr[i+1] = int64(len(a.ColIdx))
+	}
+	return a
+}
+
+// onDevice copies a host matrix into a new device matrix.
+func onDevice(b *Backend, d *kernels.Dense) *kernels.Dense {
+	x := b.NewDense(d.Rows, d.Cols)
+	copy(x.Data, d.Data)
+	b.Upload(x)
+	return x
+}
+
+func fetch(t *testing.T, b *Backend, d *kernels.Dense) []float32 {
+	t.Helper()
+	b.Download(d)
+	if err := b.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return d.Data
+}
+
+func near(t *testing.T, what string, got, want []float32, tol float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		d := math.Abs(float64(got[i]) - float64(want[i]))
+		if d > tol*(1+math.Abs(float64(want[i]))) {
+			t.Fatalf("%s: element %d = %g, CPU %g", what, i, got[i], want[i])
+		}
+	}
+}
+
+func TestKernelsMatchCPU(t *testing.T) {
+	b := open(t)
+	r := rand.New(rand.NewPCG(1, 2))
+	const m, k, n = 9000, 37, 16 // m > tnChunk: split-K with two slabs and a tail
+
+	a := randCSR(r, m, 5000, 6)
+	x := randDense(r, 5000, n)
+	c0 := randDense(r, m, n)
+	for _, acc := range []bool{false, true} {
+		want := c0.Clone()
+		kernels.SpMM(want, a, x, acc)
+		got := onDevice(b, c0)
+		if err := b.SpMM(got, a, onDevice(b, x), acc); err != nil {
+			t.Fatal(err)
+		}
+		near(t, "spmm", fetch(t, b, got), want.Data, 1e-5)
+	}
+
+	A, B := randDense(r, m, k), randDense(r, k, n)
+	want := kernels.NewDense(m, n)
+	kernels.GEMM(want, A, B, false)
+	got := b.NewDense(m, n)
+	b.GEMM(got, onDevice(b, A), B, false) // B stays on the host: uploaded on use
+	near(t, "gemm", fetch(t, b, got), want.Data, 1e-4)
+
+	G := randDense(r, m, n)
+	wantT := kernels.NewDense(k, n)
+	kernels.GEMMTN(wantT, A, G)
+	gotT := b.NewDense(k, n)
+	b.GEMMTN(gotT, onDevice(b, A), onDevice(b, G))
+	near(t, "gemm Aᵀ·B", fetch(t, b, gotT), wantT.Data, 1e-3)
+
+	wantNT := kernels.NewDense(m, k)
+	kernels.GEMMNT(wantNT, G, B)
+	gotNT := b.NewDense(m, k)
+	b.GEMMNT(gotNT, onDevice(b, G), B)
+	near(t, "gemm A·Bᵀ", fetch(t, b, gotNT), wantNT.Data, 1e-4)
+
+	bias := make([]float32, n)
+	for i := range bias {
+		bias[i] = float32(r.NormFloat64())
+	}
+	h := c0.Clone()
+	kernels.AddBiasReLU(h, bias, true)
+	hd := onDevice(b, c0)
+	b.AddBiasReLU(hd, bias, true)
+	near(t, "bias+relu", fetch(t, b, hd), h.Data, 0)
+
+	g := G.Clone()
+	kernels.ReLUBackward(g, h)
+	gd := onDevice(b, G)
+	b.ReLUBackward(gd, hd)
+	near(t, "relu backward", fetch(t, b, gd), g.Data, 0)
+
+	sums := make([]float32, n)
+	kernels.ColumnSums(sums, G)
+	gotSums := make([]float32, n)
+	b.ColumnSums(gotSums, onDevice(b, G))
+	near(t, "column sums", gotSums, sums, 1e-4)
+
+	if got, want := b.Norm(onDevice(b, G)), kernels.FrobNorm(G.Data); math.Abs(got-want) > 1e-9*want {
+		t.Fatalf("norm %v, CPU %v", got, want)
+	}
+	sd := onDevice(b, G)
+	b.Scale(sd, 0.25)
+	sc := G.Clone()
+	kernels.Scale(sc.Data, 0.25)
+	near(t, "scale", fetch(t, b, sd), sc.Data, 0)
+}
+
+// Dropout must draw exactly the CPU's masks: positional ids, row offsets,
+// widths that are not a multiple of 4, and sparse rows.
+func TestDropoutMasksMatchCPU(t *testing.T) {
+	b := open(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, cols := range []int{1, 3, 16, 37, 1433} {
+		src := randDense(r, 300, cols)
+		ids := make([]int64, src.Rows)
+		for i := range ids {
+			ids[i] = int64(r.IntN(1 << 40))
+		}
+		for _, m := range []kernels.Mask{
+			{P: 0.5, Seed: 7, Stream: 3<<8 | 1, Row0: 1234},
+			{P: 0.1, Seed: 9, Stream: 5, IDs: ids},
+		} {
+			want := kernels.NewDense(src.Rows, cols)
+			m.ApplyDense(want, src)
+			got := b.NewDense(src.Rows, cols)
+			b.Dropout(m, got, onDevice(b, src))
+			near(t, "dense dropout", fetch(t, b, got), want.Data, 0)
+		}
+	}
+
+	// The layer-1 input: a sparse operand with dropout, O·W and Oᵀ·G.
+	a := randCSR(r, 2000, 3000, 20)
+	w := randDense(r, 3000, 16)
+	g := randDense(r, 2000, 16)
+	m := kernels.Mask{P: 0.5, Seed: 1, Stream: 77, Row0: 100}
+	cpu := kernels.NewOperand(a)
+	if !cpu.IsSparse() {
+		t.Fatal("test operand should stay sparse")
+	}
+	in, err := b.Input(cpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mk := range []kernels.Mask{m, {}} {
+		cpu.SetDropout(mk)
+		in.SetDropout(mk)
+		want := kernels.NewDense(2000, 16)
+		cpu.Mul(want, w)
+		got := b.NewDense(2000, 16)
+		if err := in.Mul(got, w); err != nil {
+			t.Fatal(err)
+		}
+		near(t, "input O·W", fetch(t, b, got), want.Data, 1e-5)
+		wantT := kernels.NewDense(3000, 16)
+		cpu.MulT(wantT, g)
+		gotT := b.NewDense(3000, 16)
+		if err := in.MulT(gotT, onDevice(b, g)); err != nil {
+			t.Fatal(err)
+		}
+		near(t, "input Oᵀ·G", fetch(t, b, gotT), wantT.Data, 1e-5)
+	}
+}
+
+// A wrong shape is an error, not a device fault.
+func TestShapeErrors(t *testing.T) {
+	b := open(t)
+	if err := b.GEMM(b.NewDense(3, 3), b.NewDense(3, 4), b.NewDense(5, 3), false); err == nil {
+		t.Fatal("mismatched GEMM accepted")
+	}
+	if err := b.SpMM(b.NewDense(2, 2), &kernels.CSR{Rows: 2, Cols: 3, RowPtr: make([]int64, 3)}, b.NewDense(2, 2), false); err == nil {
+		t.Fatal("mismatched SpMM accepted")
+	}
+	host := kernels.NewDense(2, 2)
+	b.Scale(host, 2)
+	if b.Err() == nil {
+		t.Fatal("writing a host-only matrix was not reported")
+	}
+}

@@ -1,0 +1,176 @@
+//go:build cuda
+
+#include "driver.h"
+
+static const char *names[SCG_NKERNELS] = {
+    "sc_spmm", "sc_gemm", "sc_reduce_slabs", "sc_colsum", "sc_bias_relu", "sc_relu_backward",
+    "sc_scale", "sc_sumsq", "sc_triad", "sc_permute", "sc_dropout_dense", "sc_dropout_csr"};
+
+int scg_device_count(int *n) {
+  CUresult r = cuInit(0);
+  if (r != CUDA_SUCCESS) return r;
+  return cuDeviceGetCount(n);
+}
+
+// The primary context is shared by every backend of the process (in-process
+// ranks on one GPU); each backend has its own stream and module.
+int scg_open(scg *g, int ordinal, const char *ptx, char *name, int namelen, size_t *totalmem) {
+  CUresult r;
+  if ((r = cuInit(0))) return r;
+  if ((r = cuDeviceGet(&g->dev, ordinal))) return r;
+  if ((r = cuDeviceGetName(name, namelen, g->dev))) return r;
+  if ((r = cuDeviceTotalMem(totalmem, g->dev))) return r;
+  if ((r = cuDevicePrimaryCtxRetain(&g->ctx, g->dev))) return r;
+  if ((r = cuCtxSetCurrent(g->ctx))) return r;
+  if ((r = cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING))) return r;
+  if ((r = cuModuleLoadData(&g->mod, ptx))) return r;
+  for (int k = 0; k < SCG_NKERNELS; k++)
+    if ((r = cuModuleGetFunction(&g->fn[k], g->mod, names[k]))) return r;
+  return CUDA_SUCCESS;
+}
+
+int scg_close(scg *g) {
+  CUresult r;
+  if ((r = cuCtxSetCurrent(g->ctx))) return r;
+  cuStreamSynchronize(g->stream);
+  if (g->mod) cuModuleUnload(g->mod);
+  if (g->stream) cuStreamDestroy(g->stream);
+  return cuDevicePrimaryCtxRelease(g->dev);
+}
+
+const char *scg_error(int code) {
+  const char *s = 0;
+  if (cuGetErrorName((CUresult)code, &s) != CUDA_SUCCESS || !s) return "unknown CUDA error";
+  return s;
+}
+
+// Goroutines move between threads: every entry makes the context current.
+#define CUR(g)                                 \
+  do {                                         \
+    CUresult _r = cuCtxSetCurrent((g)->ctx);   \
+    if (_r != CUDA_SUCCESS) return _r;         \
+  } while (0)
+
+int scg_alloc(scg *g, scg_ptr *p, size_t bytes) {
+  CUR(g);
+  CUdeviceptr d = 0;
+  CUresult r = cuMemAlloc(&d, bytes ? bytes : 4);
+  *p = (scg_ptr)d;
+  return r;
+}
+
+int scg_free(scg *g, scg_ptr p) {
+  CUR(g);
+  return cuMemFree((CUdeviceptr)p);
+}
+
+// Host copies finish before returning, so Go memory is never held by CUDA
+// after the call.
+int scg_upload(scg *g, scg_ptr dst, const void *src, size_t bytes) {
+  CUR(g);
+  if (!bytes) return CUDA_SUCCESS;
+  CUresult r = cuMemcpyHtoDAsync((CUdeviceptr)dst, src, bytes, g->stream);
+  if (r != CUDA_SUCCESS) return r;
+  return cuStreamSynchronize(g->stream);
+}
+
+int scg_download(scg *g, void *dst, scg_ptr src, size_t bytes) {
+  CUR(g);
+  if (!bytes) return CUDA_SUCCESS;
+  CUresult r = cuMemcpyDtoHAsync(dst, (CUdeviceptr)src, bytes, g->stream);
+  if (r != CUDA_SUCCESS) return r;
+  return cuStreamSynchronize(g->stream);
+}
+
+int scg_copy(scg *g, scg_ptr dst, scg_ptr src, size_t bytes) {
+  CUR(g);
+  if (!bytes) return CUDA_SUCCESS;
+  return cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, g->stream);
+}
+
+int scg_zero(scg *g, scg_ptr p, size_t words) {
+  CUR(g);
+  if (!words) return CUDA_SUCCESS;
+  return cuMemsetD32Async((CUdeviceptr)p, 0, words, g->stream);
+}
+
+int scg_sync(scg *g) {
+  CUR(g);
+  return cuStreamSynchronize(g->stream);
+}
+
+static int launch(scg *g, int k, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                  void **args) {
+  CUR(g);
+  if (gx == 0 || gy == 0 || gz == 0) return CUDA_SUCCESS;
+  return cuLaunchKernel(g->fn[k], gx, gy, gz, bx, by, 1, 0, g->stream, args, 0);
+}
+
+static unsigned blocks(long long total, unsigned per) { return (unsigned)((total + per - 1) / per); }
+
+int scg_spmm(scg *g, scg_ptr rowptr, scg_ptr col, scg_ptr val, scg_ptr b, scg_ptr c,
+             long long rows, int n, int acc) {
+  void *a[] = {&rowptr, &col, &val, &b, &c, &rows, &n, &acc};
+  return launch(g, SCG_SPMM, blocks(rows * n, 256), 1, 1, 256, 1, a);
+}
+
+int scg_gemm(scg *g, scg_ptr pa, scg_ptr pb, scg_ptr pc, int m, int n, long long kdim,
+             long long sai, long long sap, long long sbp, long long sbj, long long kchunk,
+             int slabs, int acc) {
+  void *a[] = {&pa, &pb, &pc, &m, &n, &kdim, &sai, &sap, &sbp, &sbj, &kchunk, &acc};
+  return launch(g, SCG_GEMM, blocks(m, 16), blocks(n, 16), (unsigned)slabs, 16, 16, a);
+}
+
+int scg_reduce(scg *g, scg_ptr slab, long long slabs, long long len, scg_ptr out, int acc) {
+  void *a[] = {&slab, &slabs, &len, &out, &acc};
+  return launch(g, SCG_REDUCE, blocks(len, 256), 1, 1, 256, 1, a);
+}
+
+int scg_colsum(scg *g, scg_ptr x, long long rows, int n, long long chunk, int chunks, scg_ptr partial) {
+  void *a[] = {&x, &rows, &n, &chunk, &partial};
+  return launch(g, SCG_COLSUM, (unsigned)chunks, 1, 1, 128, 1, a);
+}
+
+int scg_bias_relu(scg *g, scg_ptr z, scg_ptr bias, long long total, int n, int relu) {
+  void *a[] = {&z, &bias, &total, &n, &relu};
+  return launch(g, SCG_BIAS_RELU, blocks(total, 256), 1, 1, 256, 1, a);
+}
+
+int scg_relu_backward(scg *g, scg_ptr grad, scg_ptr h, long long total) {
+  void *a[] = {&grad, &h, &total};
+  return launch(g, SCG_RELU_BWD, blocks(total, 256), 1, 1, 256, 1, a);
+}
+
+int scg_scale(scg *g, scg_ptr x, float s, long long total) {
+  void *a[] = {&x, &s, &total};
+  return launch(g, SCG_SCALE, blocks(total, 256), 1, 1, 256, 1, a);
+}
+
+int scg_sumsq(scg *g, scg_ptr x, long long total, int nblocks, scg_ptr partial) {
+  void *a[] = {&x, &total, &partial};
+  return launch(g, SCG_SUMSQ, (unsigned)nblocks, 1, 1, 256, 1, a);
+}
+
+int scg_triad(scg *g, scg_ptr pa, scg_ptr pb, scg_ptr pc, float s, long long total) {
+  void *a[] = {&pa, &pb, &pc, &s, &total};
+  return launch(g, SCG_TRIAD, blocks(total, 256), 1, 1, 256, 1, a);
+}
+
+int scg_permute(scg *g, scg_ptr src, scg_ptr dst, scg_ptr perm, long long total) {
+  void *a[] = {&src, &dst, &perm, &total};
+  return launch(g, SCG_PERMUTE, blocks(total, 256), 1, 1, 256, 1, a);
+}
+
+int scg_dropout_dense(scg *g, scg_ptr src, scg_ptr dst, long long rows, int cols,
+                      unsigned long long seed, unsigned long long stream, long long row0,
+                      scg_ptr ids, unsigned thr, float scale) {
+  void *a[] = {&src, &dst, &rows, &cols, &seed, &stream, &row0, &ids, &thr, &scale};
+  return launch(g, SCG_DROP_DENSE, blocks(rows * ((cols + 3) / 4), 256), 1, 1, 256, 1, a);
+}
+
+int scg_dropout_csr(scg *g, scg_ptr rowptr, scg_ptr col, scg_ptr val, scg_ptr out, long long rows,
+                    unsigned long long seed, unsigned long long stream, long long row0,
+                    scg_ptr ids, unsigned thr, float scale) {
+  void *a[] = {&rowptr, &col, &val, &out, &rows, &seed, &stream, &row0, &ids, &thr, &scale};
+  return launch(g, SCG_DROP_CSR, blocks(rows, 128), 1, 1, 128, 1, a);
+}

@@ -1,0 +1,57 @@
+//go:build cuda
+
+// A thin C layer over the CUDA driver API for backend.go: one context,
+// stream and module per backend, and one launch wrapper per kernel of
+// sancus.cu, so that Go never builds a kernel-parameter array itself.
+// Every function returns a CUresult (0 is success).
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef unsigned long long scg_ptr;
+
+enum {
+  SCG_SPMM, SCG_GEMM, SCG_REDUCE, SCG_COLSUM, SCG_BIAS_RELU, SCG_RELU_BWD, SCG_SCALE,
+  SCG_SUMSQ, SCG_TRIAD, SCG_PERMUTE, SCG_DROP_DENSE, SCG_DROP_CSR, SCG_NKERNELS
+};
+
+typedef struct {
+  CUdevice dev;
+  CUcontext ctx;
+  CUstream stream;
+  CUmodule mod;
+  CUfunction fn[SCG_NKERNELS];
+} scg;
+
+int scg_device_count(int *n);
+int scg_open(scg *g, int ordinal, const char *ptx, char *name, int namelen, size_t *totalmem);
+int scg_close(scg *g);
+const char *scg_error(int code);
+
+int scg_alloc(scg *g, scg_ptr *p, size_t bytes);
+int scg_free(scg *g, scg_ptr p);
+int scg_upload(scg *g, scg_ptr dst, const void *src, size_t bytes);
+int scg_download(scg *g, void *dst, scg_ptr src, size_t bytes);
+int scg_copy(scg *g, scg_ptr dst, scg_ptr src, size_t bytes);
+int scg_zero(scg *g, scg_ptr p, size_t words);
+int scg_sync(scg *g);
+
+int scg_spmm(scg *g, scg_ptr rowptr, scg_ptr col, scg_ptr val, scg_ptr b, scg_ptr c,
+             long long rows, int n, int acc);
+int scg_gemm(scg *g, scg_ptr a, scg_ptr b, scg_ptr c, int m, int n, long long kdim,
+             long long sai, long long sap, long long sbp, long long sbj, long long kchunk,
+             int slabs, int acc);
+int scg_reduce(scg *g, scg_ptr slab, long long slabs, long long len, scg_ptr out, int acc);
+int scg_colsum(scg *g, scg_ptr x, long long rows, int n, long long chunk, int chunks, scg_ptr partial);
+int scg_bias_relu(scg *g, scg_ptr z, scg_ptr bias, long long total, int n, int relu);
+int scg_relu_backward(scg *g, scg_ptr grad, scg_ptr h, long long total);
+int scg_scale(scg *g, scg_ptr x, float s, long long total);
+int scg_sumsq(scg *g, scg_ptr x, long long total, int blocks, scg_ptr partial);
+int scg_triad(scg *g, scg_ptr a, scg_ptr b, scg_ptr c, float s, long long total);
+int scg_permute(scg *g, scg_ptr src, scg_ptr dst, scg_ptr perm, long long total);
+int scg_dropout_dense(scg *g, scg_ptr src, scg_ptr dst, long long rows, int cols,
+                      unsigned long long seed, unsigned long long stream, long long row0,
+                      scg_ptr ids, unsigned thr, float scale);
+int scg_dropout_csr(scg *g, scg_ptr rowptr, scg_ptr col, scg_ptr val, scg_ptr out, long long rows,
+                    unsigned long long seed, unsigned long long stream, long long row0,
+                    scg_ptr ids, unsigned thr, float scale);

@@ -1,0 +1,197 @@
+// GPU kernels of sancus, compiled to PTX by `make cuda` (nvcc -ptx) and
+// loaded through the CUDA driver API by backend.go. They mirror the CPU
+// kernels in ../cpu.c and ../dropout.c: the same operations, the same
+// summation order per output element where it is cheap to keep, and
+// bit-identical dropout masks, so CPU and GPU runs give the same losses.
+//
+// Every reduction is deterministic: partial sums go to fixed slots and are
+// added in a fixed order (no atomics), so a GPU run repeats exactly.
+#include <stdint.h>
+
+typedef long long i64;
+typedef unsigned long long u64;
+
+extern "C" {
+
+// C = A·B (or C += A·B): A rows×k CSR, B k×n dense, C rows×n. One thread
+// per output element; the n threads of a row read the row's column
+// indices together and B's rows coalesced.
+__global__ void sc_spmm(const i64 *rowptr, const int *col, const float *val, const float *B,
+                        float *C, i64 rows, int n, int acc) {
+  i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  i64 r = t / n;
+  int c = (int)(t - r * n);
+  if (r >= rows) return;
+  float s = 0.f;
+  for (i64 p = rowptr[r]; p < rowptr[r + 1]; p++) s = fmaf(val[p], B[(i64)col[p] * n + c], s);
+  if (acc) C[r * n + c] += s;
+  else C[r * n + c] = s;
+}
+
+// Dense product through strides, so one tiled kernel serves A·B, A·Bᵀ and
+// Aᵀ·B: C[i][j] = Σ_p A(i,p)·B(p,j) with A(i,p) = A[i·sai + p·sap] and
+// B(p,j) = B[p·sbp + j·sbj]. blockIdx.z takes the slice [z·kchunk,
+// (z+1)·kchunk) of the inner dimension and writes slab z of C (split-K for
+// the long inner dimension of a weight gradient; one slab otherwise).
+#define TS 16
+__global__ void sc_gemm(const float *A, const float *B, float *C, int m, int n, i64 kdim, i64 sai,
+                        i64 sap, i64 sbp, i64 sbj, i64 kchunk, int acc) {
+  __shared__ float As[TS][TS + 1];
+  __shared__ float Bs[TS][TS + 1];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  i64 i = (i64)blockIdx.x * TS + ty;
+  int j = blockIdx.y * TS + tx;
+  i64 p0 = (i64)blockIdx.z * kchunk;
+  i64 p1 = p0 + kchunk < kdim ? p0 + kchunk : kdim;
+  float s = 0.f;
+  for (i64 p = p0; p < p1; p += TS) {
+    i64 ap = p + tx, bp = p + ty;
+    As[ty][tx] = (i < m && ap < p1) ? A[i * sai + ap * sap] : 0.f;
+    Bs[ty][tx] = (bp < p1 && j < n) ? B[bp * sbp + (i64)j * sbj] : 0.f;
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < TS; q++) s = fmaf(As[ty][q], Bs[q][tx], s);
+    __syncthreads();
+  }
+  if (i < m && j < n) {
+    float *out = C + (i64)blockIdx.z * m * n;
+    if (acc) out[i * n + j] += s;
+    else out[i * n + j] = s;
+  }
+}
+
+// out[i] = Σ_z slab[z][i], z in order (the second half of split-K).
+__global__ void sc_reduce_slabs(const float *slab, i64 slabs, i64 len, float *out, int acc) {
+  i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= len) return;
+  float s = 0.f;
+  for (i64 z = 0; z < slabs; z++) s += slab[z * len + i];
+  if (acc) out[i] += s;
+  else out[i] = s;
+}
+
+// partial[z][c] = Σ over rows [z·chunk, (z+1)·chunk) of g[r][c].
+__global__ void sc_colsum(const float *g, i64 rows, int n, i64 chunk, float *partial) {
+  i64 r0 = (i64)blockIdx.x * chunk;
+  i64 r1 = r0 + chunk < rows ? r0 + chunk : rows;
+  for (int c = threadIdx.x; c < n; c += blockDim.x) {
+    float s = 0.f;
+    for (i64 r = r0; r < r1; r++) s += g[r * n + c];
+    partial[(i64)blockIdx.x * n + c] = s;
+  }
+}
+
+__global__ void sc_bias_relu(float *z, const float *bias, i64 total, int n, int relu) {
+  i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= total) return;
+  float v = z[i] + bias[i % n];
+  z[i] = (relu && v < 0.f) ? 0.f : v;
+}
+
+__global__ void sc_relu_backward(float *g, const float *h, i64 total) {
+  i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < total && h[i] <= 0.f) g[i] = 0.f;
+}
+
+__global__ void sc_scale(float *x, float s, i64 total) {
+  i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < total) x[i] *= s;
+}
+
+// partial[block] = Σ x² over a grid-stride share, reduced in a fixed tree.
+__global__ void sc_sumsq(const float *x, i64 total, double *partial) {
+  __shared__ double sh[256];
+  double s = 0;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x)
+    s += (double)x[i] * (double)x[i];
+  sh[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = blockDim.x / 2; w > 0; w /= 2) {
+    if ((int)threadIdx.x < w) sh[threadIdx.x] += sh[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partial[blockIdx.x] = sh[0];
+}
+
+// a = b + s·c, the STREAM triad: the bandwidth yardstick of the benchmark.
+__global__ void sc_triad(float *a, const float *b, const float *c, float s, i64 total) {
+  i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < total) a[i] = fmaf(s, c[i], b[i]);
+}
+
+// dst[perm[p]] = src[p]: refreshes Aᵀ's values after dropout changed A's.
+__global__ void sc_permute(const float *src, float *dst, const i64 *perm, i64 total) {
+  i64 p = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < total) dst[perm[p]] = src[p];
+}
+
+// Dropout masks, exactly as ../dropout.c draws them: a row key from a
+// counter hash of (seed, stream, node id), then a xorshift64* stream whose
+// draw q gives the 16-bit lanes of columns 4q..4q+3.
+__device__ __forceinline__ u64 mix64(u64 z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+__device__ __forceinline__ u64 row_key(u64 seed, u64 stream, u64 row) {
+  u64 k = mix64(seed ^ mix64(stream + 0x632be59bd9b4e019ULL * (row + 1)));
+  return k ? k : 1;
+}
+
+__device__ __forceinline__ u64 next_word(u64 *s) {
+  u64 x = *s;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *s = x;
+  return x * 0x2545f4914f6cdd1dULL;
+}
+
+__device__ __forceinline__ float keep_or_zero(unsigned lane, unsigned thr, float v, float scale) {
+  return lane >= thr ? v * scale : 0.f;
+}
+
+// One thread per (row, draw q): it replays the row's stream to draw q and
+// masks the four columns that draw covers.
+__global__ void sc_dropout_dense(const float *src, float *dst, i64 rows, int cols, u64 seed,
+                                 u64 stream, i64 row0, const i64 *ids, unsigned thr, float scale) {
+  int words = (cols + 3) / 4;
+  i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  i64 r = t / words;
+  int q = (int)(t - r * words);
+  if (r >= rows) return;
+  u64 s = row_key(seed, stream, (u64)(ids ? ids[r] : row0 + r));
+  u64 w = 0;
+  for (int k = 0; k <= q; k++) w = next_word(&s);
+  unsigned t16 = thr > 0xffff ? 0xffff : thr;
+  for (int l = 0; l < 4; l++) {
+    int c = 4 * q + l;
+    if (c >= cols) break;
+    unsigned lane = (unsigned)(w >> (16 * l)) & 0xffff;
+    dst[r * cols + c] = keep_or_zero(lane, t16, src[r * cols + c], scale);
+  }
+}
+
+// Sparse rows: one thread per row walks its sorted columns along the stream.
+__global__ void sc_dropout_csr(const i64 *rowptr, const int *col, const float *val, float *out,
+                               i64 rows, u64 seed, u64 stream, i64 row0, const i64 *ids,
+                               unsigned thr, float scale) {
+  i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  u64 s = row_key(seed, stream, (u64)(ids ? ids[r] : row0 + r));
+  i64 q = -1;
+  u64 w = 0;
+  for (i64 p = rowptr[r]; p < rowptr[r + 1]; p++) {
+    i64 c = col[p];
+    while (q < c / 4) {
+      w = next_word(&s);
+      q++;
+    }
+    unsigned lane = (unsigned)(w >> (16 * (c & 3))) & 0xffff;
+    out[p] = keep_or_zero(lane, thr, val[p], scale);
+  }
+}
+
+} // extern "C"

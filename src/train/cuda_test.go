@@ -1,0 +1,82 @@
+//go:build cuda
+
+package train
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	_ "sancus/kernels/cuda"
+	"sancus/src/graph"
+)
+
+// datasets is ../shared/datasets, or SANCUS_DATASETS on a GPU host where
+// the shared folder is not mounted.
+func datasets() string {
+	if d := os.Getenv("SANCUS_DATASETS"); d != "" {
+		return d
+	}
+	return shared
+}
+
+// TestCUDAMatchesCPU trains the same runs on the CPU and on the GPU and
+// compares every epoch's loss: one rank and two in-process ranks (both on
+// the one GPU, with the sparsity-aware and the dense exchange), with and
+// without the ÂX shortcut, on Cora and on a generated graph.
+func TestCUDAMatchesCPU(t *testing.T) {
+	cora, err := graph.Load(filepath.Join(datasets(), "cora"), graph.LoadOptions{NormalizeFeatures: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	gen := graph.GenConfig{Model: "planted", Nodes: 20000, Edges: 200000, Features: 128, FeatureNNZ: 16,
+		Classes: 16, PIn: 0.4, FeatureSig: 0.3, TrainFrac: 0.1, ValFrac: 0.1, Seed: 3}
+	if err := graph.Generate(dir, gen); err != nil {
+		t.Fatal(err)
+	}
+	planted, err := graph.Load(dir, graph.LoadOptions{NormalizeFeatures: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		ds   *graph.Dataset
+		p    int
+		edit func(*Config)
+	}{
+		{"cora/P1", cora, 1, func(c *Config) {}},
+		{"cora/P1/plain", cora, 1, func(c *Config) { c.Precompute = false }},
+		{"cora/P2/sparse/variation-gap", cora, 2, func(c *Config) { c.Staleness, c.Eps = "variation-gap", 0.02 }},
+		{"cora/P2/dense/3-layers", cora, 2, func(c *Config) { c.DenseBcast, c.Layers = true, 3 }},
+		{"planted/P1", planted, 1, func(c *Config) {}},
+		{"planted/P2/plain", planted, 2, func(c *Config) { c.Precompute = false }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Defaults()
+			cfg.Epochs, cfg.EvalEvery = 30, 10
+			tc.edit(&cfg)
+			cpu, err := RunInProcess(tc.ds, tc.p, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Device = "cuda"
+			gpu, err := RunInProcess(tc.ds, tc.p, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			worst := 0.0
+			for i, c := range cpu.Result.Curve {
+				g := gpu.Result.Curve[i]
+				rel := math.Abs(g.Loss-c.Loss) / math.Abs(c.Loss)
+				worst = max(worst, rel)
+				if rel > 1e-4 {
+					t.Fatalf("epoch %d: GPU loss %.7g, CPU %.7g (relative %.2g)", i+1, g.Loss, c.Loss, rel)
+				}
+			}
+			t.Logf("%d epochs, worst relative loss gap %.2g; ms/epoch CPU %.2f GPU %.2f; test acc CPU %.4f GPU %.4f",
+				len(cpu.Result.Curve), worst, cpu.Result.MeanEpochMs, gpu.Result.MeanEpochMs, cpu.Result.FinalTestAcc, gpu.Result.FinalTestAcc)
+		})
+	}
+}
