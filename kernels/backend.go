@@ -36,6 +36,9 @@ type Backend interface {
 	Dropout(m Mask, dst, src *Dense)
 	ColumnSums(out []float32, g *Dense)
 	Norm(d *Dense) float64
+	// LossGrad is SoftmaxCE with logits and grad where the backend keeps
+	// them: the summed loss over rows comes back, the gradient stays.
+	LossGrad(logits *Dense, labels, rows []int32, norm float64, grad *Dense) float64
 	Scale(d *Dense, s float32)
 	// Input makes the layer-1 operand (X or ÂX) usable on this backend.
 	Input(o *Operand) (Input, error)
@@ -111,11 +114,14 @@ func (CPU) AddBiasReLU(z *Dense, bias []float32, relu bool) { AddBiasReLU(z, bia
 func (CPU) ReLUBackward(g, h *Dense)                        { ReLUBackward(g, h) }
 func (CPU) Dropout(m Mask, dst, src *Dense)                 { m.ApplyDense(dst, src) }
 func (CPU) ColumnSums(out []float32, g *Dense)              { ColumnSums(out, g) }
-func (CPU) Norm(d *Dense) float64                           { return FrobNorm(d.Data) }
-func (CPU) Scale(d *Dense, s float32)                       { Scale(d.Data, s) }
-func (CPU) Input(o *Operand) (Input, error)                 { return o, nil }
-func (CPU) Err() error                                      { return nil }
-func (CPU) Close() error                                    { return nil }
+func (CPU) LossGrad(logits *Dense, labels, rows []int32, norm float64, grad *Dense) float64 {
+	return SoftmaxCE(logits, labels, rows, norm, grad)
+}
+func (CPU) Norm(d *Dense) float64           { return FrobNorm(d.Data) }
+func (CPU) Scale(d *Dense, s float32)       { Scale(d.Data, s) }
+func (CPU) Input(o *Operand) (Input, error) { return o, nil }
+func (CPU) Err() error                      { return nil }
+func (CPU) Close() error                    { return nil }
 
 // Sync, Triad and Device serve the kernel benchmark.
 func (CPU) Sync() error                     { return nil }

@@ -26,7 +26,7 @@ install() {
 }
 
 start() {
-	install
+	install >&2 # stdout is eval'ed by the caller: apt's chatter goes to stderr
 	stop_daemons
 	mkdir -p "$dir"/{state,spool,log,run}
 	chmod 700 "$dir"

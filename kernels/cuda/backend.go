@@ -60,9 +60,11 @@ type Backend struct {
 	staged  map[*kernels.Dense]*buf
 	csrs    map[*kernels.CSR]*devCSR
 	ids     map[idKey]*buf
-	vec     *buf // bias uploads
-	slab    *buf // split-K partial products
-	partial *buf // column sums and norms
+	i32s    map[*int32]*buf // labels and row lists, uploaded once
+	loss    *buf            // per-row losses
+	vec     *buf            // bias uploads
+	slab    *buf            // split-K partial products
+	partial *buf            // column sums and norms
 }
 
 // DeviceCount is the number of CUDA devices (0 with an error when the
@@ -84,7 +86,7 @@ func Open(localRank int) (*Backend, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("cuda: no device found")
 	}
-	b := &Backend{ordinal: localRank % n, staged: map[*kernels.Dense]*buf{}, csrs: map[*kernels.CSR]*devCSR{}, ids: map[idKey]*buf{}}
+	b := &Backend{ordinal: localRank % n, staged: map[*kernels.Dense]*buf{}, csrs: map[*kernels.CSR]*devCSR{}, ids: map[idKey]*buf{}, i32s: map[*int32]*buf{}}
 	b.g = (*C.scg)(C.calloc(1, C.size_t(unsafe.Sizeof(C.scg{}))))
 	src := C.CString(ptx)
 	defer C.free(unsafe.Pointer(src))
@@ -394,6 +396,43 @@ func (b *Backend) Dropout(m kernels.Mask, dst, src *kernels.Dense) {
 	b.ok(C.scg_dropout_dense(b.g, b.in(src), b.out(dst), C.longlong(src.Rows), C.int(src.Cols),
 		C.ulonglong(m.Seed), C.ulonglong(m.Stream), C.longlong(m.Row0), b.idsOf(m.IDs),
 		C.uint(m.Threshold()), C.float(m.KeepScale())), "dropout")
+}
+
+// i32 uploads a label or row list once (they do not change during a run).
+func (b *Backend) i32(s []int32) C.scg_ptr {
+	if len(s) == 0 {
+		return 0
+	}
+	x := b.i32s[&s[0]]
+	if x == nil {
+		x = b.alloc(len(s) * 4)
+		b.upload(x, unsafe.Pointer(&s[0]), len(s)*4)
+		b.i32s[&s[0]] = x
+	}
+	return x.p
+}
+
+// LossGrad is the softmax cross-entropy over rows on the device: the
+// gradient stays there, the per-row losses are added on the host in order.
+func (b *Backend) LossGrad(logits *kernels.Dense, labels, rows []int32, norm float64, grad *kernels.Dense) float64 {
+	b.Zero(grad)
+	if len(rows) == 0 || logits.Cols == 0 {
+		return 0
+	}
+	lp := b.grow(&b.loss, len(rows)*8)
+	if !b.ok(C.scg_softmax_ce(b.g, b.in(logits), C.int(logits.Cols), b.i32(labels), b.i32(rows), C.longlong(len(rows)),
+		C.double(norm), b.out(grad), lp.p), "softmax cross-entropy") {
+		return 0
+	}
+	host := make([]float64, len(rows))
+	if !b.ok(C.scg_download(b.g, unsafe.Pointer(&host[0]), lp.p, C.size_t(len(host)*8)), "download") {
+		return 0
+	}
+	var s float64
+	for _, v := range host {
+		s += v
+	}
+	return s
 }
 
 // ColumnSums adds the rows of g into out: per-slice sums on the device,

@@ -152,6 +152,19 @@ func TestKernelsMatchCPU(t *testing.T) {
 	if got, want := b.Norm(onDevice(b, G)), kernels.FrobNorm(G.Data); math.Abs(got-want) > 1e-9*want {
 		t.Fatalf("norm %v, CPU %v", got, want)
 	}
+	labels := make([]int32, m)
+	for i := range labels {
+		labels[i] = int32(r.IntN(n))
+	}
+	rows := []int32{5, 0, 8999, 17, 4096}
+	wantG := kernels.NewDense(m, n)
+	wantLoss := kernels.SoftmaxCE(G, labels, rows, 3, wantG)
+	gotG := b.NewDense(m, n)
+	if gotLoss := b.LossGrad(onDevice(b, G), labels, rows, 3, gotG); math.Abs(gotLoss-wantLoss) > 1e-12*math.Abs(wantLoss) {
+		t.Fatalf("loss %v, CPU %v", gotLoss, wantLoss)
+	}
+	near(t, "loss gradient", fetch(t, b, gotG), wantG.Data, 1e-6)
+
 	sd := onDevice(b, G)
 	b.Scale(sd, 0.25)
 	sc := G.Clone()

@@ -4,7 +4,8 @@
 
 static const char *names[SCG_NKERNELS] = {
     "sc_spmm", "sc_gemm", "sc_reduce_slabs", "sc_colsum", "sc_bias_relu", "sc_relu_backward",
-    "sc_scale", "sc_sumsq", "sc_triad", "sc_permute", "sc_dropout_dense", "sc_dropout_csr"};
+    "sc_scale", "sc_sumsq", "sc_triad", "sc_permute", "sc_dropout_dense", "sc_dropout_csr",
+    "sc_softmax_ce"};
 
 int scg_device_count(int *n) {
   CUresult r = cuInit(0);
@@ -173,4 +174,10 @@ int scg_dropout_csr(scg *g, scg_ptr rowptr, scg_ptr col, scg_ptr val, scg_ptr ou
                     scg_ptr ids, unsigned thr, float scale) {
   void *a[] = {&rowptr, &col, &val, &out, &rows, &seed, &stream, &row0, &ids, &thr, &scale};
   return launch(g, SCG_DROP_CSR, blocks(rows, 128), 1, 1, 128, 1, a);
+}
+
+int scg_softmax_ce(scg *g, scg_ptr z, int c, scg_ptr labels, scg_ptr rows, long long nrows,
+                   double norm, scg_ptr grad, scg_ptr loss) {
+  void *a[] = {&z, &c, &labels, &rows, &nrows, &norm, &grad, &loss};
+  return launch(g, SCG_SOFTMAX_CE, blocks(nrows, 128), 1, 1, 128, 1, a);
 }

@@ -194,4 +194,27 @@ __global__ void sc_dropout_csr(const i64 *rowptr, const int *col, const float *v
   }
 }
 
+// Softmax cross-entropy, one thread per listed row, in double as on the CPU
+// (../loss.go): the row's loss goes to loss[t], added on the host in list
+// order, and its gradient row to grad (rows not listed stay zero).
+__global__ void sc_softmax_ce(const float *z, int c, const int *labels, const int *rows, i64 nrows,
+                              double norm, float *grad, double *loss) {
+  i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= nrows) return;
+  i64 r = rows[t];
+  const float *row = z + r * c;
+  double mx = __longlong_as_double(0xfff0000000000000LL); // -inf
+  for (int k = 0; k < c; k++) mx = fmax(mx, (double)row[k]);
+  double s = 0;
+  for (int k = 0; k < c; k++) s += exp((double)row[k] - mx);
+  int y = labels[r];
+  loss[t] = -((double)row[y] - mx - log(s));
+  float *g = grad + r * c;
+  for (int k = 0; k < c; k++) {
+    double q = exp((double)row[k] - mx) / s;
+    if (k == y) q -= 1;
+    g[k] = (float)(q / norm);
+  }
+}
+
 } // extern "C"

@@ -66,6 +66,9 @@ func TestCUDAMatchesCPU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if gpu.Result.Device != "cuda" || cpu.Result.Device != "cpu" {
+				t.Fatalf("backends used: %q and %q", cpu.Result.Device, gpu.Result.Device)
+			}
 			worst := 0.0
 			for i, c := range cpu.Result.Curve {
 				g := gpu.Result.Curve[i]

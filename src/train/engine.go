@@ -66,11 +66,12 @@ type Engine struct {
 	clipScale float64
 	clipped   int
 	clock     clock
-	grads     []float32   // flat gradient buffer, one allreduce per step
-	drift     bool        // the forward policy measures variation gaps
-	sparse    *sparsePlan // nil: dense broadcasts of whole blocks
-	ownIDs    []int64     // original node id per local row (nil: contiguous numbering)
-	allIDs    []int64     // dense mode on a reordered graph: every rank's node ids
+	grads     []float32      // flat gradient buffer, one allreduce per step
+	lossGrad  *kernels.Dense // ∂loss/∂logits, where the backend computes
+	drift     bool           // the forward policy measures variation gaps
+	sparse    *sparsePlan    // nil: dense broadcasts of whole blocks
+	ownIDs    []int64        // original node id per local row (nil: contiguous numbering)
+	allIDs    []int64        // dense mode on a reordered graph: every rank's node ids
 }
 
 // New sets up rank c.Rank()'s engine on its shard.

@@ -60,13 +60,14 @@ type Result struct {
 	Params       int                         `json:"params"`
 	SIMD         string                      `json:"simd"`
 	Threads      int                         `json:"threads"`
+	Device       string                      `json:"device"`            // kernels backend
 	Stopped      bool                        `json:"stopped,omitempty"` // ended early by a stop request
 }
 
 // Run trains for cfg.Epochs and returns the report (complete on every
 // rank's own figures; PerRank gathered from all ranks).
 func (e *Engine) Run() (*Result, error) {
-	res := &Result{Ranks: e.P, Params: e.m.NumParams(), SIMD: kernels.SIMD(), Threads: kernels.Threads()}
+	res := &Result{Ranks: e.P, Params: e.m.NumParams(), SIMD: kernels.SIMD(), Threads: kernels.Threads(), Device: e.be.Name()}
 	for _, L := range e.layers {
 		res.LayerModes = append(res.LayerModes, L.mode.String())
 		if L.fwd != nil {
@@ -103,11 +104,11 @@ func (e *Engine) Run() (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.be.Download(logits)
-		g := e.be.NewDense(logits.Rows, logits.Cols)
-		lossSum := model.SoftmaxCE(logits, e.s.Labels, e.s.Train, float64(e.s.GlobalTrain), g)
-		e.be.Upload(g)
-		if err := e.backward(ep, g); err != nil {
+		if e.lossGrad == nil {
+			e.lossGrad = e.be.NewDense(logits.Rows, logits.Cols)
+		}
+		lossSum := e.be.LossGrad(logits, e.s.Labels, e.s.Train, float64(e.s.GlobalTrain), e.lossGrad)
+		if err := e.backward(ep, e.lossGrad); err != nil {
 			return nil, err
 		}
 		if err := e.step(); err != nil {
