@@ -262,7 +262,14 @@ func (b *Backend) csr(a *kernels.CSR) *devCSR {
 	return d
 }
 
+// wideRow is the mean row length above which a row gets a whole block.
+const wideRow = 256
+
 func (b *Backend) spmm(d *devCSR, val C.scg_ptr, x, c C.scg_ptr, n int, acc bool) {
+	if n <= 128 && d.rows > 0 && d.nnz/int64(d.rows) >= wideRow {
+		b.ok(C.scg_spmm_wide(b.g, d.rowptr.p, d.col.p, val, x, c, C.longlong(d.rows), C.int(n), cbool(acc)), "spmm (long rows)")
+		return
+	}
 	b.ok(C.scg_spmm(b.g, d.rowptr.p, d.col.p, val, x, c, C.longlong(d.rows), C.int(n), cbool(acc)), "spmm")
 }
 

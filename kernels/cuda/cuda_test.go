@@ -107,6 +107,17 @@ func TestKernelsMatchCPU(t *testing.T) {
 		near(t, "spmm", fetch(t, b, got), want.Data, 1e-5)
 	}
 
+	// Few long rows take the block-per-row kernel (widths 16 and 100).
+	long := randCSR(r, 9, 20000, 800)
+	for _, w := range []int{16, 100} {
+		lx := randDense(r, 20000, w)
+		want := kernels.NewDense(9, w)
+		kernels.SpMM(want, long, lx, false)
+		got := b.NewDense(9, w)
+		b.SpMM(got, long, onDevice(b, lx), false)
+		near(t, "spmm, long rows", fetch(t, b, got), want.Data, 1e-4)
+	}
+
 	A, B := randDense(r, m, k), randDense(r, k, n)
 	want := kernels.NewDense(m, n)
 	kernels.GEMM(want, A, B, false)

@@ -5,7 +5,7 @@
 static const char *names[SCG_NKERNELS] = {
     "sc_spmm", "sc_gemm", "sc_reduce_slabs", "sc_colsum", "sc_bias_relu", "sc_relu_backward",
     "sc_scale", "sc_sumsq", "sc_triad", "sc_permute", "sc_dropout_dense", "sc_dropout_csr",
-    "sc_softmax_ce"};
+    "sc_softmax_ce", "sc_spmm_wide"};
 
 int scg_device_count(int *n) {
   CUresult r = cuInit(0);
@@ -180,4 +180,11 @@ int scg_softmax_ce(scg *g, scg_ptr z, int c, scg_ptr labels, scg_ptr rows, long 
                    double norm, scg_ptr grad, scg_ptr loss) {
   void *a[] = {&z, &c, &labels, &rows, &nrows, &norm, &grad, &loss};
   return launch(g, SCG_SOFTMAX_CE, blocks(nrows, 128), 1, 1, 128, 1, a);
+}
+
+int scg_spmm_wide(scg *g, scg_ptr rowptr, scg_ptr col, scg_ptr val, scg_ptr b, scg_ptr c,
+                  long long rows, int n, int acc) {
+  void *a[] = {&rowptr, &col, &val, &b, &c, &n, &acc};
+  unsigned threads = 256 / (unsigned)n * (unsigned)n; /* whole groups only */
+  return launch(g, SCG_SPMM_WIDE, (unsigned)rows, 1, 1, threads, 1, a);
 }

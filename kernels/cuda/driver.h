@@ -12,7 +12,7 @@ typedef unsigned long long scg_ptr;
 
 enum {
   SCG_SPMM, SCG_GEMM, SCG_REDUCE, SCG_COLSUM, SCG_BIAS_RELU, SCG_RELU_BWD, SCG_SCALE,
-  SCG_SUMSQ, SCG_TRIAD, SCG_PERMUTE, SCG_DROP_DENSE, SCG_DROP_CSR, SCG_SOFTMAX_CE, SCG_NKERNELS
+  SCG_SUMSQ, SCG_TRIAD, SCG_PERMUTE, SCG_DROP_DENSE, SCG_DROP_CSR, SCG_SOFTMAX_CE, SCG_SPMM_WIDE, SCG_NKERNELS
 };
 
 typedef struct {
@@ -57,3 +57,5 @@ int scg_dropout_csr(scg *g, scg_ptr rowptr, scg_ptr col, scg_ptr val, scg_ptr ou
                     scg_ptr ids, unsigned thr, float scale);
 int scg_softmax_ce(scg *g, scg_ptr z, int c, scg_ptr labels, scg_ptr rows, long long nrows,
                    double norm, scg_ptr grad, scg_ptr loss);
+int scg_spmm_wide(scg *g, scg_ptr rowptr, scg_ptr col, scg_ptr val, scg_ptr b, scg_ptr c,
+                  long long rows, int n, int acc);

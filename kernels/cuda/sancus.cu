@@ -28,6 +28,29 @@ __global__ void sc_spmm(const i64 *rowptr, const int *col, const float *val, con
   else C[r * n + c] = s;
 }
 
+// SpMM for few, long rows (Xᵀ·G in the weight gradient of a sparse input:
+// feature rows with thousands of nonzeros). One block per row: 256/n groups
+// of n threads take every groups-th nonzero, and the group sums are added in
+// group order, so the result is still deterministic.
+__global__ void sc_spmm_wide(const i64 *rowptr, const int *col, const float *val, const float *B,
+                             float *C, int n, int acc) {
+  __shared__ float sh[256];
+  i64 r = blockIdx.x;
+  int groups = blockDim.x / n;
+  int g = threadIdx.x / n, c = threadIdx.x - g * n;
+  float s = 0.f;
+  if (g < groups)
+    for (i64 p = rowptr[r] + g; p < rowptr[r + 1]; p += groups) s = fmaf(val[p], B[(i64)col[p] * n + c], s);
+  sh[threadIdx.x] = s;
+  __syncthreads();
+  if (g == 0) {
+    float t = 0.f;
+    for (int q = 0; q < groups; q++) t += sh[q * n + c];
+    if (acc) C[r * n + c] += t;
+    else C[r * n + c] = t;
+  }
+}
+
 // Dense product through strides, so one tiled kernel serves A·B, A·Bᵀ and
 // Aᵀ·B: C[i][j] = Σ_p A(i,p)·B(p,j) with A(i,p) = A[i·sai + p·sap] and
 // B(p,j) = B[p·sbp + j·sbj]. blockIdx.z takes the slice [z·kchunk,
