@@ -177,5 +177,18 @@ func (c *Comm) Allreduce(d *kernels.Dense) error {
 	return check(C.sc_nccl_allreduce(c.ctx, c.c, c.stream, p, C.size_t(d.Rows*d.Cols)), "allreduce", c.rank)
 }
 
+func init() {
+	collectives.RegisterBlockComm("nccl", func(host collectives.Comm, be kernels.Backend) (collectives.BlockComm, error) {
+		b, ok := be.(*cuda.Backend)
+		if !ok {
+			return nil, fmt.Errorf("nccl moves device blocks: train with --device cuda (backend is %s)", be.Name())
+		}
+		return Bootstrap(host, b)
+	})
+}
+
+// Name is "nccl".
+func (c *Comm) Name() string { return "nccl" }
+
 // Close frees the communicator.
 func (c *Comm) Close() error { return check(C.sc_nccl_destroy(c.c), "destroy", c.rank) }

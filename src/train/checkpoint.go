@@ -60,9 +60,12 @@ func (e *Engine) signature() string {
 		e.P, c.Layers, c.Hidden, e.m.Dims, c.Seed, c.Precompute, c.Staleness, c.Eps, c.MaxStale, c.Dropout, c.LR, c.WeightDecay, c.Clip, c.ClipScale, c.FreshDiagonal, c.SkipGradients, c.DenseBcast)
 }
 
-func snapshotExchange(x *exchange) ckptLayer {
+func snapshotExchange(be kernels.Backend, x *exchange) ckptLayer {
 	if x == nil {
 		return ckptLayer{}
+	}
+	for _, d := range x.dev { // a device transport leaves received blocks on the device only
+		be.Download(d)
 	}
 	return ckptLayer{Bufs: x.bufs, Last: x.last, Log: x.log, Ref: x.ref}
 }
@@ -100,8 +103,8 @@ func (e *Engine) saveCheckpoint(dir string, epoch int, res *Result, best float64
 	ck := checkpoint{Version: 1, Rank: e.rank, P: e.P, Signature: e.signature(), Epoch: epoch,
 		Params: e.m.Flat(), AdamM: e.opt.M, AdamV: e.opt.V, AdamStep: e.opt.Step, Result: *res, Best: best, Clipped: e.clipped}
 	for _, L := range e.layers {
-		ck.Fwd = append(ck.Fwd, snapshotExchange(L.fwd))
-		ck.Grad = append(ck.Grad, snapshotExchange(L.grad))
+		ck.Fwd = append(ck.Fwd, snapshotExchange(e.be, L.fwd))
+		ck.Grad = append(ck.Grad, snapshotExchange(e.be, L.grad))
 	}
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(&ck); err != nil {

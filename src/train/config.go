@@ -58,6 +58,10 @@ type Config struct {
 	// devices present (LocalRank < 0: its rank).
 	Device    string `json:"device,omitempty"`
 	LocalRank int    `json:"-"`
+	// DeviceComm moves dense blocks where the backend keeps them ("nccl"
+	// in a CUDA build; "host" goes through the rank transport). "": the
+	// rank transport, as every exchange does by default.
+	DeviceComm string `json:"device_comm,omitempty"`
 
 	Log io.Writer `json:"-"` // per-epoch lines on rank 0 (nil: silent)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	_ "sancus/collectives/nccl"
 	_ "sancus/kernels/cuda"
 	"sancus/src/graph"
 )
@@ -45,13 +46,16 @@ func TestCUDAMatchesCPU(t *testing.T) {
 		ds   *graph.Dataset
 		p    int
 		edit func(*Config)
+		gpu  func(*Config) // GPU run only
 	}{
-		{"cora/P1", cora, 1, func(c *Config) {}},
-		{"cora/P1/plain", cora, 1, func(c *Config) { c.Precompute = false }},
-		{"cora/P2/sparse/variation-gap", cora, 2, func(c *Config) { c.Staleness, c.Eps = "variation-gap", 0.02 }},
-		{"cora/P2/dense/3-layers", cora, 2, func(c *Config) { c.DenseBcast, c.Layers = true, 3 }},
-		{"planted/P1", planted, 1, func(c *Config) {}},
-		{"planted/P2/plain", planted, 2, func(c *Config) { c.Precompute = false }},
+		{"cora/P1", cora, 1, func(c *Config) {}, nil},
+		{"cora/P1/plain", cora, 1, func(c *Config) { c.Precompute = false }, nil},
+		{"cora/P2/sparse/variation-gap", cora, 2, func(c *Config) { c.Staleness, c.Eps = "variation-gap", 0.02 }, nil},
+		{"cora/P2/dense/3-layers", cora, 2, func(c *Config) { c.DenseBcast, c.Layers = true, 3 }, nil},
+		{"planted/P1", planted, 1, func(c *Config) {}, nil},
+		{"planted/P2/plain", planted, 2, func(c *Config) { c.Precompute = false }, nil},
+		// NCCL through the engine: one GPU allows one rank per communicator.
+		{"cora/P1/nccl", cora, 1, func(c *Config) { c.DenseBcast, c.Layers = true, 3 }, func(c *Config) { c.DeviceComm = "nccl" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Defaults()
@@ -62,6 +66,9 @@ func TestCUDAMatchesCPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg.Device = "cuda"
+			if tc.gpu != nil {
+				tc.gpu(&cfg)
+			}
 			gpu, err := RunInProcess(tc.ds, tc.p, cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -66,12 +66,13 @@ type Engine struct {
 	clipScale float64
 	clipped   int
 	clock     clock
-	grads     []float32      // flat gradient buffer, one allreduce per step
-	lossGrad  *kernels.Dense // ∂loss/∂logits, where the backend computes
-	drift     bool           // the forward policy measures variation gaps
-	sparse    *sparsePlan    // nil: dense broadcasts of whole blocks
-	ownIDs    []int64        // original node id per local row (nil: contiguous numbering)
-	allIDs    []int64        // dense mode on a reordered graph: every rank's node ids
+	grads     []float32             // flat gradient buffer, one allreduce per step
+	lossGrad  *kernels.Dense        // ∂loss/∂logits, where the backend computes
+	drift     bool                  // the forward policy measures variation gaps
+	sparse    *sparsePlan           // nil: dense broadcasts of whole blocks
+	blocks    collectives.BlockComm // set: dense blocks move through it (NCCL)
+	ownIDs    []int64               // original node id per local row (nil: contiguous numbering)
+	allIDs    []int64               // dense mode on a reordered graph: every rank's node ids
 }
 
 // New sets up rank c.Rank()'s engine on its shard.
@@ -143,6 +144,16 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 			return nil, err
 		}
 	}
+	if cfg.DeviceComm != "" {
+		if e.sparse != nil {
+			e.be.Close()
+			return nil, fmt.Errorf("--device-comm %s moves whole blocks: add --dense-bcast", cfg.DeviceComm)
+		}
+		if e.blocks, err = collectives.OpenBlockComm(cfg.DeviceComm, c, e.be); err != nil {
+			e.be.Close()
+			return nil, fmt.Errorf("rank %d: %w", e.rank, err)
+		}
+	}
 	policy, _ := staleness.Parse(cfg.Staleness, cfg.Eps, cfg.MaxStale)
 	e.drift = staleness.UsesDrift(policy)
 	gradPolicy := staleness.Policy(staleness.None{})
@@ -189,7 +200,15 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 }
 
 // Close releases the backend's device memory.
-func (e *Engine) Close() error { return e.be.Close() }
+func (e *Engine) Close() error {
+	if e.blocks != nil {
+		if err := e.blocks.Close(); err != nil {
+			e.be.Close()
+			return err
+		}
+	}
+	return e.be.Close()
+}
 
 // shareSparsity tells every rank which blocks Â_ij are non-empty (one
 // allgather at start-up); epoch-adaptive staleness uses it.

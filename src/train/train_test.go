@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -391,5 +392,52 @@ func TestReorderedTrainingEqualsContiguous(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestBlockCommMatchesRing: dense exchanges through a BlockComm (the host
+// one here; NCCL on GPUs) give the same losses as the ring skip-broadcast,
+// skipped roots included.
+func TestBlockCommMatchesRing(t *testing.T) {
+	ds := loadCora(t)
+	for _, p := range []int{2, 4} {
+		cfg := Defaults()
+		cfg.Epochs, cfg.EvalEvery, cfg.DenseBcast = 12, 6, true
+		cfg.Staleness, cfg.Eps = "epoch-fixed", 2
+		ring, err := RunInProcess(ds, p, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.DeviceComm = "host"
+		blocks, err := RunInProcess(ds, p, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		skipped := 0
+		for _, ep := range ring.Result.Curve {
+			skipped += ep.Skipped
+		}
+		if skipped == 0 {
+			t.Fatalf("P=%d: the run skipped no broadcast", p)
+		}
+		for i, r := range ring.Result.Curve {
+			if b := blocks.Result.Curve[i]; b.Loss != r.Loss {
+				t.Fatalf("P=%d epoch %d: loss %v through the block comm, %v through the ring", p, i+1, b.Loss, r.Loss)
+			}
+		}
+	}
+}
+
+func TestDeviceCommErrors(t *testing.T) {
+	ds := loadCora(t)
+	cfg := Defaults()
+	cfg.Epochs = 1
+	cfg.DeviceComm = "host"
+	if _, err := RunInProcess(ds, 2, cfg); err == nil || !strings.Contains(err.Error(), "--dense-bcast") {
+		t.Fatalf("sparse exchange with a device communicator: %v", err)
+	}
+	cfg.DeviceComm, cfg.DenseBcast = "nccl", true
+	if _, err := RunInProcess(ds, 2, cfg); err == nil || !strings.Contains(err.Error(), "make cuda") {
+		t.Fatalf("nccl in a CPU build: %v", err)
 	}
 }

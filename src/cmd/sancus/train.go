@@ -90,6 +90,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.IntVar(&cfg.EvalEvery, "eval-every", cfg.EvalEvery, "evaluate every k epochs (0: only accuracy-free training)")
 	fs.BoolVar(&tf.normalize, "normalize-features", true, "row-normalize features (with --data)")
 	fs.Uint64Var(&tf.splitSeed, "split-seed", 1, "seed of the split for datasets without one (with --data)")
+	fs.StringVar(&cfg.DeviceComm, "device-comm", "", "move dense blocks device to device: nccl (in a `make cuda` binary; needs --dense-bcast); default: through the rank transport")
 	fs.StringVar(&cfg.Device, "device", "cpu", "kernels backend: cpu, or cuda in a binary built with `make cuda` (one GPU per local rank)")
 	fs.IntVar(&tf.threads, "threads", 0, "kernel threads per rank (0: GOMAXPROCS / in-process ranks)")
 	fs.DurationVar(&tf.timeout, "comm-timeout", 5*time.Minute, "abort the job when a communication wait exceeds this")

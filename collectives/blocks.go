@@ -1,0 +1,91 @@
+package collectives
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+
+	"sancus/kernels"
+)
+
+// BlockComm moves whole blocks that live where a kernels backend keeps
+// them — on a GPU, device to device (NCCL) — for the skip-broadcast of
+// dense SANCUS exchanges.
+type BlockComm interface {
+	Name() string
+	// SkipBcast makes blocks[j] equal root j's on every rank, for each
+	// active j; a stale root's block stays as cached. All ranks pass the
+	// same active vector.
+	SkipBcast(blocks []*kernels.Dense, active []bool) error
+	Close() error
+}
+
+// BlockCommOpener makes a rank's BlockComm over its rank transport c (used
+// at least to bootstrap) for the backend be.
+type BlockCommOpener func(c Comm, be kernels.Backend) (BlockComm, error)
+
+var (
+	blockMu    sync.Mutex
+	blockComms = map[string]BlockCommOpener{"host": func(c Comm, be kernels.Backend) (BlockComm, error) {
+		return &hostBlocks{c: c, be: be}, nil
+	}}
+)
+
+// RegisterBlockComm makes a BlockComm available to OpenBlockComm (the CUDA
+// build registers "nccl").
+func RegisterBlockComm(name string, open BlockCommOpener) {
+	blockMu.Lock()
+	defer blockMu.Unlock()
+	blockComms[name] = open
+}
+
+// OpenBlockComm opens the named BlockComm on rank c.
+func OpenBlockComm(name string, c Comm, be kernels.Backend) (BlockComm, error) {
+	blockMu.Lock()
+	open, ok := blockComms[name]
+	var names []string
+	for n := range blockComms {
+		names = append(names, n)
+	}
+	blockMu.Unlock()
+	if !ok {
+		sort.Strings(names)
+		hint := ""
+		if name == "nccl" {
+			hint = " (NCCL needs a binary built with `make cuda`)"
+		}
+		return nil, fmt.Errorf("unknown device communicator %q%s; available: %v", name, hint, names)
+	}
+	return open(c, be)
+}
+
+// hostBlocks is BlockComm through host memory and the rank transport: the
+// root downloads its block, the ring broadcast carries it, receivers
+// upload it. On the CPU backend it is the plain skip-broadcast.
+type hostBlocks struct {
+	c  Comm
+	be kernels.Backend
+}
+
+func (h *hostBlocks) Name() string { return "host" }
+func (h *hostBlocks) Close() error { return nil }
+
+func (h *hostBlocks) SkipBcast(blocks []*kernels.Dense, active []bool) error {
+	r := h.c.Rank()
+	if active[r] {
+		h.be.Download(blocks[r])
+	}
+	bufs := make([][]float32, len(blocks))
+	for j, b := range blocks {
+		bufs[j] = b.Data[:b.Rows*b.Cols]
+	}
+	if err := SkipBcast(h.c, bufs, active, Ring(0), nil); err != nil {
+		return err
+	}
+	for j, b := range blocks {
+		if active[j] && j != r {
+			h.be.Upload(b)
+		}
+	}
+	return nil
+}
