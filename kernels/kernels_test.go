@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -256,5 +257,21 @@ func TestBiasReLUAndBackward(t *testing.T) {
 		if g.Data[i] != v {
 			t.Fatalf("relu backward = %v, want %v", g.Data, wantG)
 		}
+	}
+}
+
+func TestOpenBackend(t *testing.T) {
+	b, err := Open("", 0)
+	if err != nil || b.Name() != "cpu" {
+		t.Fatalf("default backend: %v %v", b, err)
+	}
+	if _, err := Open("cuda", 0); err == nil || !strings.Contains(err.Error(), "make cuda") {
+		if err == nil {
+			t.Skip("this binary has the CUDA backend")
+		}
+		t.Fatalf("cuda in a CPU build: %v", err)
+	}
+	if _, err := Open("tpu", 0); err == nil || !strings.Contains(err.Error(), "unknown device") {
+		t.Fatalf("unknown backend: %v", err)
 	}
 }
