@@ -2,8 +2,6 @@ package collectives
 
 import (
 	"fmt"
-	"sort"
-	"sync"
 
 	"sancus/kernels"
 )
@@ -24,39 +22,24 @@ type BlockComm interface {
 // at least to bootstrap) for the backend be.
 type BlockCommOpener func(c Comm, be kernels.Backend) (BlockComm, error)
 
-var (
-	blockMu    sync.Mutex
-	blockComms = map[string]BlockCommOpener{"host": func(c Comm, be kernels.Backend) (BlockComm, error) {
-		return &hostBlocks{c: c, be: be}, nil
-	}}
-)
+// blockComms holds the openers; registration happens in init functions.
+var blockComms = map[string]BlockCommOpener{"host": func(c Comm, be kernels.Backend) (BlockComm, error) {
+	return &hostBlocks{c: c, be: be}, nil
+}}
 
 // RegisterBlockComm makes a BlockComm available to OpenBlockComm (the CUDA
-// build registers "nccl").
-func RegisterBlockComm(name string, open BlockCommOpener) {
-	blockMu.Lock()
-	defer blockMu.Unlock()
-	blockComms[name] = open
-}
+// build registers "nccl"); call it from init.
+func RegisterBlockComm(name string, open BlockCommOpener) { blockComms[name] = open }
 
 // OpenBlockComm opens the named BlockComm on rank c.
 func OpenBlockComm(name string, c Comm, be kernels.Backend) (BlockComm, error) {
-	blockMu.Lock()
-	open, ok := blockComms[name]
-	var names []string
-	for n := range blockComms {
-		names = append(names, n)
+	if open, ok := blockComms[name]; ok {
+		return open(c, be)
 	}
-	blockMu.Unlock()
-	if !ok {
-		sort.Strings(names)
-		hint := ""
-		if name == "nccl" {
-			hint = " (NCCL needs a binary built with `make cuda`)"
-		}
-		return nil, fmt.Errorf("unknown device communicator %q%s; available: %v", name, hint, names)
+	if name == "nccl" {
+		return nil, fmt.Errorf("device communicator nccl: this binary was built without CUDA (build it with `make cuda`)")
 	}
-	return open(c, be)
+	return nil, fmt.Errorf("unknown device communicator %q (host, or nccl in a CUDA build)", name)
 }
 
 // hostBlocks is BlockComm through host memory and the rank transport: the

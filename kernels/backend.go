@@ -1,10 +1,6 @@
 package kernels
 
-import (
-	"fmt"
-	"sort"
-	"sync"
-)
+import "fmt"
 
 // Backend runs the engine's matrix operations where its matrices live. The
 // engine makes every matrix it computes into with NewDense, so a device
@@ -58,38 +54,24 @@ type Input interface {
 // the device).
 type Opener func(localRank int) (Backend, error)
 
-var (
-	regMu    sync.Mutex
-	registry = map[string]Opener{"cpu": func(int) (Backend, error) { return CPU{}, nil }}
-)
+// registry holds the openers; registration happens in init functions.
+var registry = map[string]Opener{"cpu": func(int) (Backend, error) { return CPU{}, nil }}
 
-// Register makes a backend available to Open under name.
-func Register(name string, open Opener) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	registry[name] = open
-}
+// Register makes a backend available to Open under name; call it from init.
+func Register(name string, open Opener) { registry[name] = open }
 
 // Open returns the named backend ("" is the CPU).
 func Open(name string, localRank int) (Backend, error) {
 	if name == "" {
 		name = "cpu"
 	}
-	regMu.Lock()
-	open, ok := registry[name]
-	var names []string
-	for n := range registry {
-		names = append(names, n)
+	if open, ok := registry[name]; ok {
+		return open(localRank)
 	}
-	regMu.Unlock()
-	if !ok {
-		sort.Strings(names)
-		if name == "cuda" {
-			return nil, fmt.Errorf("device %q: this binary was built without CUDA (build it with `make cuda` on a host with the CUDA toolkit); available: %v", name, names)
-		}
-		return nil, fmt.Errorf("unknown device %q; available: %v", name, names)
+	if name == "cuda" {
+		return nil, fmt.Errorf("device cuda: this binary was built without CUDA (build it with `make cuda` on a host with the CUDA toolkit)")
 	}
-	return open(localRank)
+	return nil, fmt.Errorf("unknown device %q (cpu, or cuda in a CUDA build)", name)
 }
 
 // CPU is the host backend: the kernels of this package, in place on Data.

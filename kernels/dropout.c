@@ -1,30 +1,8 @@
 // Dropout masks: a pure function of (seed, stream, node id, column), so
-// they do not depend on how rows are split over ranks or threads. Each row
-// gets a key from a counter-based hash; within the row a xorshift64* stream
-// yields 16 random bits per column (4 columns per 64-bit draw). dropout.go
-// implements the same function for Mask.Keep; the two must stay identical.
+// they do not depend on how rows are split over ranks or threads. The
+// random stream is in dropout_rng.h, shared with the CUDA kernels.
 #include "cpu.h"
-
-static inline uint64_t mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-static inline uint64_t row_key(uint64_t seed, uint64_t stream, uint64_t row) {
-  uint64_t k = mix64(seed ^ mix64(stream + 0x632be59bd9b4e019ULL * (row + 1)));
-  return k ? k : 1; // xorshift state must be non-zero
-}
-
-static inline uint64_t next_word(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *s = x;
-  return x * 0x2545f4914f6cdd1dULL;
-}
+#include "dropout_rng.h"
 
 // Random words for a row are drawn first (a serial chain), then applied in
 // a loop the compiler vectorizes: 16-bit lane l of word q masks column 4q+l.
@@ -35,12 +13,12 @@ void sc_dropout_dense(const float *src, float *dst, int64_t cols, int64_t r0, in
   uint64_t words[DROP_ROW_TILE / 4];
   const uint16_t *lanes = (const uint16_t *)words;
   for (int64_t r = r0; r < r1; r++) {
-    uint64_t s = row_key(seed, stream, (uint64_t)(ids ? ids[r] : row0 + r));
+    uint64_t s = sc_row_key(seed, stream, (uint64_t)(ids ? ids[r] : row0 + r));
     const float *a = src + r * cols;
     float *d = dst + r * cols;
     for (int64_t c0 = 0; c0 < cols; c0 += DROP_ROW_TILE) {
       int64_t n = cols - c0 < DROP_ROW_TILE ? cols - c0 : DROP_ROW_TILE;
-      for (int64_t q = 0; q < (n + 3) / 4; q++) words[q] = next_word(&s);
+      for (int64_t q = 0; q < (n + 3) / 4; q++) words[q] = sc_next_word(&s);
       const uint16_t t16 = thr > 0xffff ? 0xffff : (uint16_t)thr;
       // Branch-free: a 50% drop rate would mispredict every other element.
       for (int64_t j = 0; j < n; j++) {
@@ -59,12 +37,12 @@ void sc_dropout_csr(const int64_t *rowptr, const int32_t *col, const float *val,
                     int64_t r0, int64_t r1, uint64_t seed, uint64_t stream, int64_t row0,
                     const int64_t *ids, uint32_t thr, float scale) {
   for (int64_t r = r0; r < r1; r++) {
-    uint64_t s = row_key(seed, stream, (uint64_t)(ids ? ids[r] : row0 + r));
+    uint64_t s = sc_row_key(seed, stream, (uint64_t)(ids ? ids[r] : row0 + r));
     int64_t q = -1;
     uint64_t w = 0;
     for (int64_t p = rowptr[r]; p < rowptr[r + 1]; p++) {
       int64_t c = col[p];
-      while (q < c / 4) { w = next_word(&s); q++; }
+      while (q < c / 4) { w = sc_next_word(&s); q++; }
       uint32_t u = (uint32_t)(w >> (16 * (c & 3))) & 0xffff;
       const int32_t keep = ~(((int32_t)u - (int32_t)thr) >> 31);
       union { float f; int32_t i; } v = {.f = val[p] * scale};

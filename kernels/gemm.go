@@ -5,13 +5,11 @@ package kernels
 */
 import "C"
 
-import "fmt"
-
 // GEMM computes C = A·B (or C += A·B): A m×k, B k×n, C m×n. It is tuned for
 // the GCN shape: many rows, narrow k and n, so B stays in L1.
 func GEMM(c, a, b *Dense, accumulate bool) error {
-	if a.Cols != b.Rows || c.Rows != a.Rows || c.Cols != b.Cols {
-		return fmt.Errorf("gemm: shapes %dx%d · %dx%d -> %dx%d", a.Rows, a.Cols, b.Rows, b.Cols, c.Rows, c.Cols)
+	if err := CheckMul("gemm", c, a.Rows, a.Cols, b); err != nil {
+		return err
 	}
 	if a.Rows == 0 || c.Cols == 0 {
 		return nil
@@ -35,8 +33,8 @@ func GEMM(c, a, b *Dense, accumulate bool) error {
 
 // GEMMNT computes C = A·Bᵀ: A m×n, B k×n, C m×k.
 func GEMMNT(c, a, b *Dense) error {
-	if a.Cols != b.Cols || c.Rows != a.Rows || c.Cols != b.Rows {
-		return fmt.Errorf("gemm A·Bᵀ: shapes %dx%d · (%dx%d)ᵀ -> %dx%d", a.Rows, a.Cols, b.Rows, b.Cols, c.Rows, c.Cols)
+	if err := CheckMulNT("gemm A·Bᵀ", c, a, b); err != nil {
+		return err
 	}
 	return GEMM(c, a, b.T(), false)
 }
@@ -48,8 +46,8 @@ const tnChunk = 4096
 
 // GEMMTN computes C = Aᵀ·B: A m×k, B m×n, C k×n (a weight gradient).
 func GEMMTN(c, a, b *Dense) error {
-	if a.Rows != b.Rows || c.Rows != a.Cols || c.Cols != b.Cols {
-		return fmt.Errorf("gemm Aᵀ·B: shapes (%dx%d)ᵀ · %dx%d -> %dx%d", a.Rows, a.Cols, b.Rows, b.Cols, c.Rows, c.Cols)
+	if err := CheckMulTN("gemm Aᵀ·B", c, a.Rows, a.Cols, b); err != nil {
+		return err
 	}
 	c.Zero()
 	m := a.Rows

@@ -7,7 +7,6 @@ package kernels
 import "C"
 
 import (
-	"fmt"
 	"unsafe"
 )
 
@@ -21,8 +20,8 @@ func f32p(s []float32) *C.float {
 // SpMM computes C = A·B, or C += A·B when accumulate is set.
 // A is m×k CSR, B is k×n dense, C is m×n dense.
 func SpMM(c *Dense, a *CSR, b *Dense, accumulate bool) error {
-	if a.Cols != b.Rows || c.Rows != a.Rows || c.Cols != b.Cols {
-		return fmt.Errorf("spmm: shapes %dx%d · %dx%d -> %dx%d", a.Rows, a.Cols, b.Rows, b.Cols, c.Rows, c.Cols)
+	if err := CheckMul("spmm", c, a.Rows, a.Cols, b); err != nil {
+		return err
 	}
 	if a.Rows == 0 || b.Cols == 0 {
 		return nil

@@ -282,8 +282,8 @@ func cbool(v bool) C.int {
 
 // SpMM computes C = A·B (or C += A·B).
 func (b *Backend) SpMM(c *kernels.Dense, a *kernels.CSR, x *kernels.Dense, acc bool) error {
-	if a.Cols != x.Rows || c.Rows != a.Rows || c.Cols != x.Cols {
-		return fmt.Errorf("spmm: shapes %dx%d · %dx%d -> %dx%d", a.Rows, a.Cols, x.Rows, x.Cols, c.Rows, c.Cols)
+	if err := kernels.CheckMul("spmm", c, a.Rows, a.Cols, x); err != nil {
+		return err
 	}
 	if a.Rows == 0 || x.Cols == 0 {
 		return nil
@@ -301,8 +301,8 @@ func (b *Backend) gemm(a, x, c C.scg_ptr, m, n, k, sai, sap, sbp, sbj int, acc b
 
 // GEMM computes C = A·B (or C += A·B).
 func (b *Backend) GEMM(c, a, x *kernels.Dense, acc bool) error {
-	if a.Cols != x.Rows || c.Rows != a.Rows || c.Cols != x.Cols {
-		return fmt.Errorf("gemm: shapes %dx%d · %dx%d -> %dx%d", a.Rows, a.Cols, x.Rows, x.Cols, c.Rows, c.Cols)
+	if err := kernels.CheckMul("gemm", c, a.Rows, a.Cols, x); err != nil {
+		return err
 	}
 	if a.Rows == 0 || c.Cols == 0 {
 		return nil
@@ -319,8 +319,8 @@ func (b *Backend) GEMM(c, a, x *kernels.Dense, acc bool) error {
 
 // GEMMNT computes C = A·Bᵀ: A m×n, B k×n.
 func (b *Backend) GEMMNT(c, a, x *kernels.Dense) error {
-	if a.Cols != x.Cols || c.Rows != a.Rows || c.Cols != x.Rows {
-		return fmt.Errorf("gemm A·Bᵀ: shapes %dx%d · (%dx%d)ᵀ -> %dx%d", a.Rows, a.Cols, x.Rows, x.Cols, c.Rows, c.Cols)
+	if err := kernels.CheckMulNT("gemm A·Bᵀ", c, a, x); err != nil {
+		return err
 	}
 	if a.Rows == 0 || c.Cols == 0 {
 		return nil
@@ -336,8 +336,8 @@ func (b *Backend) GEMMNT(c, a, x *kernels.Dense) error {
 // GEMMTN computes C = Aᵀ·B: A m×k, B m×n. The long inner dimension m is
 // split into fixed slices whose partial products are added in order.
 func (b *Backend) GEMMTN(c, a, x *kernels.Dense) error {
-	if a.Rows != x.Rows || c.Rows != a.Cols || c.Cols != x.Cols {
-		return fmt.Errorf("gemm Aᵀ·B: shapes (%dx%d)ᵀ · %dx%d -> %dx%d", a.Rows, a.Cols, x.Rows, x.Cols, c.Rows, c.Cols)
+	if err := kernels.CheckMulTN("gemm Aᵀ·B", c, a.Rows, a.Cols, x); err != nil {
+		return err
 	}
 	if c.Rows*c.Cols == 0 {
 		return nil
@@ -557,8 +557,8 @@ func (in *input) Mul(c, w *kernels.Dense) error {
 	if in.csr == nil {
 		return b.GEMM(c, in.cur2, w, false)
 	}
-	if in.csr.Cols != w.Rows || c.Rows != in.csr.Rows || c.Cols != w.Cols {
-		return fmt.Errorf("input O·W: shapes %dx%d · %dx%d -> %dx%d", in.csr.Rows, in.csr.Cols, w.Rows, w.Cols, c.Rows, c.Cols)
+	if err := kernels.CheckMul("input O·W", c, in.csr.Rows, in.csr.Cols, w); err != nil {
+		return err
 	}
 	b.spmm(in.a, in.cur, b.in(w), b.out(c), w.Cols, false)
 	return b.err
@@ -572,8 +572,8 @@ func (in *input) MulT(c, g *kernels.Dense) error {
 		return b.GEMMTN(c, in.cur2, g)
 	}
 	a := in.csr
-	if a.Rows != g.Rows || c.Rows != a.Cols || c.Cols != g.Cols {
-		return fmt.Errorf("input Oᵀ·G: shapes (%dx%d)ᵀ · %dx%d -> %dx%d", a.Rows, a.Cols, g.Rows, g.Cols, c.Rows, c.Cols)
+	if err := kernels.CheckMulTN("input Oᵀ·G", c, a.Rows, a.Cols, g); err != nil {
+		return err
 	}
 	if in.tr == nil {
 		t := a.Transpose()

@@ -8,8 +8,10 @@
 // added in a fixed order (no atomics), so a GPU run repeats exactly.
 #include <stdint.h>
 
+#include "../dropout_rng.h"
+
 typedef long long i64;
-typedef unsigned long long u64;
+typedef uint64_t u64; // the type dropout_rng.h works in
 
 extern "C" {
 
@@ -148,30 +150,8 @@ __global__ void sc_permute(const float *src, float *dst, const i64 *perm, i64 to
   if (p < total) dst[perm[p]] = src[p];
 }
 
-// Dropout masks, exactly as ../dropout.c draws them: a row key from a
-// counter hash of (seed, stream, node id), then a xorshift64* stream whose
-// draw q gives the 16-bit lanes of columns 4q..4q+3.
-__device__ __forceinline__ u64 mix64(u64 z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-__device__ __forceinline__ u64 row_key(u64 seed, u64 stream, u64 row) {
-  u64 k = mix64(seed ^ mix64(stream + 0x632be59bd9b4e019ULL * (row + 1)));
-  return k ? k : 1;
-}
-
-__device__ __forceinline__ u64 next_word(u64 *s) {
-  u64 x = *s;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *s = x;
-  return x * 0x2545f4914f6cdd1dULL;
-}
-
+// Dropout masks, exactly as ../dropout.c draws them (the stream is shared:
+// ../dropout_rng.h).
 __device__ __forceinline__ float keep_or_zero(unsigned lane, unsigned thr, float v, float scale) {
   return lane >= thr ? v * scale : 0.f;
 }
@@ -185,9 +165,9 @@ __global__ void sc_dropout_dense(const float *src, float *dst, i64 rows, int col
   i64 r = t / words;
   int q = (int)(t - r * words);
   if (r >= rows) return;
-  u64 s = row_key(seed, stream, (u64)(ids ? ids[r] : row0 + r));
+  u64 s = sc_row_key(seed, stream, (u64)(ids ? ids[r] : row0 + r));
   u64 w = 0;
-  for (int k = 0; k <= q; k++) w = next_word(&s);
+  for (int k = 0; k <= q; k++) w = sc_next_word(&s);
   unsigned t16 = thr > 0xffff ? 0xffff : thr;
   for (int l = 0; l < 4; l++) {
     int c = 4 * q + l;
@@ -203,13 +183,13 @@ __global__ void sc_dropout_csr(const i64 *rowptr, const int *col, const float *v
                                unsigned thr, float scale) {
   i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
-  u64 s = row_key(seed, stream, (u64)(ids ? ids[r] : row0 + r));
+  u64 s = sc_row_key(seed, stream, (u64)(ids ? ids[r] : row0 + r));
   i64 q = -1;
   u64 w = 0;
   for (i64 p = rowptr[r]; p < rowptr[r + 1]; p++) {
     i64 c = col[p];
     while (q < c / 4) {
-      w = next_word(&s);
+      w = sc_next_word(&s);
       q++;
     }
     unsigned lane = (unsigned)(w >> (16 * (c & 3))) & 0xffff;

@@ -51,7 +51,7 @@ func TestCUDAMatchesCPU(t *testing.T) {
 		{"cora/P1", cora, 1, func(c *Config) {}, nil},
 		{"cora/P1/plain", cora, 1, func(c *Config) { c.Precompute = false }, nil},
 		{"cora/P2/sparse/variation-gap", cora, 2, func(c *Config) { c.Staleness, c.Eps = "variation-gap", 0.02 }, nil},
-		{"cora/P2/dense/3-layers", cora, 2, func(c *Config) { c.DenseBcast, c.Layers = true, 3 }, nil},
+		{"cora/P2/dense/3-layers/clip", cora, 2, func(c *Config) { c.DenseBcast, c.Layers, c.Clip = true, 3, 0.5 }, nil},
 		{"planted/P1", planted, 1, func(c *Config) {}, nil},
 		{"planted/P2/plain", planted, 2, func(c *Config) { c.Precompute = false }, nil},
 		// NCCL through the engine: one GPU allows one rank per communicator.
@@ -89,4 +89,13 @@ func TestCUDAMatchesCPU(t *testing.T) {
 				len(cpu.Result.Curve), worst, cpu.Result.MeanEpochMs, gpu.Result.MeanEpochMs, cpu.Result.FinalTestAcc, gpu.Result.FinalTestAcc)
 		})
 	}
+}
+
+// TestCUDAStopAndResumeIsBitIdentical: a GPU run checkpoints its device
+// caches and resumes bit-identically (the GPU kernels are deterministic).
+func TestCUDAStopAndResumeIsBitIdentical(t *testing.T) {
+	cfg := Defaults()
+	cfg.Device, cfg.Clip = "cuda", 0.5
+	cfg.Staleness, cfg.Eps = "variation-gap", 0.03
+	checkStopResume(t, cfg)
 }
