@@ -4,7 +4,6 @@ package train
 
 import (
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -12,15 +11,6 @@ import (
 	_ "sancus/kernels/cuda"
 	"sancus/src/graph"
 )
-
-// datasets is ../shared/datasets, or SANCUS_DATASETS on a GPU host where
-// the shared folder is not mounted.
-func datasets() string {
-	if d := os.Getenv("SANCUS_DATASETS"); d != "" {
-		return d
-	}
-	return shared
-}
 
 // TestCUDAMatchesCPU trains the same runs on the CPU and on the GPU and
 // compares every epoch's loss: one rank and two in-process ranks (both on

@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -26,9 +27,18 @@ var (
 	coraErr  error
 )
 
+// datasets is ../shared/datasets, or SANCUS_DATASETS on a host where the
+// shared folder is not mounted (a GPU machine).
+func datasets() string {
+	if d := os.Getenv("SANCUS_DATASETS"); d != "" {
+		return d
+	}
+	return shared
+}
+
 func loadCora(t testing.TB) *graph.Dataset {
 	coraOnce.Do(func() {
-		cora, coraErr = graph.Load(filepath.Join(shared, "cora"), graph.LoadOptions{NormalizeFeatures: true})
+		cora, coraErr = graph.Load(filepath.Join(datasets(), "cora"), graph.LoadOptions{NormalizeFeatures: true})
 	})
 	if coraErr != nil {
 		t.Fatal(coraErr)
