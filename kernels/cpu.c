@@ -17,17 +17,29 @@
     const int64_t p0 = rowptr[r], p1 = rowptr[r + 1];                          \
     int64_t t = 0;                                                             \
     for (; t + TW <= (N); t += TW) {                                           \
-      float acc[TW];                                                           \
+      /* Two accumulator sets (even and odd nonzeros) halve the FMA       */ \
+      /* dependency chain; they are added in a fixed order at the end.    */ \
+      float acc[TW], acc2[TW];                                                 \
       for (int j = 0; j < TW; j++) acc[j] = acc_in ? c[t + j] : 0.0f;          \
-      for (int64_t p = p0; p < p1; p++) {                                      \
+      for (int j = 0; j < TW; j++) acc2[j] = 0.0f;                             \
+      int64_t p = p0;                                                          \
+      for (; p + 1 < p1; p += 2) {                                             \
         /* Rows of B are gathered at random: ask for one a few nonzeros  */    \
         /* ahead so several cache misses are in flight at once.          */    \
         __builtin_prefetch(B + (int64_t)col[p + PF_DIST < nnz_end ? p + PF_DIST : p] * (N) + t); \
+        __builtin_prefetch(B + (int64_t)col[p + 1 + PF_DIST < nnz_end ? p + 1 + PF_DIST : p] * (N) + t); \
+        const float v = val[p], v2 = val[p + 1];                               \
+        const float *restrict b = B + (int64_t)col[p] * (N) + t;               \
+        const float *restrict b2 = B + (int64_t)col[p + 1] * (N) + t;          \
+        for (int j = 0; j < TW; j++) acc[j] += v * b[j];                       \
+        for (int j = 0; j < TW; j++) acc2[j] += v2 * b2[j];                    \
+      }                                                                        \
+      if (p < p1) {                                                            \
         const float v = val[p];                                                \
         const float *restrict b = B + (int64_t)col[p] * (N) + t;               \
         for (int j = 0; j < TW; j++) acc[j] += v * b[j];                       \
       }                                                                        \
-      for (int j = 0; j < TW; j++) c[t + j] = acc[j];                          \
+      for (int j = 0; j < TW; j++) c[t + j] = acc[j] + acc2[j];                \
     }                                                                          \
     if (t < (N)) {                                                             \
       const int64_t w = (N) - t;                                               \
