@@ -510,7 +510,7 @@ func (b *Backend) Input(o *kernels.Operand) (kernels.Input, error) {
 		in.dense = b.NewDense(d.Rows, d.Cols)
 		copy(in.dense.Data, d.Data)
 		b.Upload(in.dense)
-		in.cur2 = in.dense
+		in.curDense = in.dense
 	}
 	return in, b.err
 }
@@ -526,20 +526,20 @@ type input struct {
 	cur     C.scg_ptr // values in use: a's, or drop's
 	trFresh bool
 	// dense operand
-	dense, dropped, cur2 *kernels.Dense
+	dense, dropped, curDense *kernels.Dense
 }
 
 func (in *input) SetDropout(m kernels.Mask) {
 	b := in.b
 	in.trFresh = false
 	if in.csr == nil {
-		in.cur2 = in.dense
+		in.curDense = in.dense
 		if m.P > 0 {
 			if in.dropped == nil {
 				in.dropped = b.NewDense(in.dense.Rows, in.dense.Cols)
 			}
 			b.Dropout(m, in.dropped, in.dense)
-			in.cur2 = in.dropped
+			in.curDense = in.dropped
 		}
 		return
 	}
@@ -555,7 +555,7 @@ func (in *input) SetDropout(m kernels.Mask) {
 func (in *input) Mul(c, w *kernels.Dense) error {
 	b := in.b
 	if in.csr == nil {
-		return b.GEMM(c, in.cur2, w, false)
+		return b.GEMM(c, in.curDense, w, false)
 	}
 	if err := kernels.CheckMul("input O·W", c, in.csr.Rows, in.csr.Cols, w); err != nil {
 		return err
@@ -569,7 +569,7 @@ func (in *input) Mul(c, w *kernels.Dense) error {
 func (in *input) MulT(c, g *kernels.Dense) error {
 	b := in.b
 	if in.csr == nil {
-		return b.GEMMTN(c, in.cur2, g)
+		return b.GEMMTN(c, in.curDense, g)
 	}
 	a := in.csr
 	if err := kernels.CheckMulTN("input Oᵀ·G", c, a.Rows, a.Cols, g); err != nil {

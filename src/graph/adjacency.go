@@ -66,12 +66,21 @@ func Normalize(a *kernels.CSR) *kernels.CSR {
 	for r := 0; r < n; r++ {
 		dinv[r] = 1 / math.Sqrt(float64(a.RowPtr[r+1]-a.RowPtr[r]+1))
 	}
-	out := &kernels.CSR{Rows: n, Cols: n, RowPtr: make([]int64, n+1)}
-	out.ColIdx = make([]int32, 0, a.NNZ()+int64(n))
-	out.Val = make([]float32, 0, a.NNZ()+int64(n))
-	for r := 0; r < n; r++ {
+	return NormalizeRows(a, 0, dinv)
+}
+
+// NormalizeRows turns pattern rows of A (row i is global row row0+i, columns
+// global) into the same rows of Â = D^-1/2 (A+I) D^-1/2, given
+// dinv[v] = 1/√deg(v) of A+I for every node: one row block of a graph
+// prepared in parts gets exactly the values Normalize gives.
+func NormalizeRows(a *kernels.CSR, row0 int64, dinv []float64) *kernels.CSR {
+	out := &kernels.CSR{Rows: a.Rows, Cols: a.Cols, RowPtr: make([]int64, a.Rows+1)}
+	out.ColIdx = make([]int32, 0, a.NNZ()+int64(a.Rows))
+	out.Val = make([]float32, 0, a.NNZ()+int64(a.Rows))
+	for i := 0; i < a.Rows; i++ {
+		r := int(row0) + i
 		self := false
-		for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
+		for p := a.RowPtr[i]; p < a.RowPtr[i+1]; p++ {
 			c := a.ColIdx[p]
 			if !self && int(c) > r { // keep columns sorted: insert the diagonal in place
 				out.ColIdx = append(out.ColIdx, int32(r))
@@ -85,7 +94,7 @@ func Normalize(a *kernels.CSR) *kernels.CSR {
 			out.ColIdx = append(out.ColIdx, int32(r))
 			out.Val = append(out.Val, float32(dinv[r]*dinv[r]))
 		}
-		out.RowPtr[r+1] = int64(len(out.ColIdx))
+		out.RowPtr[i+1] = int64(len(out.ColIdx))
 	}
 	return out
 }

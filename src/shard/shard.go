@@ -84,19 +84,29 @@ func Split(ds *graph.Dataset, ahat, ax *kernels.CSR, off []int64, ids []int32, r
 		return nil, fmt.Errorf("rank %d outside 0..%d", rank, parts-1)
 	}
 	lo, hi := int(off[rank]), int(off[rank+1])
-	s := &Shard{Rank: rank, Parts: parts, N: ds.N, Offsets: off, Classes: ds.Classes, FeatDim: ds.Features.Cols}
-	s.Blocks = columnBlocks(ahat.RowSlice(lo, hi), off)
-	s.Features = ds.Features.RowSlice(lo, hi)
+	var axRows *kernels.CSR
 	if ax != nil {
-		s.AX = ax.RowSlice(lo, hi)
+		axRows = ax.RowSlice(lo, hi)
 	}
+	return newShard(ds, ahat.RowSlice(lo, hi), axRows, off, ids, rank), nil
+}
+
+// newShard assembles rank's shard from its rows of Â and of ÂX (nil when
+// not precomputed), columns global; ids are the original node ids in the
+// prepared order (nil: unchanged).
+func newShard(ds *graph.Dataset, ahatRows, axRows *kernels.CSR, off []int64, ids []int32, rank int) *Shard {
+	lo, hi := int(off[rank]), int(off[rank+1])
+	s := &Shard{Rank: rank, Parts: len(off) - 1, N: ds.N, Offsets: off, Classes: ds.Classes, FeatDim: ds.Features.Cols}
+	s.Blocks = columnBlocks(ahatRows, off)
+	s.Features = ds.Features.RowSlice(lo, hi)
+	s.AX = axRows
 	s.Labels = append([]int32(nil), ds.Labels[lo:hi]...)
 	if ids != nil {
 		s.NodeIDs = append([]int32(nil), ids[lo:hi]...)
 	}
-	local := func(ids []int32) []int32 {
+	local := func(set []int32) []int32 {
 		var out []int32
-		for _, v := range ids {
+		for _, v := range set {
 			if int(v) >= lo && int(v) < hi {
 				out = append(out, v-int32(lo))
 			}
@@ -105,7 +115,7 @@ func Split(ds *graph.Dataset, ahat, ax *kernels.CSR, off []int64, ids []int32, r
 	}
 	s.Train, s.Val, s.Test = local(ds.Train), local(ds.Val), local(ds.Test)
 	s.GlobalTrain = len(ds.Train)
-	return s, nil
+	return s
 }
 
 // columnBlocks cuts a row block into one CSR per column range, with column

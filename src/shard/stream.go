@@ -148,7 +148,7 @@ func PrepareStreaming(dataDir, outDir string, parts int, opt Options, load graph
 		if err != nil {
 			return nil, err
 		}
-		ahat := normalizeRows(a, off[q], dinv)
+		ahat := graph.NormalizeRows(a, off[q], dinv)
 		sh, err := splitRows(ds, ahat, off, perm, q, opt.Precompute)
 		if err != nil {
 			return nil, err
@@ -247,60 +247,14 @@ func loadBucket(path string, lo, hi int64, n int) (*kernels.CSR, error) {
 	return a, nil
 }
 
-// normalizeRows turns pattern rows (global row row0+i) into rows of
-// Â = D^-1/2 (A+I) D^-1/2, exactly as graph.Normalize does.
-func normalizeRows(a *kernels.CSR, row0 int64, dinv []float64) *kernels.CSR {
-	out := &kernels.CSR{Rows: a.Rows, Cols: a.Cols, RowPtr: make([]int64, a.Rows+1)}
-	out.ColIdx = make([]int32, 0, a.NNZ()+int64(a.Rows))
-	out.Val = make([]float32, 0, a.NNZ()+int64(a.Rows))
-	for i := 0; i < a.Rows; i++ {
-		r := int(row0) + i
-		self := false
-		for p := a.RowPtr[i]; p < a.RowPtr[i+1]; p++ {
-			c := a.ColIdx[p]
-			if !self && int(c) > r {
-				out.ColIdx = append(out.ColIdx, int32(r))
-				out.Val = append(out.Val, float32(dinv[r]*dinv[r]))
-				self = true
-			}
-			out.ColIdx = append(out.ColIdx, c)
-			out.Val = append(out.Val, float32(dinv[r]*dinv[c]))
-		}
-		if !self {
-			out.ColIdx = append(out.ColIdx, int32(r))
-			out.Val = append(out.Val, float32(dinv[r]*dinv[r]))
-		}
-		out.RowPtr[i+1] = int64(len(out.ColIdx))
-	}
-	return out
-}
-
 // splitRows builds rank q's shard from its rows of Â (columns global).
 func splitRows(ds *graph.Dataset, ahatRows *kernels.CSR, off []int64, ids []int32, q int, precompute bool) (*Shard, error) {
-	lo, hi := int(off[q]), int(off[q+1])
-	s := &Shard{Rank: q, Parts: len(off) - 1, N: ds.N, Offsets: off, Classes: ds.Classes, FeatDim: ds.Features.Cols}
-	s.Blocks = columnBlocks(ahatRows, off)
-	s.Features = ds.Features.RowSlice(lo, hi)
+	var ax *kernels.CSR
 	if precompute {
 		var err error
-		if s.AX, err = graph.SpGEMM(ahatRows, ds.Features); err != nil {
+		if ax, err = graph.SpGEMM(ahatRows, ds.Features); err != nil {
 			return nil, err
 		}
 	}
-	s.Labels = append([]int32(nil), ds.Labels[lo:hi]...)
-	if ids != nil {
-		s.NodeIDs = append([]int32(nil), ids[lo:hi]...)
-	}
-	local := func(set []int32) []int32 {
-		var out []int32
-		for _, v := range set {
-			if int(v) >= lo && int(v) < hi {
-				out = append(out, v-int32(lo))
-			}
-		}
-		return out
-	}
-	s.Train, s.Val, s.Test = local(ds.Train), local(ds.Val), local(ds.Test)
-	s.GlobalTrain = len(ds.Train)
-	return s, nil
+	return newShard(ds, ahatRows, ax, off, ids, q), nil
 }

@@ -103,18 +103,29 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 	if e.be, err = kernels.Open(cfg.Device, local); err != nil {
 		return nil, fmt.Errorf("rank %d: %w", e.rank, err)
 	}
+	if err := e.setup(); err != nil {
+		e.Close() // device memory and communicators taken so far
+		return nil, err
+	}
+	return e, nil
+}
+
+// setup builds the model, the layer buffers and the exchanges on the
+// opened backend.
+func (e *Engine) setup() error {
+	cfg, c, s := e.cfg, e.c, e.s
+	var err error
 	var in *kernels.Operand
 	if cfg.Precompute {
 		if s.AX == nil {
-			return nil, fmt.Errorf("shard %d has no precomputed ÂX: prepare it with --precompute or train with --precompute=false", s.Rank)
+			return fmt.Errorf("shard %d has no precomputed ÂX: prepare it with --precompute or train with --precompute=false", s.Rank)
 		}
 		in = kernels.NewOperand(s.AX)
 	} else {
 		in = kernels.NewOperand(s.Features)
 	}
 	if e.input, err = e.be.Input(in); err != nil {
-		e.be.Close()
-		return nil, fmt.Errorf("rank %d: input on %s: %w", e.rank, e.be.Name(), err)
+		return fmt.Errorf("rank %d: input on %s: %w", e.rank, e.be.Name(), err)
 	}
 	dims := []int{s.FeatDim}
 	for l := 0; l+1 < cfg.Layers; l++ {
@@ -122,12 +133,13 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 	}
 	dims = append(dims, s.Classes)
 	if e.m, err = model.NewGCN(dims, cfg.Seed); err != nil {
-		return nil, err
+		return err
 	}
 	e.opt = model.NewAdam(cfg.LR, e.m.NumParams())
 	e.grads = make([]float32, e.m.NumParams())
+	e.lossGrad = e.be.NewDense(e.rows, s.Classes)
 	if err := e.shareSparsity(); err != nil {
-		return nil, err
+		return err
 	}
 	if s.NodeIDs != nil {
 		e.ownIDs = make([]int64, e.rows)
@@ -137,21 +149,19 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 	}
 	if !cfg.DenseBcast && e.P > 1 {
 		if e.sparse, err = e.newSparsePlan(); err != nil {
-			return nil, err
+			return err
 		}
 	} else if s.NodeIDs != nil && e.P > 1 {
 		if err := e.gatherIDs(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if cfg.DeviceComm != "" {
 		if e.sparse != nil {
-			e.be.Close()
-			return nil, fmt.Errorf("--device-comm %s moves whole blocks: add --dense-bcast", cfg.DeviceComm)
+			return fmt.Errorf("--device-comm %s moves whole blocks: add --dense-bcast", cfg.DeviceComm)
 		}
 		if e.blocks, err = collectives.OpenBlockComm(cfg.DeviceComm, c, e.be); err != nil {
-			e.be.Close()
-			return nil, fmt.Errorf("rank %d: %w", e.rank, err)
+			return fmt.Errorf("rank %d: %w", e.rank, err)
 		}
 	}
 	policy, _ := staleness.Parse(cfg.Staleness, cfg.Eps, cfg.MaxStale)
@@ -175,14 +185,13 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 		L.dW = e.be.NewDense(L.din, L.dout)
 		L.db = make([]float32, L.dout)
 		name := fmt.Sprintf("layer %d", l+1)
+		width := 0 // of the blocks this layer sends (0: none)
 		switch L.mode {
 		case modeAggFirst:
 			L.t = e.be.NewDense(r, L.din)
 			L.dT = e.be.NewDense(r, L.din)
 			L.dIn = e.be.NewDense(r, L.din)
-			L.fwd = e.newExchange(name+" forward", L.din, policy)
-			L.eval = e.newExchange(name+" eval", L.din, staleness.None{})
-			L.grad = e.newExchange(name+" gradient", L.din, gradPolicy)
+			width = L.din
 		case modeTransform:
 			if l > 0 {
 				L.in = e.be.NewDense(r, L.din)
@@ -190,13 +199,16 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 			}
 			L.u = e.be.NewDense(r, L.dout)
 			L.dU = e.be.NewDense(r, L.dout)
-			L.fwd = e.newExchange(name+" forward", L.dout, policy)
-			L.eval = e.newExchange(name+" eval", L.dout, staleness.None{})
-			L.grad = e.newExchange(name+" gradient", L.dout, gradPolicy)
+			width = L.dout
+		}
+		if width > 0 {
+			L.fwd = e.newExchange(name+" forward", width, policy)
+			L.eval = e.newExchange(name+" eval", width, staleness.None{})
+			L.grad = e.newExchange(name+" gradient", width, gradPolicy)
 		}
 		e.layers = append(e.layers, L)
 	}
-	return e, nil
+	return nil
 }
 
 // Close releases the backend's device memory.

@@ -104,9 +104,6 @@ func (e *Engine) Run() (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if e.lossGrad == nil {
-			e.lossGrad = e.be.NewDense(logits.Rows, logits.Cols)
-		}
 		lossSum := e.be.LossGrad(logits, e.s.Labels, e.s.Train, float64(e.s.GlobalTrain), e.lossGrad)
 		if err := e.backward(ep, e.lossGrad); err != nil {
 			return nil, err
