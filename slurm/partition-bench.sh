@@ -2,7 +2,9 @@
 # Partitioner benchmark: edge cut, replication factor, balance, time and
 # peak memory of contiguous, random, SPRING, GREM and METIS (gpmetis, via
 # --partitioner file) on wordnet, metis/mdual, metis/copter2 and a generated
-# power-law (R-MAT) graph, for P = 4 and 8.
+# power-law (R-MAT) graph, for P = 4 and 8. GREM runs twice: with the
+# default chunk (1M edges: the whole sub-problem on these graphs) and with
+# chunks of 5% of the edges, within the paper's 1-10% (grem@0.05).
 #   usage: slurm/partition-bench.sh OUTDIR   (needs Debian's metis package)
 set -euo pipefail
 out=${1:-results/bench/partition}
@@ -24,8 +26,9 @@ for g in $graphs; do
 		;;
 	esac
 	for p in 4 8; do
-		for part in contiguous random spring grem; do
-			"$bin" partition-stats --data "$g" --parts "$p" --partitioner "$part" --row | grep '^ROW' | cut -f2- |
+		for part in contiguous random spring grem "grem --chunk-frac 0.05"; do
+			# shellcheck disable=SC2086 # the partitioner carries its flags
+			"$bin" partition-stats --data "$g" --parts "$p" --partitioner $part --row | grep '^ROW' | cut -f2- |
 				sed "s|^[^\t]*|$name|" >>"$table"
 		done
 		/usr/bin/time -f '%e %M' -o "$tmp/time" gpmetis "$metisg" "$p" >/dev/null

@@ -10,8 +10,8 @@ import (
 // assignments keep being refined, applied recursively for P parts. Gaps
 // filled (shared/design/sancus-notes.md):
 //   - the size update "= 1" of the paper's fix_sizes is −1;
-//   - the first chunk is seeded by BFS growing on the chunk's edges (the
-//     paper uses METIS there), not by an external library;
+//   - the first chunk is seeded by a multilevel bisection in Go (the paper
+//     uses METIS there; multilevel.go), not by an external library;
 //   - P parts come from recursive bisection; when P is odd the two sides
 //     get sizes in proportion ⌊P/2⌋ : ⌈P/2⌉;
 //   - nodes that appear in no edge of a sub-problem go to the smaller side.
@@ -49,7 +49,7 @@ func Grem(s *graph.EdgeStream, p int, opt Options) ([]int32, error) {
 		ideal := float64(n) / float64(p)
 		slack := max(1, (opt.Balance-1)*ideal)
 		caps := [2]int{int(float64(left)*ideal + slack), int(float64(j.count-left)*ideal + slack)}
-		side, err := bisect(s, label, j.label, frac, caps, chunk, max(1, opt.Passes))
+		side, err := bisect(s, label, j.label, frac, caps, chunk, max(1, opt.Passes), opt.Seed+uint64(j.label))
 		if err != nil {
 			return nil, fmt.Errorf("grem: %w", err)
 		}
@@ -71,11 +71,12 @@ func Grem(s *graph.EdgeStream, p int, opt Options) ([]int32, error) {
 
 // bisect splits the nodes with label[v] == want into sides 0 and 1, side 0
 // holding about frac of them.
-func bisect(s *graph.EdgeStream, label []int32, want int32, frac float64, capOf [2]int, chunk, passes int) ([]int8, error) {
+func bisect(s *graph.EdgeStream, label []int32, want int32, frac float64, capOf [2]int, chunk, passes int, seed uint64) ([]int8, error) {
 	n := len(label)
 	side := make([]int8, n)
+	pos := make([]int32, n)
 	for v := range side {
-		side[v] = -1
+		side[v], pos[v] = -1, -1
 	}
 	var sizes [2]int
 	est := make([][2]float32, n) // running neighbour estimates per side
@@ -85,9 +86,10 @@ func bisect(s *graph.EdgeStream, label []int32, want int32, frac float64, capOf 
 		if len(src) == 0 {
 			return
 		}
-		c := newChunk(src, dst)
+		c := newChunk(src, dst, pos)
+		defer c.release()
 		if first {
-			c.seed(side, &sizes, frac)
+			c.seed(side, &sizes, frac, capOf, seed)
 			first = false
 		}
 		for _, v := range c.nodes {
@@ -164,96 +166,57 @@ func assign(nb [2]float32, sizes, capOf [2]int, old int8) int8 {
 	return 1
 }
 
-// chunk is one in-memory slice of the edge stream with its local adjacency.
+// edgeChunk is one in-memory slice of the edge stream as a local graph.
 type edgeChunk struct {
-	nodes []int32
-	index map[int32]int32 // node -> position in nodes
-	ptr   []int32
-	adj   []int32
+	nodes []int32 // local id -> node
+	pos   []int32 // node -> local id, -1 outside the chunk (shared, O(|V|))
+	g     *wgraph
 }
 
-func newChunk(src, dst []int32) *edgeChunk {
-	c := &edgeChunk{index: make(map[int32]int32, len(src))}
+// newChunk renumbers src and dst in place to local ids (the chunk's
+// buffers are not needed again) and builds the local graph.
+func newChunk(src, dst, pos []int32) *edgeChunk {
+	c := &edgeChunk{pos: pos}
 	id := func(v int32) int32 {
-		i, ok := c.index[v]
-		if !ok {
-			i = int32(len(c.nodes))
-			c.index[v] = i
+		if pos[v] < 0 {
+			pos[v] = int32(len(c.nodes))
 			c.nodes = append(c.nodes, v)
 		}
-		return i
+		return pos[v]
 	}
-	deg := []int32{}
 	for k := range src {
-		a, b := id(src[k]), id(dst[k])
-		for int(max(a, b)) >= len(deg) {
-			deg = append(deg, 0)
-		}
-		deg[a]++
-		deg[b]++
+		src[k], dst[k] = id(src[k]), id(dst[k])
 	}
-	c.ptr = make([]int32, len(c.nodes)+1)
-	for i := range c.nodes {
-		c.ptr[i+1] = c.ptr[i] + deg[i]
-	}
-	c.adj = make([]int32, c.ptr[len(c.nodes)])
-	fill := append([]int32(nil), c.ptr[:len(c.nodes)]...)
-	for k := range src {
-		a, b := c.index[src[k]], c.index[dst[k]]
-		c.adj[fill[a]] = dst[k]
-		fill[a]++
-		c.adj[fill[b]] = src[k]
-		fill[b]++
-	}
+	c.g = chunkGraph(len(c.nodes), src, dst)
 	return c
+}
+
+// release forgets the chunk's local ids.
+func (c *edgeChunk) release() {
+	for _, v := range c.nodes {
+		c.pos[v] = -1
+	}
 }
 
 // count is cnt_nbrs for one node: its neighbours in this chunk per side.
 func (c *edgeChunk) count(v int32, side []int8) [2]float32 {
 	var nb [2]float32
-	i := c.index[v]
-	for _, u := range c.adj[c.ptr[i]:c.ptr[i+1]] {
-		if s := side[u]; s >= 0 {
-			nb[s]++
+	g, i := c.g, c.pos[v]
+	for k := g.ptr[i]; k < g.ptr[i+1]; k++ {
+		if s := side[c.nodes[g.adj[k]]]; s >= 0 {
+			nb[s] += float32(g.ew[k])
 		}
 	}
 	return nb
 }
 
-// seed grows side 0 by BFS from the chunk's first node until it holds frac
-// of the chunk's nodes; the rest is side 1.
-func (c *edgeChunk) seed(side []int8, sizes *[2]int, frac float64) {
-	want := int(frac * float64(len(c.nodes)))
-	seen := make([]bool, len(c.nodes))
-	queue := []int32{}
-	taken := 0
-	for start := 0; start < len(c.nodes) && taken < want; start++ {
-		if seen[start] {
-			continue
-		}
-		seen[start] = true
-		queue = append(queue[:0], int32(start))
-		for len(queue) > 0 && taken < want {
-			i := queue[0]
-			queue = queue[1:]
-			side[c.nodes[i]] = 0
-			taken++
-			for _, u := range c.adj[c.ptr[i]:c.ptr[i+1]] {
-				j := c.index[u]
-				if !seen[j] {
-					seen[j] = true
-					queue = append(queue, j)
-				}
-			}
-		}
-	}
-	for _, v := range c.nodes {
-		if side[v] < 0 {
-			side[v] = 1
-		}
-	}
+// seed bisects the chunk with the multilevel partitioner (the paper uses
+// METIS here), side 0 taking frac of its nodes.
+func (c *edgeChunk) seed(side []int8, sizes *[2]int, frac float64, capOf [2]int, seed uint64) {
+	local := multilevelBisect(c.g, frac, capOf, seed)
 	sizes[0], sizes[1] = 0, 0
-	for _, v := range c.nodes {
-		sizes[side[v]]++
+	for i, v := range c.nodes {
+		side[v] = local[i]
+		sizes[local[i]]++
 	}
 }

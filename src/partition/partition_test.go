@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,5 +149,87 @@ func TestRefineLowersTheCutWithinBalance(t *testing.T) {
 	}
 	if after >= before {
 		t.Fatalf("refinement took the edge cut from %.4f to %.4f", before, after)
+	}
+}
+
+// gridGraph writes a w×h grid as a METIS graph file.
+func gridGraph(t *testing.T, w, h int) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %d\n", w*h, (w-1)*h+w*(h-1))
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			v := y*w + x + 1
+			for _, d := range [][2]int{{-1, 0}, {1, 0}, {0, -1}, {0, 1}} {
+				if nx, ny := x+d[0], y+d[1]; nx >= 0 && nx < w && ny >= 0 && ny < h {
+					fmt.Fprintf(&b, "%d ", v+d[0]+d[1]*w)
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	p := filepath.Join(t.TempDir(), "grid.graph")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestGremCutsAGridNearOptimally: on a 60×60 grid the best 4-way split cuts
+// 120 edges (two straight lines); GREM with its multilevel seed must stay
+// within 1.5x of that, and within the balance bound, at P = 2 and 4.
+func TestGremCutsAGridNearOptimally(t *testing.T) {
+	path := gridGraph(t, 60, 60)
+	s := stream(t, path)
+	ds, err := graph.Load(path, graph.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edges := float64(2 * 60 * 59)
+	for _, c := range []struct{ p, best int }{{2, 60}, {4, 120}} {
+		parts, err := Run("grem", s, c.p, DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Check(parts, c.p, 1.05); err != nil {
+			t.Fatal(err)
+		}
+		cut := Measure(ds.Adj, parts, nil, c.p, nil).EdgeCut * edges
+		if cut > 1.5*float64(c.best) {
+			t.Fatalf("P=%d: GREM cuts %.0f grid edges, optimum %d", c.p, cut, c.best)
+		}
+		t.Logf("P=%d: %.0f cut edges (optimum %d)", c.p, cut, c.best)
+	}
+}
+
+// TestMultilevelBisectKeepsBalance: on a power-law graph, where coarsening
+// stalls on hubs, the bisection still respects its caps and beats a
+// random split by far.
+func TestMultilevelBisectKeepsBalance(t *testing.T) {
+	gen := t.TempDir()
+	if err := graph.Generate(gen, graph.GenConfig{Model: "rmat", Nodes: 4096, Edges: 40000, Features: 4, FeatureNNZ: 1,
+		Classes: 2, PIn: 0.5, FeatureSig: 0.5, TrainFrac: 0.1, ValFrac: 0.1, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	var src, dst []int32
+	if err := stream(t, gen).Each(func(u, v int32) error { src, dst = append(src, u), append(dst, v); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	g := chunkGraph(4096, src, dst)
+	for _, frac := range []float64{0.5, 1.0 / 3} {
+		caps := [2]int{int(frac*4096*1.02) + 1, int((1-frac)*4096*1.02) + 1}
+		side := multilevelBisect(g, frac, caps, 1)
+		w, cut := g.weights(side)
+		if w[0] > int64(caps[0]) || w[1] > int64(caps[1]) {
+			t.Fatalf("frac %.2f: sides %v over caps %v", frac, w, caps)
+		}
+		var all int64
+		for _, e := range g.ew {
+			all += int64(e)
+		}
+		random := float64(all/2) * 2 * frac * (1 - frac)
+		if float64(cut) > 0.8*random {
+			t.Fatalf("frac %.2f: cut %d of %d edges, a random split cuts about %.0f", frac, cut, all/2, random)
+		}
 	}
 }
