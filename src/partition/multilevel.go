@@ -61,17 +61,24 @@ func chunkGraph(n int, src, dst []int32) *wgraph {
 		g.vw[v] = 1
 		start := int32(len(g.adj))
 		for _, u := range raw[deg[v]:deg[v+1]] {
-			if m := marker[u]; m >= start {
-				g.ew[m]++
-				continue
-			}
-			marker[u] = int32(len(g.adj))
-			g.adj = append(g.adj, u)
-			g.ew = append(g.ew, 1)
+			g.addEdge(marker, start, u, 1)
 		}
 		g.ptr[v+1] = int32(len(g.adj))
 	}
 	return g
+}
+
+// addEdge appends an edge to u of weight w to the row being built, which
+// starts at start; a repeat of u only adds its weight (marker[u] holds u's
+// position once it is in the row).
+func (g *wgraph) addEdge(marker []int32, start, u, w int32) {
+	if m := marker[u]; m >= start {
+		g.ew[m] += w
+		return
+	}
+	marker[u] = int32(len(g.adj))
+	g.adj = append(g.adj, u)
+	g.ew = append(g.ew, w)
 }
 
 // coarsen matches each vertex with its unmatched neighbour of heaviest edge
@@ -151,13 +158,7 @@ func (g *wgraph) coarsen(r *rand.Rand, maxVW int32) (*wgraph, []int32) {
 				if cu == int32(c) {
 					continue
 				}
-				if m := marker[cu]; m >= start {
-					cg.ew[m] += g.ew[k]
-					continue
-				}
-				marker[cu] = int32(len(cg.adj))
-				cg.adj = append(cg.adj, cu)
-				cg.ew = append(cg.ew, g.ew[k])
+				cg.addEdge(marker, start, cu, g.ew[k])
 			}
 		}
 		cg.ptr[c+1] = int32(len(cg.adj))
@@ -281,7 +282,10 @@ func (g *wgraph) fm(side []int8, b sideBounds) {
 	n := g.n()
 	gain := make([]int32, n) // external minus internal edge weight
 	ext := make([]int32, n)  // external edge weight (> 0: on the boundary)
+	var w [2]int64
+	var cut int64
 	for v := 0; v < n; v++ {
+		w[side[v]] += int64(g.vw[v])
 		for k := g.ptr[v]; k < g.ptr[v+1]; k++ {
 			if side[g.adj[k]] != side[v] {
 				ext[v] += g.ew[k]
@@ -290,8 +294,9 @@ func (g *wgraph) fm(side []int8, b sideBounds) {
 				gain[v] -= g.ew[k]
 			}
 		}
+		cut += int64(ext[v])
 	}
-	w, cut := g.weights(side)
+	cut /= 2 // every cut edge was counted from both ends
 	locked := make([]bool, n)
 	var heaps [2]gainHeap
 	move := func(v int32) {
@@ -326,8 +331,8 @@ func (g *wgraph) fm(side []int8, b sideBounds) {
 		}
 		startOver, startCut := b.over(w), cut
 		bestOver, bestCut := startOver, startCut
-		var moves []int32
-		best := 0
+		var moves []int32                // vertices moved in this pass, in order
+		best, steps, bestStep := 0, 0, 0 // best: moves kept; steps: vertices tried
 		for {
 			from := int8(-1)
 			switch {
@@ -350,36 +355,25 @@ func (g *wgraph) fm(side []int8, b sideBounds) {
 			}
 			v, ok := heaps[from].pop(side, gain, locked, from)
 			if !ok {
-				if w[from] > b.max[from] {
-					break // the heavy side has no boundary vertex left to give
-				}
-				continue
-			}
-			if w[1-from]+int64(g.vw[v]) > b.max[1-from] && w[from] <= b.max[from] {
-				locked[v] = true // would overfill the other side
-				moves = append(moves, -1-v)
-				continue
+				break // the heavy side has no boundary vertex left to give
 			}
 			locked[v] = true
+			steps++
+			if w[1-from]+int64(g.vw[v]) > b.max[1-from] && w[from] <= b.max[from] {
+				continue // would overfill the other side
+			}
 			move(v)
 			moves = append(moves, v)
 			if o := b.over(w); o < bestOver || (o == bestOver && cut < bestCut) {
-				best, bestOver, bestCut = len(moves), o, cut
-			} else if len(moves)-best > limit {
+				best, bestStep, bestOver, bestCut = len(moves), steps, o, cut
+			} else if steps-bestStep > limit {
 				break
 			}
 		}
-		for i := len(moves) - 1; i >= 0; i-- {
-			v := moves[i]
-			if v < 0 {
-				locked[-1-v] = false
-				continue
-			}
-			locked[v] = false
-			if i >= best {
-				move(v)
-			}
+		for i := len(moves) - 1; i >= best; i-- {
+			move(moves[i])
 		}
+		clear(locked)
 		if bestOver == startOver && bestCut >= startCut {
 			break
 		}
