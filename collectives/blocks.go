@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"sancus/kernels"
+	"sancus/kernels/matrix"
 )
 
 // BlockComm moves whole blocks that live where a kernels backend keeps
@@ -14,7 +15,7 @@ type BlockComm interface {
 	// SkipBcast makes blocks[j] equal root j's on every rank, for each
 	// active j; a stale root's block stays as cached. All ranks pass the
 	// same active vector.
-	SkipBcast(blocks []*kernels.Dense, active []bool) error
+	SkipBcast(blocks []*matrix.Dense, active []bool) error
 	Close() error
 }
 
@@ -53,7 +54,7 @@ type hostBlocks struct {
 func (h *hostBlocks) Name() string { return "host" }
 func (h *hostBlocks) Close() error { return nil }
 
-func (h *hostBlocks) SkipBcast(blocks []*kernels.Dense, active []bool) error {
+func (h *hostBlocks) SkipBcast(blocks []*matrix.Dense, active []bool) error {
 	r := h.c.Rank()
 	if active[r] {
 		h.be.Download(blocks[r])

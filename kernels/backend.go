@@ -1,6 +1,9 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+	"sancus/kernels/matrix"
+)
 
 // Backend runs the engine's matrix operations where its matrices live. The
 // engine makes every matrix it computes into with NewDense, so a device
@@ -14,28 +17,28 @@ import "fmt"
 // pass instead of after every operation.
 type Backend interface {
 	Name() string
-	NewDense(rows, cols int) *Dense
+	NewDense(rows, cols int) *matrix.Dense
 	// Mirror makes a matrix whose host side is data (a cache block the
 	// transport reads and writes); Upload and Download move it.
-	Mirror(data []float32, rows, cols int) *Dense
-	Upload(d *Dense)   // Data → device
-	Download(d *Dense) // device → Data
-	Copy(dst, src *Dense)
-	Zero(d *Dense)
+	Mirror(data []float32, rows, cols int) *matrix.Dense
+	Upload(d *matrix.Dense)   // Data → device
+	Download(d *matrix.Dense) // device → Data
+	Copy(dst, src *matrix.Dense)
+	Zero(d *matrix.Dense)
 
-	SpMM(c *Dense, a *CSR, b *Dense, accumulate bool) error
-	GEMM(c, a, b *Dense, accumulate bool) error
-	GEMMTN(c, a, b *Dense) error
-	GEMMNT(c, a, b *Dense) error
-	AddBiasReLU(z *Dense, bias []float32, relu bool)
-	ReLUBackward(g, h *Dense)
-	Dropout(m Mask, dst, src *Dense)
-	ColumnSums(out []float32, g *Dense)
-	Norm(d *Dense) float64
+	SpMM(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool) error
+	GEMM(c, a, b *matrix.Dense, accumulate bool) error
+	GEMMTN(c, a, b *matrix.Dense) error
+	GEMMNT(c, a, b *matrix.Dense) error
+	AddBiasReLU(z *matrix.Dense, bias []float32, relu bool)
+	ReLUBackward(g, h *matrix.Dense)
+	Dropout(m matrix.Mask, dst, src *matrix.Dense)
+	ColumnSums(out []float32, g *matrix.Dense)
+	Norm(d *matrix.Dense) float64
 	// LossGrad is SoftmaxCE with logits and grad where the backend keeps
 	// them: the summed loss over rows comes back, the gradient stays.
-	LossGrad(logits *Dense, labels, rows []int32, norm float64, grad *Dense) float64
-	Scale(d *Dense, s float32)
+	LossGrad(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64
+	Scale(d *matrix.Dense, s float32)
 	// Input makes the layer-1 operand (X or ÂX) usable on this backend.
 	Input(o *Operand) (Input, error)
 
@@ -45,9 +48,9 @@ type Backend interface {
 
 // Input is the first layer's operand: dropout, O·W and Oᵀ·G.
 type Input interface {
-	SetDropout(m Mask)
-	Mul(c, w *Dense) error
-	MulT(c, g *Dense) error
+	SetDropout(m matrix.Mask)
+	Mul(c, w *matrix.Dense) error
+	MulT(c, g *matrix.Dense) error
 }
 
 // Opener makes a backend for the device of a rank (its local rank picks
@@ -77,35 +80,35 @@ func Open(name string, localRank int) (Backend, error) {
 // CPU is the host backend: the kernels of this package, in place on Data.
 type CPU struct{}
 
-func (CPU) Name() string                   { return "cpu" }
-func (CPU) NewDense(rows, cols int) *Dense { return NewDense(rows, cols) }
-func (CPU) Mirror(data []float32, rows, cols int) *Dense {
-	return &Dense{Rows: rows, Cols: cols, Data: data}
+func (CPU) Name() string                          { return "cpu" }
+func (CPU) NewDense(rows, cols int) *matrix.Dense { return matrix.NewDense(rows, cols) }
+func (CPU) Mirror(data []float32, rows, cols int) *matrix.Dense {
+	return &matrix.Dense{Rows: rows, Cols: cols, Data: data}
 }
-func (CPU) Upload(*Dense)        {}
-func (CPU) Download(*Dense)      {}
-func (CPU) Copy(dst, src *Dense) { copy(dst.Data, src.Data) }
-func (CPU) Zero(d *Dense)        { d.Zero() }
-func (CPU) SpMM(c *Dense, a *CSR, b *Dense, acc bool) error {
+func (CPU) Upload(*matrix.Dense)        {}
+func (CPU) Download(*matrix.Dense)      {}
+func (CPU) Copy(dst, src *matrix.Dense) { copy(dst.Data, src.Data) }
+func (CPU) Zero(d *matrix.Dense)        { d.Zero() }
+func (CPU) SpMM(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, acc bool) error {
 	return SpMM(c, a, b, acc)
 }
-func (CPU) GEMM(c, a, b *Dense, acc bool) error             { return GEMM(c, a, b, acc) }
-func (CPU) GEMMTN(c, a, b *Dense) error                     { return GEMMTN(c, a, b) }
-func (CPU) GEMMNT(c, a, b *Dense) error                     { return GEMMNT(c, a, b) }
-func (CPU) AddBiasReLU(z *Dense, bias []float32, relu bool) { AddBiasReLU(z, bias, relu) }
-func (CPU) ReLUBackward(g, h *Dense)                        { ReLUBackward(g, h) }
-func (CPU) Dropout(m Mask, dst, src *Dense)                 { m.ApplyDense(dst, src) }
-func (CPU) ColumnSums(out []float32, g *Dense)              { ColumnSums(out, g) }
-func (CPU) LossGrad(logits *Dense, labels, rows []int32, norm float64, grad *Dense) float64 {
+func (CPU) GEMM(c, a, b *matrix.Dense, acc bool) error             { return GEMM(c, a, b, acc) }
+func (CPU) GEMMTN(c, a, b *matrix.Dense) error                     { return GEMMTN(c, a, b) }
+func (CPU) GEMMNT(c, a, b *matrix.Dense) error                     { return GEMMNT(c, a, b) }
+func (CPU) AddBiasReLU(z *matrix.Dense, bias []float32, relu bool) { AddBiasReLU(z, bias, relu) }
+func (CPU) ReLUBackward(g, h *matrix.Dense)                        { ReLUBackward(g, h) }
+func (CPU) Dropout(m matrix.Mask, dst, src *matrix.Dense)          { Dropout(m, dst, src) }
+func (CPU) ColumnSums(out []float32, g *matrix.Dense)              { ColumnSums(out, g) }
+func (CPU) LossGrad(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64 {
 	return SoftmaxCE(logits, labels, rows, norm, grad)
 }
-func (CPU) Norm(d *Dense) float64           { return FrobNorm(d.Data) }
-func (CPU) Scale(d *Dense, s float32)       { Scale(d.Data, s) }
-func (CPU) Input(o *Operand) (Input, error) { return o, nil }
-func (CPU) Err() error                      { return nil }
-func (CPU) Close() error                    { return nil }
+func (CPU) Norm(d *matrix.Dense) float64     { return FrobNorm(d.Data) }
+func (CPU) Scale(d *matrix.Dense, s float32) { Scale(d.Data, s) }
+func (CPU) Input(o *Operand) (Input, error)  { return o, nil }
+func (CPU) Err() error                       { return nil }
+func (CPU) Close() error                     { return nil }
 
 // Sync, Triad and Device serve the kernel benchmark.
-func (CPU) Sync() error                     { return nil }
-func (CPU) Triad(a, b, c *Dense, s float32) { Triad(a.Data, b.Data, c.Data, s) }
-func (CPU) Device() string                  { return fmt.Sprintf("cpu (%s, %d threads)", SIMD(), threads) }
+func (CPU) Sync() error                            { return nil }
+func (CPU) Triad(a, b, c *matrix.Dense, s float32) { Triad(a.Data, b.Data, c.Data, s) }
+func (CPU) Device() string                         { return fmt.Sprintf("cpu (%s, %d threads)", SIMD(), threads) }

@@ -2,15 +2,16 @@ package kernels
 
 import (
 	"math/rand/v2"
+	"sancus/kernels/matrix"
 	"testing"
 )
 
 // benchAdj is a random symmetric-ish sparse matrix shaped like the issue's
 // reference graph: 100k rows, ~21 nonzeros per row (1M undirected edges
 // plus self loops).
-func benchAdj(n, perRow int) *CSR {
+func benchAdj(n, perRow int) *matrix.CSR {
 	r := rand.New(rand.NewPCG(1, 1))
-	a := &CSR{Rows: n, Cols: n, RowPtr: make([]int64, n+1)}
+	a := &matrix.CSR{Rows: n, Cols: n, RowPtr: make([]int64, n+1)}
 	for i := 0; i < n; i++ {
 		cols := map[int32]bool{int32(i): true}
 		for len(cols) < perRow {
@@ -34,15 +35,15 @@ func benchAdj(n, perRow int) *CSR {
 
 // spmmBytes is the compulsory traffic of C = A·B: the matrix once (value +
 // column index), B once and C once.
-func spmmBytes(a *CSR, width int) float64 {
+func spmmBytes(a *matrix.CSR, width int) float64 {
 	return float64(a.NNZ())*8 + float64(a.Rows+1)*8 + float64(a.Cols*width)*4 + float64(a.Rows*width)*4
 }
 
 func BenchmarkSpMM(b *testing.B) {
 	a := benchAdj(100000, 21)
 	for _, w := range []int{16, 64} {
-		x := NewDense(a.Cols, w)
-		c := NewDense(a.Rows, w)
+		x := matrix.NewDense(a.Cols, w)
+		c := matrix.NewDense(a.Rows, w)
 		b.Run(itoa(w), func(b *testing.B) {
 			b.SetBytes(int64(spmmBytes(a, w)))
 			for i := 0; i < b.N; i++ {
@@ -64,9 +65,9 @@ func BenchmarkTriad(b *testing.B) {
 }
 
 func BenchmarkGEMM(b *testing.B) {
-	a := NewDense(100000, 128)
-	w := NewDense(128, 16)
-	c := NewDense(100000, 16)
+	a := matrix.NewDense(100000, 128)
+	w := matrix.NewDense(128, 16)
+	c := matrix.NewDense(100000, 16)
 	for i := range a.Data {
 		a.Data[i] = 1
 	}
@@ -85,11 +86,11 @@ func BenchmarkGEMM(b *testing.B) {
 }
 
 func BenchmarkDropout(b *testing.B) {
-	a := NewDense(100000, 128)
-	m := Mask{P: 0.5, Seed: 1, Stream: 2}
+	a := matrix.NewDense(100000, 128)
+	m := matrix.Mask{P: 0.5, Seed: 1, Stream: 2}
 	b.SetBytes(int64(len(a.Data)) * 8)
 	for i := 0; i < b.N; i++ {
-		m.ApplyDense(a, a)
+		Dropout(m, a, a)
 	}
 }
 

@@ -5,11 +5,14 @@ package kernels
 */
 import "C"
 
-import "math"
+import (
+	"math"
+	"sancus/kernels/matrix"
+)
 
 // AddBiasReLU adds bias to every row of z and, if relu is set, clamps at 0,
 // in one pass (z becomes the layer output).
-func AddBiasReLU(z *Dense, bias []float32, relu bool) {
+func AddBiasReLU(z *matrix.Dense, bias []float32, relu bool) {
 	if z.Rows == 0 || z.Cols == 0 {
 		return
 	}
@@ -24,7 +27,7 @@ func AddBiasReLU(z *Dense, bias []float32, relu bool) {
 }
 
 // ReLUBackward zeroes g where the activation h was clamped (h ≤ 0).
-func ReLUBackward(g, h *Dense) {
+func ReLUBackward(g, h *matrix.Dense) {
 	if len(g.Data) == 0 {
 		return
 	}
@@ -35,7 +38,7 @@ func ReLUBackward(g, h *Dense) {
 }
 
 // ColumnSums adds every row of g into out (len g.Cols): a bias gradient.
-func ColumnSums(out []float32, g *Dense) {
+func ColumnSums(out []float32, g *matrix.Dense) {
 	clear(out)
 	for r := 0; r < g.Rows; r++ {
 		row := g.Row(r)

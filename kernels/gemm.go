@@ -4,10 +4,11 @@ package kernels
 #include "cpu.h"
 */
 import "C"
+import "sancus/kernels/matrix"
 
 // GEMM computes C = A·B (or C += A·B): A m×k, B k×n, C m×n. It is tuned for
 // the GCN shape: many rows, narrow k and n, so B stays in L1.
-func GEMM(c, a, b *Dense, accumulate bool) error {
+func GEMM(c, a, b *matrix.Dense, accumulate bool) error {
 	if err := CheckMul("gemm", c, a.Rows, a.Cols, b); err != nil {
 		return err
 	}
@@ -32,7 +33,7 @@ func GEMM(c, a, b *Dense, accumulate bool) error {
 }
 
 // GEMMNT computes C = A·Bᵀ: A m×n, B k×n, C m×k.
-func GEMMNT(c, a, b *Dense) error {
+func GEMMNT(c, a, b *matrix.Dense) error {
 	if err := CheckMulNT("gemm A·Bᵀ", c, a, b); err != nil {
 		return err
 	}
@@ -45,7 +46,7 @@ func GEMMNT(c, a, b *Dense) error {
 const tnChunk = 4096
 
 // GEMMTN computes C = Aᵀ·B: A m×k, B m×n, C k×n (a weight gradient).
-func GEMMTN(c, a, b *Dense) error {
+func GEMMTN(c, a, b *matrix.Dense) error {
 	if err := CheckMulTN("gemm Aᵀ·B", c, a.Rows, a.Cols, b); err != nil {
 		return err
 	}

@@ -3,20 +3,21 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"sancus/kernels/matrix"
 	"strings"
 	"testing"
 )
 
-func randDense(r *rand.Rand, rows, cols int) *Dense {
-	d := NewDense(rows, cols)
+func randDense(r *rand.Rand, rows, cols int) *matrix.Dense {
+	d := matrix.NewDense(rows, cols)
 	for i := range d.Data {
 		d.Data[i] = float32(r.NormFloat64())
 	}
 	return d
 }
 
-func randCSR(r *rand.Rand, rows, cols int, density float64) *CSR {
-	a := &CSR{Rows: rows, Cols: cols, RowPtr: make([]int64, rows+1)}
+func randCSR(r *rand.Rand, rows, cols int, density float64) *matrix.CSR {
+	a := &matrix.CSR{Rows: rows, Cols: cols, RowPtr: make([]int64, rows+1)}
 	for i := 0; i < rows; i++ {
 		for j := 0; j < cols; j++ {
 			if r.Float64() < density {
@@ -29,8 +30,8 @@ func randCSR(r *rand.Rand, rows, cols int, density float64) *CSR {
 	return a
 }
 
-func naiveMul(a, b *Dense) *Dense {
-	c := NewDense(a.Rows, b.Cols)
+func naiveMul(a, b *matrix.Dense) *matrix.Dense {
+	c := matrix.NewDense(a.Rows, b.Cols)
 	for i := 0; i < a.Rows; i++ {
 		for j := 0; j < b.Cols; j++ {
 			var s float64
@@ -43,7 +44,7 @@ func naiveMul(a, b *Dense) *Dense {
 	return c
 }
 
-func assertClose(t *testing.T, what string, got, want *Dense) {
+func assertClose(t *testing.T, what string, got, want *matrix.Dense) {
 	t.Helper()
 	if got.Rows != want.Rows || got.Cols != want.Cols {
 		t.Fatalf("%s: shape %dx%d, want %dx%d", what, got.Rows, got.Cols, want.Rows, want.Cols)
@@ -65,7 +66,7 @@ func TestSpMMMatchesDense(t *testing.T) {
 			SetThreads(th)
 			a := randCSR(r, 300, 120, 0.05)
 			b := randDense(r, 120, n)
-			c := NewDense(300, n)
+			c := matrix.NewDense(300, n)
 			if err := SpMM(c, a, b, false); err != nil {
 				t.Fatal(err)
 			}
@@ -88,21 +89,21 @@ func TestGEMMShapes(t *testing.T) {
 	for _, n := range widths {
 		a := randDense(r, 5000, 20)
 		b := randDense(r, 20, n)
-		c := NewDense(5000, n)
+		c := matrix.NewDense(5000, n)
 		if err := GEMM(c, a, b, false); err != nil {
 			t.Fatal(err)
 		}
 		assertClose(t, "A·B", c, naiveMul(a, b))
 
 		g := randDense(r, 5000, n)
-		ct := NewDense(20, n)
+		ct := matrix.NewDense(20, n)
 		if err := GEMMTN(ct, a, g); err != nil {
 			t.Fatal(err)
 		}
 		assertClose(t, "Aᵀ·B", ct, naiveMul(a.T(), g))
 
 		w := randDense(r, 20, n)
-		cn := NewDense(5000, 20)
+		cn := matrix.NewDense(5000, 20)
 		if err := GEMMNT(cn, g, w); err != nil {
 			t.Fatal(err)
 		}
@@ -113,10 +114,10 @@ func TestGEMMShapes(t *testing.T) {
 func TestGEMMTNIndependentOfThreads(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	a, g := randDense(r, 20000, 16), randDense(r, 20000, 8)
-	var ref *Dense
+	var ref *matrix.Dense
 	for _, th := range []int{1, 2, 5} {
 		SetThreads(th)
-		c := NewDense(16, 8)
+		c := matrix.NewDense(16, 8)
 		if err := GEMMTN(c, a, g); err != nil {
 			t.Fatal(err)
 		}
@@ -134,10 +135,10 @@ func TestGEMMTNIndependentOfThreads(t *testing.T) {
 }
 
 func TestShapeErrors(t *testing.T) {
-	if err := SpMM(NewDense(2, 2), randCSR(rand.New(rand.NewPCG(1, 1)), 2, 3, 0.5), NewDense(2, 2), false); err == nil {
+	if err := SpMM(matrix.NewDense(2, 2), randCSR(rand.New(rand.NewPCG(1, 1)), 2, 3, 0.5), matrix.NewDense(2, 2), false); err == nil {
 		t.Fatal("SpMM accepted mismatched shapes")
 	}
-	if err := GEMM(NewDense(2, 2), NewDense(2, 3), NewDense(2, 2), false); err == nil {
+	if err := GEMM(matrix.NewDense(2, 2), matrix.NewDense(2, 3), matrix.NewDense(2, 2), false); err == nil {
 		t.Fatal("GEMM accepted mismatched shapes")
 	}
 }
@@ -151,21 +152,21 @@ func TestOperandSparseAndDenseAgree(t *testing.T) {
 	}
 	dn := NewDenseOperand(a.ToDense())
 	w, g := randDense(r, 40, 16), randDense(r, 500, 16)
-	m := Mask{P: 0.5, Seed: 9, Stream: 3, Row0: 100}
+	m := matrix.Mask{P: 0.5, Seed: 9, Stream: 3, Row0: 100}
 	for _, o := range []*Operand{sp, dn} {
 		o.SetDropout(m)
 	}
-	c1, c2 := NewDense(500, 16), NewDense(500, 16)
+	c1, c2 := matrix.NewDense(500, 16), matrix.NewDense(500, 16)
 	sp.Mul(c1, w)
 	dn.Mul(c2, w)
 	assertClose(t, "dropout O·W sparse vs dense", c1, c2)
-	t1, t2 := NewDense(40, 16), NewDense(40, 16)
+	t1, t2 := matrix.NewDense(40, 16), matrix.NewDense(40, 16)
 	sp.MulT(t1, g)
 	dn.MulT(t2, g)
 	assertClose(t, "dropout Oᵀ·G sparse vs dense", t1, t2)
 	// A new mask must refresh the transposed values.
 	for _, o := range []*Operand{sp, dn} {
-		o.SetDropout(Mask{P: 0.5, Seed: 9, Stream: 4, Row0: 100})
+		o.SetDropout(matrix.Mask{P: 0.5, Seed: 9, Stream: 4, Row0: 100})
 	}
 	sp.MulT(t1, g)
 	dn.MulT(t2, g)
@@ -177,20 +178,20 @@ func TestDropoutMaskIsPositional(t *testing.T) {
 	// 10-row block masked with Row0=10: masks do not depend on the split.
 	r := rand.New(rand.NewPCG(1, 3))
 	full := randDense(r, 20, 16)
-	m := Mask{P: 0.3, Seed: 5, Stream: 2}
-	out := NewDense(20, 16)
-	m.ApplyDense(out, full)
+	m := matrix.Mask{P: 0.3, Seed: 5, Stream: 2}
+	out := matrix.NewDense(20, 16)
+	Dropout(m, out, full)
 	blk := full.RowBlock(10, 20).Clone()
 	m.Row0 = 10
-	m.ApplyDense(blk, blk)
+	Dropout(m, blk, blk)
 	assertClose(t, "block mask", blk, out.RowBlock(10, 20))
 	// A gathered block (rows 3, 17, 4) masked by explicit ids.
-	gath := NewDense(3, 16)
+	gath := matrix.NewDense(3, 16)
 	for i, r := range []int{3, 17, 4} {
 		copy(gath.Row(i), full.Row(r))
 	}
 	m.Row0, m.IDs = 0, []int64{3, 17, 4}
-	m.ApplyDense(gath, gath)
+	Dropout(m, gath, gath)
 	for i, r := range []int{3, 17, 4} {
 		for c := 0; c < 16; c++ {
 			if gath.Row(i)[c] != out.Row(r)[c] {
@@ -213,12 +214,12 @@ func TestDropoutKernelsMatchKeep(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 9))
 	d := randDense(r, 37, 23)
 	a := randCSR(r, 37, 23, 0.3)
-	m := Mask{P: 0.4, Seed: 11, Stream: 5, Row0: 1000}
-	out := NewDense(37, 23)
-	m.ApplyDense(out, d)
+	m := matrix.Mask{P: 0.4, Seed: 11, Stream: 5, Row0: 1000}
+	out := matrix.NewDense(37, 23)
+	Dropout(m, out, d)
 	vals := make([]float32, len(a.Val))
-	m.ApplyCSR(vals, a)
-	s := m.scale()
+	DropoutCSR(m, vals, a)
+	s := m.KeepScale()
 	for i := 0; i < 37; i++ {
 		for c := 0; c < 23; c++ {
 			want := float32(0)
@@ -242,7 +243,7 @@ func TestDropoutKernelsMatchKeep(t *testing.T) {
 }
 
 func TestBiasReLUAndBackward(t *testing.T) {
-	z := &Dense{Rows: 2, Cols: 3, Data: []float32{-1, 0.5, 2, 3, -4, 0}}
+	z := &matrix.Dense{Rows: 2, Cols: 3, Data: []float32{-1, 0.5, 2, 3, -4, 0}}
 	AddBiasReLU(z, []float32{0.5, 0, -3}, true)
 	want := []float32{0, 0.5, 0, 3.5, 0, 0}
 	for i, v := range want {
@@ -250,7 +251,7 @@ func TestBiasReLUAndBackward(t *testing.T) {
 			t.Fatalf("bias+relu = %v, want %v", z.Data, want)
 		}
 	}
-	g := &Dense{Rows: 2, Cols: 3, Data: []float32{1, 2, 3, 4, 5, 6}}
+	g := &matrix.Dense{Rows: 2, Cols: 3, Data: []float32{1, 2, 3, 4, 5, 6}}
 	ReLUBackward(g, z)
 	wantG := []float32{0, 2, 0, 4, 0, 0}
 	for i, v := range wantG {

@@ -1,12 +1,15 @@
 package kernels
 
-import "math"
+import (
+	"math"
+	"sancus/kernels/matrix"
+)
 
 // SoftmaxCE computes the summed cross-entropy over rows listed in mask and
 // writes into grad (same shape as logits) d(loss)/d(logits) scaled by
 // 1/norm; rows outside the mask get zero gradient. It also counts correct
 // argmax predictions for each of the given row sets.
-func SoftmaxCE(logits *Dense, labels []int32, mask []int32, norm float64, grad *Dense) (lossSum float64) {
+func SoftmaxCE(logits *matrix.Dense, labels []int32, mask []int32, norm float64, grad *matrix.Dense) (lossSum float64) {
 	c := logits.Cols
 	if grad != nil {
 		grad.Zero()

@@ -1,23 +1,26 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+	"sancus/kernels/matrix"
+)
 
 // Operand is a row block that is kept sparse or dense, whichever is cheaper:
 // input features X_i and the precomputed (ÂX)_i. Wide bag-of-words features
 // stay sparse (wordnet dense would need 8.5 GB); dense-ish ones are
 // expanded, since a dense row streams twice as fast as CSR.
 type Operand struct {
-	sparse *CSR
-	dense  *Dense
+	sparse *matrix.CSR
+	dense  *matrix.Dense
 
 	// Dropout works on copies so the original values survive for the next epoch.
 	dropVals  []float32
-	dropDense *Dense
-	cur       *CSR   // sparse matrix with the current (possibly dropped) values
-	curDense  *Dense // dense matrix with the current values
+	dropDense *matrix.Dense
+	cur       *matrix.CSR   // sparse matrix with the current (possibly dropped) values
+	curDense  *matrix.Dense // dense matrix with the current values
 
 	// Aᵀ for the weight gradient: structure built once, values refreshed.
-	tr     *CSR
+	tr     *matrix.CSR
 	trPerm []int64
 	gen    int // bumped by SetDropout
 	trGen  int // gen that tr's values were refreshed at (-1: never)
@@ -26,8 +29,8 @@ type Operand struct {
 // DenseThreshold is the density above which NewOperand expands a CSR.
 const DenseThreshold = 0.25
 
-// NewOperand wraps a CSR, expanding it when its density exceeds DenseThreshold.
-func NewOperand(a *CSR) *Operand {
+// NewOperand wraps a matrix.CSR, expanding it when its density exceeds DenseThreshold.
+func NewOperand(a *matrix.CSR) *Operand {
 	if a.Rows > 0 && a.Cols > 0 && float64(a.NNZ()) > DenseThreshold*float64(a.Rows)*float64(a.Cols) {
 		return NewDenseOperand(a.ToDense())
 	}
@@ -35,13 +38,13 @@ func NewOperand(a *CSR) *Operand {
 }
 
 // NewDenseOperand wraps a dense matrix.
-func NewDenseOperand(d *Dense) *Operand { return &Operand{dense: d, curDense: d} }
+func NewDenseOperand(d *matrix.Dense) *Operand { return &Operand{dense: d, curDense: d} }
 
-// Sparse is the CSR with its original values (nil when stored dense).
-func (o *Operand) Sparse() *CSR { return o.sparse }
+// Sparse is the matrix.CSR with its original values (nil when stored dense).
+func (o *Operand) Sparse() *matrix.CSR { return o.sparse }
 
 // DenseValues is the dense matrix with its original values (nil when sparse).
-func (o *Operand) DenseValues() *Dense { return o.dense }
+func (o *Operand) DenseValues() *matrix.Dense { return o.dense }
 
 // IsSparse reports the storage chosen.
 func (o *Operand) IsSparse() bool { return o.sparse != nil }
@@ -80,7 +83,7 @@ func (o *Operand) Bytes() int64 {
 
 // SetDropout makes the following Mul and MulT use the operand with mask m
 // applied (m.P == 0 restores the original values).
-func (o *Operand) SetDropout(m Mask) {
+func (o *Operand) SetDropout(m matrix.Mask) {
 	o.gen++
 	if o.sparse != nil {
 		if m.P <= 0 {
@@ -90,8 +93,8 @@ func (o *Operand) SetDropout(m Mask) {
 		if o.dropVals == nil {
 			o.dropVals = make([]float32, len(o.sparse.Val))
 		}
-		m.ApplyCSR(o.dropVals, o.sparse)
-		o.cur = &CSR{Rows: o.sparse.Rows, Cols: o.sparse.Cols, RowPtr: o.sparse.RowPtr, ColIdx: o.sparse.ColIdx, Val: o.dropVals}
+		DropoutCSR(m, o.dropVals, o.sparse)
+		o.cur = &matrix.CSR{Rows: o.sparse.Rows, Cols: o.sparse.Cols, RowPtr: o.sparse.RowPtr, ColIdx: o.sparse.ColIdx, Val: o.dropVals}
 		return
 	}
 	if m.P <= 0 {
@@ -99,14 +102,14 @@ func (o *Operand) SetDropout(m Mask) {
 		return
 	}
 	if o.dropDense == nil {
-		o.dropDense = NewDense(o.dense.Rows, o.dense.Cols)
+		o.dropDense = matrix.NewDense(o.dense.Rows, o.dense.Cols)
 	}
-	m.ApplyDense(o.dropDense, o.dense)
+	Dropout(m, o.dropDense, o.dense)
 	o.curDense = o.dropDense
 }
 
 // Mul computes c = O·w.
-func (o *Operand) Mul(c, w *Dense) error {
+func (o *Operand) Mul(c, w *matrix.Dense) error {
 	if o.sparse != nil {
 		return SpMM(c, o.cur, w, false)
 	}
@@ -114,7 +117,7 @@ func (o *Operand) Mul(c, w *Dense) error {
 }
 
 // MulT computes c = Oᵀ·g (a weight gradient).
-func (o *Operand) MulT(c, g *Dense) error {
+func (o *Operand) MulT(c, g *matrix.Dense) error {
 	if o.sparse == nil {
 		return GEMMTN(c, o.curDense, g)
 	}

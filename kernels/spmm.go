@@ -7,6 +7,7 @@ package kernels
 import "C"
 
 import (
+	"sancus/kernels/matrix"
 	"unsafe"
 )
 
@@ -18,8 +19,8 @@ func f32p(s []float32) *C.float {
 }
 
 // SpMM computes C = A·B, or C += A·B when accumulate is set.
-// A is m×k CSR, B is k×n dense, C is m×n dense.
-func SpMM(c *Dense, a *CSR, b *Dense, accumulate bool) error {
+// A is m×k matrix.CSR, B is k×n dense, C is m×n dense.
+func SpMM(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool) error {
 	if err := CheckMul("spmm", c, a.Rows, a.Cols, b); err != nil {
 		return err
 	}

@@ -55,6 +55,7 @@ import (
 	"sancus/collectives"
 	"sancus/kernels"
 	"sancus/kernels/cuda"
+	"sancus/kernels/matrix"
 )
 
 // Comm is one rank's NCCL communicator on its backend's GPU and stream.
@@ -123,7 +124,7 @@ func New(be *cuda.Backend, id []byte, rank, size int) (*Comm, error) {
 	return c, nil
 }
 
-func (c *Comm) ptr(d *kernels.Dense) (C.ulonglong, error) {
+func (c *Comm) ptr(d *matrix.Dense) (C.ulonglong, error) {
 	p, ok := cuda.DevicePtr(d)
 	if !ok {
 		return 0, fmt.Errorf("nccl rank %d: a %dx%d block is not in device memory", c.rank, d.Rows, d.Cols)
@@ -132,7 +133,7 @@ func (c *Comm) ptr(d *kernels.Dense) (C.ulonglong, error) {
 }
 
 // Bcast sends root's d to every rank, in place.
-func (c *Comm) Bcast(d *kernels.Dense, root int) error {
+func (c *Comm) Bcast(d *matrix.Dense, root int) error {
 	p, err := c.ptr(d)
 	if err != nil {
 		return err
@@ -142,7 +143,7 @@ func (c *Comm) Bcast(d *kernels.Dense, root int) error {
 
 // SkipBcast broadcasts blocks[j] from every active root j, all in one NCCL
 // group so the transfers overlap; a stale root's block is left as cached.
-func (c *Comm) SkipBcast(blocks []*kernels.Dense, active []bool) error {
+func (c *Comm) SkipBcast(blocks []*matrix.Dense, active []bool) error {
 	if len(blocks) != c.size || len(active) != c.size {
 		return fmt.Errorf("nccl rank %d: skip-broadcast of %d blocks with %d flags on %d ranks", c.rank, len(blocks), len(active), c.size)
 	}
@@ -169,7 +170,7 @@ func (c *Comm) SkipBcast(blocks []*kernels.Dense, active []bool) error {
 }
 
 // Allreduce sums d over the ranks, in place.
-func (c *Comm) Allreduce(d *kernels.Dense) error {
+func (c *Comm) Allreduce(d *matrix.Dense) error {
 	p, err := c.ptr(d)
 	if err != nil {
 		return err

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"sancus/collectives"
-	"sancus/kernels"
 	"sancus/kernels/cuda"
+	"sancus/kernels/matrix"
 )
 
 // TestNCCL runs the NCCL collectives on as many in-process ranks as there
@@ -33,7 +33,7 @@ func TestNCCL(t *testing.T) {
 		r, p := host.Rank(), host.Size()
 		// Each root's block holds root+1 everywhere it is current; stale
 		// roots' blocks must keep what this rank cached (-1).
-		blocks := make([]*kernels.Dense, p)
+		blocks := make([]*matrix.Dense, p)
 		for j := range blocks {
 			blocks[j] = be.NewDense(3+j, 5) // uneven sizes
 			for i := range blocks[j].Data {
@@ -77,7 +77,7 @@ func TestNCCL(t *testing.T) {
 		if err := c.Bcast(sum, 0); err != nil {
 			return err
 		}
-		if _, err := c.ptr(kernels.NewDense(2, 2)); err == nil {
+		if _, err := c.ptr(matrix.NewDense(2, 2)); err == nil {
 			t.Error("a host matrix was accepted as a device block")
 		}
 		return be.Err()

@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"sancus/kernels"
+	"sancus/kernels/matrix"
 )
 
 //go:embed sancus.ptx
@@ -57,8 +58,8 @@ type Backend struct {
 	err     error
 
 	all     []*buf
-	staged  map[*kernels.Dense]*buf
-	csrs    map[*kernels.CSR]*devCSR
+	staged  map[*matrix.Dense]*buf
+	csrs    map[*matrix.CSR]*devCSR
 	ids     map[idKey]*buf
 	i32s    map[*int32]*buf // labels and row lists, uploaded once
 	loss    *buf            // per-row losses
@@ -86,7 +87,7 @@ func Open(localRank int) (*Backend, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("cuda: no device found")
 	}
-	b := &Backend{ordinal: localRank % n, staged: map[*kernels.Dense]*buf{}, csrs: map[*kernels.CSR]*devCSR{}, ids: map[idKey]*buf{}, i32s: map[*int32]*buf{}}
+	b := &Backend{ordinal: localRank % n, staged: map[*matrix.Dense]*buf{}, csrs: map[*matrix.CSR]*devCSR{}, ids: map[idKey]*buf{}, i32s: map[*int32]*buf{}}
 	b.g = (*C.scg)(C.calloc(1, C.size_t(unsafe.Sizeof(C.scg{}))))
 	src := C.CString(ptx)
 	defer C.free(unsafe.Pointer(src))
@@ -181,24 +182,24 @@ func f32(s []float32) unsafe.Pointer {
 }
 
 // NewDense allocates a zeroed matrix on the device with a host side.
-func (b *Backend) NewDense(rows, cols int) *kernels.Dense {
+func (b *Backend) NewDense(rows, cols int) *matrix.Dense {
 	return b.Mirror(make([]float32, rows*cols), rows, cols)
 }
 
 // Mirror allocates the device side of a host block (zeroed).
-func (b *Backend) Mirror(data []float32, rows, cols int) *kernels.Dense {
+func (b *Backend) Mirror(data []float32, rows, cols int) *matrix.Dense {
 	x := b.alloc(rows * cols * 4)
 	b.ok(C.scg_zero(b.g, x.p, C.size_t(rows*cols)), "zero")
-	return &kernels.Dense{Rows: rows, Cols: cols, Data: data, Dev: x}
+	return &matrix.Dense{Rows: rows, Cols: cols, Data: data, Dev: x}
 }
 
-func devBuf(d *kernels.Dense) *buf {
+func devBuf(d *matrix.Dense) *buf {
 	x, _ := d.Dev.(*buf)
 	return x
 }
 
 // in is a matrix to read: its device side, or its host values uploaded now.
-func (b *Backend) in(d *kernels.Dense) C.scg_ptr {
+func (b *Backend) in(d *matrix.Dense) C.scg_ptr {
 	if x := devBuf(d); x != nil {
 		return x.p
 	}
@@ -211,7 +212,7 @@ func (b *Backend) in(d *kernels.Dense) C.scg_ptr {
 }
 
 // out is a matrix to write: it must live on the device.
-func (b *Backend) out(d *kernels.Dense) C.scg_ptr {
+func (b *Backend) out(d *matrix.Dense) C.scg_ptr {
 	if x := devBuf(d); x != nil {
 		return x.p
 	}
@@ -220,32 +221,32 @@ func (b *Backend) out(d *kernels.Dense) C.scg_ptr {
 }
 
 // Upload copies Data to the device side.
-func (b *Backend) Upload(d *kernels.Dense) {
+func (b *Backend) Upload(d *matrix.Dense) {
 	if x := devBuf(d); x != nil {
 		b.upload(x, f32(d.Data), d.Rows*d.Cols*4)
 	}
 }
 
 // Download copies the device side to Data.
-func (b *Backend) Download(d *kernels.Dense) {
+func (b *Backend) Download(d *matrix.Dense) {
 	if x := devBuf(d); x != nil && d.Rows*d.Cols > 0 {
 		b.ok(C.scg_download(b.g, f32(d.Data), x.p, C.size_t(d.Rows*d.Cols*4)), "download")
 	}
 }
 
 // Copy sets dst = src on the device.
-func (b *Backend) Copy(dst, src *kernels.Dense) {
+func (b *Backend) Copy(dst, src *matrix.Dense) {
 	n := min(dst.Rows*dst.Cols, src.Rows*src.Cols)
 	b.ok(C.scg_copy(b.g, b.out(dst), b.in(src), C.size_t(n*4)), "copy")
 }
 
 // Zero clears d on the device.
-func (b *Backend) Zero(d *kernels.Dense) {
+func (b *Backend) Zero(d *matrix.Dense) {
 	b.ok(C.scg_zero(b.g, b.out(d), C.size_t(d.Rows*d.Cols)), "zero")
 }
 
 // csr uploads a sparse matrix once; Â blocks never change.
-func (b *Backend) csr(a *kernels.CSR) *devCSR {
+func (b *Backend) csr(a *matrix.CSR) *devCSR {
 	if d := b.csrs[a]; d != nil {
 		return d
 	}
@@ -281,7 +282,7 @@ func cbool(v bool) C.int {
 }
 
 // SpMM computes C = A·B (or C += A·B).
-func (b *Backend) SpMM(c *kernels.Dense, a *kernels.CSR, x *kernels.Dense, acc bool) error {
+func (b *Backend) SpMM(c *matrix.Dense, a *matrix.CSR, x *matrix.Dense, acc bool) error {
 	if err := kernels.CheckMul("spmm", c, a.Rows, a.Cols, x); err != nil {
 		return err
 	}
@@ -300,7 +301,7 @@ func (b *Backend) gemm(a, x, c C.scg_ptr, m, n, k, sai, sap, sbp, sbj int, acc b
 }
 
 // GEMM computes C = A·B (or C += A·B).
-func (b *Backend) GEMM(c, a, x *kernels.Dense, acc bool) error {
+func (b *Backend) GEMM(c, a, x *matrix.Dense, acc bool) error {
 	if err := kernels.CheckMul("gemm", c, a.Rows, a.Cols, x); err != nil {
 		return err
 	}
@@ -318,7 +319,7 @@ func (b *Backend) GEMM(c, a, x *kernels.Dense, acc bool) error {
 }
 
 // GEMMNT computes C = A·Bᵀ: A m×n, B k×n.
-func (b *Backend) GEMMNT(c, a, x *kernels.Dense) error {
+func (b *Backend) GEMMNT(c, a, x *matrix.Dense) error {
 	if err := kernels.CheckMulNT("gemm A·Bᵀ", c, a, x); err != nil {
 		return err
 	}
@@ -335,7 +336,7 @@ func (b *Backend) GEMMNT(c, a, x *kernels.Dense) error {
 
 // GEMMTN computes C = Aᵀ·B: A m×k, B m×n. The long inner dimension m is
 // split into fixed slices whose partial products are added in order.
-func (b *Backend) GEMMTN(c, a, x *kernels.Dense) error {
+func (b *Backend) GEMMTN(c, a, x *matrix.Dense) error {
 	if err := kernels.CheckMulTN("gemm Aᵀ·B", c, a.Rows, a.Cols, x); err != nil {
 		return err
 	}
@@ -361,7 +362,7 @@ func (b *Backend) gemmTN(a, x, c C.scg_ptr, m, k, n int) {
 }
 
 // AddBiasReLU adds bias to every row of z and clamps at 0 when relu is set.
-func (b *Backend) AddBiasReLU(z *kernels.Dense, bias []float32, relu bool) {
+func (b *Backend) AddBiasReLU(z *matrix.Dense, bias []float32, relu bool) {
 	if z.Rows*z.Cols == 0 {
 		return
 	}
@@ -371,7 +372,7 @@ func (b *Backend) AddBiasReLU(z *kernels.Dense, bias []float32, relu bool) {
 }
 
 // ReLUBackward zeroes g where h ≤ 0.
-func (b *Backend) ReLUBackward(g, h *kernels.Dense) {
+func (b *Backend) ReLUBackward(g, h *matrix.Dense) {
 	b.ok(C.scg_relu_backward(b.g, b.out(g), b.in(h), C.longlong(g.Rows*g.Cols)), "relu backward")
 }
 
@@ -390,7 +391,7 @@ func (b *Backend) idsOf(ids []int64) C.scg_ptr {
 }
 
 // Dropout sets dst = src ⊙ mask / (1−p) with the CPU's masks.
-func (b *Backend) Dropout(m kernels.Mask, dst, src *kernels.Dense) {
+func (b *Backend) Dropout(m matrix.Mask, dst, src *matrix.Dense) {
 	if m.P <= 0 {
 		if dst != src && devBuf(dst) != devBuf(src) {
 			b.Copy(dst, src)
@@ -421,7 +422,7 @@ func (b *Backend) i32(s []int32) C.scg_ptr {
 
 // LossGrad is the softmax cross-entropy over rows on the device: the
 // gradient stays there, the per-row losses are added on the host in order.
-func (b *Backend) LossGrad(logits *kernels.Dense, labels, rows []int32, norm float64, grad *kernels.Dense) float64 {
+func (b *Backend) LossGrad(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64 {
 	b.Zero(grad)
 	if len(rows) == 0 || logits.Cols == 0 {
 		return 0
@@ -444,7 +445,7 @@ func (b *Backend) LossGrad(logits *kernels.Dense, labels, rows []int32, norm flo
 
 // ColumnSums adds the rows of g into out: per-slice sums on the device,
 // added in slice order on the host.
-func (b *Backend) ColumnSums(out []float32, g *kernels.Dense) {
+func (b *Backend) ColumnSums(out []float32, g *matrix.Dense) {
 	clear(out)
 	if g.Rows == 0 || g.Cols == 0 {
 		return
@@ -466,7 +467,7 @@ func (b *Backend) ColumnSums(out []float32, g *kernels.Dense) {
 }
 
 // Norm is ‖d‖_F (block sums on the device in double, added on the host).
-func (b *Backend) Norm(d *kernels.Dense) float64 {
+func (b *Backend) Norm(d *matrix.Dense) float64 {
 	total := d.Rows * d.Cols
 	if total == 0 {
 		return 0
@@ -488,12 +489,12 @@ func (b *Backend) Norm(d *kernels.Dense) float64 {
 }
 
 // Scale multiplies d by s.
-func (b *Backend) Scale(d *kernels.Dense, s float32) {
+func (b *Backend) Scale(d *matrix.Dense, s float32) {
 	b.ok(C.scg_scale(b.g, b.out(d), C.float(s), C.longlong(d.Rows*d.Cols)), "scale")
 }
 
 // Triad runs a = x + s·c on the device: the benchmark's bandwidth yardstick.
-func (b *Backend) Triad(a, x, c *kernels.Dense, s float32) {
+func (b *Backend) Triad(a, x, c *matrix.Dense, s float32) {
 	b.ok(C.scg_triad(b.g, b.out(a), b.in(x), b.in(c), C.float(s), C.longlong(a.Rows*a.Cols)), "triad")
 }
 
@@ -519,17 +520,17 @@ func (b *Backend) Input(o *kernels.Operand) (kernels.Input, error) {
 type input struct {
 	b *Backend
 	// sparse operand
-	csr     *kernels.CSR
+	csr     *matrix.CSR
 	a, tr   *devCSR
 	perm    *buf
 	drop    *buf
 	cur     C.scg_ptr // values in use: a's, or drop's
 	trFresh bool
 	// dense operand
-	dense, dropped, curDense *kernels.Dense
+	dense, dropped, curDense *matrix.Dense
 }
 
-func (in *input) SetDropout(m kernels.Mask) {
+func (in *input) SetDropout(m matrix.Mask) {
 	b := in.b
 	in.trFresh = false
 	if in.csr == nil {
@@ -552,7 +553,7 @@ func (in *input) SetDropout(m kernels.Mask) {
 	}
 }
 
-func (in *input) Mul(c, w *kernels.Dense) error {
+func (in *input) Mul(c, w *matrix.Dense) error {
 	b := in.b
 	if in.csr == nil {
 		return b.GEMM(c, in.curDense, w, false)
@@ -566,7 +567,7 @@ func (in *input) Mul(c, w *kernels.Dense) error {
 
 // MulT is Oᵀ·G through Oᵀ in CSR form, its values refreshed from the
 // current (dropped) ones by a permutation built once.
-func (in *input) MulT(c, g *kernels.Dense) error {
+func (in *input) MulT(c, g *matrix.Dense) error {
 	b := in.b
 	if in.csr == nil {
 		return b.GEMMTN(c, in.curDense, g)
@@ -608,7 +609,7 @@ func (b *Backend) Handles() (ctx, stream unsafe.Pointer) {
 }
 
 // DevicePtr is the device address of a matrix made by a CUDA backend.
-func DevicePtr(d *kernels.Dense) (uintptr, bool) {
+func DevicePtr(d *matrix.Dense) (uintptr, bool) {
 	x := devBuf(d)
 	if x == nil {
 		return 0, false

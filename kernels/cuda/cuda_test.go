@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"sancus/kernels"
+	"sancus/kernels/matrix"
 )
 
 func open(t testing.TB) *Backend {
@@ -20,8 +21,8 @@ func open(t testing.TB) *Backend {
 	return b
 }
 
-func randDense(r *rand.Rand, rows, cols int) *kernels.Dense {
-	d := kernels.NewDense(rows, cols)
+func randDense(r *rand.Rand, rows, cols int) *matrix.Dense {
+	d := matrix.NewDense(rows, cols)
 	for i := range d.Data {
 		d.Data[i] = float32(r.NormFloat64())
 	}
@@ -29,8 +30,8 @@ func randDense(r *rand.Rand, rows, cols int) *kernels.Dense {
 }
 
 // randCSR has sorted unique columns and some empty rows.
-func randCSR(r *rand.Rand, rows, cols, perRow int) *kernels.CSR {
-	a := &kernels.CSR{Rows: rows, Cols: cols, RowPtr: make([]int64, rows+1)}
+func randCSR(r *rand.Rand, rows, cols, perRow int) *matrix.CSR {
+	a := &matrix.CSR{Rows: rows, Cols: cols, RowPtr: make([]int64, rows+1)}
 	for i := 0; i < rows; i++ {
 		k := r.IntN(2 * perRow)
 		if i%7 == 3 {
@@ -60,14 +61,14 @@ func randCSR(r *rand.Rand, rows, cols, perRow int) *kernels.CSR {
 }
 
 // onDevice copies a host matrix into a new device matrix.
-func onDevice(b *Backend, d *kernels.Dense) *kernels.Dense {
+func onDevice(b *Backend, d *matrix.Dense) *matrix.Dense {
 	x := b.NewDense(d.Rows, d.Cols)
 	copy(x.Data, d.Data)
 	b.Upload(x)
 	return x
 }
 
-func fetch(t *testing.T, b *Backend, d *kernels.Dense) []float32 {
+func fetch(t *testing.T, b *Backend, d *matrix.Dense) []float32 {
 	t.Helper()
 	b.Download(d)
 	if err := b.Err(); err != nil {
@@ -111,7 +112,7 @@ func TestKernelsMatchCPU(t *testing.T) {
 	long := randCSR(r, 9, 20000, 800)
 	for _, w := range []int{16, 100} {
 		lx := randDense(r, 20000, w)
-		want := kernels.NewDense(9, w)
+		want := matrix.NewDense(9, w)
 		kernels.SpMM(want, long, lx, false)
 		got := b.NewDense(9, w)
 		b.SpMM(got, long, onDevice(b, lx), false)
@@ -119,20 +120,20 @@ func TestKernelsMatchCPU(t *testing.T) {
 	}
 
 	A, B := randDense(r, m, k), randDense(r, k, n)
-	want := kernels.NewDense(m, n)
+	want := matrix.NewDense(m, n)
 	kernels.GEMM(want, A, B, false)
 	got := b.NewDense(m, n)
 	b.GEMM(got, onDevice(b, A), B, false) // B stays on the host: uploaded on use
 	near(t, "gemm", fetch(t, b, got), want.Data, 1e-4)
 
 	G := randDense(r, m, n)
-	wantT := kernels.NewDense(k, n)
+	wantT := matrix.NewDense(k, n)
 	kernels.GEMMTN(wantT, A, G)
 	gotT := b.NewDense(k, n)
 	b.GEMMTN(gotT, onDevice(b, A), onDevice(b, G))
 	near(t, "gemm Aᵀ·B", fetch(t, b, gotT), wantT.Data, 1e-3)
 
-	wantNT := kernels.NewDense(m, k)
+	wantNT := matrix.NewDense(m, k)
 	kernels.GEMMNT(wantNT, G, B)
 	gotNT := b.NewDense(m, k)
 	b.GEMMNT(gotNT, onDevice(b, G), B)
@@ -168,7 +169,7 @@ func TestKernelsMatchCPU(t *testing.T) {
 		labels[i] = int32(r.IntN(n))
 	}
 	rows := []int32{5, 0, 8999, 17, 4096}
-	wantG := kernels.NewDense(m, n)
+	wantG := matrix.NewDense(m, n)
 	wantLoss := kernels.SoftmaxCE(G, labels, rows, 3, wantG)
 	gotG := b.NewDense(m, n)
 	if gotLoss := b.LossGrad(onDevice(b, G), labels, rows, 3, gotG); math.Abs(gotLoss-wantLoss) > 1e-12*math.Abs(wantLoss) {
@@ -194,12 +195,12 @@ func TestDropoutMasksMatchCPU(t *testing.T) {
 		for i := range ids {
 			ids[i] = int64(r.IntN(1 << 40))
 		}
-		for _, m := range []kernels.Mask{
+		for _, m := range []matrix.Mask{
 			{P: 0.5, Seed: 7, Stream: 3<<8 | 1, Row0: 1234},
 			{P: 0.1, Seed: 9, Stream: 5, IDs: ids},
 		} {
-			want := kernels.NewDense(src.Rows, cols)
-			m.ApplyDense(want, src)
+			want := matrix.NewDense(src.Rows, cols)
+			kernels.Dropout(m, want, src)
 			got := b.NewDense(src.Rows, cols)
 			b.Dropout(m, got, onDevice(b, src))
 			near(t, "dense dropout", fetch(t, b, got), want.Data, 0)
@@ -210,7 +211,7 @@ func TestDropoutMasksMatchCPU(t *testing.T) {
 	a := randCSR(r, 2000, 3000, 20)
 	w := randDense(r, 3000, 16)
 	g := randDense(r, 2000, 16)
-	m := kernels.Mask{P: 0.5, Seed: 1, Stream: 77, Row0: 100}
+	m := matrix.Mask{P: 0.5, Seed: 1, Stream: 77, Row0: 100}
 	cpu := kernels.NewOperand(a)
 	if !cpu.IsSparse() {
 		t.Fatal("test operand should stay sparse")
@@ -219,17 +220,17 @@ func TestDropoutMasksMatchCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mk := range []kernels.Mask{m, {}} {
+	for _, mk := range []matrix.Mask{m, {}} {
 		cpu.SetDropout(mk)
 		in.SetDropout(mk)
-		want := kernels.NewDense(2000, 16)
+		want := matrix.NewDense(2000, 16)
 		cpu.Mul(want, w)
 		got := b.NewDense(2000, 16)
 		if err := in.Mul(got, w); err != nil {
 			t.Fatal(err)
 		}
 		near(t, "input O·W", fetch(t, b, got), want.Data, 1e-5)
-		wantT := kernels.NewDense(3000, 16)
+		wantT := matrix.NewDense(3000, 16)
 		cpu.MulT(wantT, g)
 		gotT := b.NewDense(3000, 16)
 		if err := in.MulT(gotT, onDevice(b, g)); err != nil {
@@ -245,10 +246,10 @@ func TestShapeErrors(t *testing.T) {
 	if err := b.GEMM(b.NewDense(3, 3), b.NewDense(3, 4), b.NewDense(5, 3), false); err == nil {
 		t.Fatal("mismatched GEMM accepted")
 	}
-	if err := b.SpMM(b.NewDense(2, 2), &kernels.CSR{Rows: 2, Cols: 3, RowPtr: make([]int64, 3)}, b.NewDense(2, 2), false); err == nil {
+	if err := b.SpMM(b.NewDense(2, 2), &matrix.CSR{Rows: 2, Cols: 3, RowPtr: make([]int64, 3)}, b.NewDense(2, 2), false); err == nil {
 		t.Fatal("mismatched SpMM accepted")
 	}
-	host := kernels.NewDense(2, 2)
+	host := matrix.NewDense(2, 2)
 	b.Scale(host, 2)
 	if b.Err() == nil {
 		t.Fatal("writing a host-only matrix was not reported")

@@ -3,15 +3,14 @@ package graph
 import (
 	"fmt"
 	"math"
+	"sancus/kernels/matrix"
 	"slices"
-
-	"sancus/kernels"
 )
 
 // BuildAdjacency returns the symmetric pattern adjacency A of e in CSR form:
 // both directions of every edge, duplicates and self loops dropped, columns
 // sorted. Values are 1.
-func BuildAdjacency(e *Edges) (*kernels.CSR, error) {
+func BuildAdjacency(e *Edges) (*matrix.CSR, error) {
 	n := e.N
 	deg := make([]int64, n+1)
 	for i := range e.Src {
@@ -56,11 +55,11 @@ func BuildAdjacency(e *Edges) (*kernels.CSR, error) {
 	for i := range val {
 		val[i] = 1
 	}
-	return &kernels.CSR{Rows: n, Cols: n, RowPtr: rowptr, ColIdx: col, Val: val}, nil
+	return &matrix.CSR{Rows: n, Cols: n, RowPtr: rowptr, ColIdx: col, Val: val}, nil
 }
 
 // Normalize returns Â = D^-1/2 (A+I) D^-1/2 where D is the degree of A+I.
-func Normalize(a *kernels.CSR) *kernels.CSR {
+func Normalize(a *matrix.CSR) *matrix.CSR {
 	n := a.Rows
 	dinv := make([]float64, n)
 	for r := 0; r < n; r++ {
@@ -73,8 +72,8 @@ func Normalize(a *kernels.CSR) *kernels.CSR {
 // global) into the same rows of Â = D^-1/2 (A+I) D^-1/2, given
 // dinv[v] = 1/√deg(v) of A+I for every node: one row block of a graph
 // prepared in parts gets exactly the values Normalize gives.
-func NormalizeRows(a *kernels.CSR, row0 int64, dinv []float64) *kernels.CSR {
-	out := &kernels.CSR{Rows: a.Rows, Cols: a.Cols, RowPtr: make([]int64, a.Rows+1)}
+func NormalizeRows(a *matrix.CSR, row0 int64, dinv []float64) *matrix.CSR {
+	out := &matrix.CSR{Rows: a.Rows, Cols: a.Cols, RowPtr: make([]int64, a.Rows+1)}
 	out.ColIdx = make([]int32, 0, a.NNZ()+int64(a.Rows))
 	out.Val = make([]float32, 0, a.NNZ()+int64(a.Rows))
 	for i := 0; i < a.Rows; i++ {
@@ -101,11 +100,11 @@ func NormalizeRows(a *kernels.CSR, row0 int64, dinv []float64) *kernels.CSR {
 
 // SpGEMM computes A·B for two CSR matrices (used once, for ÂX) with a dense
 // accumulator per row.
-func SpGEMM(a, b *kernels.CSR) (*kernels.CSR, error) {
+func SpGEMM(a, b *matrix.CSR) (*matrix.CSR, error) {
 	if a.Cols != b.Rows {
 		return nil, fmt.Errorf("spgemm: %dx%d · %dx%d", a.Rows, a.Cols, b.Rows, b.Cols)
 	}
-	out := &kernels.CSR{Rows: a.Rows, Cols: b.Cols, RowPtr: make([]int64, a.Rows+1)}
+	out := &matrix.CSR{Rows: a.Rows, Cols: b.Cols, RowPtr: make([]int64, a.Rows+1)}
 	acc := make([]float32, b.Cols)
 	mark := make([]bool, b.Cols)
 	var cols []int32

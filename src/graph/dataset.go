@@ -8,9 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sancus/kernels/matrix"
 	"slices"
-
-	"sancus/kernels"
 )
 
 // Dataset is a whole graph in memory: what `sancus prepare` splits into
@@ -18,9 +17,9 @@ import (
 type Dataset struct {
 	Name     string
 	N        int
-	Adj      *kernels.CSR // symmetric pattern adjacency, no self loops
-	Features *kernels.CSR // N × F
-	Labels   []int32      // -1 = unlabeled
+	Adj      *matrix.CSR // symmetric pattern adjacency, no self loops
+	Features *matrix.CSR // N × F
+	Labels   []int32     // -1 = unlabeled
 	Classes  int
 	Train    []int32
 	Val      []int32
@@ -173,7 +172,7 @@ func RandomSplit(labels []int32, train, val float64, seed uint64) (tr, va, te []
 }
 
 // ReadFeatures reads an N×F features.mtx into CSR (duplicates summed).
-func ReadFeatures(path string, n int) (*kernels.CSR, error) {
+func ReadFeatures(path string, n int) (*matrix.CSR, error) {
 	type ent struct {
 		r, c int32
 		v    float32
@@ -192,7 +191,7 @@ func ReadFeatures(path string, n int) (*kernels.CSR, error) {
 	if h.Symmetry != "general" {
 		return nil, errorfFile(path, "features must be a general matrix, got %s", h.Symmetry)
 	}
-	a := &kernels.CSR{Rows: h.Rows, Cols: h.Cols, RowPtr: make([]int64, h.Rows+1)}
+	a := &matrix.CSR{Rows: h.Rows, Cols: h.Cols, RowPtr: make([]int64, h.Rows+1)}
 	for _, e := range ents {
 		a.RowPtr[e.r+1]++
 	}
@@ -211,8 +210,8 @@ func ReadFeatures(path string, n int) (*kernels.CSR, error) {
 }
 
 // canonical sorts the columns of each row and sums duplicates.
-func canonical(a *kernels.CSR) *kernels.CSR {
-	out := &kernels.CSR{Rows: a.Rows, Cols: a.Cols, RowPtr: make([]int64, a.Rows+1)}
+func canonical(a *matrix.CSR) *matrix.CSR {
+	out := &matrix.CSR{Rows: a.Rows, Cols: a.Cols, RowPtr: make([]int64, a.Rows+1)}
 	out.ColIdx = make([]int32, 0, len(a.ColIdx))
 	out.Val = make([]float32, 0, len(a.Val))
 	idx := []int{}
@@ -242,8 +241,8 @@ func sortByCol(idx []int, col []int32) {
 }
 
 // Identity returns the n×n identity (one-hot features for featureless graphs).
-func Identity(n int) *kernels.CSR {
-	a := &kernels.CSR{Rows: n, Cols: n, RowPtr: make([]int64, n+1), ColIdx: make([]int32, n), Val: make([]float32, n)}
+func Identity(n int) *matrix.CSR {
+	a := &matrix.CSR{Rows: n, Cols: n, RowPtr: make([]int64, n+1), ColIdx: make([]int32, n), Val: make([]float32, n)}
 	for i := 0; i < n; i++ {
 		a.RowPtr[i+1] = int64(i + 1)
 		a.ColIdx[i] = int32(i)
@@ -253,7 +252,7 @@ func Identity(n int) *kernels.CSR {
 }
 
 // RowNormalize divides each row by its sum (rows summing to 0 are left alone).
-func RowNormalize(a *kernels.CSR) {
+func RowNormalize(a *matrix.CSR) {
 	for r := 0; r < a.Rows; r++ {
 		var s float64
 		for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {

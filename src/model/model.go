@@ -10,13 +10,14 @@ import (
 	"math/rand/v2"
 
 	"sancus/kernels"
+	"sancus/kernels/matrix"
 )
 
 // GCN is the parameter set of an L-layer GCN: layer l maps Dims[l] to
 // Dims[l+1] features.
 type GCN struct {
 	Dims []int
-	W    []*kernels.Dense
+	W    []*matrix.Dense
 	B    [][]float32
 }
 
@@ -34,7 +35,7 @@ func NewGCN(dims []int, seed uint64) (*GCN, error) {
 	m := &GCN{Dims: dims}
 	r := rand.New(rand.NewPCG(seed, 0x9c4))
 	for l := 0; l+1 < len(dims); l++ {
-		w := kernels.NewDense(dims[l], dims[l+1])
+		w := matrix.NewDense(dims[l], dims[l+1])
 		lim := math.Sqrt(6 / float64(dims[l]+dims[l+1]))
 		for i := range w.Data {
 			w.Data[i] = float32((2*r.Float64() - 1) * lim)
@@ -103,12 +104,12 @@ func (a *Adam) Update(params [][]float32, grads []float32) {
 
 // SoftmaxCE computes the summed cross-entropy over rows listed in mask and
 // writes d(loss)/d(logits)/norm into grad (see kernels.SoftmaxCE).
-func SoftmaxCE(logits *kernels.Dense, labels []int32, mask []int32, norm float64, grad *kernels.Dense) (lossSum float64) {
+func SoftmaxCE(logits *matrix.Dense, labels []int32, mask []int32, norm float64, grad *matrix.Dense) (lossSum float64) {
 	return kernels.SoftmaxCE(logits, labels, mask, norm, grad)
 }
 
 // Correct counts rows in set whose argmax equals the label.
-func Correct(logits *kernels.Dense, labels []int32, set []int32) int {
+func Correct(logits *matrix.Dense, labels []int32, set []int32) int {
 	n := 0
 	for _, r := range set {
 		row := logits.Row(int(r))

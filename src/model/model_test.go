@@ -2,16 +2,15 @@ package model
 
 import (
 	"math"
+	"sancus/kernels/matrix"
 	"testing"
-
-	"sancus/kernels"
 )
 
 func TestSoftmaxCEValueAndGradient(t *testing.T) {
-	logits := &kernels.Dense{Rows: 3, Cols: 3, Data: []float32{1, 2, 3, 0, 0, 0, 5, 1, 1}}
+	logits := &matrix.Dense{Rows: 3, Cols: 3, Data: []float32{1, 2, 3, 0, 0, 0, 5, 1, 1}}
 	labels := []int32{2, 0, 1}
 	mask := []int32{0, 1} // row 2 is not a training row
-	g := kernels.NewDense(3, 3)
+	g := matrix.NewDense(3, 3)
 	loss := SoftmaxCE(logits, labels, mask, 4, g)
 	// Row 0: -log softmax(1,2,3)[2]; row 1: log 3.
 	want := -(3 - math.Log(math.Exp(1)+math.Exp(2)+math.Exp(3))) + math.Log(3)

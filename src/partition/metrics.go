@@ -1,8 +1,6 @@
 package partition
 
-import (
-	"sancus/kernels"
-)
+import "sancus/kernels/matrix"
 
 // Metrics measure a partition of a graph (the literature's names).
 type Metrics struct {
@@ -21,7 +19,7 @@ type Metrics struct {
 
 // Measure computes the metrics of parts (nil: contiguous ranges given by
 // offsets) on the symmetric adjacency adj (no self loops).
-func Measure(adj *kernels.CSR, parts []int32, offsets []int64, p int, train []int32) Metrics {
+func Measure(adj *matrix.CSR, parts []int32, offsets []int64, p int, train []int32) Metrics {
 	n := adj.Rows
 	if parts == nil {
 		parts = make([]int32, n)

@@ -1,9 +1,8 @@
 package partition
 
 import (
+	"sancus/kernels/matrix"
 	"sort"
-
-	"sancus/kernels"
 )
 
 // RCM returns the reverse Cuthill–McKee order of a symmetric graph: perm[i]
@@ -11,7 +10,7 @@ import (
 // neighbours by ascending degree, reversed: adjacent nodes get nearby
 // numbers, so a product with Â gathers rows of H from nearby memory. It is
 // a single-rank locality order (the partitioners are for P > 1).
-func RCM(adj *kernels.CSR) []int32 {
+func RCM(adj *matrix.CSR) []int32 {
 	n := adj.Rows
 	deg := func(v int32) int64 { return adj.RowPtr[v+1] - adj.RowPtr[v] }
 	starts := make([]int32, n)

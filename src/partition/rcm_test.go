@@ -2,9 +2,8 @@ package partition
 
 import (
 	"math/rand/v2"
+	"sancus/kernels/matrix"
 	"testing"
-
-	"sancus/kernels"
 )
 
 // A path whose nodes are numbered at random has bandwidth ~n; RCM must
@@ -18,7 +17,7 @@ func TestRCMRestoresAPath(t *testing.T) {
 		nbrs[a] = append(nbrs[a], b)
 		nbrs[b] = append(nbrs[b], a)
 	}
-	adj := &kernels.CSR{Rows: n, Cols: n, RowPtr: make([]int64, n+1)}
+	adj := &matrix.CSR{Rows: n, Cols: n, RowPtr: make([]int64, n+1)}
 	for v, ns := range nbrs {
 		for _, u := range ns {
 			adj.ColIdx = append(adj.ColIdx, u)

@@ -10,9 +10,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sancus/kernels/matrix"
 	"sancus/src/atomicfile"
-
-	"sancus/kernels"
 )
 
 // File layout (little endian):
@@ -62,7 +61,7 @@ func (e *enc) f32s(xs []float32) {
 		e.write(e.buf[:4])
 	}
 }
-func (e *enc) csr(a *kernels.CSR) {
+func (e *enc) csr(a *matrix.CSR) {
 	e.u64(uint64(a.Rows))
 	e.u64(uint64(a.Cols))
 	e.u64(uint64(a.NNZ()))
@@ -192,13 +191,13 @@ func (d *dec) f32s(n int) []float32 {
 	return out
 }
 
-func (d *dec) csr() *kernels.CSR {
+func (d *dec) csr() *matrix.CSR {
 	rows, cols := d.count(8), int(d.u64())
 	nnz := d.count(8)
 	if d.err != nil {
 		return nil
 	}
-	a := &kernels.CSR{Rows: rows, Cols: cols, RowPtr: make([]int64, rows+1)}
+	a := &matrix.CSR{Rows: rows, Cols: cols, RowPtr: make([]int64, rows+1)}
 	for i := range a.RowPtr {
 		a.RowPtr[i] = int64(d.u64())
 	}
@@ -259,7 +258,7 @@ func Read(dir string, rank, parts int) (*Shard, error) {
 	for i := range s.Offsets {
 		s.Offsets[i] = int64(d.u64())
 	}
-	s.Blocks = make([]*kernels.CSR, s.Parts)
+	s.Blocks = make([]*matrix.CSR, s.Parts)
 	for j := range s.Blocks {
 		s.Blocks[j] = d.csr()
 	}

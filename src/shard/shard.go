@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"slices"
 
-	"sancus/kernels"
+	"sancus/kernels/matrix"
 	"sancus/src/graph"
 )
 
@@ -22,12 +22,12 @@ type Shard struct {
 	FeatDim     int
 	GlobalTrain int // training nodes over all ranks (the loss normalizer)
 
-	Blocks   []*kernels.CSR // Blocks[j] = Â_ij, rows × rows of rank j, local column ids
-	Features *kernels.CSR   // X_i
-	AX       *kernels.CSR   // (ÂX)_i, precomputed once; nil if not prepared
-	Labels   []int32        // local rows; -1 unlabeled
-	NodeIDs  []int32        // original node id of each local row (nil: rows are in the original order)
-	Train    []int32        // local row ids
+	Blocks   []*matrix.CSR // Blocks[j] = Â_ij, rows × rows of rank j, local column ids
+	Features *matrix.CSR   // X_i
+	AX       *matrix.CSR   // (ÂX)_i, precomputed once; nil if not prepared
+	Labels   []int32       // local rows; -1 unlabeled
+	NodeIDs  []int32       // original node id of each local row (nil: rows are in the original order)
+	Train    []int32       // local row ids
 	Val      []int32
 	Test     []int32
 }
@@ -44,7 +44,7 @@ func (s *Shard) Row0() int { return int(s.Offsets[s.Rank]) }
 // BalancedRanges splits the rows of Â into parts contiguous ranges holding
 // about the same work: each row weighs its nonzeros plus one, since SpMM cost
 // follows nonzeros and dense per-row work follows rows.
-func BalancedRanges(ahat *kernels.CSR, parts int) ([]int64, error) {
+func BalancedRanges(ahat *matrix.CSR, parts int) ([]int64, error) {
 	n := ahat.Rows
 	if parts < 1 || parts > n {
 		return nil, fmt.Errorf("cannot split %d rows into %d parts", n, parts)
@@ -78,13 +78,13 @@ type Options struct {
 
 // Split cuts one rank's shard out of a whole dataset whose normalized
 // adjacency is ahat and (optionally) ÂX is ax.
-func Split(ds *graph.Dataset, ahat, ax *kernels.CSR, off []int64, ids []int32, rank int) (*Shard, error) {
+func Split(ds *graph.Dataset, ahat, ax *matrix.CSR, off []int64, ids []int32, rank int) (*Shard, error) {
 	parts := len(off) - 1
 	if rank < 0 || rank >= parts {
 		return nil, fmt.Errorf("rank %d outside 0..%d", rank, parts-1)
 	}
 	lo, hi := int(off[rank]), int(off[rank+1])
-	var axRows *kernels.CSR
+	var axRows *matrix.CSR
 	if ax != nil {
 		axRows = ax.RowSlice(lo, hi)
 	}
@@ -94,7 +94,7 @@ func Split(ds *graph.Dataset, ahat, ax *kernels.CSR, off []int64, ids []int32, r
 // newShard assembles rank's shard from its rows of Â and of ÂX (nil when
 // not precomputed), columns global; ids are the original node ids in the
 // prepared order (nil: unchanged).
-func newShard(ds *graph.Dataset, ahatRows, axRows *kernels.CSR, off []int64, ids []int32, rank int) *Shard {
+func newShard(ds *graph.Dataset, ahatRows, axRows *matrix.CSR, off []int64, ids []int32, rank int) *Shard {
 	lo, hi := int(off[rank]), int(off[rank+1])
 	s := &Shard{Rank: rank, Parts: len(off) - 1, N: ds.N, Offsets: off, Classes: ds.Classes, FeatDim: ds.Features.Cols}
 	s.Blocks = columnBlocks(ahatRows, off)
@@ -121,11 +121,11 @@ func newShard(ds *graph.Dataset, ahatRows, axRows *kernels.CSR, off []int64, ids
 // columnBlocks cuts a row block into one CSR per column range, with column
 // ids made local to the range (columns are sorted, so each row's entries for
 // block j are contiguous).
-func columnBlocks(a *kernels.CSR, off []int64) []*kernels.CSR {
+func columnBlocks(a *matrix.CSR, off []int64) []*matrix.CSR {
 	parts := len(off) - 1
-	blocks := make([]*kernels.CSR, parts)
+	blocks := make([]*matrix.CSR, parts)
 	for j := range blocks {
-		blocks[j] = &kernels.CSR{Rows: a.Rows, Cols: int(off[j+1] - off[j]), RowPtr: make([]int64, a.Rows+1)}
+		blocks[j] = &matrix.CSR{Rows: a.Rows, Cols: int(off[j+1] - off[j]), RowPtr: make([]int64, a.Rows+1)}
 	}
 	for r := 0; r < a.Rows; r++ {
 		j := 0
@@ -149,8 +149,8 @@ func columnBlocks(a *kernels.CSR, off []int64) []*kernels.CSR {
 // in the partition's node order.
 type Prepared struct {
 	DS      *graph.Dataset
-	AHat    *kernels.CSR
-	AX      *kernels.CSR
+	AHat    *matrix.CSR
+	AX      *matrix.CSR
 	Offsets []int64
 	IDs     []int32 // IDs[new] = original node id (nil: original order)
 	nnz     int64   // nonzeros of Â (streaming preparation, where AHat is not kept)
@@ -247,8 +247,8 @@ func Reorder(ds *graph.Dataset, perm []int32) *graph.Dataset {
 }
 
 // permuteCSR reorders rows (and, for a square graph, columns) of a.
-func permuteCSR(a *kernels.CSR, perm, inv []int32, cols bool) *kernels.CSR {
-	out := &kernels.CSR{Rows: a.Rows, Cols: a.Cols, RowPtr: make([]int64, a.Rows+1)}
+func permuteCSR(a *matrix.CSR, perm, inv []int32, cols bool) *matrix.CSR {
+	out := &matrix.CSR{Rows: a.Rows, Cols: a.Cols, RowPtr: make([]int64, a.Rows+1)}
 	out.ColIdx = make([]int32, 0, a.NNZ())
 	out.Val = make([]float32, 0, a.NNZ())
 	type ent struct {

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"sancus/kernels"
+	"sancus/kernels/matrix"
 	"sancus/src/graph"
 )
 
@@ -118,7 +118,7 @@ func PrepareStreaming(dataDir, outDir string, parts int, opt Options, load graph
 
 	// Each part: its rows deduplicated; all degrees before any value.
 	deg := make([]int64, n)
-	rowsOf := func(q int) (*kernels.CSR, error) {
+	rowsOf := func(q int) (*matrix.CSR, error) {
 		return loadBucket(filepath.Join(tmp, fmt.Sprintf("edges-%05d", q)), off[q], off[q+1], n)
 	}
 	for q := 0; q < parts; q++ {
@@ -184,17 +184,17 @@ func streamingRanges(s *graph.EdgeStream, n, parts int) ([]int64, error) {
 	for i := 0; i < n; i++ {
 		deg[i+1] += deg[i] + 1 // the self loop
 	}
-	a := &kernels.CSR{Rows: n, RowPtr: deg}
+	a := &matrix.CSR{Rows: n, RowPtr: deg}
 	return BalancedRanges(a, parts)
 }
 
-func emptyCSR(n int) *kernels.CSR {
-	return &kernels.CSR{Rows: n, Cols: n, RowPtr: make([]int64, n+1)}
+func emptyCSR(n int) *matrix.CSR {
+	return &matrix.CSR{Rows: n, Cols: n, RowPtr: make([]int64, n+1)}
 }
 
 // loadBucket reads one part's (row, column) pairs into CSR rows [lo, hi)
 // with sorted, unique columns.
-func loadBucket(path string, lo, hi int64, n int) (*kernels.CSR, error) {
+func loadBucket(path string, lo, hi int64, n int) (*matrix.CSR, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -220,7 +220,7 @@ func loadBucket(path string, lo, hi int64, n int) (*kernels.CSR, error) {
 		src = append(src, int32(binary.LittleEndian.Uint32(pair[:4]))-int32(lo))
 		dst = append(dst, int32(binary.LittleEndian.Uint32(pair[4:])))
 	}
-	a := &kernels.CSR{Rows: rows, Cols: n, RowPtr: make([]int64, rows+1)}
+	a := &matrix.CSR{Rows: rows, Cols: n, RowPtr: make([]int64, rows+1)}
 	for _, s := range src {
 		a.RowPtr[s+1]++
 	}
@@ -248,8 +248,8 @@ func loadBucket(path string, lo, hi int64, n int) (*kernels.CSR, error) {
 }
 
 // splitRows builds rank q's shard from its rows of Â (columns global).
-func splitRows(ds *graph.Dataset, ahatRows *kernels.CSR, off []int64, ids []int32, q int, precompute bool) (*Shard, error) {
-	var ax *kernels.CSR
+func splitRows(ds *graph.Dataset, ahatRows *matrix.CSR, off []int64, ids []int32, q int, precompute bool) (*Shard, error) {
+	var ax *matrix.CSR
 	if precompute {
 		var err error
 		if ax, err = graph.SpGEMM(ahatRows, ds.Features); err != nil {

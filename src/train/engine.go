@@ -7,6 +7,7 @@ import (
 
 	"sancus/collectives"
 	"sancus/kernels"
+	"sancus/kernels/matrix"
 	"sancus/src/model"
 	"sancus/src/shard"
 	"sancus/src/staleness"
@@ -28,20 +29,20 @@ func (m layerMode) String() string {
 type layer struct {
 	mode       layerMode
 	din, dout  int
-	in         *kernels.Dense // dropout(H_{l-1}), transform-first l > 0
-	t          *kernels.Dense // Σ Â_ij H_j (aggregate-first)
-	u          *kernels.Dense // H W (transform-first)
-	z          *kernels.Dense // output; H_l after ReLU
-	fwd        *exchange      // forward blocks and their cache
-	grad       *exchange      // backward gradient blocks
-	eval       *exchange      // eval-mode blocks: always fresh, never cached
-	dT, dIn    *kernels.Dense
-	dU         *kernels.Dense
-	dW         *kernels.Dense
-	raw        *kernels.Dense // H̄·W without dropout (variation-gap reference)
-	clean      *kernels.Dense // noise-free shadow of the output (variation-gap only)
-	cleanStore *kernels.Dense
-	tClean     *kernels.Dense
+	in         *matrix.Dense // dropout(H_{l-1}), transform-first l > 0
+	t          *matrix.Dense // Σ Â_ij H_j (aggregate-first)
+	u          *matrix.Dense // H W (transform-first)
+	z          *matrix.Dense // output; H_l after ReLU
+	fwd        *exchange     // forward blocks and their cache
+	grad       *exchange     // backward gradient blocks
+	eval       *exchange     // eval-mode blocks: always fresh, never cached
+	dT, dIn    *matrix.Dense
+	dU         *matrix.Dense
+	dW         *matrix.Dense
+	raw        *matrix.Dense // H̄·W without dropout (variation-gap reference)
+	clean      *matrix.Dense // noise-free shadow of the output (variation-gap only)
+	cleanStore *matrix.Dense
+	tClean     *matrix.Dense
 	db         []float32
 }
 
@@ -67,7 +68,7 @@ type Engine struct {
 	clipped   int
 	clock     clock
 	grads     []float32             // flat gradient buffer, one allreduce per step
-	lossGrad  *kernels.Dense        // ∂loss/∂logits, where the backend computes
+	lossGrad  *matrix.Dense         // ∂loss/∂logits, where the backend computes
 	drift     bool                  // the forward policy measures variation gaps
 	sparse    *sparsePlan           // nil: dense broadcasts of whole blocks
 	blocks    collectives.BlockComm // set: dense blocks move through it (NCCL)
@@ -252,19 +253,19 @@ func (e *Engine) shareSparsity() error {
 }
 
 // mask is the dropout mask of layer l's input in a training epoch.
-func (e *Engine) mask(epoch, l int, train bool) kernels.Mask {
+func (e *Engine) mask(epoch, l int, train bool) matrix.Mask {
 	if !train {
-		return kernels.Mask{}
+		return matrix.Mask{}
 	}
-	return kernels.Mask{P: float32(e.cfg.Dropout), Seed: e.cfg.Seed, Stream: uint64(epoch)<<8 | uint64(l), Row0: e.s.Row0(), IDs: e.ownIDs}
+	return matrix.Mask{P: float32(e.cfg.Dropout), Seed: e.cfg.Seed, Stream: uint64(epoch)<<8 | uint64(l), Row0: e.s.Row0(), IDs: e.ownIDs}
 }
 
 // forward runs all layers and returns the logits of this rank's rows. In
 // training the staleness policy may skip broadcasts; evaluation always uses
 // fresh blocks and leaves the caches alone.
-func (e *Engine) forward(epoch int, train bool) (*kernels.Dense, error) {
-	var h *kernels.Dense  // H_{l-1} as trained (upstream dropout included)
-	var hc *kernels.Dense // the same without any dropout, for variation-gap
+func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
+	var h *matrix.Dense  // H_{l-1} as trained (upstream dropout included)
+	var hc *matrix.Dense // the same without any dropout, for variation-gap
 	for l, L := range e.layers {
 		w := e.m.W[l]
 		mask := e.mask(epoch, l, train)
@@ -293,7 +294,7 @@ func (e *Engine) forward(epoch int, train bool) (*kernels.Dense, error) {
 				break
 			}
 			var active []bool
-			var ref *kernels.Dense
+			var ref *matrix.Dense
 			if active, err = e.decide(x, epoch, func() float64 {
 				ref = e.cleanTransform(l, hc, mask)
 				return relDrift(e.host(ref), x.ref)
@@ -306,7 +307,7 @@ func (e *Engine) forward(epoch int, train bool) (*kernels.Dense, error) {
 				}
 				x.ref = append(x.ref[:0], e.host(ref)...)
 			}
-			err = e.aggregate(x, L.z, L.u, active, kernels.Mask{})
+			err = e.aggregate(x, L.z, L.u, active, matrix.Mask{})
 			L.clean = nil // U carries the owner's dropout: no noise-free output without more traffic
 		case modeAggFirst:
 			// Raw H travels and is cached; every receiver applies the
@@ -342,7 +343,7 @@ func (e *Engine) forward(epoch int, train bool) (*kernels.Dense, error) {
 }
 
 // host returns d's values on the host (downloading them from a device).
-func (e *Engine) host(d *kernels.Dense) []float32 {
+func (e *Engine) host(d *matrix.Dense) []float32 {
 	e.be.Download(d)
 	return d.Data
 }
@@ -354,14 +355,14 @@ func (e *Engine) host(d *kernels.Dense) []float32 {
 // locally from the same inputs with every mask off. It costs compute, never
 // traffic.
 
-func orRaw(clean, raw *kernels.Dense) *kernels.Dense {
+func orRaw(clean, raw *matrix.Dense) *matrix.Dense {
 	if clean != nil {
 		return clean
 	}
 	return raw
 }
 
-func (e *Engine) cleanBuf(L *layer, cols int) *kernels.Dense {
+func (e *Engine) cleanBuf(L *layer, cols int) *matrix.Dense {
 	if L.clean == nil || L.clean.Cols != cols {
 		if L.cleanStore == nil || L.cleanStore.Cols != cols {
 			L.cleanStore = e.be.NewDense(e.rows, cols)
@@ -373,10 +374,10 @@ func (e *Engine) cleanBuf(L *layer, cols int) *kernels.Dense {
 
 // cleanLocal: layer 1 on ÂX without dropout. mask is the training mask,
 // put back for the backward pass.
-func (e *Engine) cleanLocal(l int, mask kernels.Mask) error {
+func (e *Engine) cleanLocal(l int, mask matrix.Mask) error {
 	L := e.layers[l]
 	out := e.cleanBuf(L, L.dout)
-	e.input.SetDropout(kernels.Mask{})
+	e.input.SetDropout(matrix.Mask{})
 	err := e.input.Mul(out, e.m.W[l])
 	e.input.SetDropout(mask)
 	return err
@@ -384,13 +385,13 @@ func (e *Engine) cleanLocal(l int, mask kernels.Mask) error {
 
 // cleanTransform is H̄·W for this rank's rows: the reference a
 // transform-first layer's drift is measured on.
-func (e *Engine) cleanTransform(l int, hc *kernels.Dense, mask kernels.Mask) *kernels.Dense {
+func (e *Engine) cleanTransform(l int, hc *matrix.Dense, mask matrix.Mask) *matrix.Dense {
 	L := e.layers[l]
 	if L.raw == nil {
 		L.raw = e.be.NewDense(e.rows, L.dout)
 	}
 	if l == 0 {
-		e.input.SetDropout(kernels.Mask{})
+		e.input.SetDropout(matrix.Mask{})
 		e.input.Mul(L.raw, e.m.W[0])
 		e.input.SetDropout(mask)
 	} else {
@@ -425,7 +426,7 @@ func (e *Engine) cleanAggregate(l int, x *exchange) error {
 
 // backward propagates g = ∂L/∂logits and leaves every weight and bias
 // gradient of this rank's rows in the layers (before the allreduce).
-func (e *Engine) backward(epoch int, g *kernels.Dense) error {
+func (e *Engine) backward(epoch int, g *matrix.Dense) error {
 	for l := len(e.layers) - 1; l >= 0; l-- {
 		L := e.layers[l]
 		w := e.m.W[l]

@@ -23,6 +23,7 @@ import (
 
 	"sancus/collectives"
 	"sancus/kernels"
+	"sancus/kernels/matrix"
 	"sancus/src/staleness"
 )
 
@@ -32,18 +33,18 @@ import (
 type exchange struct {
 	name     string
 	width    int
-	bufs     [][]float32      // bufs[j]: root j's block, rows_j × width (host side)
-	dev      []*kernels.Dense // the same blocks where the backend computes: the cache
-	last     []int            // -1: never broadcast, no cached copy
+	bufs     [][]float32     // bufs[j]: root j's block, rows_j × width (host side)
+	dev      []*matrix.Dense // the same blocks where the backend computes: the cache
+	last     []int           // -1: never broadcast, no cached copy
 	policy   staleness.Policy
-	log      [][]int        // epochs in which each root broadcast (SANCUS Figure 24)
-	scratch  *kernels.Dense // one masked block at a time
-	ref      []float32      // transform-first: this rank's raw H·W when it last broadcast
-	sendBufs [][]float32    // sparse exchange: the rows packed for each rank
+	log      [][]int       // epochs in which each root broadcast (SANCUS Figure 24)
+	scratch  *matrix.Dense // one masked block at a time
+	ref      []float32     // transform-first: this rank's raw H·W when it last broadcast
+	sendBufs [][]float32   // sparse exchange: the rows packed for each rank
 }
 
 func (e *Engine) newExchange(name string, width int, p staleness.Policy) *exchange {
-	x := &exchange{name: name, width: width, policy: p, bufs: make([][]float32, e.P), dev: make([]*kernels.Dense, e.P),
+	x := &exchange{name: name, width: width, policy: p, bufs: make([][]float32, e.P), dev: make([]*matrix.Dense, e.P),
 		last: make([]int, e.P), log: make([][]int, e.P)}
 	most := 0
 	for j := range x.bufs {
@@ -110,7 +111,7 @@ func (e *Engine) decide(x *exchange, epoch int, drift func() float64) ([]bool, e
 // mask, when set, is dropout applied here, by the receiver, with the rows'
 // global ids: the same mask the owner would apply, so caches hold raw
 // embeddings and a stale copy still gets this epoch's dropout.
-func (e *Engine) aggregate(x *exchange, out, own *kernels.Dense, active []bool, mask kernels.Mask) error {
+func (e *Engine) aggregate(x *exchange, out, own *matrix.Dense, active []bool, mask matrix.Mask) error {
 	if e.sparse != nil {
 		return e.exchangeSparse(x, out, own, active, mask) // sparse.go: only the rows each rank uses
 	}
@@ -160,7 +161,7 @@ func (e *Engine) aggregate(x *exchange, out, own *kernels.Dense, active []bool, 
 // blocks move where the backend keeps them, in one group, and then every
 // block is multiplied. Transfers are queued on the device with the kernels,
 // so their time shows as compute, not as a wait.
-func (e *Engine) exchangeBlocks(x *exchange, out, own *kernels.Dense, active []bool, mask kernels.Mask) error {
+func (e *Engine) exchangeBlocks(x *exchange, out, own *matrix.Dense, active []bool, mask matrix.Mask) error {
 	if active[e.rank] {
 		e.be.Copy(x.dev[e.rank], own)
 	}
@@ -201,7 +202,7 @@ func (e *Engine) exchangeBlocks(x *exchange, out, own *kernels.Dense, active []b
 
 // multiplyBlock adds (or writes, first time) Â_ij · (M_j ⊙ B_j) into out,
 // B_j being root j's buffer (or this rank's fresh rows with FreshDiagonal).
-func (e *Engine) multiplyBlock(x *exchange, out, own *kernels.Dense, j int, mask kernels.Mask, accumulate bool) error {
+func (e *Engine) multiplyBlock(x *exchange, out, own *matrix.Dense, j int, mask matrix.Mask, accumulate bool) error {
 	b := x.dev[j]
 	if j == e.rank && e.cfg.FreshDiagonal {
 		b = own
@@ -216,7 +217,7 @@ func (e *Engine) multiplyBlock(x *exchange, out, own *kernels.Dense, j int, mask
 
 // keepOwn puts this rank's block, when it is active, into the cache slot
 // that every rank uses for it, and onto the host for the transport.
-func (e *Engine) keepOwn(x *exchange, own *kernels.Dense, active []bool) {
+func (e *Engine) keepOwn(x *exchange, own *matrix.Dense, active []bool) {
 	if active[e.rank] {
 		e.be.Copy(x.dev[e.rank], own)
 		e.be.Download(x.dev[e.rank])
@@ -225,7 +226,7 @@ func (e *Engine) keepOwn(x *exchange, own *kernels.Dense, active []bool) {
 
 // clip scales δ_i to norm th_i = ClipScale·Clip when it is larger, before
 // the block is broadcast (SANCUS's per-rank gradient clipping).
-func (e *Engine) clip(d *kernels.Dense) {
+func (e *Engine) clip(d *matrix.Dense) {
 	if e.cfg.Clip <= 0 {
 		return
 	}
@@ -238,10 +239,10 @@ func (e *Engine) clip(d *kernels.Dense) {
 
 // exchangeGradient broadcasts gradient blocks — all of them, unless the
 // SkipG baseline lets its policy skip some — and aggregates them.
-func (e *Engine) exchangeGradient(x *exchange, epoch int, out, own *kernels.Dense) error {
+func (e *Engine) exchangeGradient(x *exchange, epoch int, out, own *matrix.Dense) error {
 	active, err := e.decide(x, epoch, func() float64 { return relDrift(e.host(own), x.bufs[e.rank]) })
 	if err != nil {
 		return err
 	}
-	return e.aggregate(x, out, own, active, kernels.Mask{})
+	return e.aggregate(x, out, own, active, matrix.Mask{})
 }

@@ -16,20 +16,20 @@ import (
 	"time"
 
 	"sancus/collectives"
-	"sancus/kernels"
+	"sancus/kernels/matrix"
 )
 
 const tagSparse = collectives.TagUser + 1
 
 type sparsePlan struct {
-	need    [][]int32      // need[j]: root j's local rows this rank uses (sorted); unused for j == rank
-	compact []*kernels.CSR // Â_ij with columns renumbered to positions in need[j]
-	ids     [][]int64      // global node ids of the rows of compact block j (dropout masks)
-	sendIdx [][]int32      // sendIdx[i]: this rank's rows that rank i needs
+	need    [][]int32     // need[j]: root j's local rows this rank uses (sorted); unused for j == rank
+	compact []*matrix.CSR // Â_ij with columns renumbered to positions in need[j]
+	ids     [][]int64     // global node ids of the rows of compact block j (dropout masks)
+	sendIdx [][]int32     // sendIdx[i]: this rank's rows that rank i needs
 }
 
 // columnsUsed lists the distinct columns of a block, sorted.
-func columnsUsed(b *kernels.CSR) []int32 {
+func columnsUsed(b *matrix.CSR) []int32 {
 	seen := make([]bool, b.Cols)
 	for _, c := range b.ColIdx {
 		seen[c] = true
@@ -44,12 +44,12 @@ func columnsUsed(b *kernels.CSR) []int32 {
 }
 
 // compactBlock renumbers b's columns to their positions in cols.
-func compactBlock(b *kernels.CSR, cols []int32) *kernels.CSR {
+func compactBlock(b *matrix.CSR, cols []int32) *matrix.CSR {
 	pos := make([]int32, b.Cols)
 	for k, c := range cols {
 		pos[c] = int32(k)
 	}
-	out := &kernels.CSR{Rows: b.Rows, Cols: len(cols), RowPtr: b.RowPtr, Val: b.Val, ColIdx: make([]int32, len(b.ColIdx))}
+	out := &matrix.CSR{Rows: b.Rows, Cols: len(cols), RowPtr: b.RowPtr, Val: b.Val, ColIdx: make([]int32, len(b.ColIdx))}
 	for p, c := range b.ColIdx {
 		out.ColIdx[p] = pos[c]
 	}
@@ -59,7 +59,7 @@ func compactBlock(b *kernels.CSR, cols []int32) *kernels.CSR {
 // newSparsePlan tells every root which of its rows each rank needs (one
 // all-to-all of index lists at start-up).
 func (e *Engine) newSparsePlan() (*sparsePlan, error) {
-	sp := &sparsePlan{need: make([][]int32, e.P), compact: make([]*kernels.CSR, e.P), ids: make([][]int64, e.P), sendIdx: make([][]int32, e.P)}
+	sp := &sparsePlan{need: make([][]int32, e.P), compact: make([]*matrix.CSR, e.P), ids: make([][]int64, e.P), sendIdx: make([][]int32, e.P)}
 	sendCounts, recvCounts := make([]int, e.P), make([]int, e.P)
 	ones := make([]int, e.P)
 	var sendList []float32
@@ -146,7 +146,7 @@ func (e *Engine) rowsOf(j int) int {
 }
 
 // block is the matrix multiplied with root j's buffer.
-func (e *Engine) block(j int) *kernels.CSR {
+func (e *Engine) block(j int) *matrix.CSR {
 	if e.sparse != nil {
 		return e.sparse.compact[j]
 	}
@@ -154,7 +154,7 @@ func (e *Engine) block(j int) *kernels.CSR {
 }
 
 // maskFor is layer dropout applied to root j's rows as this rank holds them.
-func (e *Engine) maskFor(mask kernels.Mask, j int) kernels.Mask {
+func (e *Engine) maskFor(mask matrix.Mask, j int) matrix.Mask {
 	mask.IDs = nil
 	switch {
 	case j == e.rank:
@@ -171,7 +171,7 @@ func (e *Engine) maskFor(mask kernels.Mask, j int) kernels.Mask {
 // exchangeSparse is aggregate for the sparsity-aware exchange: post the
 // receives of every active root, send this rank's rows to the ranks that
 // need them (if it is active), and multiply each block as it arrives.
-func (e *Engine) exchangeSparse(x *exchange, out, own *kernels.Dense, active []bool, mask kernels.Mask) error {
+func (e *Engine) exchangeSparse(x *exchange, out, own *matrix.Dense, active []bool, mask matrix.Mask) error {
 	sp := e.sparse
 	e.keepOwn(x, own, active)
 	start := time.Now()

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"sancus/collectives"
-	"sancus/kernels"
+	"sancus/kernels/matrix"
 	"sancus/src/graph"
 	"sancus/src/model"
 	"sancus/src/partition"
@@ -121,7 +121,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 					return err
 				}
 				logits := e.layers[len(e.layers)-1].z
-				g := kernels.NewDense(logits.Rows, logits.Cols)
+				g := matrix.NewDense(logits.Rows, logits.Cols)
 				model.SoftmaxCE(logits, e.s.Labels, e.s.Train, float64(e.s.GlobalTrain), g)
 				if err := e.backward(epoch, g); err != nil {
 					return err

@@ -11,6 +11,7 @@ import (
 
 	"sancus/collectives"
 	"sancus/kernels"
+	"sancus/kernels/matrix"
 	"sancus/launch"
 	"sancus/src/graph"
 	"sancus/src/partition"
@@ -182,7 +183,7 @@ func benchKernels(args []string) error {
 // timedBackend is what the benchmark needs beyond kernels.Backend: the
 // triad, a wait for queued work, and the device's name.
 type timedBackend interface {
-	Triad(a, b, c *kernels.Dense, s float32)
+	Triad(a, b, c *matrix.Dense, s float32)
 	Sync() error
 	Device() string
 }

@@ -1,4 +1,7 @@
-package kernels
+// Package matrix holds the data types every layer of sancus shares: dense and
+// CSR float32 matrices and dropout masks. It is pure Go and imports nothing
+// of sancus, so readers, partitioners, transports and kernels all build on it.
+package matrix
 
 import "fmt"
 
