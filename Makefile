@@ -60,7 +60,7 @@ test-slurm: build
 # The collectives again as real MPI jobs of 1, 2 and 4 ranks.
 test-mpi: deps
 	for np in 1 2 4; do \
-		$(GO) test -count=1 -timeout 10m -exec "$(MPIRUN) -np $$np" ./collectives/ || exit 1; \
+		$(GO) test -count=1 -timeout 10m -exec "$(MPIRUN) -np $$np" ./collectives/mpi/ || exit 1; \
 	done
 
 bench: bench-kernels bench-comm bench-sancus bench-partition

@@ -18,7 +18,7 @@ func Allreduce(c Comm, buf []float32) error {
 	}
 	start := time.Now()
 	if err := c.Allreduce(buf); err != nil {
-		return opErr(c, "allreduce", err)
+		return OpErr(c, "allreduce", err)
 	}
 	n := int64(len(buf)) * 4
 	c.Stats().Add("allreduce", n, n, time.Since(start))
@@ -44,18 +44,18 @@ func RingAllreduce(c Comm, buf []float32) error {
 	tmp := make([]float32, maxSeg)
 	var sent, recv int64
 	exchange := func(out, in []float32) error {
-		rq, err := c.Irecv(in, prev, tagRingAllreduce)
+		rq, err := Irecv(c, in, prev, tagRingAllreduce)
 		if err != nil {
 			return err
 		}
-		sq, err := c.Isend(out, next, tagRingAllreduce)
+		sq, err := Isend(c, out, next, tagRingAllreduce)
 		if err != nil {
 			rq.Wait()
 			return err
 		}
 		sent += int64(len(out)) * 4
 		recv += int64(len(in)) * 4
-		return waitAll([]Request{sq, rq})
+		return WaitAll([]Request{sq, rq})
 	}
 	// Reduce-scatter: after step s, rank r holds the partial sum of segment
 	// r−s−1 over s+2 ranks.
@@ -63,7 +63,7 @@ func RingAllreduce(c Comm, buf []float32) error {
 		in := seg(r - s - 1)
 		t := tmp[:len(in)]
 		if err := exchange(seg(r-s), t); err != nil {
-			return opErr(c, "ring allreduce (reduce-scatter)", err)
+			return OpErr(c, "ring allreduce (reduce-scatter)", err)
 		}
 		for i, v := range t {
 			in[i] += v
@@ -72,7 +72,7 @@ func RingAllreduce(c Comm, buf []float32) error {
 	// Allgather: rank r now owns the full sum of segment r+1.
 	for s := 0; s < p-1; s++ {
 		if err := exchange(seg(r+1-s), seg(r-s)); err != nil {
-			return opErr(c, "ring allreduce (allgather)", err)
+			return OpErr(c, "ring allreduce (allgather)", err)
 		}
 	}
 	c.Stats().Add("ring_allreduce", sent, recv, time.Since(start))
@@ -81,7 +81,7 @@ func RingAllreduce(c Comm, buf []float32) error {
 
 // AllgatherFlags shares one small value per rank (a staleness flag): out[j]
 // is rank j's mine. It is the "one small allgather per layer" of SANCUS.
-func AllgatherFlags(c Comm, mine float32, out []float32) error {
+func AllgatherFlags[T Word](c Comm, mine T, out []T) error {
 	if c.Size() == 1 {
 		out[0] = mine
 		return nil
@@ -91,9 +91,10 @@ func AllgatherFlags(c Comm, mine float32, out []float32) error {
 	for i := range counts {
 		counts[i] = 1
 	}
-	if err := c.Allgatherv([]float32{mine}, out, counts); err != nil {
-		return opErr(c, "allgather flags", err)
+	if err := Allgatherv(c, []T{mine}, out, counts); err != nil {
+		return OpErr(c, "allgather flags", err)
 	}
-	c.Stats().Add("allgather", 4, int64(4*(c.Size()-1)), time.Since(start))
+	n := int64(sizeOf[T]())
+	c.Stats().Add("allgather", n, n*int64(c.Size()-1), time.Since(start))
 	return nil
 }

@@ -3,7 +3,6 @@ package collectives
 import (
 	"fmt"
 
-	"sancus/kernels"
 	"sancus/kernels/matrix"
 )
 
@@ -19,13 +18,20 @@ type BlockComm interface {
 	Close() error
 }
 
+// Mover copies a block between its host side (Data) and where a kernels
+// backend keeps it; every kernels.Backend is one.
+type Mover interface {
+	Upload(d *matrix.Dense)
+	Download(d *matrix.Dense)
+}
+
 // BlockCommOpener makes a rank's BlockComm over its rank transport c (used
-// at least to bootstrap) for the backend be.
-type BlockCommOpener func(c Comm, be kernels.Backend) (BlockComm, error)
+// at least to bootstrap) for the backend that keeps the blocks.
+type BlockCommOpener func(c Comm, m Mover) (BlockComm, error)
 
 // blockComms holds the openers; registration happens in init functions.
-var blockComms = map[string]BlockCommOpener{"host": func(c Comm, be kernels.Backend) (BlockComm, error) {
-	return &hostBlocks{c: c, be: be}, nil
+var blockComms = map[string]BlockCommOpener{"host": func(c Comm, m Mover) (BlockComm, error) {
+	return &hostBlocks{c: c, m: m}, nil
 }}
 
 // RegisterBlockComm makes a BlockComm available to OpenBlockComm (the CUDA
@@ -33,9 +39,9 @@ var blockComms = map[string]BlockCommOpener{"host": func(c Comm, be kernels.Back
 func RegisterBlockComm(name string, open BlockCommOpener) { blockComms[name] = open }
 
 // OpenBlockComm opens the named BlockComm on rank c.
-func OpenBlockComm(name string, c Comm, be kernels.Backend) (BlockComm, error) {
+func OpenBlockComm(name string, c Comm, m Mover) (BlockComm, error) {
 	if open, ok := blockComms[name]; ok {
-		return open(c, be)
+		return open(c, m)
 	}
 	if name == "nccl" {
 		return nil, fmt.Errorf("device communicator nccl: this binary was built without CUDA (build it with `make cuda`)")
@@ -47,8 +53,8 @@ func OpenBlockComm(name string, c Comm, be kernels.Backend) (BlockComm, error) {
 // root downloads its block, the ring broadcast carries it, receivers
 // upload it. On the CPU backend it is the plain skip-broadcast.
 type hostBlocks struct {
-	c  Comm
-	be kernels.Backend
+	c Comm
+	m Mover
 }
 
 func (h *hostBlocks) Name() string { return "host" }
@@ -57,7 +63,7 @@ func (h *hostBlocks) Close() error { return nil }
 func (h *hostBlocks) SkipBcast(blocks []*matrix.Dense, active []bool) error {
 	r := h.c.Rank()
 	if active[r] {
-		h.be.Download(blocks[r])
+		h.m.Download(blocks[r])
 	}
 	bufs := make([][]float32, len(blocks))
 	for j, b := range blocks {
@@ -68,7 +74,7 @@ func (h *hostBlocks) SkipBcast(blocks []*matrix.Dense, active []bool) error {
 	}
 	for j, b := range blocks {
 		if active[j] && j != r {
-			h.be.Upload(b)
+			h.m.Upload(b)
 		}
 	}
 	return nil

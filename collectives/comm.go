@@ -1,8 +1,9 @@
 // Package collectives is the only way sancus ranks talk to each other.
 //
-// A transport (MPI, in-process goroutines, later NCCL) implements Comm:
+// A transport (collectives/mpi, the in-process World here) implements Comm:
 // non-blocking point-to-point plus the collectives the library it wraps does
-// natively. The algorithms SANCUS needs — ring-pipelined broadcast,
+// natively. Comm moves bytes; the typed helpers in typed.go move float32,
+// int32, int64 … slices as their bytes, without copies or bit-casts. The algorithms SANCUS needs — ring-pipelined broadcast,
 // skip-broadcast, ring allreduce — are written once here, over Comm's
 // point-to-point calls, so every transport runs the same code and the
 // engine never knows which one it has.
@@ -19,7 +20,8 @@ type Request interface {
 	Wait() error
 }
 
-// Comm is a group of ranks exchanging float32 data.
+// Comm is a group of ranks exchanging bytes. Counts are in bytes; the typed
+// helpers (Isend, Allgatherv … in typed.go) count in elements.
 type Comm interface {
 	Rank() int
 	Size() int
@@ -27,19 +29,19 @@ type Comm interface {
 	// Isend and Irecv start a transfer of buf to/from a peer. buf must not be
 	// touched until Wait returns. Messages between a pair with the same tag
 	// arrive in the order they were sent.
-	Isend(buf []float32, dst, tag int) (Request, error)
-	Irecv(buf []float32, src, tag int) (Request, error)
+	Isend(buf []byte, dst, tag int) (Request, error)
+	Irecv(buf []byte, src, tag int) (Request, error)
 
 	// Native collectives of the underlying library.
 	Barrier() error
-	Bcast(buf []float32, root int) error
-	Allreduce(buf []float32) error // element-wise sum, in place
+	Bcast(buf []byte, root int) error
+	Allreduce(buf []float32) error // element-wise float32 sum, in place
 	// Allgatherv: rank r contributes send (len counts[r]); recv holds all
 	// contributions in rank order.
-	Allgatherv(send, recv []float32, counts []int) error
-	// Alltoallv: sendCounts[d] values go to rank d, in rank order; recv
-	// receives recvCounts[s] values from each rank s, in rank order.
-	Alltoallv(send []float32, sendCounts []int, recv []float32, recvCounts []int) error
+	Allgatherv(send, recv []byte, counts []int) error
+	// Alltoallv: sendCounts[d] bytes go to rank d, in rank order; recv
+	// receives recvCounts[s] bytes from each rank s, in rank order.
+	Alltoallv(send []byte, sendCounts []int, recv []byte, recvCounts []int) error
 
 	// Abort ends the whole job: every rank stops with err's message, which
 	// names this rank. It does not return on MPI.
@@ -72,7 +74,8 @@ type Error struct {
 func (e *Error) Error() string { return fmt.Sprintf("rank %d: %s: %v", e.Rank, e.Op, e.Err) }
 func (e *Error) Unwrap() error { return e.Err }
 
-func opErr(c Comm, op string, err error) error {
+// OpErr ties err to c's rank and the operation (nil stays nil).
+func OpErr(c Comm, op string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -86,7 +89,8 @@ func opErr(c Comm, op string, err error) error {
 // error (in-process) or an abort of the job (MPI) instead of a hang.
 var DefaultTimeout = 120 * time.Second
 
-func waitAll(reqs []Request) error {
+// WaitAll waits for every request and returns the first error.
+func WaitAll(reqs []Request) error {
 	var first error
 	for _, r := range reqs {
 		if r == nil {

@@ -18,7 +18,7 @@ type World struct {
 	timeout time.Duration
 
 	mu    sync.Mutex
-	slots map[slotKey]chan []float32
+	slots map[slotKey]chan []byte
 	sendQ map[pairKey]int // next sequence number per (src, dst, tag)
 	recvQ map[pairKey]int
 
@@ -39,7 +39,7 @@ func NewWorld(size int, timeout time.Duration) *World {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &World{size: size, timeout: timeout, slots: map[slotKey]chan []float32{},
+	return &World{size: size, timeout: timeout, slots: map[slotKey]chan []byte{},
 		sendQ: map[pairKey]int{}, recvQ: map[pairKey]int{}, failed: make(chan struct{})}
 }
 
@@ -83,10 +83,10 @@ func (w *World) fail(err error) {
 	})
 }
 
-func (w *World) slot(k slotKey) chan []float32 {
+func (w *World) slot(k slotKey) chan []byte {
 	ch, ok := w.slots[k]
 	if !ok {
-		ch = make(chan []float32, 1)
+		ch = make(chan []byte, 1)
 		w.slots[k] = ch
 	}
 	return ch
@@ -118,11 +118,11 @@ type doneReq struct{}
 
 func (doneReq) Wait() error { return nil }
 
-func (c *inproc) Isend(buf []float32, dst, tag int) (Request, error) {
+func (c *inproc) Isend(buf []byte, dst, tag int) (Request, error) {
 	if err := c.checkPeer(dst, "send"); err != nil {
 		return nil, err
 	}
-	msg := append(make([]float32, 0, len(buf)), buf...) // eager copy: buf is free at once
+	msg := append(make([]byte, 0, len(buf)), buf...) // eager copy: buf is free at once
 	k := pairKey{c.rank, dst, tag}
 	c.w.mu.Lock()
 	seq := c.w.sendQ[k]
@@ -136,11 +136,11 @@ func (c *inproc) Isend(buf []float32, dst, tag int) (Request, error) {
 type recvReq struct {
 	c   *inproc
 	key slotKey
-	ch  chan []float32
-	buf []float32
+	ch  chan []byte
+	buf []byte
 }
 
-func (c *inproc) Irecv(buf []float32, src, tag int) (Request, error) {
+func (c *inproc) Irecv(buf []byte, src, tag int) (Request, error) {
 	if err := c.checkPeer(src, "recv"); err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func (r *recvReq) Wait() error {
 		r.c.w.mu.Unlock()
 		if len(msg) != len(r.buf) {
 			err := &Error{Rank: r.c.rank, Op: fmt.Sprintf("recv from rank %d", r.key.src),
-				Err: fmt.Errorf("message of %d values for a buffer of %d", len(msg), len(r.buf))}
+				Err: fmt.Errorf("message of %d bytes for a buffer of %d", len(msg), len(r.buf))}
 			r.c.w.fail(err)
 			return err
 		}
@@ -184,14 +184,14 @@ func (r *recvReq) Wait() error {
 	}
 }
 
-func (c *inproc) Barrier() error { return opErr(c, "barrier", p2pBarrier(c)) }
-func (c *inproc) Bcast(buf []float32, root int) error {
-	return opErr(c, "bcast", p2pBcast(c, buf, root))
+func (c *inproc) Barrier() error { return OpErr(c, "barrier", p2pBarrier(c)) }
+func (c *inproc) Bcast(buf []byte, root int) error {
+	return OpErr(c, "bcast", p2pBcast(c, buf, root))
 }
-func (c *inproc) Allreduce(buf []float32) error { return opErr(c, "allreduce", p2pAllreduce(c, buf)) }
-func (c *inproc) Allgatherv(send, recv []float32, counts []int) error {
-	return opErr(c, "allgatherv", p2pAllgatherv(c, send, recv, counts))
+func (c *inproc) Allreduce(buf []float32) error { return OpErr(c, "allreduce", p2pAllreduce(c, buf)) }
+func (c *inproc) Allgatherv(send, recv []byte, counts []int) error {
+	return OpErr(c, "allgatherv", p2pAllgatherv(c, send, recv, counts))
 }
-func (c *inproc) Alltoallv(send []float32, sc []int, recv []float32, rc []int) error {
-	return opErr(c, "alltoallv", p2pAlltoallv(c, send, sc, recv, rc, tagAlltoall))
+func (c *inproc) Alltoallv(send []byte, sc []int, recv []byte, rc []int) error {
+	return OpErr(c, "alltoallv", p2pAlltoallv(c, send, sc, recv, rc, tagAlltoall))
 }

@@ -13,7 +13,7 @@ func offsets(counts []int) []int {
 }
 
 func p2pBarrier(c Comm) error {
-	var empty []float32
+	var empty []byte
 	if c.Rank() == 0 {
 		var reqs []Request
 		for s := 1; s < c.Size(); s++ {
@@ -23,7 +23,7 @@ func p2pBarrier(c Comm) error {
 			}
 			reqs = append(reqs, r)
 		}
-		if err := waitAll(reqs); err != nil {
+		if err := WaitAll(reqs); err != nil {
 			return err
 		}
 		reqs = reqs[:0]
@@ -34,7 +34,7 @@ func p2pBarrier(c Comm) error {
 			}
 			reqs = append(reqs, r)
 		}
-		return waitAll(reqs)
+		return WaitAll(reqs)
 	}
 	r, err := c.Isend(empty, 0, tagBarrier)
 	if err != nil {
@@ -50,7 +50,7 @@ func p2pBarrier(c Comm) error {
 	return r.Wait()
 }
 
-func p2pBcast(c Comm, buf []float32, root int) error {
+func p2pBcast(c Comm, buf []byte, root int) error {
 	if c.Rank() != root {
 		r, err := c.Irecv(buf, root, tagBcast)
 		if err != nil {
@@ -69,12 +69,12 @@ func p2pBcast(c Comm, buf []float32, root int) error {
 		}
 		reqs = append(reqs, r)
 	}
-	return waitAll(reqs)
+	return WaitAll(reqs)
 }
 
 // p2pAlltoallv exchanges blocks with every peer; Allgatherv is the special
 // case where every rank sends the same block to all.
-func p2pAlltoallv(c Comm, send []float32, sendCounts []int, recv []float32, recvCounts []int, tag int) error {
+func p2pAlltoallv(c Comm, send []byte, sendCounts []int, recv []byte, recvCounts []int, tag int) error {
 	so, ro := offsets(sendCounts), offsets(recvCounts)
 	me := c.Rank()
 	copy(recv[ro[me]:ro[me+1]], send[so[me]:so[me+1]])
@@ -99,13 +99,13 @@ func p2pAlltoallv(c Comm, send []float32, sendCounts []int, recv []float32, recv
 		}
 		reqs = append(reqs, r)
 	}
-	return waitAll(reqs)
+	return WaitAll(reqs)
 }
 
-func p2pAllgatherv(c Comm, send, recv []float32, counts []int) error {
+func p2pAllgatherv(c Comm, send, recv []byte, counts []int) error {
 	p := c.Size()
 	sendCounts := make([]int, p)
-	buf := make([]float32, 0, len(send)*p)
+	buf := make([]byte, 0, len(send)*p)
 	for d := 0; d < p; d++ {
 		sendCounts[d] = len(send)
 		buf = append(buf, send...)
@@ -120,7 +120,7 @@ func p2pAllreduce(c Comm, buf []float32) error {
 	for i := range counts {
 		counts[i] = len(buf)
 	}
-	if err := p2pAllgatherv(c, buf, all, counts); err != nil {
+	if err := p2pAllgatherv(c, Bytes(buf), Bytes(all), byteCounts[float32](counts)); err != nil {
 		return err
 	}
 	// Sum in rank order so every rank gets the same bits.

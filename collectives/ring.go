@@ -2,9 +2,9 @@ package collectives
 
 import "time"
 
-// DefaultChunk is the smallest automatic ring pipeline chunk (in float32s):
+// DefaultChunk is the smallest automatic ring pipeline chunk in bytes:
 // 256 KiB, large enough to amortize per-message cost.
-const DefaultChunk = 64 * 1024
+const DefaultChunk = 256 * 1024
 
 // autoChunk picks the pipeline chunk: with two ranks there is nothing to
 // pipeline, so the buffer goes as one message (the transport's single-copy
@@ -18,11 +18,15 @@ func autoChunk(n, p int) int {
 }
 
 // RingBcast broadcasts buf from root around the ring root→root+1→… in
-// chunks of chunk floats: each rank forwards chunk c while chunk c+1 is
+// chunks of chunk elements (0: automatic): each rank forwards chunk c while chunk c+1 is
 // still arriving, so a P-rank broadcast costs about one buffer transfer plus
 // P−1 chunk latencies, not P−1 buffer transfers. All ranks pass buffers of
 // the same length.
-func RingBcast(c Comm, buf []float32, root, chunk int) error {
+func RingBcast[T Word](c Comm, buf []T, root, chunk int) error {
+	return ringBcast(c, Bytes(buf), root, chunk*sizeOf[T]())
+}
+
+func ringBcast(c Comm, buf []byte, root, chunk int) error {
 	p, r := c.Size(), c.Rank()
 	if p == 1 || len(buf) == 0 {
 		return nil
@@ -34,12 +38,12 @@ func RingBcast(c Comm, buf []float32, root, chunk int) error {
 	next, prev := (r+1)%p, (r-1+p)%p
 	pos := (r - root + p) % p
 	chunks := (len(buf) + chunk - 1) / chunk
-	part := func(i int) []float32 { return buf[i*chunk : min((i+1)*chunk, len(buf))] }
+	part := func(i int) []byte { return buf[i*chunk : min((i+1)*chunk, len(buf))] }
 	var sent, recv int64
 	var sends []Request
 	fail := func(err error) error {
-		waitAll(sends)
-		return opErr(c, "ring broadcast from root "+itoa(root), err)
+		WaitAll(sends)
+		return OpErr(c, "ring broadcast from root "+itoa(root), err)
 	}
 	if pos == 0 {
 		for i := 0; i < chunks; i++ {
@@ -49,7 +53,7 @@ func RingBcast(c Comm, buf []float32, root, chunk int) error {
 			}
 			sends = append(sends, req)
 		}
-		sent = int64(len(buf)) * 4
+		sent = int64(len(buf))
 	} else {
 		recvs := make([]Request, chunks)
 		for i := range recvs {
@@ -72,36 +76,37 @@ func RingBcast(c Comm, buf []float32, root, chunk int) error {
 				sends = append(sends, s)
 			}
 		}
-		recv = int64(len(buf)) * 4
+		recv = int64(len(buf))
 		if forward {
 			sent = recv
 		}
 	}
-	if err := waitAll(sends); err != nil {
-		return opErr(c, "ring broadcast from root "+itoa(root), err)
+	if err := WaitAll(sends); err != nil {
+		return OpErr(c, "ring broadcast from root "+itoa(root), err)
 	}
 	c.Stats().Add("ring_bcast", sent, recv, time.Since(start))
 	return nil
 }
 
 // BcastFunc broadcasts buf from root: Ring(chunk) or Native.
-type BcastFunc func(c Comm, buf []float32, root int) error
+type BcastFunc func(c Comm, buf []byte, root int) error
 
-// Ring returns the ring-pipelined broadcast with the given chunk size.
+// Ring returns the ring-pipelined broadcast with chunks of chunk bytes (0:
+// automatic).
 func Ring(chunk int) BcastFunc {
-	return func(c Comm, buf []float32, root int) error { return RingBcast(c, buf, root, chunk) }
+	return func(c Comm, buf []byte, root int) error { return ringBcast(c, buf, root, chunk) }
 }
 
 // Native is the transport's own broadcast (MPI_Bcast on MPI).
-func Native(c Comm, buf []float32, root int) error {
+func Native(c Comm, buf []byte, root int) error {
 	if c.Size() == 1 || len(buf) == 0 {
 		return nil
 	}
 	start := time.Now()
 	if err := c.Bcast(buf, root); err != nil {
-		return opErr(c, "broadcast from root "+itoa(root), err)
+		return OpErr(c, "broadcast from root "+itoa(root), err)
 	}
-	n := int64(len(buf)) * 4
+	n := int64(len(buf))
 	var sent, recv int64 = 0, n
 	if c.Rank() == root {
 		sent, recv = n*int64(c.Size()-1), 0 // what the root injects, whatever tree MPI uses
@@ -116,10 +121,10 @@ func Native(c Comm, buf []float32, root int) error {
 // (the source on rank j, the destination elsewhere). ready(j) is called as
 // soon as block j is usable, so the caller can compute on it while later
 // blocks are still on the wire.
-func SkipBcast(c Comm, bufs [][]float32, active []bool, bcast BcastFunc, ready func(j int)) error {
+func SkipBcast[T Word](c Comm, bufs [][]T, active []bool, bcast BcastFunc, ready func(j int)) error {
 	for j := range bufs {
 		if active[j] {
-			if err := bcast(c, bufs[j], j); err != nil {
+			if err := bcast(c, Bytes(bufs[j]), j); err != nil {
 				return err
 			}
 		} else {

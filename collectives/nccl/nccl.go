@@ -49,11 +49,9 @@ import "C"
 
 import (
 	"fmt"
-	"math"
 	"unsafe"
 
 	"sancus/collectives"
-	"sancus/kernels"
 	"sancus/kernels/cuda"
 	"sancus/kernels/matrix"
 )
@@ -74,33 +72,17 @@ func check(r C.int, what string, rank int) error {
 }
 
 // Bootstrap makes the communicator of host's ranks: rank 0 draws the NCCL
-// unique id and host carries it to every rank (as float32 bit patterns,
-// which every transport copies exactly).
+// unique id and host broadcasts its bytes to every rank.
 func Bootstrap(host collectives.Comm, be *cuda.Backend) (*Comm, error) {
-	n := int(C.sc_nccl_id_bytes())
-	id := make([]byte, n)
-	words := make([]float32, (n+3)/4)
+	id := make([]byte, int(C.sc_nccl_id_bytes()))
 	if host.Rank() == 0 {
 		if err := check(C.sc_nccl_id((*C.char)(unsafe.Pointer(&id[0]))), "unique id", 0); err != nil {
 			return nil, err
 		}
-		for i := range words {
-			var w uint32
-			for k := 0; k < 4 && 4*i+k < n; k++ {
-				w |= uint32(id[4*i+k]) << (8 * k)
-			}
-			words[i] = math.Float32frombits(w)
-		}
 	}
 	if host.Size() > 1 {
-		if err := collectives.Native(host, words, 0); err != nil {
+		if err := collectives.Native(host, id, 0); err != nil {
 			return nil, fmt.Errorf("nccl: sending the unique id: %w", err)
-		}
-	}
-	for i, f := range words {
-		w := math.Float32bits(f)
-		for k := 0; k < 4 && 4*i+k < n; k++ {
-			id[4*i+k] = byte(w >> (8 * k))
 		}
 	}
 	return New(be, id, host.Rank(), host.Size())
@@ -179,10 +161,10 @@ func (c *Comm) Allreduce(d *matrix.Dense) error {
 }
 
 func init() {
-	collectives.RegisterBlockComm("nccl", func(host collectives.Comm, be kernels.Backend) (collectives.BlockComm, error) {
-		b, ok := be.(*cuda.Backend)
+	collectives.RegisterBlockComm("nccl", func(host collectives.Comm, m collectives.Mover) (collectives.BlockComm, error) {
+		b, ok := m.(*cuda.Backend)
 		if !ok {
-			return nil, fmt.Errorf("nccl moves device blocks: train with --device cuda (backend is %s)", be.Name())
+			return nil, fmt.Errorf("nccl moves device blocks: train with --device cuda")
 		}
 		return Bootstrap(host, b)
 	})

@@ -3,9 +3,11 @@
 // because every rank's cached copy is still within the bound. One small type
 // per SANCUS bound; each is wrapped by a hard cap on epochs of staleness.
 //
-// All ranks must reach the same decision: policies either compute it from
-// state every rank holds (versions, sparsity), or share the owner's verdict
-// through one small allgather (variation-gap).
+// All ranks must reach the same decision. A policy is pure: it never
+// communicates. Most decide from state every rank holds (versions,
+// sparsity). Variation-gap needs what only a block's owner can measure, its
+// drift, so it works in two phases: each owner Votes on its own block, the
+// engine gathers the votes (one small allgather), and Active combines them.
 package staleness
 
 import (
@@ -23,41 +25,54 @@ type Input struct {
 	// Depends[i][j]: receiver i's block Â_ij has nonzeros, i.e. rank i
 	// actually uses root j's rows.
 	Depends [][]bool
-	// Drift returns ‖H_i − H̃_i‖_F / ‖H̃_i‖_F for this rank's own block
-	// against its last broadcast copy.
-	Drift func() float64
-	// Gather shares one value per rank (an allgather of P floats).
-	Gather func(mine float32) ([]float32, error)
+	// Votes[j] is owner j's Vote on its own block; set (by the engine) only
+	// for a policy that NeedsDrift.
+	Votes []bool
 }
 
-// Policy fills active[j] for every root j.
+// Policy decides which roots broadcast.
 type Policy interface {
 	Name() string
-	Active(in Input, active []bool) error
+	// NeedsDrift reports whether Active reads the owners' votes: only then
+	// does the engine measure drift and gather the votes.
+	NeedsDrift() bool
+	// Vote is this rank's verdict on its own block, given its drift
+	// ‖H_i − H̃_i‖_F / ‖H̃_i‖_F against the copy it last broadcast.
+	Vote(in Input, drift float64) bool
+	// Active fills active[j] for every root j.
+	Active(in Input, active []bool)
 }
 
+// versioned is the part every policy that decides from versions alone
+// shares: no drift, no votes.
+type versioned struct{}
+
+func (versioned) NeedsDrift() bool         { return false }
+func (versioned) Vote(Input, float64) bool { return false }
+
 // None is CAGNET: every root broadcasts every epoch.
-type None struct{}
+type None struct{ versioned }
 
 func (None) Name() string { return "none" }
-func (None) Active(in Input, active []bool) error {
+func (None) Active(in Input, active []bool) {
 	for j := range active {
 		active[j] = true
 	}
-	return nil
 }
 
 // EpochFixed is SANCUS Algorithm 4 (ε_E): root j broadcasts when the cached
 // copy is more than Eps epochs old, i.e. every Eps+1 epochs. The check is
 // made right before the broadcast (the paper's Figure 14 lags by one epoch).
-type EpochFixed struct{ Eps int }
+type EpochFixed struct {
+	versioned
+	Eps int
+}
 
 func (p EpochFixed) Name() string { return fmt.Sprintf("epoch-fixed(%d)", p.Eps) }
-func (p EpochFixed) Active(in Input, active []bool) error {
+func (p EpochFixed) Active(in Input, active []bool) {
 	for j := range active {
 		active[j] = in.Last[j] < 0 || in.Epoch-in.Last[j] > p.Eps
 	}
-	return nil
 }
 
 // EpochAdaptive is SANCUS Algorithm 5 (ε_A). Each receiver i keeps its own
@@ -68,10 +83,13 @@ func (p EpochFixed) Active(in Input, active []bool) error {
 // use root j (nnz(Â_ij) > 0, the root itself included) count, so a root
 // nobody depends on keeps its stale copy until the hard cap, and partitions
 // with few cross edges skip more.
-type EpochAdaptive struct{ Eps int }
+type EpochAdaptive struct {
+	versioned
+	Eps int
+}
 
 func (p EpochAdaptive) Name() string { return fmt.Sprintf("epoch-adaptive(%d)", p.Eps) }
-func (p EpochAdaptive) Active(in Input, active []bool) error {
+func (p EpochAdaptive) Active(in Input, active []bool) {
 	for j := range active {
 		if in.Last[j] < 0 {
 			active[j] = true
@@ -86,30 +104,20 @@ func (p EpochAdaptive) Active(in Input, active []bool) error {
 			}
 		}
 	}
-	return nil
 }
 
 // VariationGap is SANCUS Algorithm 6 (ε_H): the owner of block j measures
 // the relative Frobenius distance between its current block and the copy it
 // last broadcast, and broadcasts when it exceeds Eps. Only the owner can
-// measure it, so verdicts are shared by one allgather of P values.
+// measure it, so each owner votes and Active reads the gathered votes.
 type VariationGap struct{ Eps float64 }
 
-func (p VariationGap) Name() string { return fmt.Sprintf("variation-gap(%g)", p.Eps) }
-func (p VariationGap) Active(in Input, active []bool) error {
-	mine := float32(0)
-	if in.Last[in.Rank] < 0 || in.Drift() > p.Eps {
-		mine = 1
-	}
-	flags, err := in.Gather(mine)
-	if err != nil {
-		return fmt.Errorf("variation-gap flags: %w", err)
-	}
-	for j := range active {
-		active[j] = flags[j] != 0
-	}
-	return nil
+func (p VariationGap) Name() string     { return fmt.Sprintf("variation-gap(%g)", p.Eps) }
+func (p VariationGap) NeedsDrift() bool { return true }
+func (p VariationGap) Vote(in Input, drift float64) bool {
+	return in.Last[in.Rank] < 0 || drift > p.Eps
 }
+func (p VariationGap) Active(in Input, active []bool) { copy(active, in.Votes) }
 
 // Capped forces a broadcast once a cached copy is MaxStale epochs old,
 // whatever the inner policy says: no bound lets an embedding go stale
@@ -120,16 +128,13 @@ type Capped struct {
 }
 
 func (p Capped) Name() string { return fmt.Sprintf("%s,cap=%d", p.Policy.Name(), p.MaxStale) }
-func (p Capped) Active(in Input, active []bool) error {
-	if err := p.Policy.Active(in, active); err != nil {
-		return err
-	}
+func (p Capped) Active(in Input, active []bool) {
+	p.Policy.Active(in, active)
 	for j := range active {
 		if in.Last[j] < 0 || (p.MaxStale > 0 && in.Epoch-in.Last[j] >= p.MaxStale) {
 			active[j] = true
 		}
 	}
-	return nil
 }
 
 // Parse builds a policy from its command-line name and bound: none,
@@ -161,14 +166,4 @@ func Parse(name string, eps float64, maxStale int) (Policy, error) {
 		return nil, fmt.Errorf("unknown staleness policy %q (none, epoch-fixed, epoch-adaptive, variation-gap)", name)
 	}
 	return Capped{Policy: p, MaxStale: maxStale}, nil
-}
-
-// UsesDrift reports whether p measures the variation gap, so the engine
-// keeps the reference copies it needs only when they are used.
-func UsesDrift(p Policy) bool {
-	if c, ok := p.(Capped); ok {
-		p = c.Policy
-	}
-	_, ok := p.(VariationGap)
-	return ok
 }

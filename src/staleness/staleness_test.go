@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// schedule runs a policy for epochs on one rank with all verdicts local (or
-// gathered from drift for variation-gap) and returns the epochs root j broadcast.
+// schedule runs a policy for epochs on one rank and returns the epochs root
+// j broadcast. For a policy that needs drift, every rank votes alike in this
+// script (as the engine's gather would deliver it).
 func schedule(t *testing.T, p Policy, p2 int, epochs int, depends [][]bool, drift func(epoch int) float64) [][]int {
 	last := make([]int, p2)
 	for j := range last {
@@ -15,18 +16,15 @@ func schedule(t *testing.T, p Policy, p2 int, epochs int, depends [][]bool, drif
 	out := make([][]int, p2)
 	active := make([]bool, p2)
 	for e := 0; e < epochs; e++ {
-		in := Input{Epoch: e, Rank: 0, Last: last, Depends: depends,
-			Drift: func() float64 { return drift(e) },
-			Gather: func(mine float32) ([]float32, error) {
-				fl := make([]float32, p2)
-				for j := range fl {
-					fl[j] = mine // every rank drifts alike in this script
-				}
-				return fl, nil
-			}}
-		if err := p.Active(in, active); err != nil {
-			t.Fatal(err)
+		in := Input{Epoch: e, Rank: 0, Last: last, Depends: depends}
+		if p.NeedsDrift() {
+			vote := p.Vote(in, drift(e))
+			in.Votes = make([]bool, p2)
+			for j := range in.Votes {
+				in.Votes[j] = vote
+			}
 		}
+		p.Active(in, active)
 		for j, a := range active {
 			if a {
 				out[j] = append(out[j], e)
@@ -59,12 +57,12 @@ func TestSchedules(t *testing.T) {
 		expect string
 	}{
 		{"none", Capped{None{}, 100}, dense(2), noDrift, 0, "[0 1 2 3 4 5 6 7 8 9]"},
-		{"eps_E=1 broadcasts every 2nd epoch", Capped{EpochFixed{1}, 100}, dense(2), noDrift, 1, "[0 2 4 6 8]"},
-		{"eps_E=2 every 3rd", Capped{EpochFixed{2}, 100}, dense(2), noDrift, 0, "[0 3 6 9]"},
-		{"eps_E=3 capped at 2", Capped{EpochFixed{3}, 2}, dense(2), noDrift, 0, "[0 2 4 6 8]"},
-		{"eps_A=1 with dependents behaves like eps_E=1", Capped{EpochAdaptive{1}, 100}, dense(2), noDrift, 0, "[0 2 4 6 8]"},
+		{"eps_E=1 broadcasts every 2nd epoch", Capped{EpochFixed{Eps: 1}, 100}, dense(2), noDrift, 1, "[0 2 4 6 8]"},
+		{"eps_E=2 every 3rd", Capped{EpochFixed{Eps: 2}, 100}, dense(2), noDrift, 0, "[0 3 6 9]"},
+		{"eps_E=3 capped at 2", Capped{EpochFixed{Eps: 3}, 2}, dense(2), noDrift, 0, "[0 2 4 6 8]"},
+		{"eps_A=1 with dependents behaves like eps_E=1", Capped{EpochAdaptive{Eps: 1}, 100}, dense(2), noDrift, 0, "[0 2 4 6 8]"},
 		// Root 1 is used by nobody (not even itself): only the cap refreshes it.
-		{"eps_A=1 root without dependents", Capped{EpochAdaptive{1}, 4}, [][]bool{{true, false}, {true, false}}, noDrift, 1, "[0 4 8]"},
+		{"eps_A=1 root without dependents", Capped{EpochAdaptive{Eps: 1}, 4}, [][]bool{{true, false}, {true, false}}, noDrift, 1, "[0 4 8]"},
 		{"eps_H=0.02 broadcasts when drift exceeds it", Capped{VariationGap{0.02}, 100}, dense(2),
 			func(e int) float64 { return []float64{0, 0.05, 0.01, 0.015, 0.03, 0, 0, 0, 0.5, 0}[e] }, 0, "[0 1 4 8]"},
 		{"eps_H with cap", Capped{VariationGap{0.02}, 3}, dense(2), noDrift, 0, "[0 3 6 9]"},

@@ -60,36 +60,36 @@ func (e *Engine) signature() string {
 		e.P, c.Layers, c.Hidden, e.m.Dims, c.Seed, c.Precompute, c.Staleness, c.Eps, c.MaxStale, c.Dropout, c.LR, c.WeightDecay, c.Clip, c.ClipScale, c.FreshDiagonal, c.SkipGradients, c.DenseBcast)
 }
 
-func snapshotExchange(be kernels.Backend, x *exchange) ckptLayer {
-	if x == nil {
+func snapshotCache(be kernels.Backend, c *cache) ckptLayer {
+	if c == nil {
 		return ckptLayer{}
 	}
-	for _, d := range x.dev { // a device transport leaves received blocks on the device only
+	for _, d := range c.dev { // a device transport leaves received blocks on the device only
 		be.Download(d)
 	}
-	return ckptLayer{Bufs: x.bufs, Last: x.last, Log: x.log, Ref: x.ref}
+	return ckptLayer{Bufs: c.host, Last: c.last, Log: c.log, Ref: c.ref}
 }
 
-func restoreExchange(be kernels.Backend, x *exchange, s ckptLayer) error {
-	if x == nil {
+func restoreCache(be kernels.Backend, c *cache, s ckptLayer) error {
+	if c == nil {
 		return nil
 	}
-	if len(s.Bufs) != len(x.bufs) {
-		return fmt.Errorf("%s: checkpoint has %d blocks, run has %d", x.name, len(s.Bufs), len(x.bufs))
+	if len(s.Bufs) != len(c.host) {
+		return fmt.Errorf("%s: checkpoint has %d blocks, run has %d", c.name, len(s.Bufs), len(c.host))
 	}
-	for j := range x.bufs {
-		if len(s.Bufs[j]) != len(x.bufs[j]) {
-			return fmt.Errorf("%s: block %d has %d values, run expects %d", x.name, j, len(s.Bufs[j]), len(x.bufs[j]))
+	for j := range c.host {
+		if len(s.Bufs[j]) != len(c.host[j]) {
+			return fmt.Errorf("%s: block %d has %d values, run expects %d", c.name, j, len(s.Bufs[j]), len(c.host[j]))
 		}
-		copy(x.bufs[j], s.Bufs[j])
-		be.Upload(x.dev[j])
+		copy(c.host[j], s.Bufs[j])
+		be.Upload(c.dev[j])
 	}
-	copy(x.last, s.Last)
-	x.log = s.Log
-	if len(x.log) != len(x.bufs) {
-		x.log = make([][]int, len(x.bufs))
+	copy(c.last, s.Last)
+	c.log = s.Log
+	if len(c.log) != len(c.host) {
+		c.log = make([][]int, len(c.host))
 	}
-	x.ref = s.Ref
+	c.ref = s.Ref
 	return nil
 }
 
@@ -103,8 +103,8 @@ func (e *Engine) saveCheckpoint(dir string, epoch int, res *Result, best float64
 	ck := checkpoint{Version: 1, Rank: e.rank, P: e.P, Signature: e.signature(), Epoch: epoch,
 		Params: e.m.Flat(), AdamM: e.opt.M, AdamV: e.opt.V, AdamStep: e.opt.Step, Result: *res, Best: best, Clipped: e.clipped}
 	for _, L := range e.layers {
-		ck.Fwd = append(ck.Fwd, snapshotExchange(e.be, L.fwd))
-		ck.Grad = append(ck.Grad, snapshotExchange(e.be, L.grad))
+		ck.Fwd = append(ck.Fwd, snapshotCache(e.be, L.base().fwd))
+		ck.Grad = append(ck.Grad, snapshotCache(e.be, L.base().grad))
 	}
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(&ck); err != nil {
@@ -191,16 +191,13 @@ func (e *Engine) loadCheckpoint(dir string, epoch int) (*checkpoint, error) {
 	e.clipped = ck.Clipped
 	for l, L := range e.layers {
 		if l < len(ck.Fwd) {
-			if err := restoreExchange(e.be, L.fwd, ck.Fwd[l]); err != nil {
+			if err := restoreCache(e.be, L.base().fwd, ck.Fwd[l]); err != nil {
 				return nil, fmt.Errorf("resume: %s: %w", path, err)
 			}
-			if err := restoreExchange(e.be, L.grad, ck.Grad[l]); err != nil {
+			if err := restoreCache(e.be, L.base().grad, ck.Grad[l]); err != nil {
 				return nil, fmt.Errorf("resume: %s: %w", path, err)
 			}
 		}
 	}
 	return &ck, nil
 }
-
-// Params returns the model's parameter tensors (W0, b0, W1, b1, …).
-func (e *Engine) Params() [][]float32 { return e.m.Flat() }

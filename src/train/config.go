@@ -74,28 +74,34 @@ func Defaults() Config {
 
 // Validate reports the first unusable setting.
 func (c Config) Validate() error {
+	_, err := c.Policy()
+	return err
+}
+
+// Policy checks every setting and builds the staleness policy of forward
+// blocks: the one place the bound is parsed.
+func (c Config) Policy() (staleness.Policy, error) {
 	switch {
 	case c.Layers < 1:
-		return fmt.Errorf("layers must be ≥ 1, got %d", c.Layers)
+		return nil, fmt.Errorf("layers must be ≥ 1, got %d", c.Layers)
 	case c.Hidden < 1:
-		return fmt.Errorf("hidden must be ≥ 1, got %d", c.Hidden)
+		return nil, fmt.Errorf("hidden must be ≥ 1, got %d", c.Hidden)
 	case c.Epochs < 0:
-		return fmt.Errorf("epochs must be ≥ 0, got %d", c.Epochs)
+		return nil, fmt.Errorf("epochs must be ≥ 0, got %d", c.Epochs)
 	case !(c.LR > 0) || math.IsInf(c.LR, 0):
-		return fmt.Errorf("lr must be > 0, got %g", c.LR)
+		return nil, fmt.Errorf("lr must be > 0, got %g", c.LR)
 	case c.Dropout < 0 || c.Dropout >= 1:
-		return fmt.Errorf("dropout must be in [0,1), got %g", c.Dropout)
+		return nil, fmt.Errorf("dropout must be in [0,1), got %g", c.Dropout)
 	case c.WeightDecay < 0:
-		return fmt.Errorf("weight-decay must be ≥ 0, got %g", c.WeightDecay)
+		return nil, fmt.Errorf("weight-decay must be ≥ 0, got %g", c.WeightDecay)
 	case c.Clip < 0 || c.ClipScale < 0:
-		return fmt.Errorf("clip and clip-scale must be ≥ 0")
+		return nil, fmt.Errorf("clip and clip-scale must be ≥ 0")
 	case c.Chunk < 0:
-		return fmt.Errorf("chunk must be ≥ 0, got %d", c.Chunk)
+		return nil, fmt.Errorf("chunk must be ≥ 0, got %d", c.Chunk)
 	case c.CheckpointEvery < 0:
-		return fmt.Errorf("checkpoint-every must be ≥ 0, got %d", c.CheckpointEvery)
+		return nil, fmt.Errorf("checkpoint-every must be ≥ 0, got %d", c.CheckpointEvery)
 	case (c.CheckpointEvery > 0 || c.Resume) && c.CheckpointDir == "":
-		return fmt.Errorf("checkpoints need --checkpoint-dir")
+		return nil, fmt.Errorf("checkpoints need --checkpoint-dir")
 	}
-	_, err := staleness.Parse(c.Staleness, c.Eps, c.MaxStale)
-	return err
+	return staleness.Parse(c.Staleness, c.Eps, c.MaxStale)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"sancus/collectives"
 	"sancus/kernels"
 	"sancus/src/model"
 )
@@ -69,109 +70,20 @@ type Result struct {
 func (e *Engine) Run() (*Result, error) {
 	res := &Result{Ranks: e.P, Params: e.m.NumParams(), SIMD: kernels.SIMD(), Threads: kernels.Threads(), Device: e.be.Name()}
 	for _, L := range e.layers {
-		res.LayerModes = append(res.LayerModes, L.mode.String())
-		if L.fwd != nil {
-			res.Policy = L.fwd.policy.Name()
+		res.LayerModes = append(res.LayerModes, L.kind())
+		if L.base().fwd != nil {
+			res.Policy = e.policy.Name()
 		}
 	}
 	start := time.Now()
-	var compute, wait time.Duration
-	var evalSent int64
-	best := -1.0
-	stats := e.c.Stats()
-	first := 0
-	if e.cfg.Resume {
-		ep, err := LatestCheckpoint(e.cfg.CheckpointDir)
-		if err != nil {
-			return nil, err
-		}
-		if ep > 0 {
-			ck, err := e.loadCheckpoint(e.cfg.CheckpointDir, ep)
-			if err != nil {
-				return nil, err
-			}
-			*res, best, first = ck.Result, ck.Best, ck.Epoch
-			if e.cfg.Log != nil && e.rank == 0 {
-				fmt.Fprintf(e.cfg.Log, "resumed from %s after epoch %d\n", e.cfg.CheckpointDir, ep)
-			}
-		}
+	r := runState{res: res, best: -1}
+	if err := e.resume(&r); err != nil {
+		return nil, err
 	}
-	for ep := first; ep < e.cfg.Epochs; ep++ {
-		t0 := time.Now()
-		e.clock = clock{}
-		sent0 := stats.Total().BytesSent
-		logits, err := e.forward(ep, true)
+	for ep := r.first; ep < e.cfg.Epochs; ep++ {
+		stop, err := e.epoch(ep, &r)
 		if err != nil {
 			return nil, err
-		}
-		lossSum := e.be.LossGrad(logits, e.s.Labels, e.s.Train, float64(e.s.GlobalTrain), e.lossGrad)
-		if err := e.backward(ep, e.lossGrad); err != nil {
-			return nil, err
-		}
-		if err := e.step(); err != nil {
-			return nil, err
-		}
-		row := Epoch{Epoch: ep + 1, Ms: ms(time.Since(t0)), BytesSent: stats.Total().BytesSent - sent0}
-		compute += time.Since(t0) - e.clock.wait
-		wait += e.clock.wait
-		row.Sent, row.Skipped = e.countBroadcasts(ep)
-
-		evalEpoch := e.cfg.EvalEvery > 0 && ((ep+1)%e.cfg.EvalEvery == 0 || ep == e.cfg.Epochs-1)
-		metrics := []float32{float32(lossSum), 0, 0, 0, 0}
-		if evalEpoch {
-			t1 := time.Now()
-			s0 := stats.Total().BytesSent
-			out, err := e.forward(ep, false)
-			if err != nil {
-				return nil, err
-			}
-			e.be.Download(out)
-			metrics[1] = float32(model.Correct(out, e.s.Labels, e.s.Train))
-			metrics[2] = float32(model.Correct(out, e.s.Labels, e.s.Val))
-			metrics[3] = float32(model.Correct(out, e.s.Labels, e.s.Test))
-			metrics[4] = float32(model.SoftmaxCE(out, e.s.Labels, e.s.Val, 1, nil))
-			evalSent += stats.Total().BytesSent - s0
-			row.EvalMs = ms(time.Since(t1))
-			row.Evaluated = true
-		}
-		stopReq := float32(0)
-		if e.cfg.Stop != nil && e.cfg.Stop() {
-			stopReq = 1
-		}
-		// The stop request rides on the metrics allreduce, so every rank
-		// stops after the same epoch even if the signal reached them apart.
-		counts := []float32{float32(len(e.s.Train)), float32(len(e.s.Val)), float32(len(e.s.Test)), stopReq}
-		all := append(metrics, counts...)
-		if e.P > 1 {
-			if err := e.c.Allreduce(all); err != nil {
-				return nil, fmt.Errorf("epoch %d metrics: %w", ep+1, err)
-			}
-		}
-		row.Loss = float64(all[0]) / float64(e.s.GlobalTrain)
-		if evalEpoch {
-			row.TrainAcc = ratio(all[1], all[5])
-			row.ValAcc = ratio(all[2], all[6])
-			row.TestAcc = ratio(all[3], all[7])
-			row.ValLoss = float64(all[4]) / math.Max(1, float64(all[6]))
-			if row.ValAcc > best {
-				best = row.ValAcc
-				res.BestEpoch, res.BestValAcc, res.TestAtBest = row.Epoch, row.ValAcc, row.TestAcc
-			}
-			res.FinalTestAcc = row.TestAcc
-		}
-		res.FinalLoss = row.Loss
-		res.Curve = append(res.Curve, row)
-		if e.cfg.Log != nil && e.rank == 0 {
-			fmt.Fprintln(e.cfg.Log, row.line())
-		}
-		stop := all[8] > 0
-		if e.cfg.CheckpointDir != "" && (stop || (e.cfg.CheckpointEvery > 0 && (ep+1)%e.cfg.CheckpointEvery == 0)) {
-			if err := e.saveCheckpoint(e.cfg.CheckpointDir, ep+1, res, best); err != nil {
-				return nil, err
-			}
-			if e.cfg.Log != nil && e.rank == 0 {
-				fmt.Fprintf(e.cfg.Log, "checkpoint: %s after epoch %d\n", e.cfg.CheckpointDir, ep+1)
-			}
 		}
 		if stop {
 			res.Stopped = true
@@ -179,22 +91,7 @@ func (e *Engine) Run() (*Result, error) {
 		}
 	}
 	res.TotalSec = time.Since(start).Seconds()
-	if n := len(res.Curve); n > 1 {
-		var s float64
-		for _, r := range res.Curve[1:] {
-			s += r.Ms
-		}
-		res.MeanEpochMs = s / float64(n-1)
-	} else if n == 1 {
-		res.MeanEpochMs = res.Curve[0].Ms
-	}
-	res.Broadcasts = e.broadcastLog()
-	res.Clipped = e.clipped
-	tot := stats.Total()
-	mine := RankStats{Rank: e.rank, Rows: e.rows, ComputeSec: compute.Seconds(), CommSec: tot.Seconds,
-		BytesSent: tot.BytesSent - evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: evalSent, PeakRSSMB: PeakRSSMB()}
-	var err error
-	if res.PerRank, err = e.gatherRankStats(mine, wait); err != nil {
+	if err := e.finish(&r); err != nil {
 		return nil, err
 	}
 	if res.Stopped {
@@ -203,13 +100,186 @@ func (e *Engine) Run() (*Result, error) {
 	return res, nil
 }
 
+// runState is what Run carries from epoch to epoch.
+type runState struct {
+	res           *Result
+	best          float64 // best validation accuracy so far
+	first         int     // first epoch to run (after a resume)
+	compute, wait time.Duration
+	evalSent      int64
+}
+
+// resume restores the latest committed checkpoint, when asked to.
+func (e *Engine) resume(r *runState) error {
+	if !e.cfg.Resume {
+		return nil
+	}
+	ep, err := LatestCheckpoint(e.cfg.CheckpointDir)
+	if err != nil || ep == 0 {
+		return err
+	}
+	ck, err := e.loadCheckpoint(e.cfg.CheckpointDir, ep)
+	if err != nil {
+		return err
+	}
+	*r.res, r.best, r.first = ck.Result, ck.Best, ck.Epoch
+	e.logf("resumed from %s after epoch %d\n", e.cfg.CheckpointDir, ep)
+	return nil
+}
+
+// epoch runs training epoch ep (and its evaluation), agrees with the other
+// ranks on the metrics and on whether to stop, records the curve and
+// checkpoints. It reports whether a stop was requested.
+func (e *Engine) epoch(ep int, r *runState) (bool, error) {
+	stats := e.c.Stats()
+	t0 := time.Now()
+	e.clock = clock{}
+	sent0 := stats.Total().BytesSent
+	lossSum, err := e.trainStep(ep)
+	if err != nil {
+		return false, err
+	}
+	row := Epoch{Epoch: ep + 1, Ms: ms(time.Since(t0)), BytesSent: stats.Total().BytesSent - sent0}
+	r.compute += time.Since(t0) - e.clock.wait
+	r.wait += e.clock.wait
+	row.Sent, row.Skipped = e.countBroadcasts(ep)
+	m := metrics{lossSum: lossSum, train: float64(len(e.s.Train)), val: float64(len(e.s.Val)), test: float64(len(e.s.Test))}
+	if e.cfg.EvalEvery > 0 && ((ep+1)%e.cfg.EvalEvery == 0 || ep == e.cfg.Epochs-1) {
+		t1, s0 := time.Now(), stats.Total().BytesSent
+		if err := e.evaluate(ep, &m); err != nil {
+			return false, err
+		}
+		r.evalSent += stats.Total().BytesSent - s0
+		row.EvalMs, row.Evaluated = ms(time.Since(t1)), true
+	}
+	if e.cfg.Stop != nil && e.cfg.Stop() {
+		m.stop = 1
+	}
+	// The stop request rides on the metrics' sum, so every rank stops after
+	// the same epoch even if the signal reached them apart.
+	if err := e.sum(&m); err != nil {
+		return false, fmt.Errorf("epoch %d metrics: %w", ep+1, err)
+	}
+	e.record(&row, m, r)
+	stop := m.stop > 0
+	if e.cfg.CheckpointDir != "" && (stop || (e.cfg.CheckpointEvery > 0 && (ep+1)%e.cfg.CheckpointEvery == 0)) {
+		if err := e.saveCheckpoint(e.cfg.CheckpointDir, ep+1, r.res, r.best); err != nil {
+			return false, err
+		}
+		e.logf("checkpoint: %s after epoch %d\n", e.cfg.CheckpointDir, ep+1)
+	}
+	return stop, nil
+}
+
+// trainStep is one forward, backward and update; it returns this rank's
+// summed training loss.
+func (e *Engine) trainStep(ep int) (float64, error) {
+	logits, err := e.forward(ep, true)
+	if err != nil {
+		return 0, err
+	}
+	lossSum := e.be.LossGrad(logits, e.s.Labels, e.s.Train, float64(e.s.GlobalTrain), e.lossGrad)
+	if err := e.backward(ep, e.lossGrad); err != nil {
+		return 0, err
+	}
+	return lossSum, e.step()
+}
+
+// metrics are one rank's sums for an epoch, added over ranks by sum.
+type metrics struct {
+	lossSum, trainOK, valOK, testOK, valLoss float64
+	train, val, test                         float64 // split sizes
+	stop                                     float64 // a stop was requested
+}
+
+// evaluate runs the fresh, dropout-free forward pass and counts this rank's
+// correct predictions and validation loss.
+func (e *Engine) evaluate(ep int, m *metrics) error {
+	out, err := e.forward(ep, false)
+	if err != nil {
+		return err
+	}
+	e.be.Download(out)
+	m.trainOK = float64(model.Correct(out, e.s.Labels, e.s.Train))
+	m.valOK = float64(model.Correct(out, e.s.Labels, e.s.Val))
+	m.testOK = float64(model.Correct(out, e.s.Labels, e.s.Test))
+	m.valLoss = model.SoftmaxCE(out, e.s.Labels, e.s.Val, 1, nil)
+	return nil
+}
+
+// sum adds the metrics over ranks, in rank order, so every rank gets the
+// same bits (float64: split sizes stay exact on graphs of any size).
+func (e *Engine) sum(m *metrics) error {
+	mine := []float64{m.lossSum, m.trainOK, m.valOK, m.testOK, m.valLoss, m.train, m.val, m.test, m.stop}
+	all, err := collectives.Allgather(e.c, mine)
+	if err != nil {
+		return err
+	}
+	tot := make([]float64, len(mine))
+	for r := 0; r < e.P; r++ {
+		for i := range tot {
+			tot[i] += all[r*len(mine)+i]
+		}
+	}
+	*m = metrics{tot[0], tot[1], tot[2], tot[3], tot[4], tot[5], tot[6], tot[7], tot[8]}
+	return nil
+}
+
+// record completes the epoch's row from the summed metrics, tracks the best
+// validation epoch and appends the row to the curve.
+func (e *Engine) record(row *Epoch, m metrics, r *runState) {
+	res := r.res
+	row.Loss = m.lossSum / float64(e.s.GlobalTrain)
+	if row.Evaluated {
+		row.TrainAcc, row.ValAcc, row.TestAcc = ratio(m.trainOK, m.train), ratio(m.valOK, m.val), ratio(m.testOK, m.test)
+		row.ValLoss = m.valLoss / math.Max(1, m.val)
+		if row.ValAcc > r.best {
+			r.best = row.ValAcc
+			res.BestEpoch, res.BestValAcc, res.TestAtBest = row.Epoch, row.ValAcc, row.TestAcc
+		}
+		res.FinalTestAcc = row.TestAcc
+	}
+	res.FinalLoss = row.Loss
+	res.Curve = append(res.Curve, *row)
+	e.logf("%s\n", row.line())
+}
+
+// finish fills the run-wide figures and gathers every rank's statistics.
+func (e *Engine) finish(r *runState) error {
+	res := r.res
+	if n := len(res.Curve); n > 1 {
+		var s float64
+		for _, row := range res.Curve[1:] {
+			s += row.Ms
+		}
+		res.MeanEpochMs = s / float64(n-1)
+	} else if n == 1 {
+		res.MeanEpochMs = res.Curve[0].Ms
+	}
+	res.Broadcasts = e.broadcastLog()
+	res.Clipped = e.clipped
+	tot := e.c.Stats().Total()
+	mine := RankStats{Rank: e.rank, Rows: e.rows, ComputeSec: r.compute.Seconds(), CommSec: tot.Seconds, CommWaitSec: r.wait.Seconds(),
+		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, PeakRSSMB: PeakRSSMB()}
+	var err error
+	res.PerRank, err = e.gatherRankStats(mine)
+	return err
+}
+
+// logf prints a progress line on rank 0.
+func (e *Engine) logf(format string, args ...any) {
+	if e.cfg.Log != nil && e.rank == 0 {
+		fmt.Fprintf(e.cfg.Log, format, args...)
+	}
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func ratio(a, b float32) float64 {
+func ratio(a, b float64) float64 {
 	if b == 0 {
 		return 0
 	}
-	return float64(a) / float64(b)
+	return a / b
 }
 
 func (r Epoch) line() string {
@@ -227,11 +297,12 @@ func (r Epoch) line() string {
 // countBroadcasts counts forward roots that broadcast or were skipped in epoch ep.
 func (e *Engine) countBroadcasts(ep int) (sent, skipped int) {
 	for _, L := range e.layers {
-		if L.fwd == nil {
+		c := L.base().fwd
+		if c == nil {
 			continue
 		}
-		for j := range L.fwd.log {
-			if n := len(L.fwd.log[j]); n > 0 && L.fwd.log[j][n-1] == ep {
+		for _, eps := range c.log {
+			if n := len(eps); n > 0 && eps[n-1] == ep {
 				sent++
 			} else {
 				skipped++
@@ -244,11 +315,12 @@ func (e *Engine) countBroadcasts(ep int) (sent, skipped int) {
 func (e *Engine) broadcastLog() map[string]map[string][]int {
 	out := map[string]map[string][]int{}
 	for l, L := range e.layers {
-		if L.fwd == nil {
+		c := L.base().fwd
+		if c == nil {
 			continue
 		}
 		m := map[string][]int{}
-		for j, eps := range L.fwd.log {
+		for j, eps := range c.log {
 			m[strconv.Itoa(j)] = append([]int{}, eps...)
 		}
 		out[strconv.Itoa(l+1)] = m
@@ -256,28 +328,22 @@ func (e *Engine) broadcastLog() map[string]map[string][]int {
 	return out
 }
 
-const rankStatFields = 8
-
-func (e *Engine) gatherRankStats(mine RankStats, wait time.Duration) ([]RankStats, error) {
-	v := []float32{float32(mine.Rows), float32(mine.ComputeSec), float32(mine.CommSec), float32(wait.Seconds()),
-		float32(mine.BytesSent), float32(mine.BytesRecv), float32(mine.EvalBytesSent), float32(mine.PeakRSSMB)}
-	all := make([]float32, rankStatFields*e.P)
-	if e.P == 1 {
-		copy(all, v)
-	} else {
-		counts := make([]int, e.P)
-		for i := range counts {
-			counts[i] = rankStatFields
-		}
-		if err := e.c.Allgatherv(v, all, counts); err != nil {
-			return nil, fmt.Errorf("gathering per-rank statistics: %w", err)
-		}
+// gatherRankStats shares every rank's figures: counts and bytes as int64,
+// times and memory as float64.
+func (e *Engine) gatherRankStats(mine RankStats) ([]RankStats, error) {
+	ints, err := collectives.Allgather(e.c, []int64{int64(mine.Rows), mine.BytesSent, mine.BytesRecv, mine.EvalBytesSent})
+	if err != nil {
+		return nil, fmt.Errorf("gathering per-rank statistics: %w", err)
+	}
+	floats, err := collectives.Allgather(e.c, []float64{mine.ComputeSec, mine.CommSec, mine.CommWaitSec, mine.PeakRSSMB})
+	if err != nil {
+		return nil, fmt.Errorf("gathering per-rank statistics: %w", err)
 	}
 	out := make([]RankStats, e.P)
 	for r := range out {
-		f := all[r*rankStatFields:]
-		out[r] = RankStats{Rank: r, Rows: int(f[0]), ComputeSec: float64(f[1]), CommSec: float64(f[2]), CommWaitSec: float64(f[3]),
-			BytesSent: int64(f[4]), BytesRecv: int64(f[5]), EvalBytesSent: int64(f[6]), PeakRSSMB: float64(f[7])}
+		i, f := ints[4*r:], floats[4*r:]
+		out[r] = RankStats{Rank: r, Rows: int(i[0]), BytesSent: i[1], BytesRecv: i[2], EvalBytesSent: i[3],
+			ComputeSec: f[0], CommSec: f[1], CommWaitSec: f[2], PeakRSSMB: f[3]}
 	}
 	return out, nil
 }

@@ -12,21 +12,14 @@ package train
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"sancus/collectives"
+	"sancus/kernels"
 	"sancus/kernels/matrix"
 )
 
 const tagSparse = collectives.TagUser + 1
-
-type sparsePlan struct {
-	need    [][]int32     // need[j]: root j's local rows this rank uses (sorted); unused for j == rank
-	compact []*matrix.CSR // Â_ij with columns renumbered to positions in need[j]
-	ids     [][]int64     // global node ids of the rows of compact block j (dropout masks)
-	sendIdx [][]int32     // sendIdx[i]: this rank's rows that rank i needs
-}
 
 // columnsUsed lists the distinct columns of a block, sorted.
 func columnsUsed(b *matrix.CSR) []int32 {
@@ -56,222 +49,163 @@ func compactBlock(b *matrix.CSR, cols []int32) *matrix.CSR {
 	return out
 }
 
-// newSparsePlan tells every root which of its rows each rank needs (one
-// all-to-all of index lists at start-up).
-func (e *Engine) newSparsePlan() (*sparsePlan, error) {
-	sp := &sparsePlan{need: make([][]int32, e.P), compact: make([]*matrix.CSR, e.P), ids: make([][]int64, e.P), sendIdx: make([][]int32, e.P)}
+// sparseView compacts every off-diagonal block to the rows it uses and
+// tells every root which of its rows each rank needs (two all-to-alls of
+// index lists at start-up). It returns the view and, per rank, the local
+// rows this rank must send it.
+func (e *Engine) sparseView() (view, [][]int32, error) {
+	v := view{blocks: make([]*matrix.CSR, e.P), ids: make([][]int64, e.P), rows: make([]int, e.P)}
+	need := make([][]int32, e.P) // need[j]: root j's local rows this rank uses
 	sendCounts, recvCounts := make([]int, e.P), make([]int, e.P)
-	ones := make([]int, e.P)
-	var sendList []float32
+	var wanted []int32
 	for j, b := range e.s.Blocks {
-		ones[j] = 1
 		if j == e.rank {
-			sp.compact[j] = b
+			v.blocks[j], v.ids[j], v.rows[j] = b, e.ownIDs, e.rows
 			continue
 		}
-		sp.need[j] = columnsUsed(b)
-		sp.compact[j] = compactBlock(b, sp.need[j])
-		sendCounts[j] = len(sp.need[j])
-		for _, r := range sp.need[j] {
-			sendList = append(sendList, math.Float32frombits(uint32(r))) // exact: indices travel as bits
-		}
+		need[j] = columnsUsed(b)
+		v.blocks[j], v.rows[j] = compactBlock(b, need[j]), len(need[j])
+		sendCounts[j] = len(need[j])
+		wanted = append(wanted, need[j]...)
 	}
-	if e.P == 1 {
-		return sp, nil
+	counts, got := make([]int64, e.P), make([]int64, e.P)
+	for j, n := range sendCounts {
+		counts[j] = int64(n)
 	}
-	counts := make([]float32, e.P)
-	for j := range counts {
-		counts[j] = float32(sendCounts[j])
+	if err := collectives.Alltoallv(e.c, counts, ones(e.P), got, ones(e.P)); err != nil {
+		return v, nil, fmt.Errorf("sparse exchange set-up: %w", err)
 	}
-	got := make([]float32, e.P)
-	if err := e.c.Alltoallv(counts, ones, got, ones); err != nil {
-		return nil, fmt.Errorf("sparse exchange set-up: %w", err)
+	for i, n := range got {
+		recvCounts[i] = int(n)
 	}
-	total := 0
-	for i := range got {
-		recvCounts[i] = int(got[i])
-		total += recvCounts[i]
+	asked := make([]int32, sum(recvCounts))
+	if err := collectives.Alltoallv(e.c, wanted, sendCounts, asked, recvCounts); err != nil {
+		return v, nil, fmt.Errorf("sparse exchange set-up: %w", err)
 	}
-	lists := make([]float32, total)
-	if err := e.c.Alltoallv(sendList, sendCounts, lists, recvCounts); err != nil {
-		return nil, fmt.Errorf("sparse exchange set-up: %w", err)
-	}
+	sendIdx := make([][]int32, e.P)
+	idsOut := make([]int64, len(asked))
 	off := 0
-	var idsOut []float32
-	for i := range recvCounts {
-		for k := 0; k < recvCounts[i]; k++ {
-			r := int32(math.Float32bits(lists[off+k]))
+	for i, n := range recvCounts {
+		for k, r := range asked[off : off+n] {
 			if r < 0 || int(r) >= e.rows {
-				return nil, fmt.Errorf("sparse exchange set-up: rank %d asked for row %d of %d", i, r, e.rows)
+				return v, nil, fmt.Errorf("sparse exchange set-up: rank %d asked for row %d of %d", i, r, e.rows)
 			}
-			sp.sendIdx[i] = append(sp.sendIdx[i], r)
-			idsOut = append(idsOut, math.Float32frombits(uint32(e.ownID(int(r)))))
+			idsOut[off+k] = e.ownID(int(r))
 		}
-		off += recvCounts[i]
+		sendIdx[i] = asked[off : off+n]
+		off += n
 	}
 	// The node ids of the rows each rank receives key its dropout masks.
-	idsIn := make([]float32, len(sendList))
-	if err := e.c.Alltoallv(idsOut, recvCounts, idsIn, sendCounts); err != nil {
-		return nil, fmt.Errorf("sparse exchange set-up: %w", err)
+	idsIn := make([]int64, len(wanted))
+	if err := collectives.Alltoallv(e.c, idsOut, recvCounts, idsIn, sendCounts); err != nil {
+		return v, nil, fmt.Errorf("sparse exchange set-up: %w", err)
 	}
 	off = 0
-	for j := range sp.need {
-		if j == e.rank {
-			continue
+	for j, n := range sendCounts {
+		if j != e.rank {
+			v.ids[j] = idsIn[off : off+n]
+			off += n
 		}
-		sp.ids[j] = make([]int64, len(sp.need[j]))
-		for k := range sp.ids[j] {
-			sp.ids[j][k] = int64(math.Float32bits(idsIn[off+k]))
-		}
-		off += len(sp.need[j])
 	}
-	return sp, nil
+	return v, sendIdx, nil
 }
 
-// ownID is the node id of local row r (original numbering, which dropout
-// masks use, so a reordered run draws the masks of the original one).
-func (e *Engine) ownID(r int) int64 {
-	if e.s.NodeIDs != nil {
-		return int64(e.s.NodeIDs[r])
-	}
-	return e.s.Offsets[e.rank] + int64(r)
+// sparseExchange sends each rank, from an active root, only the rows that
+// rank's block references (point to point), and receives likewise.
+type sparseExchange struct {
+	comm    collectives.Comm
+	be      kernels.Backend
+	sendIdx [][]int32           // sendIdx[i]: this rank's rows that rank i needs
+	packed  map[int][][]float32 // per block width: the rows packed for each rank
 }
 
-// rowsOf is how many rows of root j this rank keeps for an exchange.
-func (e *Engine) rowsOf(j int) int {
-	if e.sparse != nil && j != e.rank {
-		return len(e.sparse.need[j])
+func (x *sparseExchange) sendBufs(width int) [][]float32 {
+	if b, ok := x.packed[width]; ok {
+		return b
 	}
-	return e.s.RowsOf(j)
+	b := make([][]float32, len(x.sendIdx))
+	for i, idx := range x.sendIdx {
+		b[i] = make([]float32, len(idx)*width)
+	}
+	x.packed[width] = b
+	return b
 }
 
-// block is the matrix multiplied with root j's buffer.
-func (e *Engine) block(j int) *matrix.CSR {
-	if e.sparse != nil {
-		return e.sparse.compact[j]
-	}
-	return e.s.Blocks[j]
-}
-
-// maskFor is layer dropout applied to root j's rows as this rank holds them.
-func (e *Engine) maskFor(mask matrix.Mask, j int) matrix.Mask {
-	mask.IDs = nil
-	switch {
-	case j == e.rank:
-		mask.IDs = e.ownIDs
-	case e.sparse != nil:
-		mask.IDs = e.sparse.ids[j]
-	case e.allIDs != nil:
-		mask.IDs = e.allIDs[e.s.Offsets[j]:e.s.Offsets[j+1]]
-	}
-	mask.Row0 = int(e.s.Offsets[j])
-	return mask
-}
-
-// exchangeSparse is aggregate for the sparsity-aware exchange: post the
-// receives of every active root, send this rank's rows to the ranks that
-// need them (if it is active), and multiply each block as it arrives.
-func (e *Engine) exchangeSparse(x *exchange, out, own *matrix.Dense, active []bool, mask matrix.Mask) error {
-	sp := e.sparse
-	e.keepOwn(x, own, active)
-	start := time.Now()
+// exchange posts the receives of every active root, sends this rank's rows
+// to the ranks that need them (if it is active), and uses each block as it
+// arrives.
+func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error) (wait time.Duration, err error) {
+	me, start := x.comm.Rank(), time.Now()
 	var sent, recvd int64
-	recvs := make([]collectives.Request, e.P)
+	recvs := make([]collectives.Request, len(active))
 	var sends []collectives.Request
-	fail := func(err error) error {
-		for _, r := range recvs {
-			if r != nil {
-				r.Wait()
-			}
+	defer func() { // on failure, leave no transfer writing into our buffers
+		if err != nil {
+			collectives.WaitAll(recvs)
+			collectives.WaitAll(sends)
+			err = fmt.Errorf("sparse exchange: %w", err)
 		}
-		for _, s := range sends {
-			s.Wait()
-		}
-		return fmt.Errorf("%s: sparse exchange: %w", x.name, err)
-	}
-	for j := range recvs {
-		if j != e.rank && active[j] && len(x.bufs[j]) > 0 {
-			r, err := e.c.Irecv(x.bufs[j], j, tagSparse)
-			if err != nil {
-				return fail(err)
+	}()
+	for j, a := range active {
+		if j != me && a && len(c.host[j]) > 0 {
+			if recvs[j], err = collectives.Irecv(x.comm, c.host[j], j, tagSparse); err != nil {
+				return 0, err
 			}
-			recvs[j] = r
-			recvd += int64(len(x.bufs[j])) * 4
+			recvd += int64(len(c.host[j])) * 4
 		}
 	}
-	if active[e.rank] {
-		w := x.width
-		for i, idx := range sp.sendIdx {
-			if i == e.rank || len(idx) == 0 {
+	if active[me] {
+		x.be.Download(c.dev[me])
+		bufs, w := x.sendBufs(c.width), c.width
+		for i, idx := range x.sendIdx {
+			if i == me || len(idx) == 0 {
 				continue
 			}
-			buf := x.sendBufs[i][:len(idx)*w]
 			for k, r := range idx {
-				copy(buf[k*w:(k+1)*w], x.bufs[e.rank][int(r)*w:(int(r)+1)*w])
+				copy(bufs[i][k*w:(k+1)*w], c.host[me][int(r)*w:(int(r)+1)*w])
 			}
-			s, err := e.c.Isend(buf, i, tagSparse)
+			s, err := collectives.Isend(x.comm, bufs[i], i, tagSparse)
 			if err != nil {
-				return fail(err)
+				return 0, err
 			}
 			sends = append(sends, s)
-			sent += int64(len(buf)) * 4
+			sent += int64(len(bufs[i])) * 4
 		}
 	}
-	first := true
-	for j := 0; j < e.P; j++ {
+	for j := range active {
 		if recvs[j] != nil {
 			t := time.Now()
-			err := recvs[j].Wait()
+			err = recvs[j].Wait()
 			recvs[j] = nil
-			e.clock.wait += time.Since(t)
+			wait += time.Since(t)
 			if err != nil {
-				return fail(err)
+				return wait, err
 			}
-			e.be.Upload(x.dev[j])
+			x.be.Upload(c.dev[j])
 		}
-		blk := e.block(j)
-		if blk.NNZ() == 0 {
-			continue
+		if err = use(j); err != nil {
+			return wait, err
 		}
-		if err := e.multiplyBlock(x, out, own, j, mask, !first); err != nil {
-			return fail(err)
-		}
-		first = false
 	}
-	if first {
-		e.be.Zero(out)
-	}
-	for _, s := range sends {
-		t := time.Now()
-		if err := s.Wait(); err != nil {
-			return fmt.Errorf("%s: sparse exchange: %w", x.name, err)
-		}
-		e.clock.wait += time.Since(t)
-	}
-	d := time.Since(start)
-	e.clock.comm += d
-	e.c.Stats().Add("sparse_exchange", sent, recvd, d)
-	return nil
+	t := time.Now()
+	err = collectives.WaitAll(sends)
+	wait += time.Since(t)
+	x.comm.Stats().Add("sparse_exchange", sent, recvd, time.Since(start))
+	return wait, err
 }
 
-// gatherIDs gives every rank all node ids (dense broadcasts of a reordered
-// graph: each rank masks every block).
-func (e *Engine) gatherIDs() error {
-	mine := make([]float32, e.rows)
-	for r := range mine {
-		mine[r] = math.Float32frombits(uint32(e.ownID(r)))
+func ones(n int) []int {
+	o := make([]int, n)
+	for i := range o {
+		o[i] = 1
 	}
-	all := make([]float32, e.s.N)
-	counts := make([]int, e.P)
-	for j := range counts {
-		counts[j] = e.s.RowsOf(j)
+	return o
+}
+
+func sum(xs []int) int {
+	s := 0
+	for _, x := range xs {
+		s += x
 	}
-	if err := e.c.Allgatherv(mine, all, counts); err != nil {
-		return fmt.Errorf("gathering node ids: %w", err)
-	}
-	e.allIDs = make([]int64, len(all))
-	for i, v := range all {
-		e.allIDs[i] = int64(math.Float32bits(v))
-	}
-	return nil
+	return s
 }

@@ -120,7 +120,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 				if _, err := e.globalLoss(epoch); err != nil {
 					return err
 				}
-				logits := e.layers[len(e.layers)-1].z
+				logits := e.layers[len(e.layers)-1].base().z
 				g := matrix.NewDense(logits.Rows, logits.Cols)
 				model.SoftmaxCE(logits, e.s.Labels, e.s.Train, float64(e.s.GlobalTrain), g)
 				if err := e.backward(epoch, g); err != nil {

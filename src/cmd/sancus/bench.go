@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"sancus/collectives"
+	"sancus/collectives/mpi"
 	"sancus/kernels"
 	"sancus/kernels/matrix"
 	"sancus/launch"
@@ -233,7 +234,7 @@ func benchComm(args []string) error {
 	var c collectives.Comm
 	if env.Parallel() {
 		launch.PrepareMPI(runtime.NumCPU())
-		m, err := collectives.StartMPI(2 * time.Minute)
+		m, err := mpi.Start(2 * time.Minute)
 		if err != nil {
 			return err
 		}
@@ -257,13 +258,8 @@ func benchComm(args []string) error {
 					}
 				})
 				// The slowest rank decides when a collective is done.
-				v := []float32{float32(d.Seconds())}
-				all := make([]float32, c.Size())
-				counts := make([]int, c.Size())
-				for i := range counts {
-					counts[i] = 1
-				}
-				if err := c.Allgatherv(v, all, counts); err != nil {
+				all, err := collectives.Allgather(c, []float64{d.Seconds()})
+				if err != nil {
 					return 0, err
 				}
 				sort.Slice(all, func(i, j int) bool { return all[i] > all[j] })
@@ -271,7 +267,7 @@ func benchComm(args []string) error {
 			}
 			var errs [4]error
 			row.RingBcastGBs, errs[0] = timed(func() error { return collectives.RingBcast(c, buf, 0, *chunk) })
-			row.NativeBcastGBs, errs[1] = timed(func() error { return c.Bcast(buf, 0) })
+			row.NativeBcastGBs, errs[1] = timed(func() error { return collectives.Bcast(c, buf, 0) })
 			row.RingAllreduceGBs, errs[2] = timed(func() error { return collectives.RingAllreduce(c, buf) })
 			row.NativeAllredGBs, errs[3] = timed(func() error { return c.Allreduce(buf) })
 			for _, e := range errs {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"sancus/collectives"
+	"sancus/collectives/mpi"
 	"sancus/kernels"
 	"sancus/launch"
 	"sancus/src/graph"
@@ -194,7 +194,7 @@ func stopped(err error, cfg train.Config) error {
 // aborts the whole job with a message naming the rank, so no rank hangs.
 func trainMPI(cfg train.Config, tf trainFlags, rep *Report) error {
 	launch.PrepareMPI(runtime.NumCPU())
-	c, err := collectives.StartMPI(tf.timeout)
+	c, err := mpi.Start(tf.timeout)
 	if err != nil {
 		return err
 	}

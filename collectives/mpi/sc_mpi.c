@@ -34,29 +34,31 @@ int sc_local_size(MPI_Comm c, int *s) {
   return rc;
 }
 
-int sc_isend(const float *buf, int n, int dst, int tag, MPI_Comm c, MPI_Request *req) {
-  return MPI_Isend(buf, n, MPI_FLOAT, dst, tag, c, req);
+// Point to point and every collective but the float sum move bytes: the Go
+// side sends float32, int32 and int64 slices as their memory.
+int sc_isend(const void *buf, int n, int dst, int tag, MPI_Comm c, MPI_Request *req) {
+  return MPI_Isend(buf, n, MPI_BYTE, dst, tag, c, req);
 }
-int sc_irecv(float *buf, int n, int src, int tag, MPI_Comm c, MPI_Request *req) {
-  return MPI_Irecv(buf, n, MPI_FLOAT, src, tag, c, req);
+int sc_irecv(void *buf, int n, int src, int tag, MPI_Comm c, MPI_Request *req) {
+  return MPI_Irecv(buf, n, MPI_BYTE, src, tag, c, req);
 }
 int sc_wait(MPI_Request *req, int *count) {
   MPI_Status st;
   int rc = MPI_Wait(req, &st);
   if (rc != MPI_SUCCESS) return rc;
   *count = -1;
-  return MPI_Get_count(&st, MPI_FLOAT, count);
+  return MPI_Get_count(&st, MPI_BYTE, count);
 }
 int sc_barrier(MPI_Comm c) { return MPI_Barrier(c); }
-int sc_bcast(float *buf, int n, int root, MPI_Comm c) { return MPI_Bcast(buf, n, MPI_FLOAT, root, c); }
+int sc_bcast(void *buf, int n, int root, MPI_Comm c) { return MPI_Bcast(buf, n, MPI_BYTE, root, c); }
 int sc_allreduce_sum(float *buf, int n, MPI_Comm c) {
   return MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_FLOAT, MPI_SUM, c);
 }
-int sc_allgatherv(const float *send, int n, float *recv, const int *counts, const int *displs, MPI_Comm c) {
-  return MPI_Allgatherv(send, n, MPI_FLOAT, recv, counts, displs, MPI_FLOAT, c);
+int sc_allgatherv(const void *send, int n, void *recv, const int *counts, const int *displs, MPI_Comm c) {
+  return MPI_Allgatherv(send, n, MPI_BYTE, recv, counts, displs, MPI_BYTE, c);
 }
-int sc_alltoallv(const float *send, const int *sc, const int *sd, float *recv, const int *rc, const int *rd, MPI_Comm c) {
-  return MPI_Alltoallv(send, sc, sd, MPI_FLOAT, recv, rc, rd, MPI_FLOAT, c);
+int sc_alltoallv(const void *send, const int *sc, const int *sd, void *recv, const int *rc, const int *rd, MPI_Comm c) {
+  return MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rc, rd, MPI_BYTE, c);
 }
 void sc_abort(MPI_Comm c, int code) { MPI_Abort(c, code); }
 void sc_error_string(int code, char *buf, int len) {

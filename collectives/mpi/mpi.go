@@ -1,4 +1,8 @@
-package collectives
+// Package mpi is the collectives.Comm transport over an MPI library
+// (OpenMPI here): gompi for start-up facts and Finalize, and its own small
+// cgo (sc_mpi.c) for what gompi lacks. Only the command links it, so the
+// engine and its tests build without MPI headers or libraries.
+package mpi
 
 /*
 #cgo linux CFLAGS: -I/usr/lib/x86_64-linux-gnu/openmpi/include/openmpi -I/usr/lib/x86_64-linux-gnu/openmpi/include -I/usr/lib/aarch64-linux-gnu/openmpi/include -I/usr/lib/aarch64-linux-gnu/openmpi/include/openmpi -pthread
@@ -15,27 +19,28 @@ import (
 	"time"
 	"unsafe"
 
-	mpi "github.com/sbromberger/gompi"
+	gompi "github.com/sbromberger/gompi"
+
+	"sancus/collectives"
 )
 
-// MPI is the transport over an MPI library (OpenMPI here). gompi provides
-// start-up facts and Finalize; the calls it lacks or gets wrong (float32
-// point-to-point, non-blocking calls, Allgatherv, Alltoallv, error codes)
-// are in mpi.c.
+// Comm is a communicator of the MPI transport. gompi provides start-up
+// facts and Finalize; the calls it lacks or gets wrong (byte point-to-point,
+// non-blocking calls, Allgatherv, Alltoallv, error codes) are in sc_mpi.c.
 //
 // Every MPI call runs on one goroutine locked to one OS thread, the thread
 // that initialized MPI (MPI_THREAD_FUNNELED): Go moves goroutines between
 // threads, and FUNNELED is the level every MPI library supports well. The
 // compute goroutines overlap with communication because they never wait on
 // that thread.
-type MPI struct {
+type Comm struct {
 	calls     chan func()
 	comm      C.MPI_Comm
 	rank      int
 	size      int
 	localSize int
 	sub       bool // made by Split: Close frees it instead of finalizing MPI
-	stats     *Stats
+	stats     *collectives.Stats
 	timeout   time.Duration
 }
 
@@ -50,19 +55,19 @@ func mpiErr(rc C.int) error {
 	return fmt.Errorf("MPI error %d: %s", int(rc), C.GoString(buf))
 }
 
-var mpiWorld *MPI
+var mpiWorld *Comm
 
-// StartMPI initializes MPI (once per process) and returns the world
+// Start initializes MPI (once per process) and returns the world
 // communicator. timeout bounds each wait; past it the job is aborted with a
 // message naming the rank and operation.
-func StartMPI(timeout time.Duration) (*MPI, error) {
+func Start(timeout time.Duration) (*Comm, error) {
 	if mpiWorld != nil {
 		return mpiWorld, nil
 	}
 	if timeout <= 0 {
-		timeout = DefaultTimeout
+		timeout = collectives.DefaultTimeout
 	}
-	m := &MPI{calls: make(chan func()), stats: &Stats{}, timeout: timeout}
+	m := &Comm{calls: make(chan func()), stats: &collectives.Stats{}, timeout: timeout}
 	errc := make(chan error)
 	go m.serve(errc)
 	if err := <-errc; err != nil {
@@ -72,7 +77,7 @@ func StartMPI(timeout time.Duration) (*MPI, error) {
 	return m, nil
 }
 
-func (m *MPI) serve(errc chan<- error) {
+func (m *Comm) serve(errc chan<- error) {
 	runtime.LockOSThread() // never unlocked: this thread owns MPI
 	var provided C.int
 	if err := mpiErr(C.sc_init(&provided)); err != nil {
@@ -87,7 +92,7 @@ func (m *MPI) serve(errc chan<- error) {
 		errc <- fmt.Errorf("MPI_Comm_dup: %w", err)
 		return
 	}
-	m.rank, m.size = mpi.WorldRank(), mpi.WorldSize()
+	m.rank, m.size = gompi.WorldRank(), gompi.WorldSize()
 	var local C.int
 	if err := mpiErr(C.sc_local_size(m.comm, &local)); err != nil {
 		errc <- fmt.Errorf("MPI_Comm_split_type: %w", err)
@@ -102,7 +107,7 @@ func (m *MPI) serve(errc chan<- error) {
 
 // do runs f on the MPI thread and waits for it, aborting the job if it does
 // not finish within the timeout (a dead or hung peer).
-func (m *MPI) do(op string, f func() C.int) error {
+func (m *Comm) do(op string, f func() C.int) error {
 	done := make(chan C.int, 1)
 	m.calls <- func() { done <- f() }
 	t := time.NewTimer(m.timeout)
@@ -110,7 +115,7 @@ func (m *MPI) do(op string, f func() C.int) error {
 	select {
 	case rc := <-done:
 		if err := mpiErr(rc); err != nil {
-			return &Error{Rank: m.rank, Op: op, Err: err}
+			return &collectives.Error{Rank: m.rank, Op: op, Err: err}
 		}
 		return nil
 	case <-t.C:
@@ -126,8 +131,8 @@ func (m *MPI) do(op string, f func() C.int) error {
 // Split partitions the communicator (MPI_Comm_split): ranks passing the
 // same color form a new communicator, ordered by key. It shares this
 // communicator's MPI thread and timeout. Collective over all ranks.
-func (m *MPI) Split(color, key int) (*MPI, error) {
-	sub := &MPI{calls: m.calls, stats: &Stats{}, timeout: m.timeout, localSize: m.localSize}
+func (m *Comm) Split(color, key int) (*Comm, error) {
+	sub := &Comm{calls: m.calls, stats: &collectives.Stats{}, timeout: m.timeout, localSize: m.localSize}
 	err := m.do("MPI_Comm_split", func() C.int {
 		if rc := C.sc_split(m.comm, C.int(color), C.int(key), &sub.comm); rc != C.MPI_SUCCESS {
 			return rc
@@ -148,11 +153,18 @@ func (m *MPI) Split(color, key int) (*MPI, error) {
 }
 
 // LocalSize is the number of ranks on this node.
-func (m *MPI) LocalSize() int { return m.localSize }
+func (m *Comm) LocalSize() int { return m.localSize }
 
-func (m *MPI) Rank() int     { return m.rank }
-func (m *MPI) Size() int     { return m.size }
-func (m *MPI) Stats() *Stats { return m.stats }
+func (m *Comm) Rank() int                 { return m.rank }
+func (m *Comm) Size() int                 { return m.size }
+func (m *Comm) Stats() *collectives.Stats { return m.stats }
+
+func bptr(b []byte) unsafe.Pointer {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(&b[0])
+}
 
 func fptr(b []float32) *C.float {
 	if len(b) == 0 {
@@ -162,7 +174,7 @@ func fptr(b []float32) *C.float {
 }
 
 type mpiReq struct {
-	m      *MPI
+	m      *Comm
 	req    C.MPI_Request
 	pin    runtime.Pinner
 	n      int
@@ -173,7 +185,7 @@ type mpiReq struct {
 
 // The buffer stays pinned from the start of the transfer until Wait, since
 // MPI writes into (or reads from) it after Isend/Irecv return.
-func (m *MPI) start(buf []float32, peer, tag int, recv bool) (Request, error) {
+func (m *Comm) start(buf []byte, peer, tag int, recv bool) (collectives.Request, error) {
 	r := &mpiReq{m: m, n: len(buf), isRecv: recv}
 	if len(buf) > 0 {
 		r.pin.Pin(&buf[0])
@@ -185,9 +197,9 @@ func (m *MPI) start(buf []float32, peer, tag int, recv bool) (Request, error) {
 	}
 	err := m.do(r.op, func() C.int {
 		if recv {
-			return C.sc_irecv(fptr(buf), C.int(len(buf)), C.int(peer), C.int(tag), m.comm, &r.req)
+			return C.sc_irecv(bptr(buf), C.int(len(buf)), C.int(peer), C.int(tag), m.comm, &r.req)
 		}
-		return C.sc_isend(fptr(buf), C.int(len(buf)), C.int(peer), C.int(tag), m.comm, &r.req)
+		return C.sc_isend(bptr(buf), C.int(len(buf)), C.int(peer), C.int(tag), m.comm, &r.req)
 	})
 	if err != nil {
 		r.pin.Unpin()
@@ -196,10 +208,10 @@ func (m *MPI) start(buf []float32, peer, tag int, recv bool) (Request, error) {
 	return r, nil
 }
 
-func (m *MPI) Isend(buf []float32, dst, tag int) (Request, error) {
+func (m *Comm) Isend(buf []byte, dst, tag int) (collectives.Request, error) {
 	return m.start(buf, dst, tag, false)
 }
-func (m *MPI) Irecv(buf []float32, src, tag int) (Request, error) {
+func (m *Comm) Irecv(buf []byte, src, tag int) (collectives.Request, error) {
 	return m.start(buf, src, tag, true)
 }
 
@@ -215,22 +227,22 @@ func (r *mpiReq) Wait() error {
 		return err
 	}
 	if r.isRecv && int(count) != r.n {
-		return &Error{Rank: r.m.rank, Op: r.op, Err: fmt.Errorf("message of %d values for a buffer of %d", int(count), r.n)}
+		return &collectives.Error{Rank: r.m.rank, Op: r.op, Err: fmt.Errorf("message of %d bytes for a buffer of %d", int(count), r.n)}
 	}
 	return nil
 }
 
-func (m *MPI) Barrier() error {
+func (m *Comm) Barrier() error {
 	return m.do("barrier", func() C.int { return C.sc_barrier(m.comm) })
 }
 
-func (m *MPI) Bcast(buf []float32, root int) error {
+func (m *Comm) Bcast(buf []byte, root int) error {
 	return m.do(fmt.Sprintf("MPI_Bcast from root %d", root), func() C.int {
-		return C.sc_bcast(fptr(buf), C.int(len(buf)), C.int(root), m.comm)
+		return C.sc_bcast(bptr(buf), C.int(len(buf)), C.int(root), m.comm)
 	})
 }
 
-func (m *MPI) Allreduce(buf []float32) error {
+func (m *Comm) Allreduce(buf []float32) error {
 	return m.do("MPI_Allreduce", func() C.int { return C.sc_allreduce_sum(fptr(buf), C.int(len(buf)), m.comm) })
 }
 
@@ -245,26 +257,26 @@ func cints(xs []int) ([]C.int, []C.int) {
 	return counts, displs
 }
 
-func (m *MPI) Allgatherv(send, recv []float32, counts []int) error {
+func (m *Comm) Allgatherv(send, recv []byte, counts []int) error {
 	if counts[m.rank] != len(send) {
-		return &Error{Rank: m.rank, Op: "allgatherv", Err: fmt.Errorf("sending %d values, counts say %d", len(send), counts[m.rank])}
+		return &collectives.Error{Rank: m.rank, Op: "allgatherv", Err: fmt.Errorf("sending %d bytes, counts say %d", len(send), counts[m.rank])}
 	}
 	cs, ds := cints(counts)
 	return m.do("MPI_Allgatherv", func() C.int {
-		return C.sc_allgatherv(fptr(send), C.int(len(send)), fptr(recv), &cs[0], &ds[0], m.comm)
+		return C.sc_allgatherv(bptr(send), C.int(len(send)), bptr(recv), &cs[0], &ds[0], m.comm)
 	})
 }
 
-func (m *MPI) Alltoallv(send []float32, sendCounts []int, recv []float32, recvCounts []int) error {
+func (m *Comm) Alltoallv(send []byte, sendCounts []int, recv []byte, recvCounts []int) error {
 	sc, sd := cints(sendCounts)
 	rc, rd := cints(recvCounts)
 	return m.do("MPI_Alltoallv", func() C.int {
-		return C.sc_alltoallv(fptr(send), &sc[0], &sd[0], fptr(recv), &rc[0], &rd[0], m.comm)
+		return C.sc_alltoallv(bptr(send), &sc[0], &sd[0], bptr(recv), &rc[0], &rd[0], m.comm)
 	})
 }
 
 // Abort prints err (it names the rank) and ends every rank of the job.
-func (m *MPI) Abort(err error) {
+func (m *Comm) Abort(err error) {
 	fmt.Fprintf(os.Stderr, "sancus: rank %d: %v; aborting the job\n", m.rank, err)
 	done := make(chan struct{})
 	go func() {
@@ -281,12 +293,12 @@ func (m *MPI) Abort(err error) {
 
 // Close finalizes MPI (or frees a communicator made by Split). The process
 // must not use MPI after closing the world communicator.
-func (m *MPI) Close() error {
+func (m *Comm) Close() error {
 	if m.sub {
 		return m.do("MPI_Comm_free", func() C.int { return C.sc_free(&m.comm) })
 	}
 	err := m.do("MPI_Finalize", func() C.int {
-		mpi.Stop()
+		gompi.Stop()
 		return C.MPI_SUCCESS
 	})
 	return err

@@ -1,0 +1,213 @@
+// Package commtest holds the checks every collectives.Comm must pass — the
+// in-process World in collectives' tests, MPI in collectives/mpi's under
+// mpirun — so both transports run the very same assertions.
+package commtest
+
+import (
+	"fmt"
+	"math"
+
+	"sancus/collectives"
+)
+
+// Check is one conformance check, run on every rank of a communicator.
+type Check struct {
+	Name string
+	Run  func(c collectives.Comm) error
+}
+
+// Checks are the conformance checks, in a fixed order (all ranks must run
+// them in one order).
+var Checks = []Check{
+	{"RingBcastAllRootsUnevenSizes", RingBcastAllRootsUnevenSizes},
+	{"SkipBcastPatterns", SkipBcastPatterns},
+	{"AllreduceSumsAndAgreesBitwise", AllreduceSumsAndAgreesBitwise},
+	{"AllgathervAndAlltoallvUneven", AllgathervAndAlltoallvUneven},
+}
+
+func pattern(seed, i int) float32 { return float32(seed*1000003+i*7) / 64 }
+
+func sum(xs []int) int {
+	s := 0
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+func RingBcastAllRootsUnevenSizes(c collectives.Comm) error {
+	for _, n := range []int{0, 1, 5, 4097, 100003} {
+		for _, chunk := range []int{7, 1000, collectives.DefaultChunk} {
+			for root := 0; root < c.Size(); root++ {
+				buf := make([]float32, n)
+				for i := range buf {
+					if c.Rank() == root {
+						buf[i] = pattern(root, i)
+					} else {
+						buf[i] = -1
+					}
+				}
+				if err := collectives.RingBcast(c, buf, root, chunk); err != nil {
+					return err
+				}
+				for i, v := range buf {
+					if v != pattern(root, i) {
+						return fmt.Errorf("n=%d chunk=%d root=%d: element %d = %g", n, chunk, root, i, v)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func SkipBcastPatterns(c collectives.Comm) error {
+	p := c.Size()
+	// A slice, not a map: every rank must walk the patterns in one order.
+	patterns := []struct {
+		name string
+		act  func(j int) bool
+	}{
+		{"all-active", func(int) bool { return true }},
+		{"all-stale", func(int) bool { return false }},
+		{"odd-active", func(j int) bool { return j%2 == 1 }},
+	}
+	for _, pt := range patterns {
+		name, act := pt.name, pt.act
+		bufs := make([][]float32, p)
+		active := make([]bool, p)
+		for j := range bufs {
+			bufs[j] = make([]float32, 10+j*3) // uneven block sizes
+			active[j] = act(j)
+			for i := range bufs[j] {
+				if j == c.Rank() {
+					bufs[j][i] = pattern(j, i)
+				} else {
+					bufs[j][i] = -7 // the "cache": must survive a skipped root
+				}
+			}
+		}
+		var order []int
+		if err := collectives.SkipBcast(c, bufs, active, collectives.Ring(16), func(j int) { order = append(order, j) }); err != nil {
+			return err
+		}
+		for j := range bufs {
+			if len(order) != p || order[j] != j {
+				return fmt.Errorf("%s: ready order %v", name, order)
+			}
+			for i, v := range bufs[j] {
+				want := pattern(j, i)
+				if !active[j] && j != c.Rank() {
+					want = -7
+				}
+				if v != want {
+					return fmt.Errorf("%s: root %d element %d = %g, want %g", name, j, i, v, want)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func AllreduceSumsAndAgreesBitwise(c collectives.Comm) error {
+	p := c.Size()
+	for _, n := range []int{0, 1, 3, p - 1, 1000, collectives.RingAllreduceMin + 13, 100001} {
+		for _, ring := range []bool{false, true} {
+			buf := make([]float32, n)
+			for i := range buf {
+				buf[i] = pattern(c.Rank(), i) * 0.001
+			}
+			var err error
+			if ring {
+				err = collectives.RingAllreduce(c, buf)
+			} else {
+				err = collectives.Allreduce(c, buf)
+			}
+			if err != nil {
+				return err
+			}
+			for i, v := range buf {
+				var want float64
+				for r := 0; r < p; r++ {
+					want += float64(pattern(r, i) * 0.001)
+				}
+				if math.Abs(float64(v)-want) > 1e-4*math.Abs(want)+1e-6 {
+					return fmt.Errorf("n=%d ring=%v: element %d = %g, want %g", n, ring, i, v, want)
+				}
+			}
+			// Every rank must hold the very same bits, or replicated
+			// weights drift apart.
+			if n > 0 {
+				all := make([]float32, p)
+				if err := collectives.AllgatherFlags(c, buf[n-1], all); err != nil {
+					return err
+				}
+				for r := range all {
+					if math.Float32bits(all[r]) != math.Float32bits(all[0]) {
+						return fmt.Errorf("n=%d ring=%v: ranks disagree bitwise: %v", n, ring, all)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func AllgathervAndAlltoallvUneven(c collectives.Comm) error {
+	p, me := c.Size(), c.Rank()
+	counts := make([]int, p)
+	for r := range counts {
+		counts[r] = (r * 3) % 4 // includes zero-length parts
+	}
+	send := make([]float32, counts[me])
+	for i := range send {
+		send[i] = pattern(me, i)
+	}
+	recv := make([]float32, sum(counts))
+	if err := collectives.Allgatherv(c, send, recv, counts); err != nil {
+		return err
+	}
+	off := 0
+	for r := 0; r < p; r++ {
+		for i := 0; i < counts[r]; i++ {
+			if recv[off+i] != pattern(r, i) {
+				return fmt.Errorf("allgatherv: rank %d element %d = %g", r, i, recv[off+i])
+			}
+		}
+		off += counts[r]
+	}
+	// Rank s sends (s+d)%3 values to rank d.
+	sc, rc := make([]int, p), make([]int, p)
+	for d := 0; d < p; d++ {
+		sc[d] = (me + d) % 3
+		rc[d] = (d + me) % 3
+	}
+	out := make([]float32, 0, sum(sc))
+	for d := 0; d < p; d++ {
+		for i := 0; i < sc[d]; i++ {
+			out = append(out, pattern(me*10+d, i))
+		}
+	}
+	in := make([]float32, sum(rc))
+	if err := collectives.Alltoallv(c, out, sc, in, rc); err != nil {
+		return err
+	}
+	off = 0
+	for s := 0; s < p; s++ {
+		for i := 0; i < rc[s]; i++ {
+			if in[off+i] != pattern(s*10+me, i) {
+				return fmt.Errorf("alltoallv: from %d element %d = %g", s, i, in[off+i])
+			}
+		}
+		off += rc[s]
+	}
+	// Native broadcast and barrier.
+	b := []float32{float32(me), 2, 3}
+	if err := collectives.Bcast(c, b, p-1); err != nil {
+		return err
+	}
+	if b[0] != float32(p-1) {
+		return fmt.Errorf("bcast: got %v", b)
+	}
+	return c.Barrier()
+}

@@ -1,0 +1,130 @@
+package mpi_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sancus/collectives"
+	"sancus/collectives/commtest"
+	"sancus/collectives/mpi"
+)
+
+// mpiComm is set when the test binary runs under mpirun
+// (go test -exec "mpirun -np 4" ./collectives/mpi): the conformance checks
+// then run over real MPI with the launcher's rank count.
+var mpiComm *mpi.Comm
+
+func underMPI() bool {
+	return os.Getenv("OMPI_COMM_WORLD_SIZE") != "" || os.Getenv("PMIX_RANK") != ""
+}
+
+func TestMain(m *testing.M) {
+	if underMPI() && os.Getenv("SANCUS_TEST_DIE") == "" {
+		c, err := mpi.Start(60 * time.Second)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		mpiComm = c
+		code := m.Run()
+		// A failed rank must not leave the others in Finalize: abort instead.
+		if code != 0 {
+			c.Abort(fmt.Errorf("tests failed"))
+		}
+		c.Close()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// TestConformance runs every transport check over the MPI world.
+func TestConformance(t *testing.T) {
+	if mpiComm == nil {
+		t.Skip("needs mpirun (make test-mpi)")
+	}
+	for _, ck := range commtest.Checks {
+		if err := ck.Run(mpiComm); err != nil {
+			t.Fatalf("%s: MPI P=%d rank %d: %v", ck.Name, mpiComm.Size(), mpiComm.Rank(), err)
+		}
+	}
+}
+
+// TestHelperDie is the body of TestRankDeathAbortsJob: under mpirun, rank 1
+// kills itself in the middle of a ring broadcast.
+func TestHelperDie(t *testing.T) {
+	if os.Getenv("SANCUS_TEST_DIE") == "" {
+		t.Skip("helper for TestRankDeathAbortsJob")
+	}
+	c, err := mpi.Start(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]float32, 1<<20)
+	for it := 0; ; it++ {
+		if c.Rank() == 1 && it == 3 {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		if err := collectives.RingBcast(c, buf, 0, 1024); err != nil {
+			c.Abort(err)
+		}
+	}
+}
+
+func TestRankDeathAbortsJob(t *testing.T) {
+	if underMPI() {
+		t.Skip("starts its own mpirun")
+	}
+	mpirun, err := exec.LookPath("mpirun")
+	if err != nil {
+		t.Skip("mpirun not installed")
+	}
+	start := time.Now()
+	cmd := exec.Command(mpirun, "--oversubscribe", "-np", "3", os.Args[0], "-test.run", "^TestHelperDie$")
+	cmd.Env = append(os.Environ(), "SANCUS_TEST_DIE=1", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	out, err := cmd.CombinedOutput()
+	took := time.Since(start)
+	if err == nil {
+		t.Fatalf("job with a dead rank exited 0:\n%s", out)
+	}
+	if took > 30*time.Second {
+		t.Fatalf("job took %v to exit after a rank died", took)
+	}
+	if !strings.Contains(string(out), "rank 1") && !strings.Contains(string(out), "rank 1 with PID") {
+		t.Fatalf("output does not name the dead rank:\n%s", out)
+	}
+	t.Logf("exited after %v: %v", took.Round(time.Millisecond), err)
+}
+
+// TestMPISplit: under mpirun, even and odd ranks form two communicators in
+// which collectives see only their own members.
+func TestMPISplit(t *testing.T) {
+	if mpiComm == nil {
+		t.Skip("needs mpirun")
+	}
+	r := mpiComm.Rank()
+	sub, err := mpiComm.Split(r%2, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	want := (mpiComm.Size() + 1 - r%2) / 2
+	if sub.Size() != want || sub.Rank() != r/2 {
+		t.Fatalf("rank %d: split gives rank %d of %d, want %d of %d", r, sub.Rank(), sub.Size(), r/2, want)
+	}
+	buf := []float32{float32(r)}
+	if err := collectives.RingAllreduce(sub, buf); err != nil {
+		t.Fatal(err)
+	}
+	var sum float32
+	for q := r % 2; q < mpiComm.Size(); q += 2 {
+		sum += float32(q)
+	}
+	if buf[0] != sum {
+		t.Fatalf("rank %d: allreduce over its half = %g, want %g", r, buf[0], sum)
+	}
+}

@@ -1,0 +1,133 @@
+package train
+
+import (
+	"fmt"
+	"time"
+
+	"sancus/collectives"
+	"sancus/kernels"
+	"sancus/kernels/matrix"
+	"sancus/src/staleness"
+)
+
+// A cache holds, for one layer and one direction of traffic (forward
+// embeddings, backward gradients, or evaluation), every root's block as
+// this rank last received it: the historical embeddings that SANCUS reuses
+// while a root is stale. Root j's slot holds the rows of j this rank
+// multiplies (all of them with dense broadcasts, the ones its block of Â
+// references with the sparse exchange); this rank's own slot holds its
+// block as last broadcast, so the owner multiplies the very copy the others
+// use.
+type cache struct {
+	name    string
+	width   int
+	host    [][]float32      // host[j]: root j's rows, row-major; what transports read and write
+	dev     []*matrix.Dense  // the same blocks where the backend computes
+	last    []int            // epoch root j last broadcast (-1: never, nothing cached)
+	log     [][]int          // epochs in which root j broadcast (SANCUS Figure 24)
+	policy  staleness.Policy // decides which roots broadcast
+	ref     []float32        // variation-gap: this rank's block when it last broadcast
+	scratch *matrix.Dense    // one masked block at a time
+}
+
+func newCache(be kernels.Backend, name string, width int, rows []int, p staleness.Policy) *cache {
+	c := &cache{name: name, width: width, policy: p, host: make([][]float32, len(rows)),
+		dev: make([]*matrix.Dense, len(rows)), last: make([]int, len(rows)), log: make([][]int, len(rows))}
+	most := 0
+	for j, r := range rows {
+		c.host[j] = make([]float32, r*width)
+		c.dev[j] = be.Mirror(c.host[j], r, width)
+		c.last[j] = -1
+		most = max(most, r)
+	}
+	c.scratch = be.NewDense(most, width)
+	return c
+}
+
+// An exchanger is one way blocks travel between ranks. exchange makes this
+// rank's cached copy of every active root's block current — a stale root
+// sends nothing, every rank knowing it from the shared active vector — and
+// calls use(j) for every root j in order, as soon as block j is usable, so
+// the caller multiplies block j while later blocks are still on the wire.
+// The owner's block is already in its own slot where the backend computes;
+// an exchanger that sends from the host downloads it. It returns the time spent blocked on the network, and counts its bytes in
+// the communicator's statistics.
+type exchanger interface {
+	exchange(c *cache, active []bool, use func(j int) error) (wait time.Duration, err error)
+}
+
+// ringExchange is SANCUS as published: every active root's whole block goes
+// around a pipelined ring broadcast (or MPI_Bcast), in root order.
+type ringExchange struct {
+	comm  collectives.Comm
+	be    kernels.Backend
+	bcast collectives.BcastFunc
+}
+
+func (x *ringExchange) exchange(c *cache, active []bool, use func(j int) error) (time.Duration, error) {
+	me := x.comm.Rank()
+	if active[me] {
+		x.be.Download(c.dev[me])
+	}
+	ready := make(chan int, len(active))
+	errc := make(chan error, 1)
+	go func() {
+		errc <- collectives.SkipBcast(x.comm, c.host, active, x.bcast, func(j int) { ready <- j })
+		close(ready)
+	}()
+	var wait time.Duration
+	var err error
+	for {
+		t := time.Now()
+		j, ok := <-ready
+		wait += time.Since(t)
+		if !ok {
+			break
+		}
+		if j != me && active[j] {
+			x.be.Upload(c.dev[j]) // a fresh copy arrived on the host
+		}
+		if err == nil { // after a failure, only drain the broadcasts
+			err = use(j)
+		}
+	}
+	if cerr := <-errc; cerr != nil {
+		return wait, cerr
+	}
+	return wait, err
+}
+
+// blockExchange moves whole blocks where the backend keeps them through a
+// BlockComm (NCCL: device to device, in one group of the active roots'
+// broadcasts), then uses every block. Transfers are queued on the device
+// with the kernels, so their time shows as compute, not as a wait.
+type blockExchange struct {
+	comm collectives.Comm
+	bc   collectives.BlockComm
+}
+
+func (x *blockExchange) exchange(c *cache, active []bool, use func(j int) error) (time.Duration, error) {
+	start := time.Now()
+	if err := x.bc.SkipBcast(c.dev, active); err != nil {
+		return 0, fmt.Errorf("%s skip-broadcast: %w", x.bc.Name(), err)
+	}
+	if x.bc.Name() != "host" { // the host path counts its own bytes
+		var sent, recvd int64
+		for j, a := range active {
+			switch {
+			case !a:
+			case j == x.comm.Rank():
+				sent += int64(len(c.host[j])) * 4 // the root's copy into the ring
+			default:
+				recvd += int64(len(c.host[j])) * 4
+			}
+		}
+		x.comm.Stats().Add(x.bc.Name()+"_skip_bcast", sent, recvd, time.Since(start))
+	}
+	for j := range active {
+		if err := use(j); err != nil {
+			return 0, err
+		}
+	}
+	return 0, nil
+}

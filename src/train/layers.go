@@ -1,0 +1,263 @@
+package train
+
+import (
+	"fmt"
+
+	"sancus/kernels/matrix"
+	"sancus/src/staleness"
+)
+
+// A layer is one graph convolution over this rank's rows. Each way of
+// ordering aggregation (Â·) and transformation (·W) is one type; a new layer
+// kind is one more type here, not a branch in the engine.
+type layer interface {
+	kind() string
+	// forward computes the layer's output before bias and activation from
+	// the previous layer's activation (zero for layer 1, which reads the
+	// engine's input operand).
+	forward(e *Engine, p pass, in act) (act, error)
+	// backward takes ∂L/∂Z, leaves ∇W in the layer and returns ∂L/∂H of the
+	// layer's input (nil for layer 1).
+	backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error)
+	base() *conv
+}
+
+// pass is one forward pass: a training epoch (policies may skip, dropout
+// on) or an evaluation (always fresh, no dropout).
+type pass struct {
+	epoch  int
+	train  bool
+	shadow bool // variation-gap: also compute noise-free shadows
+}
+
+// act is an activation and, while variation-gap runs, its noise-free
+// shadow (nil when not kept).
+//
+// The variation gap must see how an embedding moves with the weights, not
+// the dropout noise: with dropout 0.5 upstream, consecutive training copies
+// of H differ by ~40% even when nothing is learned. So each layer also
+// computes its own rows locally from the same inputs with every mask off,
+// where it can without more traffic. It costs compute, never bytes.
+type act struct{ h, clean *matrix.Dense }
+
+// conv is what every layer kind shares.
+type conv struct {
+	l, din, dout    int
+	z               *matrix.Dense // output: Z, then H = ReLU(Z + b) in place
+	shadow          *matrix.Dense // noise-free Z (allocated when first used)
+	dW              *matrix.Dense
+	db              []float32
+	fwd, grad, eval *cache // nil for a layer that sends nothing
+}
+
+func (c *conv) base() *conv { return c }
+
+func (c *conv) cacheFor(p pass) *cache {
+	if p.train {
+		return c.fwd
+	}
+	return c.eval
+}
+
+func (c *conv) shadowBuf(e *Engine) *matrix.Dense {
+	if c.shadow == nil {
+		c.shadow = e.be.NewDense(e.rows, c.dout)
+	}
+	return c.shadow
+}
+
+// newLayer picks layer l's kind: layer 1 on the precomputed ÂX needs no
+// communication; otherwise the narrower of H (aggregate first) and HW
+// (transform first) travels. The raw input is never sent: XW is narrower.
+func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
+	r := e.rows
+	c := conv{l: l, din: din, dout: dout, z: e.be.NewDense(r, dout), dW: e.be.NewDense(din, dout), db: make([]float32, dout)}
+	switch {
+	case l == 0 && e.cfg.Precompute:
+		return &localLayer{conv: c}
+	case l == 0 || din > dout:
+		L := &transformLayer{conv: c, first: l == 0, u: e.be.NewDense(r, dout), dU: e.be.NewDense(r, dout)}
+		if l > 0 {
+			L.in, L.dIn = e.be.NewDense(r, din), e.be.NewDense(r, din)
+		}
+		e.addCaches(&L.conv, dout, gradPolicy)
+		return L
+	default:
+		L := &aggregateLayer{conv: c, t: e.be.NewDense(r, din), dT: e.be.NewDense(r, din), dIn: e.be.NewDense(r, din)}
+		e.addCaches(&L.conv, din, gradPolicy)
+		return L
+	}
+}
+
+func (e *Engine) addCaches(c *conv, width int, gradPolicy staleness.Policy) {
+	name := fmt.Sprintf("layer %d", c.l+1)
+	c.fwd = newCache(e.be, name+" forward", width, e.view.rows, e.policy)
+	c.eval = newCache(e.be, name+" eval", width, e.view.rows, staleness.None{})
+	c.grad = newCache(e.be, name+" gradient", width, e.view.rows, gradPolicy)
+}
+
+// cleanInput is the input operand times w without dropout; mask, the
+// training mask, is put back for the backward pass.
+func (e *Engine) cleanInput(out, w *matrix.Dense, mask matrix.Mask) error {
+	e.input.SetDropout(matrix.Mask{})
+	err := e.input.Mul(out, w)
+	e.input.SetDropout(mask)
+	return err
+}
+
+// localLayer is layer 1 on the precomputed ÂX: Z = dropout(ÂX)·W, with no
+// communication at all.
+type localLayer struct{ conv }
+
+func (L *localLayer) kind() string { return "local (precomputed ÂX)" }
+
+func (L *localLayer) forward(e *Engine, p pass, _ act) (act, error) {
+	mask := e.mask(p.epoch, 0, p.train)
+	e.input.SetDropout(mask)
+	if err := e.input.Mul(L.z, e.m.W[0]); err != nil {
+		return act{}, err
+	}
+	out := act{h: L.z}
+	if p.shadow {
+		out.clean = L.shadowBuf(e)
+		if err := e.cleanInput(out.clean, e.m.W[0], mask); err != nil {
+			return act{}, err
+		}
+	}
+	return out, nil
+}
+
+func (L *localLayer) backward(e *Engine, _ int, g *matrix.Dense) (*matrix.Dense, error) {
+	return nil, e.input.MulT(L.dW, g)
+}
+
+// transformLayer sends HW, the narrower side: U = dropout(H)·W, then
+// Z = Σ_j Â_ij U_j. Layer 1 (without ÂX) reads the input operand X.
+type transformLayer struct {
+	conv
+	first  bool          // reads the input operand, not a previous layer
+	in     *matrix.Dense // dropout(H) (hidden layers)
+	u, dU  *matrix.Dense
+	dIn    *matrix.Dense
+	refBuf *matrix.Dense // H̄·W without dropout: what variation-gap measures
+}
+
+func (L *transformLayer) kind() string { return "transform-first (send HW)" }
+
+func (L *transformLayer) forward(e *Engine, p pass, in act) (act, error) {
+	w, mask := e.m.W[L.l], e.mask(p.epoch, L.l, p.train)
+	var err error
+	if L.first {
+		e.input.SetDropout(mask)
+		err = e.input.Mul(L.u, w)
+	} else {
+		e.be.Dropout(mask, L.in, in.h)
+		err = e.be.GEMM(L.u, L.in, w, false)
+	}
+	if err != nil {
+		return act{}, err
+	}
+	var ref *matrix.Dense
+	if p.shadow {
+		if ref, err = L.reference(e, in, mask); err != nil {
+			return act{}, err
+		}
+	}
+	// U carries the owner's dropout, so there is no noise-free output
+	// without more traffic: the next layer measures on H as trained.
+	return act{h: L.z}, e.aggregate(L.cacheFor(p), p.epoch, L.z, L.u, ref, matrix.Mask{})
+}
+
+// reference is H̄·W for this rank's rows, H̄ the noise-free input.
+func (L *transformLayer) reference(e *Engine, in act, mask matrix.Mask) (*matrix.Dense, error) {
+	if L.refBuf == nil {
+		L.refBuf = e.be.NewDense(e.rows, L.dout)
+	}
+	if L.first {
+		return L.refBuf, e.cleanInput(L.refBuf, e.m.W[0], mask)
+	}
+	return L.refBuf, e.be.GEMM(L.refBuf, orRaw(in.clean, in.h), e.m.W[L.l], false)
+}
+
+// backward: Â·G at width dout, then ∇W = dropout(H)ᵀ(ÂG) and ∂H = (ÂG)Wᵀ.
+func (L *transformLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
+	e.clip(g)
+	if err := e.aggregate(L.grad, epoch, L.dU, g, nil, matrix.Mask{}); err != nil {
+		return nil, err
+	}
+	if L.first {
+		return nil, e.input.MulT(L.dW, L.dU)
+	}
+	if err := e.be.GEMMTN(L.dW, L.in, L.dU); err != nil {
+		return nil, err
+	}
+	return L.dIn, e.be.GEMMNT(L.dIn, L.dU, e.m.W[L.l])
+}
+
+// aggregateLayer sends H, the narrower side: T = Σ_j Â_ij · dropout(H_j),
+// then Z = T·W. Raw H travels and is cached; every receiver applies the
+// owner's dropout mask (masks are positional).
+type aggregateLayer struct {
+	conv
+	t, dT, dIn *matrix.Dense
+	tClean     *matrix.Dense
+}
+
+func (L *aggregateLayer) kind() string { return "aggregate-first (send H)" }
+
+func (L *aggregateLayer) forward(e *Engine, p pass, in act) (act, error) {
+	var ref *matrix.Dense
+	if p.shadow {
+		ref = orRaw(in.clean, in.h)
+	}
+	c := L.cacheFor(p)
+	if err := e.aggregate(c, p.epoch, L.t, in.h, ref, e.mask(p.epoch, L.l, p.train)); err != nil {
+		return act{}, err
+	}
+	if err := e.be.GEMM(L.z, L.t, e.m.W[L.l], false); err != nil {
+		return act{}, err
+	}
+	out := act{h: L.z}
+	if p.shadow {
+		var err error
+		out.clean, err = L.cleanOutput(e, c)
+		return out, err
+	}
+	return out, nil
+}
+
+// cleanOutput recomputes this layer's rows from the blocks it just used
+// (fresh or cached), without the dropout mask.
+func (L *aggregateLayer) cleanOutput(e *Engine, c *cache) (*matrix.Dense, error) {
+	if L.tClean == nil {
+		L.tClean = e.be.NewDense(e.rows, L.din)
+	}
+	first := true
+	for j, blk := range e.view.blocks {
+		if blk.NNZ() == 0 {
+			continue
+		}
+		if err := e.be.SpMM(L.tClean, blk, c.dev[j], !first); err != nil {
+			return nil, err
+		}
+		first = false
+	}
+	if first {
+		e.be.Zero(L.tClean)
+	}
+	out := L.shadowBuf(e)
+	return out, e.be.GEMM(out, L.tClean, e.m.W[L.l], false)
+}
+
+// backward: ∇W = TᵀG needs no communication; the input gradient Â·(G Wᵀ)
+// does, at the narrower width din.
+func (L *aggregateLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
+	if err := e.be.GEMMTN(L.dW, L.t, g); err != nil {
+		return nil, err
+	}
+	if err := e.be.GEMMNT(L.dT, g, e.m.W[L.l]); err != nil {
+		return nil, err
+	}
+	e.clip(L.dT)
+	return L.dIn, e.aggregate(L.grad, epoch, L.dIn, L.dT, nil, matrix.Mask{})
+}

@@ -1,0 +1,86 @@
+package train
+
+import (
+	"fmt"
+	"time"
+
+	"sancus/collectives"
+	"sancus/kernels/matrix"
+)
+
+// forward runs all layers and returns the logits of this rank's rows. In
+// training the staleness policy may skip broadcasts; evaluation always uses
+// fresh blocks and leaves the training caches alone.
+func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
+	p := pass{epoch: epoch, train: train, shadow: train && e.shadow}
+	var a act
+	for l, L := range e.layers {
+		var err error
+		if a, err = L.forward(e, p, a); err != nil {
+			return nil, fmt.Errorf("forward layer %d: %w", l+1, err)
+		}
+		relu := l < len(e.layers)-1
+		e.be.AddBiasReLU(a.h, e.m.B[l], relu)
+		if a.clean != nil {
+			e.be.AddBiasReLU(a.clean, e.m.B[l], relu)
+		}
+	}
+	if err := e.be.Err(); err != nil {
+		return nil, fmt.Errorf("forward on %s: %w", e.be.Name(), err)
+	}
+	return a.h, nil
+}
+
+// backward propagates g = ∂L/∂logits and leaves every weight and bias
+// gradient of this rank's rows in the layers (before the allreduce).
+func (e *Engine) backward(epoch int, g *matrix.Dense) error {
+	for l := len(e.layers) - 1; l >= 0; l-- {
+		L := e.layers[l]
+		e.be.ColumnSums(L.base().db, g)
+		dIn, err := L.backward(e, epoch, g)
+		if err != nil {
+			return fmt.Errorf("backward layer %d: %w", l+1, err)
+		}
+		if l > 0 {
+			e.be.Dropout(e.mask(epoch, l, true), dIn, dIn) // dropout's backward is the same mask
+			e.be.ReLUBackward(dIn, e.layers[l-1].base().z)
+			g = dIn
+		}
+	}
+	if err := e.be.Err(); err != nil {
+		return fmt.Errorf("backward on %s: %w", e.be.Name(), err)
+	}
+	return nil
+}
+
+// step sums gradients over ranks, adds weight decay and applies Adam.
+// Every rank ends with bit-identical parameters.
+func (e *Engine) step() error {
+	if err := e.reduceGradients(); err != nil {
+		return err
+	}
+	if wd := float32(e.cfg.WeightDecay); wd > 0 {
+		for i, v := range e.m.W[0].Data {
+			e.grads[i] += wd * v
+		}
+	}
+	e.opt.Update(e.m.Flat(), e.grads)
+	return nil
+}
+
+// reduceGradients packs every layer's ∇W and ∇b into one buffer and sums it
+// over ranks with one allreduce.
+func (e *Engine) reduceGradients() error {
+	off := 0
+	for _, L := range e.layers {
+		off += copy(e.grads[off:], e.host(L.base().dW))
+		off += copy(e.grads[off:], L.base().db)
+	}
+	start := time.Now()
+	if err := collectives.Allreduce(e.c, e.grads); err != nil {
+		return fmt.Errorf("gradient allreduce: %w", err)
+	}
+	e.clock.comm += time.Since(start)
+	e.clock.wait += time.Since(start)
+	return nil
+}
