@@ -48,6 +48,9 @@ vet: deps
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@# The engine talks to a Comm, never to MPI: it must build without libmpi.
+	@if $(GO) list -deps -test ./src/train | grep -q 'sancus/collectives/mpi'; then \
+		echo "src/train depends on the MPI transport"; exit 1; fi
 
 test: vet test-mpi test-slurm
 	$(GO) test -count=1 -timeout 20m ./...

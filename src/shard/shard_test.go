@@ -207,3 +207,18 @@ func TestStreamingPrepareEqualsInMemory(t *testing.T) {
 		}
 	}
 }
+
+func TestMetaRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	want := Meta{Dataset: "g", Parts: 3, Nodes: 10, Offsets: []int64{0, 3, 6, 10}, Partitioner: "grem"}
+	if err := WriteMeta(dir, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadMeta(dir)
+	if err != nil || got.Dataset != want.Dataset || got.Parts != want.Parts || len(got.Offsets) != 4 || got.Partitioner != "grem" {
+		t.Fatalf("read back %+v, %v", got, err)
+	}
+	if _, err := ReadMeta(t.TempDir()); err == nil {
+		t.Fatal("a directory without meta.json gave no error")
+	}
+}

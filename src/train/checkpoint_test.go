@@ -33,10 +33,10 @@ func TestStopAndResumeIsBitIdentical(t *testing.T) {
 	checkStopResume(t, cfg)
 }
 
-// checkStopResume stops a 30-epoch, 2-rank Cora run during epoch 13,
+// checkStopResume stops a 30-epoch, 2-rank run during epoch 13,
 // resumes it and compares it with an uninterrupted run bit for bit.
 func checkStopResume(t *testing.T, cfg Config) {
-	ds := loadCora(t)
+	ds, _ := generated(t)
 	cfg.Epochs = 30
 	full, err := RunInProcess(ds, 2, cfg)
 	if err != nil {
@@ -76,7 +76,7 @@ func checkStopResume(t *testing.T, cfg Config) {
 }
 
 func TestResumeRefusesAnotherRun(t *testing.T) {
-	ds := loadCora(t)
+	ds, _ := generated(t)
 	cfg := Defaults()
 	cfg.Epochs, cfg.CheckpointDir, cfg.CheckpointEvery = 4, t.TempDir(), 2
 	if _, err := RunInProcess(ds, 2, cfg); err != nil {

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sancus/src/atomicfile"
 	"time"
 
@@ -15,23 +13,6 @@ import (
 )
 
 func init() { register("prepare", "split a dataset into one shard file per rank", runPrepare) }
-
-// Meta describes a shard directory (meta.json), for people and tools; each
-// shard file is self-describing and checked on its own.
-type Meta struct {
-	Dataset     string            `json:"dataset"`
-	Parts       int               `json:"parts"`
-	Nodes       int               `json:"nodes"`
-	Features    int               `json:"features"`
-	Classes     int               `json:"classes"`
-	Precomputed bool              `json:"precomputed_ax"`
-	Offsets     []int64           `json:"offsets"`
-	Partitioner string            `json:"partitioner"`
-	Partition   partition.Metrics `json:"partition"`
-	PartitionS  float64           `json:"partition_seconds"`
-	PeakRSSMB   float64           `json:"peak_rss_mb"`
-	Created     time.Time         `json:"created"`
-}
 
 func runPrepare(args []string) error {
 	fs := newFlags("prepare", "prepare --data DIR --parts P --out SHARDS [flags]")
@@ -69,11 +50,10 @@ func runPrepare(args []string) error {
 	}
 	metrics := partition.FromBlocks(blocks)
 	ds := prep.DS
-	meta := Meta{Dataset: ds.Name, Parts: *parts, Nodes: ds.N, Features: ds.Features.Cols, Classes: ds.Classes,
+	meta := shard.Meta{Dataset: ds.Name, Parts: *parts, Nodes: ds.N, Features: ds.Features.Cols, Classes: ds.Classes,
 		Precomputed: *pre, Offsets: prep.Offsets, Partitioner: pf.name, Partition: metrics, PartitionS: took.Seconds(),
 		PeakRSSMB: train.PeakRSSMB(), Created: time.Now().UTC()}
-	b, _ := json.MarshalIndent(meta, "", "  ")
-	if err := writeAtomic(filepath.Join(*out, "meta.json"), append(b, '\n')); err != nil {
+	if err := shard.WriteMeta(*out, meta); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %d shards of %s (%d nodes, %d nonzeros in Â) to %s in %.1fs, peak memory %.0f MB\n",

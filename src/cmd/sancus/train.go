@@ -267,10 +267,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *Report) error {
 // meta.json), so runs over shards of one graph for different P group
 // together in reports.
 func shardDataset(dir string) string {
-	var m struct {
-		Dataset string `json:"dataset"`
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "meta.json")); err == nil && json.Unmarshal(b, &m) == nil && m.Dataset != "" {
+	if m, err := shard.ReadMeta(dir); err == nil && m.Dataset != "" {
 		return m.Dataset
 	}
 	return filepath.Base(dir)
