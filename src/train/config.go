@@ -1,7 +1,3 @@
-// Package train is the SANCUS engine on one rank: Algorithm 3's forward and
-// backward passes over a shard, epochs, evaluation and the run report. It
-// talks to other ranks only through collectives.Comm, so the whole algorithm
-// runs in one process over the in-process transport in tests.
 package train
 
 import (

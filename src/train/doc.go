@@ -1,0 +1,23 @@
+// Package train is the SANCUS engine on one rank: Algorithm 3's forward and
+// backward passes over a shard, epochs, evaluation and the run report. It
+// talks to other ranks only through a collectives.Comm, so the whole
+// algorithm runs in one process over the in-process transport in tests, and
+// the package builds without MPI.
+//
+// In a default run every layer after the first (whose ÂX is precomputed)
+// computes out_i = Σ_j Â_ij · B_j. The staleness policy decides which roots
+// j are ACTIVE this epoch; each active root sends every rank only the rows
+// of B_j that rank's block Â_ij references, point to point; a STALE root
+// sends nothing, and every rank multiplies the copy it cached when j last
+// sent. That decision, the only place a broadcast is skipped, is decide in
+// sancus.go, where aggregate reads as decide → exchange → multiply.
+//
+//	sancus.go    Algorithm 3: aggregate (decide, exchange, multiply), clipping
+//	exchange.go  the per-(layer, root) cache; dense ring and device exchangers
+//	sparse.go    the sparsity-aware exchanger (the default) and its set-up
+//	layers.go    one type per layer kind: local ÂX, transform-first, aggregate-first
+//	step.go      forward, backward, gradient allreduce and Adam
+//	run.go       epochs, evaluation, the agreement on metrics, the run report
+//	engine.go    set-up: model, input, the exchange chosen once, the layers
+//	checkpoint.go consistent per-rank checkpoints and bit-identical resume
+package train
