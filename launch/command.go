@@ -4,8 +4,28 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"syscall"
 )
+
+// OpenMPI's mpirun forwards SIGUSR1 and SIGUSR2 to its ranks, but not
+// SIGTERM: a SIGTERM to mpirun aborts the job (SIGTERM to the ranks, then
+// SIGKILL after odls_base_sigkill_timeout seconds, default 1), tearing down
+// the runtime that a checkpoint's barrier needs. So a stop that should keep
+// work reaches mpirun as SIGUSR1 (sancus launch converts SIGTERM and SIGINT),
+// and srun, which forwards SIGTERM itself, gets it as is. Raising the
+// sigkill timeout would not help: the runtime is gone either way, and a
+// job aborted because a rank failed would then take that long to end.
+
+// StopSignal is the signal that asks a job started through via to stop
+// after its current epoch and checkpoint.
+func StopSignal(via string) os.Signal {
+	if filepath.Base(via) == "mpirun" {
+		return syscall.SIGUSR1
+	}
+	return syscall.SIGTERM
+}
 
 // Command builds the launcher command that starts np ranks of prog with
 // args: srun --mpi=pmix inside a Slurm allocation (Debian's OpenMPI speaks

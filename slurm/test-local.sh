@@ -4,13 +4,14 @@
 #   2. a walltime warning: SIGTERM to the running job, which checkpoints,
 #      exits 85, is requeued by its script and resumes to the end;
 #   3. sbatch slurm/strong-scaling.sbatch P = 1, 2, 4 on a small generated
-#      graph; check the CSV and the PNGs.
+#      graph; check the CSV and the PNGs;
+#   4. one injected fault (slurm/chaos-slurm.sh; make chaos runs more).
 # Needs root (or sudo) the first time, to install Slurm and munge.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SANCUS_SLURM_DIR=${SANCUS_SLURM_DIR:-$(mktemp -d /tmp/sancus-slurm-XXXX)}
 cluster=slurm/local-cluster.sh
-command -v python3 >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3; }
+command -v python3 >/dev/null || { apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq python3; }
 trap '$cluster stop' EXIT
 eval "$($cluster start)"
 cora=${CORA:-../shared/datasets/cora}
@@ -62,5 +63,8 @@ for png in scaling.png compute_vs_comm.png accuracy.png; do
 	[ -s "$dir/$png" ] || fail "no $dir/$png"
 done
 echo "ok: $dir/summary.csv and plots"
+echo "== 4. fault injection: SIGKILL to a random task of a running step, resume bit-identical"
+bash slurm/chaos-slurm.sh 1 /dev/null
+
 rm -rf "$(dirname "$data")" results/ci-train results/ci-requeue results/ci-strong results/slurm-sancus-*.out
 echo "slurm tests passed"

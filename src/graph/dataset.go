@@ -151,6 +151,25 @@ func (ds *Dataset) loadSplits(dir string, seed uint64) error {
 	}
 	if found == 0 {
 		ds.Train, ds.Val, ds.Test = RandomSplit(ds.Labels, 0.1, 0.1, seed)
+		return nil
+	}
+	return checkSplits(dir, names, dst)
+}
+
+// checkSplits rejects an empty training set and a node in two splits: both
+// train a model that reports nothing or reports accuracy on what it saw.
+func checkSplits(dir string, names []string, sets []*[]int32) error {
+	if len(*sets[0]) == 0 {
+		return fmt.Errorf("%s: no training nodes (the file is missing or empty)", filepath.Join(dir, names[0]))
+	}
+	in := map[int32]int{}
+	for i, s := range sets {
+		for _, v := range *s {
+			if j, ok := in[v]; ok {
+				return fmt.Errorf("%s: node %d is also in %s: splits must not overlap", filepath.Join(dir, names[i]), v, names[j])
+			}
+			in[v] = i
+		}
 	}
 	return nil
 }

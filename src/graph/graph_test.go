@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -261,4 +262,24 @@ func TestGenerateReportsFullDisk(t *testing.T) {
 	if _, err := os.Stat(target); err == nil {
 		t.Fatal("a partial graph.mtx was left behind")
 	}
+}
+
+// Issue 15's rows on input: a NaN feature, an empty train.txt and a node
+// in two splits are refused before any work, with the file (and line) named.
+func TestNonFiniteValuesAndBadSplits(t *testing.T) {
+	dir := t.TempDir()
+	for i, v := range []string{"NaN", "nan", "Inf", "-inf", "1e39"} {
+		p := write(t, dir, fmt.Sprintf("f%d.mtx", i), "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 0.5\n2 2 "+v+"\n")
+		_, err := ReadFeatures(p, 2)
+		wantErr(t, err, p, 4, "not a finite float32")
+	}
+	write(t, dir, "graph.mtx", "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n3 2\n")
+	write(t, dir, "labels.txt", "0\n1\n0\n")
+	write(t, dir, "train.txt", "")
+	write(t, dir, "test.txt", "1\n2\n")
+	_, err := Load(dir, LoadOptions{})
+	wantErr(t, err, filepath.Join(dir, "train.txt"), 0, "no training nodes")
+	write(t, dir, "train.txt", "0\n2\n")
+	_, err = Load(dir, LoadOptions{})
+	wantErr(t, err, filepath.Join(dir, "test.txt"), 0, "node 2 is also in train.txt")
 }

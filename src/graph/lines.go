@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -73,6 +74,11 @@ func (l *lineReader) atof(s, what string) (float64, error) {
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil {
 		return 0, l.errorf("%s %q is not a number", what, s)
+	}
+	// Values are stored as float32: NaN, ±Inf and anything past float32's
+	// range would silently poison every product they enter.
+	if math.IsNaN(v) || math.Abs(v) > math.MaxFloat32 {
+		return 0, l.errorf("%s %q is not a finite float32", what, s)
 	}
 	return v, nil
 }

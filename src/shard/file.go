@@ -16,7 +16,11 @@ import (
 
 // File layout (little endian):
 //
-//	magic "SANCUSSH" | version u32 | body length u64 | body | CRC-32C of body u32
+//	magic "SANCUSSH" | version u32 | body length u64 | body | CRC-32C u32
+//
+// The checksum covers header and body (format 3; format 2 covered the body
+// only), so a flipped byte anywhere reads as corruption, never as another
+// version.
 //
 // body: rank, parts, n, classes, featdim, globalTrain (u64 each), offsets
 // (parts+1 × u64), P column blocks, features, AX (flag + CSR), labels, train,
@@ -25,7 +29,7 @@ import (
 // rowptr (i64), colidx (i32), values (f32).
 const (
 	magic   = "SANCUSSH"
-	Version = 2
+	Version = 3
 )
 
 // FileName is the name of rank r's shard out of parts.
@@ -123,6 +127,7 @@ func (s *Shard) Write(dir string) error {
 			return err
 		}
 		h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+		h.Write(hdr[:])
 		if _, err := s.encode(io.MultiWriter(f, h)); err != nil {
 			return err
 		}
@@ -217,12 +222,7 @@ func Read(dir string, rank, parts int) (*Shard, error) {
 	path := filepath.Join(dir, FileName(rank, parts))
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		others, _ := filepath.Glob(filepath.Join(dir, "shard-00000-of-*.bin"))
-		if len(others) > 0 {
-			return nil, fmt.Errorf("shard %s: not found; %s holds shards for another rank count (%s): run sancus prepare --parts %d or launch with that many ranks",
-				path, dir, filepath.Base(others[0]), parts)
-		}
-		return nil, fmt.Errorf("shard %s: not found (run sancus prepare --parts %d first)", path, parts)
+		return nil, missing(dir, path, parts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("shard %s: %w", path, err)
@@ -233,16 +233,21 @@ func Read(dir string, rank, parts int) (*Shard, error) {
 	if len(raw) < 24 || string(raw[:8]) != magic {
 		return nil, bad("not a sancus shard (bad magic)")
 	}
-	if v := binary.LittleEndian.Uint32(raw[8:]); v != Version {
-		return nil, bad("format version %d, this sancus reads %d", v, Version)
-	}
 	n := binary.LittleEndian.Uint64(raw[12:])
-	if uint64(len(raw)) != 20+n+4 {
-		return nil, bad("%d bytes, header promises %d (truncated or corrupt)", len(raw), 24+n)
+	if uint64(len(raw)-24) != n {
+		return nil, bad("%d bytes, header promises %d (truncated, or a corrupt header)", len(raw), n+24)
 	}
-	body := raw[20 : 20+n]
-	if got, want := crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)), binary.LittleEndian.Uint32(raw[20+n:]); got != want {
-		return nil, bad("checksum mismatch (stored %08x, computed %08x): the file is corrupt", want, got)
+	body, stored := raw[20:20+n], binary.LittleEndian.Uint32(raw[20+n:])
+	table := crc32.MakeTable(crc32.Castagnoli)
+	v := binary.LittleEndian.Uint32(raw[8:])
+	if got := crc32.Checksum(raw[:20+n], table); got != stored {
+		if v == 2 && crc32.Checksum(body, table) == stored {
+			return nil, bad("format version 2, written by an older sancus: run sancus prepare again")
+		}
+		return nil, bad("checksum mismatch (stored %08x, computed %08x): the file is corrupt", stored, got)
+	}
+	if v != Version {
+		return nil, bad("format version %d, this sancus reads %d", v, Version)
 	}
 	d := &dec{b: body}
 	s := &Shard{}
@@ -278,6 +283,22 @@ func Read(dir string, rank, parts int) (*Shard, error) {
 		return nil, bad("%v", err)
 	}
 	return s, nil
+}
+
+// missing explains a shard file that is not there: a file deleted from a
+// complete directory (its meta.json lists the parts), shards prepared for
+// another rank count, or none prepared at all.
+func missing(dir, path string, parts int) error {
+	if m, err := ReadMeta(dir); err == nil && m.Parts == parts {
+		return fmt.Errorf("shard %s: missing from %s, which was prepared for %d ranks (%s): the file was deleted or not copied; run sancus prepare again",
+			path, dir, parts, MetaFile)
+	}
+	others, _ := filepath.Glob(filepath.Join(dir, "shard-00000-of-*.bin"))
+	if len(others) > 0 {
+		return fmt.Errorf("shard %s: not found; %s holds shards for another rank count (%s): run sancus prepare --parts %d or launch with that many ranks",
+			path, dir, filepath.Base(others[0]), parts)
+	}
+	return fmt.Errorf("shard %s: not found (run sancus prepare --parts %d first)", path, parts)
 }
 
 // check verifies that the parts of a shard agree with each other.

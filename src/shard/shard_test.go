@@ -125,6 +125,21 @@ func TestWriteReadRoundTripAndErrors(t *testing.T) {
 	expect("wrong rank", err, "holds rank 1 of 2, wanted rank 0 of 2")
 	_, err = Read(t.TempDir(), 0, 2)
 	expect("missing", err, "not found")
+	// A flipped byte in the header (the version field) is corruption, not
+	// another version.
+	hdr := append([]byte(nil), raw...)
+	hdr[8] ^= 0x01
+	os.WriteFile(path, hdr, 0o644)
+	_, err = Read(dir, 1, 2)
+	expect("header", err, "corrupt")
+	// One file of a complete directory deleted: that file is named.
+	os.WriteFile(path, raw, 0o644)
+	if err := WriteMeta(dir, Meta{Parts: 2}); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, FileName(0, 2)))
+	_, err = Read(dir, 0, 2)
+	expect("deleted", err, FileName(0, 2)+": missing from")
 }
 
 func TestWriteLeavesNothingOnFullDisk(t *testing.T) {

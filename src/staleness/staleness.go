@@ -12,6 +12,7 @@ package staleness
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -137,6 +138,18 @@ func (p Capped) Active(in Input, active []bool) {
 	}
 }
 
+// DefaultEps is the bound a policy gets when none is given: one epoch for
+// ε_E and ε_A, a 3% relative change for ε_H (the SANCUS paper's settings).
+func DefaultEps(name string) float64 {
+	switch strings.ToLower(name) {
+	case "variation-gap", "h", "scs-h":
+		return 0.03
+	case "epoch-fixed", "e", "scs-e", "epoch-adaptive", "a", "scs-a":
+		return 1
+	}
+	return 0
+}
+
 // Parse builds a policy from its command-line name and bound: none,
 // epoch-fixed (alias E), epoch-adaptive (A), variation-gap (H).
 func Parse(name string, eps float64, maxStale int) (Policy, error) {
@@ -158,8 +171,8 @@ func Parse(name string, eps float64, maxStale int) (Policy, error) {
 		}
 		p = EpochAdaptive{Eps: int(eps)}
 	case "variation-gap", "h", "scs-h":
-		if eps < 0 {
-			return nil, fmt.Errorf("variation-gap needs a relative bound ≥ 0, got %g", eps)
+		if !(eps >= 0) || math.IsInf(eps, 0) {
+			return nil, fmt.Errorf("variation-gap needs a finite relative bound ≥ 0, got %g", eps)
 		}
 		p = VariationGap{Eps: eps}
 	default:

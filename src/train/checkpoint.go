@@ -154,6 +154,22 @@ func LatestCheckpoint(dir string) (int, error) {
 	return ep, nil
 }
 
+// describeNoCheckpoint says why dir has no committed checkpoint: none was
+// ever written, or only incomplete ones (a job killed while writing, before
+// every rank's file was on disk and LATEST named the epoch).
+func describeNoCheckpoint(dir string, p int) string {
+	epochs, _ := filepath.Glob(filepath.Join(dir, "epoch-*"))
+	if len(epochs) == 0 {
+		return fmt.Sprintf("no checkpoint in %s", dir)
+	}
+	var parts []string
+	for _, d := range epochs {
+		files, _ := filepath.Glob(filepath.Join(d, fmt.Sprintf("rank-*-of-%05d.ckpt", p)))
+		parts = append(parts, fmt.Sprintf("%s holds %d of %d rank files", filepath.Base(d), len(files), p))
+	}
+	return fmt.Sprintf("%s has only incomplete checkpoints (%s; none was committed in LATEST)", dir, strings.Join(parts, ", "))
+}
+
 // loadCheckpoint restores this rank from dir's committed epoch.
 func (e *Engine) loadCheckpoint(dir string, epoch int) (*checkpoint, error) {
 	path := ckptPath(dir, epoch, e.rank, e.P)

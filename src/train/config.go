@@ -38,7 +38,11 @@ type Config struct {
 	// each root sends every rank only the rows its block of Â references.
 	DenseBcast bool
 	Chunk      int // ring pipeline chunk in floats (0: default)
-	EvalEvery  int // evaluate every k epochs (and at the last)
+	EvalEvery  int // evaluate every k epochs and after the last (0: after the last only)
+
+	// MaxLossGrowth stops training as diverged when the loss exceeds this
+	// many times the first epoch's (0: only non-finite values stop it).
+	MaxLossGrowth float64
 
 	// Checkpoints: every CheckpointEvery epochs (0: only when stopped) into
 	// CheckpointDir; Resume continues from its latest committed epoch.
@@ -59,13 +63,14 @@ type Config struct {
 	// rank transport, as every exchange does by default.
 	DeviceComm string `json:"device_comm,omitempty"`
 
-	Log io.Writer `json:"-"` // per-epoch lines on rank 0 (nil: silent)
+	Log     io.Writer `json:"-"` // per-epoch lines on rank 0 (nil: silent)
+	Notices io.Writer `json:"-"` // resumes and divergence on rank 0, even when quiet (nil: stderr)
 }
 
 // Defaults are the Kipf & Welling settings.
 func Defaults() Config {
 	return Config{Layers: 2, Hidden: 16, Epochs: 200, LR: 0.01, Dropout: 0.5, WeightDecay: 5e-4,
-		Seed: 1, Precompute: true, Staleness: "none", MaxStale: 10, EvalEvery: 1, LocalRank: -1}
+		Seed: 1, Precompute: true, Staleness: "none", MaxStale: 10, EvalEvery: 1, MaxLossGrowth: 100, LocalRank: -1}
 }
 
 // Validate reports the first unusable setting.
@@ -82,15 +87,19 @@ func (c Config) Policy() (staleness.Policy, error) {
 		return nil, fmt.Errorf("layers must be ≥ 1, got %d", c.Layers)
 	case c.Hidden < 1:
 		return nil, fmt.Errorf("hidden must be ≥ 1, got %d", c.Hidden)
-	case c.Epochs < 0:
-		return nil, fmt.Errorf("epochs must be ≥ 0, got %d", c.Epochs)
+	case c.Epochs < 1:
+		return nil, fmt.Errorf("epochs must be ≥ 1, got %d", c.Epochs)
+	case c.EvalEvery < 0:
+		return nil, fmt.Errorf("eval-every must be ≥ 0 (0: evaluate after the last epoch only), got %d", c.EvalEvery)
+	case c.MaxLossGrowth < 0 || math.IsNaN(c.MaxLossGrowth):
+		return nil, fmt.Errorf("max-loss-growth must be ≥ 0 (0: off), got %g", c.MaxLossGrowth)
 	case !(c.LR > 0) || math.IsInf(c.LR, 0):
 		return nil, fmt.Errorf("lr must be > 0, got %g", c.LR)
-	case c.Dropout < 0 || c.Dropout >= 1:
+	case !(c.Dropout >= 0 && c.Dropout < 1):
 		return nil, fmt.Errorf("dropout must be in [0,1), got %g", c.Dropout)
-	case c.WeightDecay < 0:
+	case !(c.WeightDecay >= 0) || math.IsInf(c.WeightDecay, 0):
 		return nil, fmt.Errorf("weight-decay must be ≥ 0, got %g", c.WeightDecay)
-	case c.Clip < 0 || c.ClipScale < 0:
+	case !(c.Clip >= 0 && c.ClipScale >= 0) || math.IsInf(c.Clip+c.ClipScale, 0):
 		return nil, fmt.Errorf("clip and clip-scale must be ≥ 0")
 	case c.Chunk < 0:
 		return nil, fmt.Errorf("chunk must be ≥ 0, got %d", c.Chunk)

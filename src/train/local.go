@@ -46,6 +46,7 @@ func RunShards(shards []*shard.Shard, cfg Config) (Outcome, error) {
 	parts := len(shards)
 	results := make([]*Result, parts)
 	var params [][]float32
+	var end error // how rank 0's training ended early, if it did
 	err := collectives.NewWorld(parts, 10*time.Minute).Run(func(c collectives.Comm) error {
 		e, err := New(cfg, c, shards[c.Rank()])
 		if err != nil {
@@ -56,11 +57,18 @@ func RunShards(shards []*shard.Shard, cfg Config) (Outcome, error) {
 		if c.Rank() == 0 {
 			params = e.Params()
 		}
+		// A stop request or a divergence ends every rank together with a
+		// valid report: not a failure that should abort the world.
+		if errors.Is(err, ErrStopped) || errors.Is(err, ErrDiverged) {
+			if c.Rank() == 0 {
+				end = err
+			}
+			return nil
+		}
 		return err
 	})
-	// A stop request ends every rank with ErrStopped and a valid report.
-	if err != nil && !errors.Is(err, ErrStopped) {
+	if err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{Result: results[0], Params: params}, err
+	return Outcome{Result: results[0], Params: params}, end
 }

@@ -1,6 +1,8 @@
 package train
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -63,7 +65,53 @@ type Result struct {
 	Threads      int                         `json:"threads"`
 	Device       string                      `json:"device"`            // kernels backend
 	Stopped      bool                        `json:"stopped,omitempty"` // ended early by a stop request
+	// Status is how training ended: completed, stopped (a signal, after a
+	// checkpoint) or diverged (Error says where).
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
 }
+
+// JSON has no NaN or Inf: a diverged loss is written as null, so a run
+// that went wrong still leaves its report.
+
+// MarshalJSON writes non-finite losses as null.
+func (r Epoch) MarshalJSON() ([]byte, error) {
+	type plain Epoch
+	return json.Marshal(struct {
+		plain
+		Loss    *float64 `json:"loss"`
+		ValLoss *float64 `json:"val_loss"`
+	}{plain(r), finite(r.Loss), finite(r.ValLoss)})
+}
+
+// MarshalJSON writes a non-finite final loss as null.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	return json.Marshal(struct {
+		plain
+		FinalLoss *float64 `json:"final_loss"`
+	}{plain(r), finite(r.FinalLoss)})
+}
+
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// ErrDiverged is returned (wrapped, naming the epoch and what went
+// non-finite or grew) when training diverged; the report is still valid.
+var ErrDiverged = errors.New("training diverged")
+
+// divergence says where an epoch diverged.
+type divergence struct {
+	epoch int
+	what  string
+}
+
+func (d *divergence) Error() string     { return fmt.Sprintf("diverged at epoch %d: %s", d.epoch, d.what) }
+func (d *divergence) Is(err error) bool { return err == ErrDiverged }
 
 // Run trains for cfg.Epochs and returns the report (complete on every
 // rank's own figures; PerRank gathered from all ranks).
@@ -80,13 +128,19 @@ func (e *Engine) Run() (*Result, error) {
 	if err := e.resume(&r); err != nil {
 		return nil, err
 	}
+	res.Status = "completed"
+	var ended error
 	for ep := r.first; ep < e.cfg.Epochs; ep++ {
 		stop, err := e.epoch(ep, &r)
+		if errors.Is(err, ErrDiverged) {
+			res.Status, res.Error, ended = "diverged", err.Error(), err
+			break
+		}
 		if err != nil {
 			return nil, err
 		}
 		if stop {
-			res.Stopped = true
+			res.Stopped, res.Status, ended = true, "stopped", ErrStopped
 			break
 		}
 	}
@@ -94,10 +148,7 @@ func (e *Engine) Run() (*Result, error) {
 	if err := e.finish(&r); err != nil {
 		return nil, err
 	}
-	if res.Stopped {
-		return res, ErrStopped
-	}
-	return res, nil
+	return res, ended
 }
 
 // runState is what Run carries from epoch to epoch.
@@ -109,21 +160,28 @@ type runState struct {
 	evalSent      int64
 }
 
-// resume restores the latest committed checkpoint, when asked to.
+// resume restores the latest committed checkpoint, when asked to, and
+// always says what it did: which epoch it continues after, or why it
+// starts from the beginning.
 func (e *Engine) resume(r *runState) error {
 	if !e.cfg.Resume {
 		return nil
 	}
-	ep, err := LatestCheckpoint(e.cfg.CheckpointDir)
-	if err != nil || ep == 0 {
+	dir := e.cfg.CheckpointDir
+	ep, err := LatestCheckpoint(dir)
+	if err != nil {
 		return err
 	}
-	ck, err := e.loadCheckpoint(e.cfg.CheckpointDir, ep)
+	if ep == 0 {
+		e.notice("--resume: %s; starting from epoch 1", describeNoCheckpoint(dir, e.P))
+		return nil
+	}
+	ck, err := e.loadCheckpoint(dir, ep)
 	if err != nil {
 		return err
 	}
 	*r.res, r.best, r.first = ck.Result, ck.Best, ck.Epoch
-	e.logf("resumed from %s after epoch %d\n", e.cfg.CheckpointDir, ep)
+	e.notice("resumed from %s after epoch %d (the last complete checkpoint)", dir, ep)
 	return nil
 }
 
@@ -135,16 +193,16 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 	t0 := time.Now()
 	e.clock = clock{}
 	sent0 := stats.Total().BytesSent
-	lossSum, err := e.trainStep(ep)
-	if err != nil {
-		return false, err
+	lossSum, diverged := e.trainStep(ep)
+	if diverged != nil && !errors.Is(diverged, ErrDiverged) {
+		return false, diverged
 	}
 	row := Epoch{Epoch: ep + 1, Ms: ms(time.Since(t0)), BytesSent: stats.Total().BytesSent - sent0}
 	r.compute += time.Since(t0) - e.clock.wait
 	r.wait += e.clock.wait
 	row.Sent, row.Skipped = e.countBroadcasts(ep)
 	m := metrics{lossSum: lossSum, train: float64(len(e.s.Train)), val: float64(len(e.s.Val)), test: float64(len(e.s.Test))}
-	if e.cfg.EvalEvery > 0 && ((ep+1)%e.cfg.EvalEvery == 0 || ep == e.cfg.Epochs-1) {
+	if diverged == nil && ((e.cfg.EvalEvery > 0 && (ep+1)%e.cfg.EvalEvery == 0) || ep == e.cfg.Epochs-1) {
 		t1, s0 := time.Now(), stats.Total().BytesSent
 		if err := e.evaluate(ep, &m); err != nil {
 			return false, err
@@ -161,6 +219,13 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 		return false, fmt.Errorf("epoch %d metrics: %w", ep+1, err)
 	}
 	e.record(&row, m, r)
+	if diverged == nil {
+		diverged = e.lossDiverged(ep, r.res)
+	}
+	if diverged != nil { // every rank sees the same sums and gradients: all stop here
+		e.notice("%v", diverged)
+		return false, diverged
+	}
 	stop := m.stop > 0
 	if e.cfg.CheckpointDir != "" && (stop || (e.cfg.CheckpointEvery > 0 && (ep+1)%e.cfg.CheckpointEvery == 0)) {
 		if err := e.saveCheckpoint(e.cfg.CheckpointDir, ep+1, r.res, r.best); err != nil {
@@ -172,7 +237,8 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 }
 
 // trainStep is one forward, backward and update; it returns this rank's
-// summed training loss.
+// summed training loss. A non-finite gradient or weight is a divergence
+// (the update is not applied, so the weights stay the last finite ones).
 func (e *Engine) trainStep(ep int) (float64, error) {
 	logits, err := e.forward(ep, true)
 	if err != nil {
@@ -182,7 +248,24 @@ func (e *Engine) trainStep(ep int) (float64, error) {
 	if err := e.backward(ep, e.lossGrad); err != nil {
 		return 0, err
 	}
-	return lossSum, e.step()
+	what, err := e.step()
+	if what != "" {
+		return lossSum, &divergence{epoch: ep + 1, what: what}
+	}
+	return lossSum, err
+}
+
+// lossDiverged checks the epoch's summed loss (the same on every rank):
+// non-finite, or grown past MaxLossGrowth times the first epoch's.
+func (e *Engine) lossDiverged(ep int, res *Result) error {
+	loss := res.Curve[len(res.Curve)-1].Loss
+	switch first := res.Curve[0].Loss; {
+	case math.IsNaN(loss) || math.IsInf(loss, 0):
+		return &divergence{epoch: ep + 1, what: fmt.Sprintf("the training loss is %v", loss)}
+	case e.cfg.MaxLossGrowth > 0 && first > 0 && loss > e.cfg.MaxLossGrowth*first:
+		return &divergence{epoch: ep + 1, what: fmt.Sprintf("the training loss %.4g grew past %g× the first epoch's %.4g (--max-loss-growth)", loss, e.cfg.MaxLossGrowth, first)}
+	}
+	return nil
 }
 
 // metrics are one rank's sums for an epoch, added over ranks by sum.
@@ -264,6 +347,18 @@ func (e *Engine) finish(r *runState) error {
 	var err error
 	res.PerRank, err = e.gatherRankStats(mine)
 	return err
+}
+
+// notice prints, on rank 0, what a user must see even with --quiet.
+func (e *Engine) notice(format string, args ...any) {
+	if e.rank != 0 {
+		return
+	}
+	w := e.cfg.Notices
+	if w == nil {
+		w = os.Stderr
+	}
+	fmt.Fprintf(w, "sancus: "+format+"\n", args...)
 }
 
 // logf prints a progress line on rank 0.

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"sancus/collectives"
@@ -54,18 +55,45 @@ func (e *Engine) backward(epoch int, g *matrix.Dense) error {
 }
 
 // step sums gradients over ranks, adds weight decay and applies Adam.
-// Every rank ends with bit-identical parameters.
-func (e *Engine) step() error {
+// Every rank ends with bit-identical parameters. It returns what went
+// non-finite ("" when all is well: the summed gradients and the updated
+// weights are the same on every rank, so every rank agrees without
+// communicating).
+func (e *Engine) step() (nonFinite string, err error) {
 	if err := e.reduceGradients(); err != nil {
-		return err
+		return "", err
 	}
 	if wd := float32(e.cfg.WeightDecay); wd > 0 {
 		for i, v := range e.m.W[0].Data {
 			e.grads[i] += wd * v
 		}
 	}
+	if what := e.nonFinite(e.grads, "gradient"); what != "" {
+		return what, nil // keep the last finite weights
+	}
 	e.opt.Update(e.m.Flat(), e.grads)
-	return nil
+	var flat []float32
+	for _, p := range e.m.Flat() {
+		flat = append(flat, p...)
+	}
+	return e.nonFinite(flat, "weights after the update"), nil
+}
+
+// nonFinite names the first parameter tensor (in Flat order) of a packed
+// vector holding a NaN or Inf.
+func (e *Engine) nonFinite(packed []float32, what string) string {
+	off := 0
+	for l := range e.layers {
+		for k, n := range []int{len(e.m.W[l].Data), len(e.m.B[l])} {
+			for _, v := range packed[off : off+n] {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					return fmt.Sprintf("non-finite %s of layer %d %s", what, l+1, [2]string{"W", "b"}[k])
+				}
+			}
+			off += n
+		}
+	}
+	return ""
 }
 
 // reduceGradients packs every layer's ∇W and ∇b into one buffer and sums it

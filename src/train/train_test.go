@@ -1,6 +1,8 @@
 package train
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -353,6 +355,11 @@ func TestConfigErrors(t *testing.T) {
 		func(c *Config) { c.Staleness = "sometimes" },
 		func(c *Config) { c.Staleness, c.Eps = "epoch-fixed", 0.5 },
 		func(c *Config) { c.MaxStale = 0 },
+		func(c *Config) { c.Epochs = 0 },
+		func(c *Config) { c.EvalEvery = -1 },
+		func(c *Config) { c.Dropout = math.NaN() },
+		func(c *Config) { c.Staleness, c.Eps = "variation-gap", math.NaN() },
+		func(c *Config) { c.MaxLossGrowth = -1 },
 	}
 	for i, f := range bad {
 		c := Defaults()
@@ -489,5 +496,42 @@ func TestDeviceCommErrors(t *testing.T) {
 	cfg.DeviceComm, cfg.DenseBcast = "nccl", true
 	if _, err := RunInProcess(ds, 2, cfg); err == nil || !strings.Contains(err.Error(), "make cuda") {
 		t.Fatalf("nccl in a CPU build: %v", err)
+	}
+}
+
+// TestDivergenceStopsWithAReport (issue 15): a learning rate that blows up
+// ends training on every rank at one epoch, names the epoch and what went
+// wrong, and still yields a report that JSON can encode.
+func TestDivergenceStopsWithAReport(t *testing.T) {
+	ds, _ := generated(t)
+	for _, c := range []struct {
+		lr   float64
+		want string
+	}{{1e30, "non-finite"}, {1e6, "grew past"}} {
+		cfg := Defaults()
+		cfg.Epochs, cfg.LR = 30, c.lr
+		out, err := RunInProcess(ds, 2, cfg)
+		if !errors.Is(err, ErrDiverged) || !strings.Contains(err.Error(), "diverged at epoch") || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("lr %g: want a divergence saying %q, got %v", c.lr, c.want, err)
+		}
+		res := out.Result
+		if res == nil || res.Status != "diverged" || len(res.Curve) == 0 || len(res.Curve) == cfg.Epochs || res.Error != err.Error() {
+			t.Fatalf("lr %g: report %+v", c.lr, res)
+		}
+		if _, jerr := json.Marshal(res); jerr != nil {
+			t.Fatalf("lr %g: the report does not encode: %v", c.lr, jerr)
+		}
+		for _, p := range out.Params {
+			for _, v := range p {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					t.Fatalf("lr %g: non-finite weights kept", c.lr)
+				}
+			}
+		}
+		t.Logf("lr %g: %v", c.lr, err)
+	}
+	b, err := json.Marshal(Result{FinalLoss: math.NaN(), Curve: []Epoch{{Loss: math.Inf(1)}}})
+	if err != nil || !strings.Contains(string(b), `"final_loss":null`) || !strings.Contains(string(b), `"loss":null`) {
+		t.Fatalf("non-finite losses encode as %s, %v", b, err)
 	}
 }

@@ -75,7 +75,7 @@ func benchKernels(args []string) error {
 	data := fs.String("data", "", "dataset directory (default: generate the 100k-node / 1M-edge reference graph)")
 	out := fs.String("out", "results/bench/kernels.json", "where to write the figures")
 	epochs := fs.Int("epochs", 20, "epochs timed per training mode")
-	device := fs.String("device", "cpu", "kernels backend to measure: cpu, or cuda in a `make cuda` binary")
+	device := fs.String("device", "cpu", "kernels backend to measure: cpu, or cuda in a binary built with make cuda")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

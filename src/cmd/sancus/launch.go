@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
+	"syscall"
 
 	"sancus/launch"
 )
@@ -32,7 +34,23 @@ func runLaunch(args []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "sancus launch: %v\n", cmd.Args)
-	err = cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	// A SIGTERM or ^C becomes the launcher's stop signal (SIGUSR1 for
+	// mpirun): every rank finishes its epoch, checkpoints and exits 85. A
+	// second one is passed on as it is, which aborts the job.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		stop := launch.StopSignal(cmd.Path)
+		for s := range sigs {
+			fmt.Fprintf(os.Stderr, "sancus launch: %v: asking the ranks to checkpoint and stop (%v)\n", s, stop)
+			cmd.Process.Signal(stop)
+			stop = s
+		}
+	}()
+	err = cmd.Wait()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		os.Exit(ee.ExitCode()) // keep the job's status (85 = checkpointed, requeue)

@@ -10,6 +10,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -26,37 +27,52 @@ func register(name, summary string, run func(args []string) error) {
 	commands = append(commands, command{name, summary, run})
 }
 
-func usage() {
-	fmt.Fprintf(os.Stderr, "sancus: full-graph GNN training on HPC clusters\n\nUsage: sancus <command> [flags]\n\nCommands:\n")
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "sancus: full-graph GNN training on HPC clusters\n\nUsage: sancus <command> [flags]\n\nCommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(os.Stderr, "  %-16s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-16s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(os.Stderr, "\nRun 'sancus <command> --help' for a command's flags.\n")
+	fmt.Fprintf(w, "\nRun 'sancus <command> --help' for a command's flags.\n")
+	fmt.Fprintf(w, "Exit status: 0 done, 1 error, %d stopped by a signal after a checkpoint (requeue and --resume), %d training diverged.\n",
+		ExitRequeue, ExitDiverged)
 }
 
-// newFlags makes a flag set whose --help prints the command's usage.
+// help prints the usage of the flag set whose --help was given. pflag calls
+// a set's Usage both for --help and on a parse error; only main knows which
+// (ErrHelp), so Usage just records the set and main prints it: help on
+// stdout with status 0, errors on stderr with status 1.
+var help func(w io.Writer)
+
+// newFlags makes a command's flag set.
 func newFlags(name, synopsis string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SortFlags = false
+	fs.SetOutput(io.Discard) // errors are returned and printed once, by main
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "Usage: sancus %s\n\n", synopsis)
-		fs.PrintDefaults()
+		help = func(w io.Writer) {
+			fmt.Fprintf(w, "Usage: sancus %s\n\n", synopsis)
+			fs.SetOutput(w)
+			fs.PrintDefaults()
+			fs.SetOutput(io.Discard)
+		}
 	}
 	return fs
 }
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage()
-		if len(os.Args) < 2 {
-			os.Exit(2)
-		}
+	if len(os.Args) < 2 {
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+	if a := os.Args[1]; a == "-h" || a == "--help" || a == "help" {
+		usage(os.Stdout)
 		return
 	}
 	for _, c := range commands {
 		if c.name == os.Args[1] {
 			err := c.run(os.Args[2:])
-			if errors.Is(err, pflag.ErrHelp) {
+			if errors.Is(err, pflag.ErrHelp) && help != nil {
+				help(os.Stdout)
 				return
 			}
 			if err != nil {
@@ -67,7 +83,7 @@ func main() {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "sancus: unknown command %q\n\n", os.Args[1])
-	usage()
+	usage(os.Stderr)
 	os.Exit(2)
 }
 

@@ -173,6 +173,11 @@ func TestShardErrorsAbortTheJob(t *testing.T) {
 	if err == nil || !strings.Contains(out, "rank 1") || !strings.Contains(out, "checksum mismatch") {
 		t.Fatalf("corrupt shard: err %v\n%s", err, out)
 	}
+	// The cause is one line, printed once; the peer mpirun aborts does not
+	// claim a clean stop.
+	if n := strings.Count(out, "sancus: rank 1: loading shard"); n != 1 || strings.Contains(out, "stopping after this epoch") {
+		t.Fatalf("corrupt shard: the cause printed %d times, or a peer reported a stop:\n%s", n, out)
+	}
 	if d := time.Since(start); d > 60*time.Second {
 		t.Fatalf("failing jobs took %v", d)
 	}

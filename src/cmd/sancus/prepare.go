@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"sancus/src/atomicfile"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 
 func init() { register("prepare", "split a dataset into one shard file per rank", runPrepare) }
 
-func runPrepare(args []string) error {
+func runPrepare(args []string) (err error) {
 	fs := newFlags("prepare", "prepare --data DIR --parts P --out SHARDS [flags]")
 	data := fs.String("data", "", "dataset directory (required)")
 	parts := fs.Int("parts", 0, "number of ranks the shards are for (required)")
@@ -37,9 +38,19 @@ func runPrepare(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return err
+	// The directory is complete only once meta.json is written, last; a
+	// failed prepare leaves no empty directory it created.
+	_, statErr := os.Stat(*out)
+	created := os.IsNotExist(statErr)
+	defer func() {
+		if err != nil && created {
+			os.RemoveAll(*out)
+		}
+	}()
+	if err := atomicfile.CheckDir(*out); err != nil {
+		return fmt.Errorf("--out: %w", err)
 	}
+	os.Remove(filepath.Join(*out, shard.MetaFile))
 	// Streaming: the edge list is never held whole (see shard.PrepareStreaming).
 	var blocks []partition.PartBlocks
 	prep, err := shard.PrepareStreaming(*data, *out, *parts, shard.Options{Precompute: *pre, Parts: assign,

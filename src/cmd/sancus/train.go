@@ -20,9 +20,11 @@ import (
 	"sancus/collectives/mpi"
 	"sancus/kernels"
 	"sancus/launch"
+	"sancus/src/atomicfile"
 	"sancus/src/graph"
 	"sancus/src/report"
 	"sancus/src/shard"
+	"sancus/src/staleness"
 	"sancus/src/train"
 )
 
@@ -48,26 +50,44 @@ type trainFlags struct {
 // also set RequeueExit=85 in slurm.conf.
 const ExitRequeue = 85
 
+// ExitDiverged is the exit status of a run that stopped because training
+// diverged (a non-finite loss, gradient or weight, or a loss past
+// --max-loss-growth). Its results JSON is written, with status "diverged";
+// requeueing it would only diverge again.
+const ExitDiverged = 86
+
 // stopRequested is set by SIGTERM (Slurm's warning before the walltime,
-// --signal=TERM@secs) or SIGUSR1 (which mpirun forwards to its ranks).
+// --signal=TERM@secs, delivered to every rank by srun) or SIGUSR1 (which
+// mpirun forwards to its ranks; mpirun cannot forward SIGTERM, see
+// launch.Command).
 var stopRequested atomic.Bool
 
-func watchSignals() {
+func watchSignals(who string) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGTERM, syscall.SIGUSR1)
 	go func() {
 		for s := range ch {
-			if !stopRequested.Swap(true) {
-				fmt.Fprintf(os.Stderr, "sancus: %v: stopping after this epoch\n", s)
+			if stopRequested.Swap(true) {
+				continue
 			}
+			msg := fmt.Sprintf("sancus: %s: %v: stopping after this epoch (checkpoint, then exit %d)\n", who, s, ExitRequeue)
+			if s == syscall.SIGUSR1 {
+				fmt.Fprint(os.Stderr, msg)
+				continue
+			}
+			// mpirun also sends SIGTERM to the ranks of a job it aborts
+			// (another rank failed), then SIGKILL a second later: say
+			// nothing unless the process outlives that, so an aborted rank
+			// does not report a clean stop.
+			time.AfterFunc(2*time.Second, func() { fmt.Fprint(os.Stderr, msg) })
 		}
 	}()
 }
 
 func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs := newFlags("train", "train (--data DIR | --shards DIR) [flags]")
-	fs.StringVar(&tf.data, "data", "", "dataset directory (whole graph; every rank reads it)")
-	fs.StringVar(&tf.shards, "shards", "", "shard directory from 'sancus prepare' (each rank reads its own shard)")
+	fs.StringVar(&tf.data, "data", "", "dataset `DIR` (whole graph; every rank reads it)")
+	fs.StringVar(&tf.shards, "shards", "", "shard `DIR` from 'sancus prepare' (each rank reads its own shard)")
 	fs.IntVar(&tf.ranks, "ranks", 1, "run this many ranks as goroutines in one process (without mpirun)")
 	fs.IntVar(&cfg.Layers, "layers", cfg.Layers, "GCN layers")
 	fs.IntVar(&cfg.Hidden, "hidden", cfg.Hidden, "hidden width")
@@ -78,7 +98,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for weights and dropout")
 	fs.BoolVar(&cfg.Precompute, "precompute", cfg.Precompute, "use precomputed ÂX (exact; layer 1 sends nothing); --precompute=false runs the plain path")
 	fs.StringVar(&cfg.Staleness, "staleness", cfg.Staleness, "staleness policy: none, epoch-fixed, epoch-adaptive, variation-gap")
-	fs.Float64Var(&cfg.Eps, "eps", cfg.Eps, "staleness bound: epochs (ε_E, ε_A) or relative change (ε_H)")
+	fs.Float64Var(&cfg.Eps, "eps", cfg.Eps, "staleness bound: epochs (ε_E, ε_A; default 1) or relative change (ε_H; default 0.03)")
 	fs.IntVar(&cfg.MaxStale, "max-stale", cfg.MaxStale, "hard cap on epochs a cached block may be reused, for every policy")
 	fs.Float64Var(&cfg.Clip, "clip", cfg.Clip, "per-rank gradient clipping threshold th (0: off)")
 	fs.Float64Var(&cfg.ClipScale, "clip-scale", cfg.ClipScale, "th_i = clip-scale·th (0: √P, as in SANCUS)")
@@ -87,20 +107,21 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.BoolVar(&cfg.DenseBcast, "dense-bcast", cfg.DenseBcast, "broadcast whole blocks (SANCUS as published) instead of sending each rank only the rows it uses")
 	fs.BoolVar(&cfg.NativeBcast, "native-bcast", cfg.NativeBcast, "with --dense-bcast: MPI_Bcast instead of the pipelined ring")
 	fs.IntVar(&cfg.Chunk, "chunk", cfg.Chunk, "ring broadcast chunk in floats (0: 65536)")
-	fs.IntVar(&cfg.EvalEvery, "eval-every", cfg.EvalEvery, "evaluate every k epochs (0: only accuracy-free training)")
+	fs.IntVar(&cfg.EvalEvery, "eval-every", cfg.EvalEvery, "evaluate every k epochs and after the last (0: after the last only)")
+	fs.Float64Var(&cfg.MaxLossGrowth, "max-loss-growth", cfg.MaxLossGrowth, "stop as diverged when the loss exceeds this many times the first epoch's (0: only NaN/Inf stop)")
 	fs.BoolVar(&tf.normalize, "normalize-features", true, "row-normalize features (with --data)")
 	fs.Uint64Var(&tf.splitSeed, "split-seed", 1, "seed of the split for datasets without one (with --data)")
-	fs.StringVar(&cfg.DeviceComm, "device-comm", "", "move dense blocks device to device: nccl (in a `make cuda` binary; needs --dense-bcast); default: through the rank transport")
-	fs.StringVar(&cfg.Device, "device", "cpu", "kernels backend: cpu, or cuda in a binary built with `make cuda` (one GPU per local rank)")
+	fs.StringVar(&cfg.DeviceComm, "device-comm", "", "move dense blocks device to device: nccl (in a binary built with make cuda; needs --dense-bcast); default: through the rank transport")
+	fs.StringVar(&cfg.Device, "device", "cpu", "kernels backend: cpu, or cuda in a binary built with make cuda (one GPU per local rank)")
 	fs.IntVar(&tf.threads, "threads", 0, "kernel threads per rank (0: GOMAXPROCS / in-process ranks)")
 	fs.DurationVar(&tf.timeout, "comm-timeout", 5*time.Minute, "abort the job when a communication wait exceeds this")
-	fs.StringVar(&tf.out, "out", "", "results JSON path (default results/runs/<name>.json)")
+	fs.StringVar(&tf.out, "out", "", "results JSON `FILE` (default results/runs/<name>-<job id or time>.json)")
 	fs.StringVar(&tf.name, "name", "", "run name used in the default --out")
 	fs.BoolVar(&tf.quiet, "quiet", false, "no per-epoch lines")
-	fs.StringVar(&cfg.CheckpointDir, "checkpoint-dir", "", "directory for checkpoints (one file per rank per committed epoch)")
+	fs.StringVar(&cfg.CheckpointDir, "checkpoint-dir", "", "`DIR` for checkpoints (one file per rank per committed epoch)")
 	fs.IntVar(&cfg.CheckpointEvery, "checkpoint-every", 0, "checkpoint every K epochs (0: only on SIGTERM/SIGUSR1)")
 	fs.BoolVar(&cfg.Resume, "resume", false, "continue from the latest checkpoint in --checkpoint-dir (start fresh if there is none)")
-	fs.StringVar(&tf.saveWeights, "save-weights", "", "write the final weights (float32, little endian, W0 b0 W1 b1 …) to this file")
+	fs.StringVar(&tf.saveWeights, "save-weights", "", "write the final weights (float32, little endian, W0 b0 W1 b1 …) to `FILE`")
 	return fs
 }
 
@@ -117,13 +138,15 @@ func runTrain(args []string) error {
 	if (tf.data == "") == (tf.shards == "") {
 		return fmt.Errorf("give exactly one of --data or --shards")
 	}
-	if err := cfg.Validate(); err != nil {
+	if !fs.Changed("eps") {
+		cfg.Eps = staleness.DefaultEps(cfg.Staleness)
+	}
+	if err := checkTrainFlags(cfg, tf); err != nil {
 		return err
 	}
 	if !tf.quiet {
 		cfg.Log = os.Stdout
 	}
-	watchSignals()
 	cfg.Stop = stopRequested.Load
 	env, err := launch.Detect()
 	if err != nil {
@@ -131,15 +154,21 @@ func runTrain(args []string) error {
 	}
 	rep := &Report{Command: "sancus " + strings.Join(args, " "), Started: time.Now().UTC(), JobID: env.JobID, Launcher: env.Launcher}
 	rep.Host, _ = os.Hostname()
+	watchSignals(fmt.Sprintf("rank %d", env.Rank))
+	// Every output is known and test-written before any work: a run must not
+	// learn after hours of training that its results have nowhere to go.
+	if tf.out == "" {
+		tf.out = defaultOut(tf, cfg, rep)
+	}
+	if err := checkOutputs(cfg, tf, env.Rank == 0); err != nil {
+		return err
+	}
 	if env.Parallel() {
 		cfg.LocalRank = env.LocalRank // one device per rank on its node
 		if tf.ranks != 1 {
 			return fmt.Errorf("--ranks is for single-process runs; under %s the launcher sets the rank count", env.Launcher)
 		}
 		return trainMPI(cfg, tf, rep)
-	}
-	if tf.ranks < 1 {
-		return fmt.Errorf("--ranks must be ≥ 1")
 	}
 	threads := tf.threads
 	if threads == 0 {
@@ -166,18 +195,81 @@ func runTrain(args []string) error {
 		printStart(cfg, tf.ranks, rep.Dataset, rep.Nodes, "in-process")
 		res, err = train.RunShards(shards, cfg)
 	}
-	if err != nil && !errors.Is(err, train.ErrStopped) {
+	if err != nil && !errors.Is(err, train.ErrStopped) && !errors.Is(err, train.ErrDiverged) {
 		return err
 	}
 	rep.Config, rep.Result = cfg, res.Result
 	if ferr := finish(rep, tf, res.Params); ferr != nil {
 		return ferr
 	}
-	return stopped(err, cfg)
+	return ended(err, cfg)
 }
 
-// stopped turns a honoured stop request into the requeue exit status.
-func stopped(err error, cfg train.Config) error {
+// defaultOut is results/runs/<name>-<job id or start time>.json, named
+// from the dataset directory, the rank count and the policy.
+func defaultOut(tf trainFlags, cfg train.Config, rep *Report) string {
+	name := tf.name
+	if name == "" {
+		ds := filepath.Base(tf.data)
+		if tf.shards != "" {
+			ds = shardDataset(tf.shards)
+		}
+		ranks := tf.ranks
+		if env, err := launch.Detect(); err == nil && env.Parallel() {
+			ranks = env.Size
+		}
+		name = fmt.Sprintf("%s-P%d-%s", ds, ranks, strings.ReplaceAll(cfg.Staleness, "-", ""))
+	}
+	id := rep.JobID
+	if id == "" {
+		id = rep.Started.Format("20060102T150405")
+	}
+	return filepath.Join("results", "runs", name+"-"+id+".json")
+}
+
+// checkTrainFlags rejects nonsensical values before any work.
+func checkTrainFlags(cfg train.Config, tf trainFlags) error {
+	switch {
+	case tf.ranks < 1:
+		return fmt.Errorf("--ranks must be ≥ 1, got %d", tf.ranks)
+	case tf.threads < 0:
+		return fmt.Errorf("--threads must be ≥ 0 (0: automatic), got %d", tf.threads)
+	case tf.timeout <= 0:
+		return fmt.Errorf("--comm-timeout must be > 0, got %v", tf.timeout)
+	}
+	return cfg.Validate()
+}
+
+// checkOutputs creates and test-writes every output location. write says
+// whether this process writes the results (rank 0); every rank writes
+// checkpoints.
+func checkOutputs(cfg train.Config, tf trainFlags, write bool) error {
+	if cfg.CheckpointDir != "" {
+		if err := atomicfile.CheckDir(cfg.CheckpointDir); err != nil {
+			return fmt.Errorf("--checkpoint-dir: %w", err)
+		}
+	}
+	if !write {
+		return nil
+	}
+	if err := atomicfile.Check(tf.out); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if tf.saveWeights != "" {
+		if err := atomicfile.Check(tf.saveWeights); err != nil {
+			return fmt.Errorf("--save-weights: %w", err)
+		}
+	}
+	return nil
+}
+
+// ended turns how training ended into the exit status: a honoured stop
+// request exits 85 (requeue), a divergence 86, both after the report.
+func ended(err error, cfg train.Config) error {
+	if errors.Is(err, train.ErrDiverged) {
+		fmt.Fprintf(os.Stderr, "sancus: the results JSON has the curve up to the divergence (status \"diverged\"); exiting %d\n", ExitDiverged)
+		os.Exit(ExitDiverged)
+	}
 	if !errors.Is(err, train.ErrStopped) {
 		return nil
 	}
@@ -245,7 +337,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *Report) error {
 	}
 	defer e.Close()
 	res, err := e.Run()
-	if err != nil && !errors.Is(err, train.ErrStopped) {
+	if err != nil && !errors.Is(err, train.ErrStopped) && !errors.Is(err, train.ErrDiverged) {
 		return abort("training", err)
 	}
 	rep.Config, rep.Result = cfg, res
@@ -260,7 +352,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *Report) error {
 	if cerr := c.Close(); cerr != nil {
 		return cerr
 	}
-	return stopped(err, cfg)
+	return ended(err, cfg)
 }
 
 // shardDataset names the dataset a shard directory was prepared from (its
@@ -319,20 +411,6 @@ func finish(rep *Report, tf trainFlags, params [][]float32) error {
 	fmt.Printf("done: test accuracy %.4f at best validation epoch %d (val %.4f); final test %.4f; %.2f ms/epoch; %.1fs total\n",
 		res.TestAtBest, res.BestEpoch, res.BestValAcc, res.FinalTestAcc, res.MeanEpochMs, res.TotalSec)
 	out := tf.out
-	if out == "" {
-		name := tf.name
-		if name == "" {
-			name = fmt.Sprintf("%s-P%d-%s", rep.Dataset, res.Ranks, strings.ReplaceAll(rep.Config.Staleness, "-", ""))
-		}
-		id := rep.JobID
-		if id == "" {
-			id = rep.Started.Format("20060102T150405")
-		}
-		out = filepath.Join("results", "runs", name+"-"+id+".json")
-	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return err
-	}
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err

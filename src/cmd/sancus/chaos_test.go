@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestFaultInjection kills (SIGKILL), freezes (SIGSTOP) or stops (SIGTERM)
+// a random rank of an mpirun job at a random epoch, many times. Every time
+// all ranks must exit within 30 s with the cause named, and the job resumed
+// from its checkpoints must end with weights bit-identical to an
+// uninterrupted run. SANCUS_CHAOS=N sets the number of faults (default 3,
+// one of each kind; `make chaos` runs 24), SANCUS_CHAOS_LOG a file for the
+// log of every fault.
+func TestFaultInjection(t *testing.T) {
+	mpirun := needMPI(t)
+	faults := 3
+	if v, err := strconv.Atoi(os.Getenv("SANCUS_CHAOS")); err == nil && v > 0 {
+		faults = v
+	}
+	var log bytes.Buffer
+	defer func() {
+		if p := os.Getenv("SANCUS_CHAOS_LOG"); p != "" {
+			os.WriteFile(p, log.Bytes(), 0o644)
+		}
+	}()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "g")
+	// Large enough that an epoch takes milliseconds, so a fault lands mid-run.
+	if o, err := run(t, 0, "gen", "--out", data, "--nodes", "12000", "--edges", "100000", "--features", "64",
+		"--feature-nnz", "8", "--classes", "8", "--p-in", "0.8", "--feature-signal", "0.5"); err != nil {
+		t.Fatalf("gen: %v\n%s", err, o)
+	}
+	const np, epochs = 3, 120
+	common := []string{"train", "--data", data, "--epochs", strconv.Itoa(epochs), "--hidden", "64", "--staleness", "variation-gap",
+		"--checkpoint-every", "7", "--comm-timeout", "6s"}
+	ref := filepath.Join(dir, "ref.w")
+	if o, err := run(t, np, append(common, "--quiet", "--checkpoint-dir", filepath.Join(dir, "ck-ref"), "--save-weights", ref, "--out", filepath.Join(dir, "ref.json"))...); err != nil {
+		t.Fatalf("uninterrupted run: %v\n%s", err, o)
+	}
+	want, _ := os.ReadFile(ref)
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	kinds := []syscall.Signal{syscall.SIGKILL, syscall.SIGSTOP, syscall.SIGTERM}
+	for f, missed := 0, 0; f < faults; f++ {
+		sig := kinds[f%len(kinds)]
+		victim, at := r.IntN(np), 10+r.IntN(epochs-40)
+		ck, w := filepath.Join(dir, fmt.Sprintf("ck-%d", f)), filepath.Join(dir, fmt.Sprintf("w-%d", f))
+		args := append(append([]string{}, common...), "--checkpoint-dir", ck, "--save-weights", w, "--out", filepath.Join(dir, fmt.Sprintf("r-%d.json", f)))
+		cmd := exec.Command(mpirun, append([]string{"-np", strconv.Itoa(np), bin}, args...)...)
+		cmd.Env = mpiEnv()
+		wait := startUntil(t, cmd, fmt.Sprintf("epoch %4d", at))
+		pid, err := rankPID(cmd.Process.Pid, victim)
+		if err != nil {
+			t.Fatalf("fault %d: %v", f, err)
+		}
+		start := time.Now()
+		syscall.Kill(pid, sig)
+		out, err := wait()
+		took := time.Since(start)
+		code := exitCode(err)
+		if code == 0 && strings.Contains(out, "done:") && missed < 5 { // finished before the signal landed: again
+			missed++
+			f--
+			continue
+		}
+		fmt.Fprintf(&log, "fault %2d: %-7v to rank %d (pid %d), seen at epoch %3d: all ranks exited after %5.1fs with status %d\n",
+			f+1, sig, victim, pid, at, took.Seconds(), code)
+		if took > 30*time.Second {
+			t.Fatalf("fault %d: the job took %v to end after %v to rank %d\n%s", f, took, sig, victim, out)
+		}
+		var cause string
+		switch sig {
+		case syscall.SIGKILL:
+			cause = fmt.Sprintf("rank %d", victim) // mpirun names the process that died
+		case syscall.SIGSTOP:
+			cause = "timed out"
+		case syscall.SIGTERM:
+			cause = "checkpoint committed"
+		}
+		if code == 0 || !strings.Contains(out, cause) || (sig == syscall.SIGTERM && code != ExitRequeue) {
+			t.Fatalf("fault %d (%v to rank %d): exit %d, output does not say %q:\n%s", f, sig, victim, code, cause, out)
+		}
+		fmt.Fprintf(&log, "          cause: %s\n", firstLine(out, cause))
+		res, err := run(t, np, append(args, "--resume", "--quiet")...)
+		if err != nil {
+			t.Fatalf("fault %d: resume: %v\n%s", f, err, res)
+		}
+		fmt.Fprintf(&log, "          %s\n", firstLine(res, "resume"))
+		if got, _ := os.ReadFile(w); !bytes.Equal(got, want) {
+			t.Fatalf("fault %d (%v to rank %d at epoch %d): resumed weights differ from the uninterrupted run\n%s", f, sig, victim, at, res)
+		}
+		fmt.Fprintf(&log, "          resumed to epoch %d: weights bit-identical to the uninterrupted run\n", epochs)
+	}
+	t.Logf("%d faults injected, every one recovered:\n%s", faults, log.String())
+}
+
+// rankPID finds the process of the given rank among mpirun's descendants.
+func rankPID(mpirun, rank int) (int, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		procs, _ := filepath.Glob("/proc/[0-9]*/environ")
+		for _, p := range procs {
+			env, err := os.ReadFile(p)
+			if err != nil || !bytes.Contains(env, []byte("OMPI_COMM_WORLD_RANK="+strconv.Itoa(rank)+"\x00")) {
+				continue
+			}
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			if descends(pid, mpirun) {
+				return pid, nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("no process of rank %d under mpirun %d", rank, mpirun)
+}
+
+func descends(pid, ancestor int) bool {
+	for i := 0; i < 8 && pid > 1; i++ {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ppid …: comm may hold spaces, so split after ')'.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 2 {
+			return false
+		}
+		pid, _ = strconv.Atoi(f[1])
+		if pid == ancestor {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(out, with string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, with) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}

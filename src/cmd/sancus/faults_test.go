@@ -1,0 +1,194 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Issue 15's table, row by row: each case failed (lost work or misled)
+// before and must now end clearly.
+
+// TestDivergedRunKeepsItsReport: --lr 1e30 used to print NaN losses and
+// then fail to write JSON; --lr 1e6 exited 0 with a loss of 8e5.
+func TestDivergedRunKeepsItsReport(t *testing.T) {
+	dir := t.TempDir()
+	for _, lr := range []string{"1e30", "1e6"} {
+		out := filepath.Join(dir, "r"+lr+".json")
+		o, err := run(t, 0, "train", "--data", cora, "--epochs", "50", "--quiet", "--lr", lr, "--out", out)
+		if exitCode(err) != ExitDiverged || !strings.Contains(o, "diverged at epoch") {
+			t.Fatalf("--lr %s: exit %d, want %d and the epoch named:\n%s", lr, exitCode(err), ExitDiverged, o)
+		}
+		rep := readReport(t, out)
+		if rep.Result.Status != "diverged" || len(rep.Result.Curve) == 0 || !strings.Contains(rep.Result.Error, "layer") && lr == "1e30" {
+			t.Fatalf("--lr %s: report status %q error %q, %d epochs", lr, rep.Result.Status, rep.Result.Error, len(rep.Result.Curve))
+		}
+	}
+}
+
+// TestOutputsAreCheckedFirst: an --out that cannot be written used to be
+// found out only after training, losing the run.
+func TestOutputsAreCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "plain-file")
+	os.WriteFile(file, nil, 0o644)
+	for _, c := range []struct{ flag, path, want string }{
+		{"--out", "/proc/sancus/r.json", "--out"},
+		{"--out", filepath.Join(file, "r.json"), "--out"},
+		{"--out", dir, "is a directory"},
+		{"--save-weights", filepath.Join(file, "w.bin"), "--save-weights"},
+		{"--checkpoint-dir", filepath.Join(file, "ck"), "--checkpoint-dir"},
+	} {
+		start := time.Now()
+		o, err := run(t, 0, "train", "--data", cora, "--epochs", "200", c.flag, c.path)
+		if err == nil || !strings.Contains(o, c.want) || strings.Contains(o, "epoch    1") {
+			t.Fatalf("%s %s: err %v, want a refusal saying %q before any epoch:\n%s", c.flag, c.path, err, c.want, o)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("%s %s: refused only after %v", c.flag, c.path, d)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*.tmp")); len(left) > 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+// TestFailedPrepareLeavesNoDirectory: prepare on a malformed graph used to
+// leave an empty output directory behind.
+func TestFailedPrepareLeavesNoDirectory(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "bad")
+	os.Mkdir(data, 0o755)
+	os.WriteFile(filepath.Join(data, "graph.mtx"), []byte("%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n9 2\n"), 0o644)
+	os.WriteFile(filepath.Join(data, "labels.txt"), []byte("0\n1\n0\n"), 0o644)
+	out := filepath.Join(dir, "shards")
+	o, err := run(t, 0, "prepare", "--data", data, "--parts", "2", "--out", out)
+	if err == nil || !strings.Contains(o, "graph.mtx:4") {
+		t.Fatalf("malformed graph: err %v\n%s", err, o)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatalf("a failed prepare left %s behind", out)
+	}
+}
+
+// TestBadFlagValuesAreRefused: values that used to be accepted and then
+// report 0.0000 accuracy or nothing.
+func TestBadFlagValuesAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	overlap := filepath.Join(dir, "overlap")
+	os.Mkdir(overlap, 0o755)
+	os.WriteFile(filepath.Join(overlap, "graph.mtx"), []byte("%%MatrixMarket matrix coordinate pattern symmetric\n4 4 3\n2 1\n3 2\n4 3\n"), 0o644)
+	os.WriteFile(filepath.Join(overlap, "labels.txt"), []byte("0\n1\n0\n1\n"), 0o644)
+	os.WriteFile(filepath.Join(overlap, "train.txt"), []byte("0\n1\n"), 0o644)
+	os.WriteFile(filepath.Join(overlap, "test.txt"), []byte("1\n2\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--epochs", "0"}, "epochs must be ≥ 1"},
+		{[]string{"--eval-every", "-1"}, "eval-every must be ≥ 0"},
+		{[]string{"--threads", "-1"}, "--threads must be ≥ 0"},
+		{[]string{"--comm-timeout", "0s"}, "--comm-timeout must be > 0"},
+		{[]string{"--dropout", "nan"}, "dropout must be in [0,1)"},
+		{[]string{"--staleness", "variation-gap", "--eps", "-1"}, "variation-gap needs"},
+	} {
+		o, err := run(t, 0, append([]string{"train", "--data", cora}, c.args...)...)
+		if err == nil || !strings.Contains(o, c.want) {
+			t.Errorf("train %v: err %v, want it to say %q:\n%s", c.args, err, c.want, o)
+		}
+	}
+	o, err := run(t, 0, "train", "--data", overlap, "--epochs", "3")
+	if err == nil || !strings.Contains(o, "test.txt: node 1 is also in train.txt") {
+		t.Errorf("overlapping splits: err %v\n%s", err, o)
+	}
+	// --eval-every 0 still reports accuracy: it evaluates after the last epoch.
+	out := filepath.Join(dir, "r.json")
+	if o, err := run(t, 0, "train", "--data", cora, "--epochs", "30", "--eval-every", "0", "--quiet", "--out", out); err != nil {
+		t.Fatalf("--eval-every 0: %v\n%s", err, o)
+	}
+	if r := readReport(t, out).Result; r.FinalTestAcc < 0.3 || !r.Curve[len(r.Curve)-1].Evaluated {
+		t.Fatalf("--eval-every 0: final test accuracy %v", r.FinalTestAcc)
+	}
+}
+
+// TestHelpAndDefaults: help goes to stdout with status 0, placeholders are
+// words, and variation-gap without --eps uses its documented bound.
+func TestHelpAndDefaults(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"train", "--help"}, {"prepare", "-h"}} {
+		cmd := exec.Command(bin, args...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil || stdout.Len() == 0 || stderr.Len() != 0 {
+			t.Fatalf("sancus %v: err %v, %d bytes on stdout, stderr %q", args, err, stdout.Len(), stderr.String())
+		}
+		if strings.Contains(stdout.String(), "make cuda ") && strings.Contains(stdout.String(), "--device make cuda") {
+			t.Fatalf("sancus %v: placeholder is a phrase:\n%s", args, stdout.String())
+		}
+	}
+	cmd := exec.Command(bin, "train", "--help")
+	b, _ := cmd.Output()
+	for _, want := range []string{"--data DIR", "--out FILE", "--checkpoint-dir DIR", "ε_H; default 0.03"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("train --help lacks %q", want)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "r.json")
+	if o, err := run(t, 0, "train", "--data", cora, "--ranks", "2", "--epochs", "200", "--quiet", "--staleness", "variation-gap", "--out", out); err != nil {
+		t.Fatalf("variation-gap without --eps: %v\n%s", err, o)
+	}
+	skipped := 0
+	for _, e := range readReport(t, out).Result.Curve {
+		skipped += e.Skipped
+	}
+	if skipped == 0 {
+		t.Fatal("variation-gap without --eps never skipped a broadcast")
+	}
+}
+
+// TestSIGTERMToMpirunResumesFromLastCompleteCheckpoint: mpirun aborts a job
+// on SIGTERM (it cannot forward it); --resume used to start again at epoch
+// 1 silently. Now it continues from the last complete checkpoint and says
+// so — and sancus launch turns the same SIGTERM into a clean stop.
+func TestSIGTERMToMpirunResumesFromLastCompleteCheckpoint(t *testing.T) {
+	mpirun := needMPI(t)
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "ck")
+	args := []string{"train", "--data", cora, "--epochs", "3000", "--checkpoint-dir", ck, "--checkpoint-every", "20", "--out", filepath.Join(dir, "r.json")}
+	cmd := exec.Command(mpirun, append([]string{"-np", "2", bin}, args...)...)
+	cmd.Env = mpiEnv()
+	wait := startUntil(t, cmd, "checkpoint: "+ck+" after epoch 40")
+	cmd.Process.Signal(syscall.SIGTERM)
+	out, err := wait()
+	if err == nil {
+		t.Fatalf("mpirun after SIGTERM exited 0:\n%s", out)
+	}
+	o, _ := run(t, 2, append(args, "--epochs", "60", "--resume", "--quiet")...)
+	if !strings.Contains(o, "resumed from "+ck+" after epoch") {
+		t.Fatalf("resume did not say where it continued:\n%s", o)
+	}
+	// Only an incomplete checkpoint: said, not silent.
+	empty := filepath.Join(dir, "ck2")
+	os.MkdirAll(filepath.Join(empty, "epoch-000071"), 0o755)
+	os.WriteFile(filepath.Join(empty, "epoch-000071", "rank-00000-of-00002.ckpt"), []byte("x"), 0o644)
+	o, err = run(t, 0, "train", "--data", cora, "--ranks", "2", "--epochs", "2", "--checkpoint-dir", empty, "--resume", "--quiet", "--out", filepath.Join(dir, "r2.json"))
+	if err != nil || !strings.Contains(o, "epoch-000071 holds 1 of 2 rank files") || !strings.Contains(o, "starting from epoch 1") {
+		t.Fatalf("incomplete checkpoint: %v\n%s", err, o)
+	}
+	// Through sancus launch, the SIGTERM becomes SIGUSR1 for mpirun: a
+	// clean stop with a checkpoint and exit 85.
+	args[len(args)-1] = filepath.Join(dir, "r3.json")
+	ck3 := filepath.Join(dir, "ck3")
+	args[6] = ck3
+	cmd = exec.Command(bin, append([]string{"launch", "-n", "2", "--via", "mpirun", "--"}, args...)...)
+	cmd.Env = mpiEnv()
+	wait = startUntil(t, cmd, "epoch   30")
+	cmd.Process.Signal(syscall.SIGTERM)
+	out, err = wait()
+	if exitCode(err) != ExitRequeue || !strings.Contains(out, "checkpoint committed") {
+		t.Fatalf("sancus launch with SIGTERM: exit %d, want %d:\n%s", exitCode(err), ExitRequeue, out)
+	}
+}
