@@ -33,12 +33,20 @@ while [ "$f" -lt "$faults" ]; do
 		sleep 0.05
 	done
 	pid=""
-	for e in /proc/[0-9]*/environ; do
-		if grep -qzx "SLURM_PROCID=$victim" "$e" 2>/dev/null && grep -qzx "SANCUS_CHAOS_RUN=$f" "$e" 2>/dev/null; then
-			pid=$(basename "$(dirname "$e")")
-		fi
+	for _ in $(seq 100); do # the task may still be starting on a busy node
+		for e in /proc/[0-9]*/environ; do
+			if grep -qzx "SLURM_PROCID=$victim" "$e" 2>/dev/null && grep -qzx "SANCUS_CHAOS_RUN=$f" "$e" 2>/dev/null; then
+				pid=$(basename "$(dirname "$e")")
+			fi
+		done
+		[ -n "$pid" ] || ! kill -0 "$step" 2>/dev/null && break
+		sleep 0.05
 	done
-	[ -n "$pid" ] || fail "fault $f: no process for task $victim"
+	if [ -z "$pid" ]; then
+		wait "$step" || true
+		grep -q "^done:" "$out" && [ "$missed" -lt 5 ] && { missed=$((missed + 1)); continue; }
+		fail "fault $f: no process for task $victim: $(tail -5 "$out")"
+	fi
 	start=$(date +%s.%N)
 	kill -"$sig" "$pid"
 	set +e

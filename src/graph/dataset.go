@@ -30,6 +30,12 @@ type Dataset struct {
 type LoadOptions struct {
 	NormalizeFeatures bool   // divide every feature row by its sum
 	SplitSeed         uint64 // for datasets that ship no split
+	// Split is how a dataset without split files is split: "" or "random"
+	// (10/10/80 of the labelled nodes), or "planetoid" (20 per class for
+	// training, 500 validation, 1,000 test), seeded by SplitSeed.
+	Split string
+	// SplitName picks one of an OGB dataset's split/<name>/ directories.
+	SplitName string
 }
 
 func exists(p string) bool {
@@ -46,30 +52,30 @@ func Load(dir string, opt LoadOptions) (*Dataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
-	ds := &Dataset{Name: filepath.Base(dir)}
 	var e *Edges
-	if !st.IsDir() { // a lone METIS or edge-list file
+	switch {
+	case npzPath(dir) != "" || (st.IsDir() && ogbFile(ogbRaw(dir), "edge") != ""):
+		e, err = streamEdges(dir) // the array and CSV layouts have no whole-file reader
+	case !st.IsDir(): // a lone METIS or edge-list file
 		e, err = readGraphFile(dir)
-	} else if p := filepath.Join(dir, "graph.mtx"); exists(p) {
-		e, err = ReadMTXGraph(p)
-	} else if p := filepath.Join(dir, "edges.txt"); exists(p) {
-		e, err = ReadSNAP(p)
-	} else if m, _ := filepath.Glob(filepath.Join(dir, "*.graph")); len(m) == 1 {
+	case exists(filepath.Join(dir, "graph.mtx")):
+		e, err = ReadMTXGraph(filepath.Join(dir, "graph.mtx"))
+	case exists(filepath.Join(dir, "edges.txt")):
+		e, err = ReadSNAP(filepath.Join(dir, "edges.txt"))
+	default:
+		m, _ := filepath.Glob(filepath.Join(dir, "*.graph"))
+		if len(m) != 1 {
+			return nil, fmt.Errorf("dataset %s: no graph.mtx, edges.txt, single *.graph, single *.npz or OGB raw/edge.csv", dir)
+		}
 		e, err = ReadMETIS(m[0])
-	} else {
-		return nil, fmt.Errorf("dataset %s: no graph.mtx, edges.txt or single *.graph file", dir)
 	}
 	if err != nil {
 		return nil, err
-	}
-	if !st.IsDir() {
-		dir = filepath.Dir(dir)
 	}
 	nodes, err := LoadNodeData(dir, e.N, opt)
 	if err != nil {
 		return nil, err
 	}
-	nodes.Name = ds.Name
 	e.N = nodes.N
 	if nodes.Adj, err = BuildAdjacency(e); err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", dir, err)
@@ -77,12 +83,81 @@ func Load(dir string, opt LoadOptions) (*Dataset, error) {
 	return nodes, nil
 }
 
+// streamEdges collects a dataset's edge stream.
+func streamEdges(path string) (*Edges, error) {
+	s, err := OpenEdgeStream(path)
+	if err != nil {
+		return nil, err
+	}
+	e := &Edges{N: s.N}
+	return e, s.Each(func(u, v int32) error {
+		e.add(int(u), int(v))
+		return nil
+	})
+}
+
 // LoadNodeData reads everything of a dataset directory but its edges —
 // labels, features, splits — for a graph of graphN nodes (labels may add
 // isolated trailing nodes to a SNAP edge list, which cannot name them).
 // Memory is O(|V| + nnz(X)).
-func LoadNodeData(dir string, graphN int, opt LoadOptions) (*Dataset, error) {
-	ds := &Dataset{Name: filepath.Base(dir), N: graphN}
+func LoadNodeData(path string, graphN int, opt LoadOptions) (*Dataset, error) {
+	var ds *Dataset
+	var err error
+	dir := path
+	switch {
+	case npzPath(path) != "":
+		z := npzPath(path)
+		dir = filepath.Dir(z)
+		ds, err = loadNPZNodeData(z, graphN)
+	case statDir(path) && ogbFile(ogbRaw(path), "edge") != "":
+		ds, err = loadOGBNodeData(path, graphN, opt)
+	default:
+		if !statDir(path) { // a lone graph file: its node files sit beside it
+			dir = filepath.Dir(path)
+		}
+		ds, err = loadTextNodeData(dir, graphN)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ds.Name = datasetName(path)
+	// .npy labels and splits may sit beside any format.
+	if ds.Labels == nil {
+		if p := filepath.Join(dir, "labels.npy"); exists(p) {
+			if ds.Labels, err = readNPYLabels(p); err != nil {
+				return nil, err
+			}
+			if len(ds.Labels) != ds.N {
+				return nil, fmt.Errorf("%s: %d labels but the graph has %d nodes", p, len(ds.Labels), ds.N)
+			}
+		}
+	}
+	if ds.Labels == nil {
+		ds.Labels = make([]int32, ds.N)
+		for i := range ds.Labels {
+			ds.Labels[i] = -1
+		}
+	}
+	for _, l := range ds.Labels {
+		ds.Classes = max(ds.Classes, int(l)+1)
+	}
+	if ds.Features == nil {
+		ds.Features = Identity(ds.N)
+	}
+	if opt.NormalizeFeatures {
+		RowNormalize(ds.Features)
+	}
+	if ds.Train == nil { // OGB brings its own split
+		if err := ds.loadSplits(dir, opt); err != nil {
+			return nil, err
+		}
+	}
+	return ds, nil
+}
+
+// loadTextNodeData reads labels.txt and features.mtx (each optional).
+func loadTextNodeData(dir string, graphN int) (*Dataset, error) {
+	ds := &Dataset{N: graphN}
 	var err error
 	labelsPath := filepath.Join(dir, "labels.txt")
 	if exists(labelsPath) {
@@ -93,27 +168,11 @@ func LoadNodeData(dir string, graphN int, opt LoadOptions) (*Dataset, error) {
 			return nil, fmt.Errorf("%s: %d labels but the graph has %d nodes", labelsPath, len(ds.Labels), graphN)
 		}
 		ds.N = len(ds.Labels)
-	} else {
-		ds.Labels = make([]int32, graphN)
-		for i := range ds.Labels {
-			ds.Labels[i] = -1
-		}
-	}
-	for _, l := range ds.Labels {
-		ds.Classes = max(ds.Classes, int(l)+1)
 	}
 	if p := filepath.Join(dir, "features.mtx"); exists(p) {
 		if ds.Features, err = ReadFeatures(p, ds.N); err != nil {
 			return nil, err
 		}
-	} else {
-		ds.Features = Identity(ds.N)
-	}
-	if opt.NormalizeFeatures {
-		RowNormalize(ds.Features)
-	}
-	if err := ds.loadSplits(dir, opt.SplitSeed); err != nil {
-		return nil, err
 	}
 	return ds, nil
 }
@@ -128,13 +187,20 @@ func readGraphFile(p string) (*Edges, error) {
 	return ReadSNAP(p)
 }
 
-func (ds *Dataset) loadSplits(dir string, seed uint64) error {
-	names := []string{"train.txt", "val.txt", "test.txt"}
+func (ds *Dataset) loadSplits(dir string, opt LoadOptions) error {
+	names := []string{"train", "val", "test"}
 	dst := []*[]int32{&ds.Train, &ds.Val, &ds.Test}
 	found := 0
 	for i, name := range names {
-		p := filepath.Join(dir, name)
-		s, err := ReadSplit(p, ds.N)
+		var s []int32
+		var err error
+		p := filepath.Join(dir, name+".txt")
+		if np := filepath.Join(dir, name+".npy"); !exists(p) && exists(np) {
+			p = np
+			s, err = readNPYSplit(p, ds.N)
+		} else {
+			s, err = ReadSplit(p, ds.N)
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -147,13 +213,47 @@ func (ds *Dataset) loadSplits(dir string, seed uint64) error {
 			}
 		}
 		*dst[i] = s
+		names[i] = filepath.Base(p)
 		found++
 	}
-	if found == 0 {
-		ds.Train, ds.Val, ds.Test = RandomSplit(ds.Labels, 0.1, 0.1, seed)
-		return nil
+	if found > 0 {
+		return checkSplits(dir, names, dst)
 	}
-	return checkSplits(dir, names, dst)
+	switch opt.Split {
+	case "", "random":
+		ds.Train, ds.Val, ds.Test = RandomSplit(ds.Labels, 0.1, 0.1, opt.SplitSeed)
+	case "planetoid":
+		ds.Train, ds.Val, ds.Test = PlanetoidSplit(ds.Labels, 20, 500, 1000, opt.SplitSeed)
+	default:
+		return fmt.Errorf("unknown split %q (random or planetoid)", opt.Split)
+	}
+	return nil
+}
+
+// PlanetoidSplit draws, seeded, perClass training nodes of every class and
+// then val and test nodes from the rest of the labelled nodes (Kipf and
+// Welling's Cora setting: 20 per class, 500, 1,000).
+func PlanetoidSplit(labels []int32, perClass, val, test int, seed uint64) (tr, va, te []int32) {
+	var ids []int32
+	for i, l := range labels {
+		if l >= 0 {
+			ids = append(ids, int32(i))
+		}
+	}
+	r := rand.New(rand.NewPCG(seed, 0x91a7))
+	r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	taken := map[int32]int{}
+	var rest []int32
+	for _, v := range ids {
+		if c := labels[v]; taken[c] < perClass {
+			taken[c]++
+			tr = append(tr, v)
+		} else {
+			rest = append(rest, v)
+		}
+	}
+	val, test = min(val, len(rest)), min(test, len(rest)-min(val, len(rest)))
+	return tr, rest[:val], rest[val : val+test]
 }
 
 // checkSplits rejects an empty training set and a node in two splits: both

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bufio"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"math"
@@ -10,7 +11,8 @@ import (
 	"strings"
 )
 
-// lineReader yields lines of a text file and formats errors as file:line.
+// lineReader yields lines of a text file (gunzipped when its name ends in
+// .gz, as OGB ships its CSVs) and formats errors as file:line.
 type lineReader struct {
 	path string
 	f    *os.File
@@ -24,7 +26,14 @@ func openLines(path string) (*lineReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := bufio.NewScanner(f)
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		if r, err = gzip.NewReader(bufio.NewReaderSize(f, 1<<20)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: not a gzip file: %w", path, err)
+		}
+	}
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
 	return &lineReader{path: path, f: f, sc: sc}, nil
 }

@@ -24,6 +24,19 @@ func OpenEdgeStream(dir string) (*EdgeStream, error) {
 	}
 	s := &EdgeStream{Path: p}
 	switch {
+	case strings.HasSuffix(p, ".npz"):
+		f, err := openNPZ(p)
+		if err != nil {
+			return nil, err
+		}
+		defer f.close()
+		if s.N, err = npzSquare(f, "adj"); err != nil {
+			return nil, err
+		}
+	case isOGBEdges(p):
+		if s.N, err = ogbNodes(filepath.Dir(filepath.Dir(p))); err != nil {
+			return nil, err
+		}
 	case strings.HasSuffix(p, ".mtx"):
 		h, err := mtxHeader(p)
 		if err != nil {
@@ -67,6 +80,12 @@ func graphFile(dir string) (string, error) {
 	if !st.IsDir() {
 		return dir, nil
 	}
+	if p := ogbFile(ogbRaw(dir), "edge"); p != "" {
+		return p, nil
+	}
+	if p := npzPath(dir); p != "" {
+		return p, nil
+	}
 	for _, name := range []string{"graph.mtx", "edges.txt"} {
 		if p := filepath.Join(dir, name); exists(p) {
 			return p, nil
@@ -75,7 +94,7 @@ func graphFile(dir string) (string, error) {
 	if m, _ := filepath.Glob(filepath.Join(dir, "*.graph")); len(m) == 1 {
 		return m[0], nil
 	}
-	return "", fmt.Errorf("dataset %s: no graph.mtx, edges.txt or single *.graph file", dir)
+	return "", fmt.Errorf("dataset %s: no graph.mtx, edges.txt, single *.graph, single *.npz or OGB raw/edge.csv", dir)
 }
 
 func mtxHeader(p string) (MTXHeader, error) {
@@ -126,6 +145,16 @@ func metisNodes(p string) (int, error) {
 // duplicates and self loops as they appear in the file).
 func (s *EdgeStream) Each(fn func(u, v int32) error) error {
 	switch {
+	case strings.HasSuffix(s.Path, ".npz"):
+		return eachNPZ(s.Path, fn)
+	case isOGBEdges(s.Path):
+		check := checkOGBEdges(s.N)
+		return eachOGB(s.Path, func(u, v int32) error {
+			if err := check(u, v); err != nil {
+				return err
+			}
+			return fn(u, v)
+		})
 	case strings.HasSuffix(s.Path, ".mtx"):
 		_, err := ReadMTX(s.Path, func(r, c int, _ float64) error { return fn(int32(r), int32(c)) })
 		return err

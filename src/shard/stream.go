@@ -30,15 +30,10 @@ func PrepareStreaming(dataDir, outDir string, parts int, opt Options, load graph
 	if err != nil {
 		return nil, err
 	}
-	dir := dataDir
-	if st, err := os.Stat(dataDir); err == nil && !st.IsDir() {
-		dir = filepath.Dir(dataDir)
-	}
-	nodes, err := graph.LoadNodeData(dir, s.N, load)
+	nodes, err := graph.LoadNodeData(dataDir, s.N, load)
 	if err != nil {
 		return nil, err
 	}
-	nodes.Name = filepath.Base(dataDir)
 	n := nodes.N
 	if parts < 1 || parts > n {
 		return nil, fmt.Errorf("cannot split %d rows into %d parts", n, parts)

@@ -535,3 +535,27 @@ func TestDivergenceStopsWithAReport(t *testing.T) {
 		t.Fatalf("non-finite losses encode as %s, %v", b, err)
 	}
 }
+
+// TestNPZCoraAccuracy: Cora read from the gnn-benchmark npz (another node
+// order, no split) with a seeded 20-per-class / 500 / 1,000 split trains
+// like Planetoid Cora: ≥ 78% test accuracy, mean of 5 seeds.
+func TestNPZCoraAccuracy(t *testing.T) {
+	var sum float64
+	for s := uint64(1); s <= 5; s++ {
+		ds, err := graph.Load(filepath.Join(datasets(), "npz", "cora.npz"), graph.LoadOptions{NormalizeFeatures: true, Split: "planetoid", SplitSeed: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Defaults()
+		cfg.Seed = s
+		out, err := RunInProcess(ds, 1, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += out.Result.TestAtBest
+	}
+	t.Logf("cora.npz mean test accuracy over 5 seeds: %.4f", sum/5)
+	if sum/5 < 0.78 {
+		t.Fatalf("cora.npz mean test accuracy %.4f < 0.78", sum/5)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"sancus/src/graph"
@@ -24,6 +25,7 @@ func runGen(args []string) error {
 	fs.Float64Var(&c.TrainFrac, "train", 0.1, "fraction of nodes in the training split")
 	fs.Float64Var(&c.ValFrac, "val", 0.1, "fraction of nodes in the validation split (the rest is test)")
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed")
+	format := fs.String("format", "mtx", "layout written: mtx (graph.mtx, features.mtx, labels.txt, splits) or ogb (OGB's raw/*.csv.gz and split/random/)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -34,10 +36,37 @@ func runGen(args []string) error {
 		return fmt.Errorf("--out is required")
 	}
 	start := time.Now()
-	if err := graph.Generate(*out, c); err != nil {
-		return err
+	switch *format {
+	case "mtx":
+		if err := graph.Generate(*out, c); err != nil {
+			return err
+		}
+	case "ogb":
+		if err := generateOGB(*out, c); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--format %q: mtx or ogb", *format)
 	}
 	fmt.Printf("generated %s graph in %s: %d nodes, %d edges, %d features, %d classes (%.1fs)\n",
 		c.Model, *out, c.Nodes, c.Edges, c.Features, c.Classes, time.Since(start).Seconds())
 	return nil
+}
+
+// generateOGB writes the graph that Generate writes, in OGB's layout: the
+// same nodes, edges, features, labels and split.
+func generateOGB(out string, c graph.GenConfig) error {
+	tmp, err := os.MkdirTemp("", "sancus-gen-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	if err := graph.Generate(tmp, c); err != nil {
+		return err
+	}
+	ds, err := graph.Load(tmp, graph.LoadOptions{})
+	if err != nil {
+		return err
+	}
+	return graph.WriteOGB(ds, out)
 }

@@ -11,18 +11,20 @@ import (
 	"sancus/src/partition"
 	"sancus/src/shard"
 	"sancus/src/train"
+
+	"github.com/spf13/pflag"
 )
 
 func init() { register("prepare", "split a dataset into one shard file per rank", runPrepare) }
 
 func runPrepare(args []string) (err error) {
 	fs := newFlags("prepare", "prepare --data DIR --parts P --out SHARDS [flags]")
-	data := fs.String("data", "", "dataset directory (required)")
+	data := fs.String("data", "", "dataset `DIR` (or .npz file) (required)")
 	parts := fs.Int("parts", 0, "number of ranks the shards are for (required)")
 	out := fs.String("out", "", "output shard directory (required)")
 	pre := fs.Bool("precompute", true, "store (ÂX) rows so layer 1 needs no communication")
-	norm := fs.Bool("normalize-features", true, "row-normalize features")
-	splitSeed := fs.Uint64("split-seed", 1, "seed of the 10/10/80 split for datasets without one")
+	var load graph.LoadOptions
+	addLoadFlags(fs, &load, "")
 	pf := addPartitionFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -55,7 +57,7 @@ func runPrepare(args []string) (err error) {
 	var blocks []partition.PartBlocks
 	prep, err := shard.PrepareStreaming(*data, *out, *parts, shard.Options{Precompute: *pre, Parts: assign,
 		OnShard: func(s *shard.Shard) { blocks = append(blocks, partBlocks(s)) }},
-		graph.LoadOptions{NormalizeFeatures: *norm, SplitSeed: *splitSeed})
+		load)
 	if err != nil {
 		return err
 	}
@@ -93,3 +95,11 @@ func partBlocks(s *shard.Shard) partition.PartBlocks {
 
 // writeAtomic writes b so that readers see the old file or the new one.
 func writeAtomic(path string, b []byte) error { return atomicfile.WriteBytes(path, b) }
+
+// addLoadFlags adds the flags of how a dataset is read.
+func addLoadFlags(fs *pflag.FlagSet, o *graph.LoadOptions, when string) {
+	fs.BoolVar(&o.NormalizeFeatures, "normalize-features", true, "row-normalize features"+when)
+	fs.StringVar(&o.Split, "split", "random", "split of datasets that ship none: random (10/10/80) or planetoid (20 per class, 500, 1000)"+when)
+	fs.Uint64Var(&o.SplitSeed, "split-seed", 1, "seed of that split"+when)
+	fs.StringVar(&o.SplitName, "split-name", "", "which split/<name>/ of an OGB dataset (needed when it has several)"+when)
+}

@@ -38,8 +38,7 @@ type Report = report.Run
 type trainFlags struct {
 	data, shards, out, name string
 	ranks, threads          int
-	normalize               bool
-	splitSeed               uint64
+	load                    graph.LoadOptions
 	timeout                 time.Duration
 	quiet                   bool
 	saveWeights             string
@@ -109,8 +108,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.IntVar(&cfg.Chunk, "chunk", cfg.Chunk, "ring broadcast chunk in floats (0: 65536)")
 	fs.IntVar(&cfg.EvalEvery, "eval-every", cfg.EvalEvery, "evaluate every k epochs and after the last (0: after the last only)")
 	fs.Float64Var(&cfg.MaxLossGrowth, "max-loss-growth", cfg.MaxLossGrowth, "stop as diverged when the loss exceeds this many times the first epoch's (0: only NaN/Inf stop)")
-	fs.BoolVar(&tf.normalize, "normalize-features", true, "row-normalize features (with --data)")
-	fs.Uint64Var(&tf.splitSeed, "split-seed", 1, "seed of the split for datasets without one (with --data)")
+	addLoadFlags(fs, &tf.load, " (with --data)")
 	fs.StringVar(&cfg.DeviceComm, "device-comm", "", "move dense blocks device to device: nccl (in a binary built with make cuda; needs --dense-bcast); default: through the rank transport")
 	fs.StringVar(&cfg.Device, "device", "cpu", "kernels backend: cpu, or cuda in a binary built with make cuda (one GPU per local rank)")
 	fs.IntVar(&tf.threads, "threads", 0, "kernel threads per rank (0: GOMAXPROCS / in-process ranks)")
@@ -177,7 +175,7 @@ func runTrain(args []string) error {
 	kernels.SetThreads(threads)
 	var res train.Outcome
 	if tf.data != "" {
-		ds, lerr := graph.Load(tf.data, graph.LoadOptions{NormalizeFeatures: tf.normalize, SplitSeed: tf.splitSeed})
+		ds, lerr := graph.Load(tf.data, tf.load)
 		if lerr != nil {
 			return lerr
 		}
@@ -312,7 +310,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *Report) error {
 		}
 		rep.Dataset = shardDataset(tf.shards)
 	} else {
-		ds, err := graph.Load(tf.data, graph.LoadOptions{NormalizeFeatures: tf.normalize, SplitSeed: tf.splitSeed})
+		ds, err := graph.Load(tf.data, tf.load)
 		if err != nil {
 			return abort("loading dataset", err)
 		}
