@@ -48,7 +48,11 @@ while [ "$f" -lt "$faults" ]; do
 		fail "fault $f: no process for task $victim: $(tail -5 "$out")"
 	fi
 	start=$(date +%s.%N)
-	kill -"$sig" "$pid"
+	if ! kill -"$sig" "$pid" 2>/dev/null; then # the task ended meanwhile
+		wait "$step" || true
+		grep -q "^done:" "$out" && [ "$missed" -lt 5 ] && { missed=$((missed + 1)); continue; }
+		fail "fault $f: task $victim (pid $pid) vanished before the signal: $(tail -5 "$out")"
+	fi
 	set +e
 	wait "$step"
 	rc=$?

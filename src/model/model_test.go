@@ -2,7 +2,11 @@ package model
 
 import (
 	"math"
+	"os"
+	"path/filepath"
+	"reflect"
 	"sancus/kernels/matrix"
+	"strings"
 	"testing"
 )
 
@@ -51,4 +55,43 @@ func TestGlorotInitIsSeededAndBounded(t *testing.T) {
 	if _, err := NewGCN([]int{5}, 1); err == nil {
 		t.Fatal("model without layers accepted")
 	}
+}
+
+func TestModelFileRoundTripAndCorruption(t *testing.T) {
+	m, err := NewGCN([]int{5, 4, 3}, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.B[1][2] = 0.25
+	spec := Spec{Model: "gcn", Layers: 2, Dims: m.Dims, Normalization: SymNorm, Classes: 3, LabelKind: "single", NormalizeFeatures: true}
+	p := filepath.Join(t.TempDir(), "m.model")
+	if err := Save(p, spec, m); err != nil {
+		t.Fatal(err)
+	}
+	got, gm, err := Load(p)
+	if err != nil || !reflect.DeepEqual(got.Dims, spec.Dims) || !got.NormalizeFeatures || !reflect.DeepEqual(gm.Flat(), m.Flat()) {
+		t.Fatalf("round trip: %v, %+v", err, got)
+	}
+	raw, _ := os.ReadFile(p)
+	for _, c := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"flipped byte", flip(raw, len(raw)/2), "checksum mismatch"},
+		{"truncated", raw[:len(raw)-9], "checksum mismatch"},
+		{"not a model", []byte("hello, this is not a model file at all"), "bad magic"},
+		{"empty", nil, "bad magic"},
+	} {
+		os.WriteFile(p, c.data, 0o644)
+		if _, _, err := Load(p); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: got %v, want the file named and %q", c.name, err, c.want)
+		}
+	}
+}
+
+func flip(b []byte, i int) []byte {
+	c := append([]byte(nil), b...)
+	c[i] ^= 0x40
+	return c
 }

@@ -29,6 +29,7 @@ type Run struct {
 	JobID    string        `json:"job_id,omitempty"`
 	Launcher string        `json:"launcher"`
 	Dataset  string        `json:"dataset"`
+	Shards   string        `json:"shards,omitempty"` // the shard directory trained on, if any
 	Nodes    int           `json:"nodes"`
 	Config   train.Config  `json:"config"`
 	Result   *train.Result `json:"result"`

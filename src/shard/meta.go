@@ -17,18 +17,24 @@ const MetaFile = "meta.json"
 
 // Meta is the content of MetaFile.
 type Meta struct {
-	Dataset     string            `json:"dataset"`
-	Parts       int               `json:"parts"`
-	Nodes       int               `json:"nodes"`
-	Features    int               `json:"features"`
-	Classes     int               `json:"classes"`
-	Precomputed bool              `json:"precomputed_ax"`
-	Offsets     []int64           `json:"offsets"`
-	Partitioner string            `json:"partitioner"`
-	Partition   partition.Metrics `json:"partition"`
-	PartitionS  float64           `json:"partition_seconds"`
-	PeakRSSMB   float64           `json:"peak_rss_mb"`
-	Created     time.Time         `json:"created"`
+	Dataset     string `json:"dataset"`
+	Parts       int    `json:"parts"`
+	Nodes       int    `json:"nodes"`
+	Features    int    `json:"features"`
+	Classes     int    `json:"classes"`
+	Precomputed bool   `json:"precomputed_ax"`
+	// How the dataset was read: feature normalization and the split drawn
+	// for data that ships none.
+	NormalizeFeatures bool              `json:"normalize_features"`
+	Split             string            `json:"split,omitempty"`
+	SplitSeed         uint64            `json:"split_seed,omitempty"`
+	SplitName         string            `json:"split_name,omitempty"`
+	Offsets           []int64           `json:"offsets"`
+	Partitioner       string            `json:"partitioner"`
+	Partition         partition.Metrics `json:"partition"`
+	PartitionS        float64           `json:"partition_seconds"`
+	PeakRSSMB         float64           `json:"peak_rss_mb"`
+	Created           time.Time         `json:"created"`
 }
 
 // WriteMeta writes dir/meta.json atomically. prepare writes it last, so its

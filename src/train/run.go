@@ -49,6 +49,7 @@ type Result struct {
 	Ranks        int                         `json:"ranks"`
 	Policy       string                      `json:"policy"`
 	LayerModes   []string                    `json:"layer_modes"`
+	Dims         []int                       `json:"dims"` // feature width, hidden widths …, classes
 	Curve        []Epoch                     `json:"curve"`
 	BestEpoch    int                         `json:"best_epoch"`
 	BestValAcc   float64                     `json:"best_val_acc"`
@@ -116,7 +117,7 @@ func (d *divergence) Is(err error) bool { return err == ErrDiverged }
 // Run trains for cfg.Epochs and returns the report (complete on every
 // rank's own figures; PerRank gathered from all ranks).
 func (e *Engine) Run() (*Result, error) {
-	res := &Result{Ranks: e.P, Params: e.m.NumParams(), SIMD: kernels.SIMD(), Threads: kernels.Threads(), Device: e.be.Name()}
+	res := &Result{Ranks: e.P, Params: e.m.NumParams(), Dims: e.m.Dims, SIMD: kernels.SIMD(), Threads: kernels.Threads(), Device: e.be.Name()}
 	for _, L := range e.layers {
 		res.LayerModes = append(res.LayerModes, L.kind())
 		if L.base().fwd != nil {

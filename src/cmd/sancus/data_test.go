@@ -1,9 +1,16 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
+
+	"codeberg.org/sbinet/npyio"
 )
 
 // TestOGBRoundTripTrainsLikeMatrixMarket: gen --format ogb writes the very
@@ -42,5 +49,89 @@ func TestOGBRoundTripTrainsLikeMatrixMarket(t *testing.T) {
 				t.Fatalf("epoch %d: loss %.9f from OGB, %.9f from Matrix Market", e.Epoch, e.Loss, want.Result.Curve[i].Loss)
 			}
 		}
+	}
+}
+
+// TestPredictReproducesTraining: a model saved by train, run by predict
+// from the file alone, gives the test accuracy training reported, in one
+// process and under mpirun at P = 2; the .npy files load with NumPy's
+// layout; a corrupt or mismatched model file is refused.
+func TestPredictReproducesTraining(t *testing.T) {
+	dir := t.TempDir()
+	mf, res := filepath.Join(dir, "cora.model"), filepath.Join(dir, "train.json")
+	if o, err := run(t, 0, "train", "--data", cora, "--epochs", "100", "--quiet", "--save-model", mf, "--out", res); err != nil {
+		t.Fatalf("train: %v\n%s", err, o)
+	}
+	want := readReport(t, res).Result.FinalTestAcc
+	for _, np := range []int{0, 2} {
+		out := filepath.Join(dir, fmt.Sprintf("pred-%d", np))
+		if o, err := run(t, np, "predict", "--model-file", mf, "--data", cora, "--out", out, "--embeddings"); err != nil {
+			t.Fatalf("predict P=%d: %v\n%s", max(np, 1), err, o)
+		}
+		var idx PredictIndex
+		b, _ := os.ReadFile(filepath.Join(out, "index.json"))
+		if err := json.Unmarshal(b, &idx); err != nil {
+			t.Fatal(err)
+		}
+		if idx.TestAccuracy != want || idx.Nodes != 2708 || len(idx.Parts) != max(np, 1) || idx.EmbeddingWidth != 16 {
+			t.Fatalf("P=%d: index %+v, training reported test accuracy %v", max(np, 1), idx, want)
+		}
+		seen := make([]bool, idx.Nodes)
+		for _, p := range idx.Parts {
+			var ids []int64
+			var pred []int32
+			var emb []float32
+			readNPY(t, filepath.Join(out, p.NodeIDs), &ids, []int{p.Rows})
+			readNPY(t, filepath.Join(out, p.Predictions), &pred, []int{p.Rows})
+			readNPY(t, filepath.Join(out, p.Embeddings), &emb, []int{p.Rows, 16})
+			for i, id := range ids {
+				if id < 0 || id >= int64(idx.Nodes) || seen[id] || pred[i] < 0 || pred[i] >= 7 {
+					t.Fatalf("P=%d part %d row %d: node %d, class %d", max(np, 1), p.Rank, i, id, pred[i])
+				}
+				seen[id] = true
+			}
+		}
+	}
+	// Refusals: another feature width, another class count, a corrupt file.
+	gen := filepath.Join(dir, "g")
+	if o, err := run(t, 0, "gen", "--out", gen, "--nodes", "2708", "--edges", "10000", "--features", "1433", "--classes", "5"); err != nil {
+		t.Fatalf("gen: %v\n%s", err, o)
+	}
+	m5 := filepath.Join(dir, "g.model")
+	if o, err := run(t, 0, "train", "--data", gen, "--epochs", "3", "--quiet", "--save-model", m5, "--out", filepath.Join(dir, "g.json")); err != nil {
+		t.Fatalf("train g: %v\n%s", err, o)
+	}
+	raw, _ := os.ReadFile(mf)
+	raw[len(raw)/2] ^= 1
+	bad := filepath.Join(dir, "bad.model")
+	os.WriteFile(bad, raw, 0o644)
+	for _, c := range []struct{ model, data, want string }{
+		{mf, filepath.Join(filepath.Dir(cora), "citeseer"), "expects 1433 input features"},
+		{m5, cora, "predicts 5 classes"},
+		{bad, cora, "checksum mismatch"},
+	} {
+		o, err := run(t, 0, "predict", "--model-file", c.model, "--data", c.data, "--out", filepath.Join(dir, "x"))
+		if err == nil || !strings.Contains(o, c.want) {
+			t.Errorf("predict %s on %s: err %v, want %q:\n%s", filepath.Base(c.model), filepath.Base(c.data), err, c.want, o)
+		}
+	}
+}
+
+func readNPY(t *testing.T, path string, ptr any, shape []int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := npyio.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if !reflect.DeepEqual(r.Header.Descr.Shape, shape) || r.Header.Descr.Fortran {
+		t.Fatalf("%s: shape %v (fortran %v), want %v", path, r.Header.Descr.Shape, r.Header.Descr.Fortran, shape)
+	}
+	if err := r.Read(ptr); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 }

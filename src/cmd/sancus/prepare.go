@@ -64,7 +64,7 @@ func runPrepare(args []string) (err error) {
 	metrics := partition.FromBlocks(blocks)
 	ds := prep.DS
 	meta := shard.Meta{Dataset: ds.Name, Parts: *parts, Nodes: ds.N, Features: ds.Features.Cols, Classes: ds.Classes,
-		Precomputed: *pre, Offsets: prep.Offsets, Partitioner: pf.name, Partition: metrics, PartitionS: took.Seconds(),
+		Precomputed: *pre, NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName, Offsets: prep.Offsets, Partitioner: pf.name, Partition: metrics, PartitionS: took.Seconds(),
 		PeakRSSMB: train.PeakRSSMB(), Created: time.Now().UTC()}
 	if err := shard.WriteMeta(*out, meta); err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"sancus/launch"
 	"sancus/src/atomicfile"
 	"sancus/src/graph"
+	"sancus/src/model"
 	"sancus/src/report"
 	"sancus/src/shard"
 	"sancus/src/staleness"
@@ -42,6 +43,7 @@ type trainFlags struct {
 	timeout                 time.Duration
 	quiet                   bool
 	saveWeights             string
+	saveModel               string
 }
 
 // ExitRequeue is the exit status after a stop request was honoured and a
@@ -119,7 +121,8 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.StringVar(&cfg.CheckpointDir, "checkpoint-dir", "", "`DIR` for checkpoints (one file per rank per committed epoch)")
 	fs.IntVar(&cfg.CheckpointEvery, "checkpoint-every", 0, "checkpoint every K epochs (0: only on SIGTERM/SIGUSR1)")
 	fs.BoolVar(&cfg.Resume, "resume", false, "continue from the latest checkpoint in --checkpoint-dir (start fresh if there is none)")
-	fs.StringVar(&tf.saveWeights, "save-weights", "", "write the final weights (float32, little endian, W0 b0 W1 b1 …) to `FILE`")
+	fs.StringVar(&tf.saveModel, "save-model", "", "write the trained model (final weights and its whole configuration, for sancus predict) to `FILE`")
+	fs.StringVar(&tf.saveWeights, "save-weights", "", "write the final weights alone (raw float32, little endian, W0 b0 W1 b1 …) to `FILE`")
 	return fs
 }
 
@@ -152,6 +155,7 @@ func runTrain(args []string) error {
 	}
 	rep := &Report{Command: "sancus " + strings.Join(args, " "), Started: time.Now().UTC(), JobID: env.JobID, Launcher: env.Launcher}
 	rep.Host, _ = os.Hostname()
+	rep.Shards = tf.shards
 	watchSignals(fmt.Sprintf("rank %d", env.Rank))
 	// Every output is known and test-written before any work: a run must not
 	// learn after hours of training that its results have nowhere to go.
@@ -253,9 +257,12 @@ func checkOutputs(cfg train.Config, tf trainFlags, write bool) error {
 	if err := atomicfile.Check(tf.out); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	if tf.saveWeights != "" {
-		if err := atomicfile.Check(tf.saveWeights); err != nil {
-			return fmt.Errorf("--save-weights: %w", err)
+	for flag, path := range map[string]string{"--save-weights": tf.saveWeights, "--save-model": tf.saveModel} {
+		if path == "" {
+			continue
+		}
+		if err := atomicfile.Check(path); err != nil {
+			return fmt.Errorf("%s: %w", flag, err)
 		}
 	}
 	return nil
@@ -406,6 +413,11 @@ func finish(rep *Report, tf trainFlags, params [][]float32) error {
 			return err
 		}
 	}
+	if tf.saveModel != "" {
+		if err := saveModel(tf.saveModel, rep, tf.load, params); err != nil {
+			return err
+		}
+	}
 	fmt.Printf("done: test accuracy %.4f at best validation epoch %d (val %.4f); final test %.4f; %.2f ms/epoch; %.1fs total\n",
 		res.TestAtBest, res.BestEpoch, res.BestValAcc, res.FinalTestAcc, res.MeanEpochMs, res.TotalSec)
 	out := tf.out
@@ -418,4 +430,28 @@ func finish(rep *Report, tf trainFlags, params [][]float32) error {
 	}
 	fmt.Printf("results: %s\n", out)
 	return nil
+}
+
+// saveModel writes the final parameters with what a later predict needs to
+// run them on the same kind of data: widths, normalization, how features
+// were preprocessed and how the split was drawn.
+func saveModel(path string, rep *Report, load graph.LoadOptions, params [][]float32) error {
+	res := rep.Result
+	m, err := model.NewGCN(res.Dims, 0)
+	if err != nil {
+		return fmt.Errorf("--save-model: %w", err)
+	}
+	for i, p := range m.Flat() {
+		copy(p, params[i])
+	}
+	cfg, _ := json.Marshal(rep.Config)
+	spec := model.Spec{Model: "gcn", Layers: len(res.Dims) - 1, Dims: res.Dims, Normalization: model.SymNorm,
+		NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName,
+		Classes: res.Dims[len(res.Dims)-1], LabelKind: "single", Epochs: len(res.Curve), FinalTestAcc: res.FinalTestAcc, Training: cfg}
+	if rep.Shards != "" { // prepared shards: their preprocessing is the model's
+		if meta, err := shard.ReadMeta(rep.Shards); err == nil {
+			spec.NormalizeFeatures, spec.Split, spec.SplitSeed, spec.SplitName = meta.NormalizeFeatures, meta.Split, meta.SplitSeed, meta.SplitName
+		}
+	}
+	return model.Save(path, spec, m)
 }
