@@ -1,6 +1,10 @@
 package collectives
 
-import "time"
+import (
+	"time"
+
+	"sancus/collectives/wire"
+)
 
 // RingAllreduceMin is the buffer length (float32s) from which Allreduce uses
 // the ring (4 MiB): below it the library's own call measured faster here
@@ -29,7 +33,16 @@ func Allreduce(c Comm, buf []float32) error {
 // segment s fully reduced on one rank, then a ring allgather hands every
 // segment to everyone. Each rank sends and receives 2(P−1)/P of the buffer.
 // Each segment is summed once, in one order, so all ranks end bit-identical.
-func RingAllreduce(c Comm, buf []float32) error {
+func RingAllreduce(c Comm, buf []float32) error { return ringAllreduce(c, buf, false) }
+
+// RingAllreduceBF16 is RingAllreduce with bf16 on the wire, half the bytes
+// (PyTorch DDP's bf16 compression hook does the same): every hop rounds the
+// partial sum it sends, and each reduced segment is rounded once more
+// before the allgather, so all ranks still end bit-identical. Callers keep
+// the rounding error and feed it back into the next step.
+func RingAllreduceBF16(c Comm, buf []float32) error { return ringAllreduce(c, buf, true) }
+
+func ringAllreduce(c Comm, buf []float32, bf16 bool) error {
 	p, r := c.Size(), c.Rank()
 	if p == 1 || len(buf) == 0 {
 		return nil
@@ -42,14 +55,40 @@ func RingAllreduce(c Comm, buf []float32) error {
 	next, prev := (r+1)%p, (r-1+p)%p
 	maxSeg := (len(buf) + p - 1) / p
 	tmp := make([]float32, maxSeg)
+	var wout, win []uint16
+	if bf16 {
+		wout, win = make([]uint16, maxSeg), make([]uint16, maxSeg)
+	}
 	var sent, recv int64
+	// exchange sends out to the next rank and receives the previous rank's
+	// segment into in.
 	exchange := func(out, in []float32) error {
-		rq, err := Irecv(c, in, prev, tagRingAllreduce)
-		if err != nil {
+		var rq, sq Request
+		var err error
+		if bf16 {
+			o, i := wout[:len(out)], win[:len(in)]
+			for k, v := range out {
+				o[k] = wire.ToBF16(v)
+			}
+			if rq, err = Irecv(c, i, prev, tagRingAllreduce); err == nil {
+				if sq, err = Isend(c, o, next, tagRingAllreduce); err != nil {
+					rq.Wait()
+				}
+			}
+			sent += int64(len(o)) * 2
+			recv += int64(len(i)) * 2
+			if err == nil {
+				err = WaitAll([]Request{sq, rq})
+			}
+			for k, v := range i {
+				in[k] = wire.FromBF16(v)
+			}
 			return err
 		}
-		sq, err := Isend(c, out, next, tagRingAllreduce)
-		if err != nil {
+		if rq, err = Irecv(c, in, prev, tagRingAllreduce); err != nil {
+			return err
+		}
+		if sq, err = Isend(c, out, next, tagRingAllreduce); err != nil {
 			rq.Wait()
 			return err
 		}
@@ -70,12 +109,21 @@ func RingAllreduce(c Comm, buf []float32) error {
 		}
 	}
 	// Allgather: rank r now owns the full sum of segment r+1.
+	if bf16 { // what the others will receive, this rank keeps too
+		for i, v := range seg(r + 1) {
+			seg(r + 1)[i] = wire.FromBF16(wire.ToBF16(v))
+		}
+	}
 	for s := 0; s < p-1; s++ {
 		if err := exchange(seg(r+1-s), seg(r-s)); err != nil {
 			return OpErr(c, "ring allreduce (allgather)", err)
 		}
 	}
-	c.Stats().Add("ring_allreduce", sent, recv, time.Since(start))
+	name := "ring_allreduce"
+	if bf16 {
+		name = "ring_allreduce_bf16"
+	}
+	c.Stats().Add(name, sent, recv, time.Since(start))
 	return nil
 }
 

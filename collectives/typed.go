@@ -5,7 +5,7 @@ import "unsafe"
 // Word is an element type that travels as its in-memory bytes. Every rank
 // of a job runs on one architecture, so no byte order is converted.
 type Word interface {
-	~byte | ~int32 | ~uint32 | ~int64 | ~uint64 | ~float32 | ~float64
+	~byte | ~uint16 | ~int32 | ~uint32 | ~int64 | ~uint64 | ~float32 | ~float64
 }
 
 // Bytes views s as bytes, without copying: a transfer into the view fills s.

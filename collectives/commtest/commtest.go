@@ -23,6 +23,43 @@ var Checks = []Check{
 	{"SkipBcastPatterns", SkipBcastPatterns},
 	{"AllreduceSumsAndAgreesBitwise", AllreduceSumsAndAgreesBitwise},
 	{"AllgathervAndAlltoallvUneven", AllgathervAndAlltoallvUneven},
+	{"AllreduceBF16SumsAndAgreesBitwise", AllreduceBF16SumsAndAgreesBitwise},
+}
+
+// AllreduceBF16SumsAndAgreesBitwise: the bf16 ring sums to within bf16's
+// rounding at every hop, and every rank ends with the same bits.
+func AllreduceBF16SumsAndAgreesBitwise(c collectives.Comm) error {
+	p := c.Size()
+	for _, n := range []int{0, 1, 3, 1000, 100001} {
+		buf := make([]float32, n)
+		for i := range buf {
+			buf[i] = pattern(c.Rank(), i) * 0.001
+		}
+		if err := collectives.RingAllreduceBF16(c, buf); err != nil {
+			return err
+		}
+		for i, v := range buf {
+			var want float64
+			for r := 0; r < p; r++ {
+				want += float64(pattern(r, i) * 0.001)
+			}
+			if math.Abs(float64(v)-want) > float64(p)*math.Abs(want)/128+1e-6 {
+				return fmt.Errorf("bf16 n=%d: element %d = %g, want %g", n, i, v, want)
+			}
+		}
+		if n > 0 {
+			all := make([]float32, p)
+			if err := collectives.AllgatherFlags(c, buf[n/2], all); err != nil {
+				return err
+			}
+			for r := range all {
+				if math.Float32bits(all[r]) != math.Float32bits(all[0]) {
+					return fmt.Errorf("bf16 n=%d: ranks disagree bitwise: %v", n, all)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func pattern(seed, i int) float32 { return float32(seed*1000003+i*7) / 64 }

@@ -51,13 +51,15 @@ type checkpoint struct {
 	Result    Result
 	Best      float64
 	Clipped   int
+	Residual  []float32 // the bf16 allreduce's error feedback
 }
 
 // signature is what must match between a checkpoint and the run resuming it.
 func (e *Engine) signature() string {
 	c := e.cfg
-	return fmt.Sprintf("P=%d layers=%d hidden=%d dims=%v seed=%d precompute=%v staleness=%s eps=%g cap=%d dropout=%g lr=%g wd=%g clip=%g/%g fresh=%v skipg=%v dense=%v",
-		e.P, c.Layers, c.Hidden, e.m.Dims, c.Seed, c.Precompute, c.Staleness, c.Eps, c.MaxStale, c.Dropout, c.LR, c.WeightDecay, c.Clip, c.ClipScale, c.FreshDiagonal, c.SkipGradients, c.DenseBcast)
+	return fmt.Sprintf("P=%d layers=%d hidden=%d dims=%v seed=%d precompute=%v staleness=%s eps=%g cap=%d dropout=%g lr=%g wd=%g clip=%g/%g fresh=%v skipg=%v dense=%v wire=%s/%s/%g/%v/%s",
+		e.P, c.Layers, c.Hidden, e.m.Dims, c.Seed, c.Precompute, c.Staleness, c.Eps, c.MaxStale, c.Dropout, c.LR, c.WeightDecay, c.Clip, c.ClipScale, c.FreshDiagonal, c.SkipGradients, c.DenseBcast,
+		c.Wire, c.WireGrad, c.WireError, c.WireDelta, c.WireAllreduce)
 }
 
 func snapshotCache(be kernels.Backend, c *cache) ckptLayer {
@@ -101,7 +103,7 @@ func ckptPath(dir string, epoch, rank, p int) string {
 // commits it once every rank has written.
 func (e *Engine) saveCheckpoint(dir string, epoch int, res *Result, best float64) error {
 	ck := checkpoint{Version: 1, Rank: e.rank, P: e.P, Signature: e.signature(), Epoch: epoch,
-		Params: e.m.Flat(), AdamM: e.opt.M, AdamV: e.opt.V, AdamStep: e.opt.Step, Result: *res, Best: best, Clipped: e.clipped}
+		Params: e.m.Flat(), AdamM: e.opt.M, AdamV: e.opt.V, AdamStep: e.opt.Step, Result: *res, Best: best, Clipped: e.clipped, Residual: e.residual}
 	for _, L := range e.layers {
 		ck.Fwd = append(ck.Fwd, snapshotCache(e.be, L.base().fwd))
 		ck.Grad = append(ck.Grad, snapshotCache(e.be, L.base().grad))
@@ -205,6 +207,7 @@ func (e *Engine) loadCheckpoint(dir string, epoch int) (*checkpoint, error) {
 	copy(e.opt.V, ck.AdamV)
 	e.opt.Step = ck.AdamStep
 	e.clipped = ck.Clipped
+	e.residual = ck.Residual
 	for l, L := range e.layers {
 		if l < len(ck.Fwd) {
 			if err := restoreCache(e.be, L.base().fwd, ck.Fwd[l]); err != nil {

@@ -38,7 +38,18 @@ type Config struct {
 	// each root sends every rank only the rows its block of Â references.
 	DenseBcast bool
 	Chunk      int // ring pipeline chunk in floats (0: default)
-	EvalEvery  int // evaluate every k epochs and after the last (0: after the last only)
+
+	// The wire (collectives/wire): forward blocks travel as Wire, gradient
+	// blocks as WireGrad ("": as Wire) — fp32, bf16, int8, int4, int2, or
+	// auto (the owner picks the fewest bits whose relative error stays
+	// under WireError). WireDelta sends a refreshed root's change against
+	// the copy every rank holds. WireAllreduce bf16 halves the weight-
+	// gradient allreduce, with error feedback.
+	Wire, WireGrad string
+	WireError      float64
+	WireDelta      bool
+	WireAllreduce  string
+	EvalEvery      int // evaluate every k epochs and after the last (0: after the last only)
 
 	// MaxLossGrowth stops training as diverged when the loss exceeds this
 	// many times the first epoch's (0: only non-finite values stop it).
@@ -107,6 +118,9 @@ func (c Config) Policy() (staleness.Policy, error) {
 		return nil, fmt.Errorf("checkpoint-every must be ≥ 0, got %d", c.CheckpointEvery)
 	case (c.CheckpointEvery > 0 || c.Resume) && c.CheckpointDir == "":
 		return nil, fmt.Errorf("checkpoints need --checkpoint-dir")
+	}
+	if _, _, err := c.wireBits(); err != nil {
+		return nil, err
 	}
 	return staleness.Parse(c.Staleness, c.Eps, c.MaxStale)
 }

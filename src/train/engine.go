@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sancus/collectives"
+	"sancus/collectives/wire"
 	"sancus/kernels"
 	"sancus/kernels/matrix"
 	"sancus/src/model"
@@ -44,6 +45,7 @@ type Engine struct {
 	clock     clock
 	grads     []float32     // flat gradient buffer, one allreduce per step
 	lossGrad  *matrix.Dense // ∂loss/∂logits, where the backend computes
+	residual  []float32     // bf16 gradient allreduce: the error fed back
 }
 
 // view is what this rank multiplies with root j's cached block: Â_ij with
@@ -153,6 +155,9 @@ func (e *Engine) chooseExchange() error {
 		if !e.cfg.DenseBcast && e.P > 1 {
 			return fmt.Errorf("--device-comm %s moves whole blocks: add --dense-bcast", e.cfg.DeviceComm)
 		}
+		if f, g, _ := e.cfg.wireBits(); f != wire.FP32 || g != wire.FP32 {
+			return fmt.Errorf("--device-comm %s moves float32 blocks: the quantized wire goes through the rank transport", e.cfg.DeviceComm)
+		}
 		if e.blocks, err = collectives.OpenBlockComm(e.cfg.DeviceComm, e.c, e.be); err != nil {
 			return fmt.Errorf("rank %d: %w", e.rank, err)
 		}
@@ -161,7 +166,7 @@ func (e *Engine) chooseExchange() error {
 	case !e.cfg.DenseBcast && e.P > 1:
 		var sendIdx [][]int32
 		e.view, sendIdx, err = e.sparseView()
-		e.x = &sparseExchange{comm: e.c, be: e.be, sendIdx: sendIdx, packed: map[int][][]float32{}}
+		e.x = &sparseExchange{comm: e.c, be: e.be, sendIdx: sendIdx, packed: map[int][][]byte{}}
 	default:
 		bcast := collectives.Ring(e.cfg.Chunk * 4) // --chunk counts floats
 		if e.cfg.NativeBcast {

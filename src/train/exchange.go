@@ -28,11 +28,13 @@ type cache struct {
 	policy  staleness.Policy // decides which roots broadcast
 	ref     []float32        // variation-gap: this rank's block when it last broadcast
 	scratch *matrix.Dense    // one masked block at a time
+	wire    wireState        // how the blocks are encoded on the wire (wire.go)
 }
 
-func newCache(be kernels.Backend, name string, width int, rows []int, p staleness.Policy) *cache {
+func newCache(be kernels.Backend, name string, width int, rows []int, p staleness.Policy, w wireState) *cache {
 	c := &cache{name: name, width: width, policy: p, host: make([][]float32, len(rows)),
-		dev: make([]*matrix.Dense, len(rows)), last: make([]int, len(rows)), log: make([][]int, len(rows))}
+		dev: make([]*matrix.Dense, len(rows)), last: make([]int, len(rows)), log: make([][]int, len(rows)), wire: w}
+	c.wire.used, c.wire.add, c.wire.packed = make([]int, len(rows)), make([]bool, len(rows)), make([][]byte, len(rows))
 	most := 0
 	for j, r := range rows {
 		c.host[j] = make([]float32, r*width)
@@ -49,8 +51,9 @@ func newCache(be kernels.Backend, name string, width int, rows []int, p stalenes
 // sends nothing, every rank knowing it from the shared active vector — and
 // calls use(j) for every root j in order, as soon as block j is usable, so
 // the caller multiplies block j while later blocks are still on the wire.
-// The owner's block is already in its own slot where the backend computes;
-// an exchanger that sends from the host downloads it. It returns the time spent blocked on the network, and counts its bytes in
+// The owner's block is already in its own slot where the backend computes
+// (and, for a quantized cache, encoded: wire.go); an exchanger that sends
+// from the host downloads it. It returns the time spent blocked on the network, and counts its bytes in
 // the communicator's statistics.
 type exchanger interface {
 	exchange(c *cache, active []bool, use func(j int) error) (wait time.Duration, err error)
@@ -66,13 +69,25 @@ type ringExchange struct {
 
 func (x *ringExchange) exchange(c *cache, active []bool, use func(j int) error) (time.Duration, error) {
 	me := x.comm.Rank()
-	if active[me] {
-		x.be.Download(c.dev[me])
+	bufs := make([][]byte, len(active)) // what travels for each active root
+	for j, a := range active {
+		switch {
+		case !a:
+		case j == me && c.quantized():
+			bufs[j] = c.wire.own
+		case j == me:
+			x.be.Download(c.dev[me])
+			bufs[j] = collectives.Bytes(c.host[j])
+		case c.quantized():
+			bufs[j] = c.recvBuf(j, len(c.host[j])/c.width)
+		default:
+			bufs[j] = collectives.Bytes(c.host[j])
+		}
 	}
 	ready := make(chan int, len(active))
 	errc := make(chan error, 1)
 	go func() {
-		errc <- collectives.SkipBcast(x.comm, c.host, active, x.bcast, func(j int) { ready <- j })
+		errc <- collectives.SkipBcast(x.comm, bufs, active, x.bcast, func(j int) { ready <- j })
 		close(ready)
 	}()
 	var wait time.Duration
@@ -84,8 +99,11 @@ func (x *ringExchange) exchange(c *cache, active []bool, use func(j int) error) 
 		if !ok {
 			break
 		}
-		if j != me && active[j] {
-			x.be.Upload(c.dev[j]) // a fresh copy arrived on the host
+		if j != me && active[j] { // a fresh copy arrived on the host
+			if c.quantized() {
+				c.unpack(j, bufs[j])
+			}
+			x.be.Upload(c.dev[j])
 		}
 		if err == nil { // after a failure, only drain the broadcasts
 			err = use(j)

@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 
+	"sancus/collectives/wire"
 	"sancus/kernels/matrix"
 	"sancus/src/staleness"
 )
@@ -89,11 +90,17 @@ func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
 	}
 }
 
+// addCaches makes a communicating layer's caches. Evaluation blocks travel
+// as float32 always: accuracy is measured on the model, not on the wire.
 func (e *Engine) addCaches(c *conv, width int, gradPolicy staleness.Policy) {
 	name := fmt.Sprintf("layer %d", c.l+1)
-	c.fwd = newCache(e.be, name+" forward", width, e.view.rows, e.policy)
-	c.eval = newCache(e.be, name+" eval", width, e.view.rows, staleness.None{})
-	c.grad = newCache(e.be, name+" gradient", width, e.view.rows, gradPolicy)
+	fwd, grad, _ := e.cfg.wireBits() // checked in New
+	w := func(bits int, dir uint64) wireState {
+		return wireState{bits: bits, delta: e.cfg.WireDelta, maxErr: e.cfg.WireError, stream: uint64(c.l)<<2 | dir}
+	}
+	c.fwd = newCache(e.be, name+" forward", width, e.view.rows, e.policy, w(fwd, 1))
+	c.eval = newCache(e.be, name+" eval", width, e.view.rows, staleness.None{}, w(wire.FP32, 2))
+	c.grad = newCache(e.be, name+" gradient", width, e.view.rows, gradPolicy, w(grad, 3))
 }
 
 // cleanInput is the input operand times w without dropout; mask, the

@@ -28,6 +28,9 @@ type Epoch struct {
 	Sent      int     `json:"bcast_sent"`
 	Skipped   int     `json:"bcast_skipped"`
 	BytesSent int64   `json:"bytes_sent"` // this rank, training traffic only
+	// QuantErr is the mean relative error ‖decoded − block‖/‖block‖ of the
+	// forward blocks encoded this epoch (quantized wire only).
+	QuantErr float64 `json:"quant_error,omitempty"`
 	Evaluated bool    `json:"evaluated"`
 }
 
@@ -61,6 +64,9 @@ type Result struct {
 	PerRank      []RankStats                 `json:"per_rank"`
 	Broadcasts   map[string]map[string][]int `json:"broadcast_epochs"` // layer -> root -> epochs
 	Clipped      int                         `json:"clipped_blocks"`
+	// WireBits is the mean width each layer's blocks were sent with
+	// ("2 forward": 4 means int4), on rank 0.
+	WireBits map[string]float64 `json:"wire_bits,omitempty"`
 	Params       int                         `json:"params"`
 	SIMD         string                      `json:"simd"`
 	Threads      int                         `json:"threads"`
@@ -203,6 +209,7 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 	r.wait += e.clock.wait
 	row.Sent, row.Skipped = e.countBroadcasts(ep)
 	m := metrics{lossSum: lossSum, train: float64(len(e.s.Train)), val: float64(len(e.s.Val)), test: float64(len(e.s.Test))}
+	m.quantErr, m.quantN = e.quantErr(ep)
 	if diverged == nil && ((e.cfg.EvalEvery > 0 && (ep+1)%e.cfg.EvalEvery == 0) || ep == e.cfg.Epochs-1) {
 		t1, s0 := time.Now(), stats.Total().BytesSent
 		if err := e.evaluate(ep, &m); err != nil {
@@ -274,6 +281,7 @@ type metrics struct {
 	lossSum, trainOK, valOK, testOK, valLoss float64
 	train, val, test                         float64 // split sizes
 	stop                                     float64 // a stop was requested
+	quantErr, quantN                         float64 // summed relative errors of encoded blocks
 }
 
 // evaluate runs the fresh, dropout-free forward pass and counts this rank's
@@ -294,7 +302,7 @@ func (e *Engine) evaluate(ep int, m *metrics) error {
 // sum adds the metrics over ranks, in rank order, so every rank gets the
 // same bits (float64: split sizes stay exact on graphs of any size).
 func (e *Engine) sum(m *metrics) error {
-	mine := []float64{m.lossSum, m.trainOK, m.valOK, m.testOK, m.valLoss, m.train, m.val, m.test, m.stop}
+	mine := []float64{m.lossSum, m.trainOK, m.valOK, m.testOK, m.valLoss, m.train, m.val, m.test, m.stop, m.quantErr, m.quantN}
 	all, err := collectives.Allgather(e.c, mine)
 	if err != nil {
 		return err
@@ -305,7 +313,7 @@ func (e *Engine) sum(m *metrics) error {
 			tot[i] += all[r*len(mine)+i]
 		}
 	}
-	*m = metrics{tot[0], tot[1], tot[2], tot[3], tot[4], tot[5], tot[6], tot[7], tot[8]}
+	*m = metrics{tot[0], tot[1], tot[2], tot[3], tot[4], tot[5], tot[6], tot[7], tot[8], tot[9], tot[10]}
 	return nil
 }
 
@@ -314,6 +322,9 @@ func (e *Engine) sum(m *metrics) error {
 func (e *Engine) record(row *Epoch, m metrics, r *runState) {
 	res := r.res
 	row.Loss = m.lossSum / float64(e.s.GlobalTrain)
+	if m.quantN > 0 {
+		row.QuantErr = m.quantErr / m.quantN
+	}
 	if row.Evaluated {
 		row.TrainAcc, row.ValAcc, row.TestAcc = ratio(m.trainOK, m.train), ratio(m.valOK, m.val), ratio(m.testOK, m.test)
 		row.ValLoss = m.valLoss / math.Max(1, m.val)
@@ -341,6 +352,7 @@ func (e *Engine) finish(r *runState) error {
 		res.MeanEpochMs = res.Curve[0].Ms
 	}
 	res.Broadcasts = e.broadcastLog()
+	res.WireBits = e.wireBits()
 	res.Clipped = e.clipped
 	tot := e.c.Stats().Total()
 	mine := RankStats{Rank: e.rank, Rows: e.rows, ComputeSec: r.compute.Seconds(), CommSec: tot.Seconds, CommWaitSec: r.wait.Seconds(),
@@ -387,6 +399,9 @@ func (r Epoch) line() string {
 	if r.Sent+r.Skipped > 0 {
 		s += fmt.Sprintf("  bcast %d sent %d skipped  %.2f MB sent", r.Sent, r.Skipped, float64(r.BytesSent)/1e6)
 	}
+	if r.QuantErr > 0 {
+		s += fmt.Sprintf("  quant err %.2f%%", 100*r.QuantErr)
+	}
 	return s
 }
 
@@ -420,6 +435,36 @@ func (e *Engine) broadcastLog() map[string]map[string][]int {
 			m[strconv.Itoa(j)] = append([]int{}, eps...)
 		}
 		out[strconv.Itoa(l+1)] = m
+	}
+	return out
+}
+
+// quantErr sums the relative errors of this rank's forward blocks encoded
+// in epoch ep, and counts them.
+func (e *Engine) quantErr(ep int) (sum, n float64) {
+	for _, L := range e.layers {
+		c := L.base().fwd
+		if c == nil || !c.quantized() || c.last[e.rank] != ep {
+			continue
+		}
+		sum += c.wire.epochErr
+		n++
+	}
+	return sum, n
+}
+
+// wireBits is the mean width of every quantized cache's encodings.
+func (e *Engine) wireBits() map[string]float64 {
+	out := map[string]float64{}
+	for l, L := range e.layers {
+		for dir, c := range map[string]*cache{"forward": L.base().fwd, "gradient": L.base().grad} {
+			if c != nil && c.quantized() && c.wire.sends > 0 {
+				out[fmt.Sprintf("%d %s", l+1, dir)] = c.wire.bitsSum / float64(c.wire.sends)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

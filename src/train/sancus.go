@@ -44,12 +44,21 @@ import (
 // this rank's block B_i. ref is what variation-gap measures this rank's
 // drift on (nil: own itself); it is read only when c's policy needs drift.
 func (e *Engine) aggregate(c *cache, epoch int, out, own, ref *matrix.Dense, mask matrix.Mask) error {
+	had := make([]bool, e.P) // which roots every rank holds a copy of (a delta needs one)
+	for j, l := range c.last {
+		had[j] = l >= 0
+	}
 	active, err := e.decide(c, epoch, orRaw(ref, own))
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.name, err)
 	}
-	if active[e.rank] {
-		e.be.Copy(c.dev[e.rank], own) // everyone caches the copy this rank uses too
+	switch { // everyone caches the copy this rank uses too
+	case c.quantized():
+		if err := e.encodeOwn(c, epoch, e.host(own), active, had); err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+	case active[e.rank]:
+		e.be.Copy(c.dev[e.rank], own)
 	}
 	start, first := time.Now(), true
 	wait, err := e.x.exchange(c, active, func(j int) error {

@@ -115,29 +115,30 @@ func (e *Engine) sparseView() (view, [][]int32, error) {
 type sparseExchange struct {
 	comm    collectives.Comm
 	be      kernels.Backend
-	sendIdx [][]int32           // sendIdx[i]: this rank's rows that rank i needs
-	packed  map[int][][]float32 // per block width: the rows packed for each rank
+	sendIdx [][]int32        // sendIdx[i]: this rank's rows that rank i needs
+	packed  map[int][][]byte // per row size in bytes: the rows packed for each rank
 }
 
-func (x *sparseExchange) sendBufs(width int) [][]float32 {
-	if b, ok := x.packed[width]; ok {
+func (x *sparseExchange) sendBufs(rowBytes int) [][]byte {
+	if b, ok := x.packed[rowBytes]; ok {
 		return b
 	}
-	b := make([][]float32, len(x.sendIdx))
+	b := make([][]byte, len(x.sendIdx))
 	for i, idx := range x.sendIdx {
-		b[i] = make([]float32, len(idx)*width)
+		b[i] = make([]byte, len(idx)*rowBytes)
 	}
-	x.packed[width] = b
+	x.packed[rowBytes] = b
 	return b
 }
 
 // exchange posts the receives of every active root, sends this rank's rows
 // to the ranks that need them (if it is active), and uses each block as it
-// arrives.
+// arrives. Rows travel as floats or, for a quantized cache, encoded.
 func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error) (wait time.Duration, err error) {
 	me, start := x.comm.Rank(), time.Now()
 	var sent, recvd int64
 	recvs := make([]collectives.Request, len(active))
+	bufs := make([][]byte, len(active))
 	var sends []collectives.Request
 	defer func() { // on failure, leave no transfer writing into our buffers
 		if err != nil {
@@ -147,29 +148,39 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 		}
 	}()
 	for j, a := range active {
-		if j != me && a && len(c.host[j]) > 0 {
-			if recvs[j], err = collectives.Irecv(x.comm, c.host[j], j, tagSparse); err != nil {
-				return 0, err
-			}
-			recvd += int64(len(c.host[j])) * 4
+		if j == me || !a || len(c.host[j]) == 0 {
+			continue
 		}
+		bufs[j] = collectives.Bytes(c.host[j])
+		if c.quantized() {
+			bufs[j] = c.recvBuf(j, len(c.host[j])/c.width)
+		}
+		if recvs[j], err = x.comm.Irecv(bufs[j], j, tagSparse); err != nil {
+			return 0, err
+		}
+		recvd += int64(len(bufs[j]))
 	}
 	if active[me] {
-		x.be.Download(c.dev[me])
-		bufs, w := x.sendBufs(c.width), c.width
+		src, rb := collectives.Bytes(c.host[me]), 4*c.width
+		if c.quantized() {
+			src, rb = c.wire.own, c.rowBytes(me)
+		} else {
+			x.be.Download(c.dev[me])
+		}
+		out := x.sendBufs(rb)
 		for i, idx := range x.sendIdx {
 			if i == me || len(idx) == 0 {
 				continue
 			}
 			for k, r := range idx {
-				copy(bufs[i][k*w:(k+1)*w], c.host[me][int(r)*w:(int(r)+1)*w])
+				copy(out[i][k*rb:(k+1)*rb], src[int(r)*rb:(int(r)+1)*rb])
 			}
-			s, err := collectives.Isend(x.comm, bufs[i], i, tagSparse)
+			s, err := x.comm.Isend(out[i], i, tagSparse)
 			if err != nil {
 				return 0, err
 			}
 			sends = append(sends, s)
-			sent += int64(len(bufs[i])) * 4
+			sent += int64(len(out[i]))
 		}
 	}
 	for j := range active {
@@ -180,6 +191,9 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 			wait += time.Since(t)
 			if err != nil {
 				return wait, err
+			}
+			if c.quantized() {
+				c.unpack(j, bufs[j])
 			}
 			x.be.Upload(c.dev[j])
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sancus/collectives"
+	"sancus/collectives/wire"
 	"sancus/kernels/matrix"
 )
 
@@ -105,10 +106,28 @@ func (e *Engine) reduceGradients() error {
 		off += copy(e.grads[off:], L.base().db)
 	}
 	start := time.Now()
-	if err := collectives.Allreduce(e.c, e.grads); err != nil {
+	if err := e.allreduce(e.grads); err != nil {
 		return fmt.Errorf("gradient allreduce: %w", err)
 	}
 	e.clock.comm += time.Since(start)
 	e.clock.wait += time.Since(start)
 	return nil
+}
+
+// allreduce sums the packed gradients over ranks: in float32, or in bf16
+// with error feedback — what rounding this rank's contribution drops is
+// added back into its next one, so no gradient is lost for good.
+func (e *Engine) allreduce(g []float32) error {
+	if e.cfg.WireAllreduce != "bf16" || e.P == 1 {
+		return collectives.Allreduce(e.c, g)
+	}
+	if e.residual == nil {
+		e.residual = make([]float32, len(g))
+	}
+	for i, v := range g {
+		v += e.residual[i]
+		q := wire.FromBF16(wire.ToBF16(v))
+		e.residual[i], g[i] = v-q, q
+	}
+	return collectives.RingAllreduceBF16(e.c, g)
 }

@@ -1,0 +1,145 @@
+package train
+
+// Blocks on the wire in fewer bits (collectives/wire). When a cache's
+// blocks travel quantized, the owner encodes its block once per exchange
+// and keeps the decoded values as its own copy: it multiplies exactly what
+// every receiver decodes. Each row's stochastic rounding is keyed by (seed,
+// epoch, layer and direction, original node id), not by rank, so a run's
+// results do not depend on P, and dense and sparse exchanges agree.
+//
+// With delta, a refreshed root sends the change of its block against the
+// copy every rank already holds, which receivers add; the owner tracks
+// that copy exactly, so rounding errors never accumulate.
+
+import (
+	"fmt"
+
+	"sancus/collectives"
+	"sancus/collectives/wire"
+)
+
+// wireState is a cache's encoding: how wide, and what the current exchange
+// sends.
+type wireState struct {
+	bits   int     // wire.FP32 (floats as they are), BF16, 8/4/2, or wire.Auto
+	delta  bool    // send a refreshed root's change, not its block
+	maxErr float64 // wire.Auto: the largest relative error allowed
+	stream uint64  // keys the rounding, with the seed and the epoch
+
+	used   []int    // bits root j encoded with in this exchange
+	add    []bool   // root j's rows are a delta to add to the cached copy
+	own    []byte   // this rank's rows, encoded
+	packed [][]byte // packed[j]: root j's rows as received
+
+	bitsSum, errSum float64 // statistics of this rank's encodings
+	sends           int
+	epochErr        float64 // relative error of this epoch's encoding
+}
+
+func (c *cache) quantized() bool { return c.wire.bits != wire.FP32 }
+
+// rowBytes is the size of one of root j's rows on the wire this exchange.
+func (c *cache) rowBytes(j int) int { return wire.RowBytes(c.wire.used[j], c.width) }
+
+// unpack decodes root j's received rows into its cached copy.
+func (c *cache) unpack(j int, src []byte) {
+	wire.Decode(c.host[j], src, c.width, c.wire.used[j], c.wire.add[j])
+}
+
+// recvBuf is a buffer for n of root j's rows.
+func (c *cache) recvBuf(j, n int) []byte {
+	need := n * c.rowBytes(j)
+	if cap(c.wire.packed[j]) < need {
+		c.wire.packed[j] = make([]byte, need)
+	}
+	return c.wire.packed[j][:need]
+}
+
+// encodeOwn is the owner's half of a quantized exchange: it encodes this
+// rank's block own (on the host) — the whole block, or its change against
+// the copy every rank holds when delta is on and a copy exists — keeps the
+// decoded values in its own slot, and returns the widths every root uses
+// (gathered when the owners choose them).
+func (e *Engine) encodeOwn(c *cache, epoch int, own []float32, active, had []bool) error {
+	me, w := e.rank, &c.wire
+	for j := range w.add {
+		w.add[j] = w.delta && had[j]
+		w.used[j] = w.bits
+	}
+	if active[me] {
+		x := own
+		if w.add[me] {
+			x = make([]float32, len(own))
+			for i, v := range own {
+				x[i] = v - c.host[me][i]
+			}
+		}
+		seed := e.rowSeed(c, epoch)
+		if w.bits == wire.Auto {
+			w.used[me] = wire.FP32
+			for _, b := range wire.Widths {
+				if wire.RelError(x, c.width, b, seed) <= w.maxErr {
+					w.used[me] = b
+					break
+				}
+			}
+		}
+		w.own = growBytes(w.own, e.rows*wire.RowBytes(w.used[me], c.width))
+		wire.Encode(w.own, x, c.width, w.used[me], seed)
+		wire.Decode(c.host[me], w.own, c.width, w.used[me], w.add[me])
+		e.be.Upload(c.dev[me])
+		w.epochErr = relDrift(c.host[me], own)
+		if len(own) == 0 || w.epochErr != w.epochErr {
+			w.epochErr = 0
+		}
+		w.bitsSum += float64(w.used[me])
+		w.errSum += w.epochErr
+		w.sends++
+	}
+	if w.bits != wire.Auto {
+		return nil
+	}
+	used := make([]byte, e.P)
+	if err := collectives.AllgatherFlags(e.c, byte(w.used[me]), used); err != nil {
+		return fmt.Errorf("sharing wire widths: %w", err)
+	}
+	for j, b := range used {
+		w.used[j] = int(b)
+	}
+	return nil
+}
+
+// rowSeed keys row r of this rank's block, by its original node id.
+func (e *Engine) rowSeed(c *cache, epoch int) func(r int) uint64 {
+	key := wire.Seed(e.cfg.Seed^c.wire.stream, uint64(epoch))
+	return func(r int) uint64 { return wire.Seed(key, uint64(e.ownID(r))) }
+}
+
+func growBytes(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}
+
+// wireBits parses the configured widths of forward and gradient blocks.
+func (c Config) wireBits() (fwd, grad int, err error) {
+	if fwd, err = wire.Parse(c.Wire); err != nil {
+		return 0, 0, err
+	}
+	grad = fwd
+	if c.WireGrad != "" {
+		if grad, err = wire.Parse(c.WireGrad); err != nil {
+			return 0, 0, fmt.Errorf("wire-grad: %w", err)
+		}
+	}
+	if (fwd == wire.Auto || grad == wire.Auto) && !(c.WireError > 0 && c.WireError < 1) {
+		return 0, 0, fmt.Errorf("--wire auto needs --wire-error in (0,1), got %g", c.WireError)
+	}
+	switch c.WireAllreduce {
+	case "", "fp32", "bf16":
+	default:
+		return 0, 0, fmt.Errorf("unknown wire-allreduce %q (fp32 or bf16)", c.WireAllreduce)
+	}
+	return fwd, grad, nil
+}
