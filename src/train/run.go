@@ -30,7 +30,7 @@ type Epoch struct {
 	BytesSent int64   `json:"bytes_sent"` // this rank, training traffic only
 	// QuantErr is the mean relative error ‖decoded − block‖/‖block‖ of the
 	// forward blocks encoded this epoch (quantized wire only).
-	QuantErr float64 `json:"quant_error,omitempty"`
+	QuantErr  float64 `json:"quant_error,omitempty"`
 	Evaluated bool    `json:"evaluated"`
 }
 
@@ -67,11 +67,11 @@ type Result struct {
 	// WireBits is the mean width each layer's blocks were sent with
 	// ("2 forward": 4 means int4), on rank 0.
 	WireBits map[string]float64 `json:"wire_bits,omitempty"`
-	Params       int                         `json:"params"`
-	SIMD         string                      `json:"simd"`
-	Threads      int                         `json:"threads"`
-	Device       string                      `json:"device"`            // kernels backend
-	Stopped      bool                        `json:"stopped,omitempty"` // ended early by a stop request
+	Params   int                `json:"params"`
+	SIMD     string             `json:"simd"`
+	Threads  int                `json:"threads"`
+	Device   string             `json:"device"`            // kernels backend
+	Stopped  bool               `json:"stopped,omitempty"` // ended early by a stop request
 	// Status is how training ended: completed, stopped (a signal, after a
 	// checkpoint) or diverged (Error says where).
 	Status string `json:"status"`
