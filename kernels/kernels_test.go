@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"sancus/collectives/wire"
 	"sancus/kernels/matrix"
 	"strings"
 	"testing"
@@ -274,5 +275,42 @@ func TestOpenBackend(t *testing.T) {
 	}
 	if _, err := Open("tpu", 0); err == nil || !strings.Contains(err.Error(), "unknown device") {
 		t.Fatalf("unknown backend: %v", err)
+	}
+}
+
+// The C row codec writes the very bytes and values of the Go reference in
+// collectives/wire, for every integer width, with and without adding.
+func TestQuantizeMatchesWireReference(t *testing.T) {
+	const rows, width = 3001, 13
+	x := make([]float32, rows*width)
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * math.Pow(10, float64(i%7-3)))
+	}
+	for i := 0; i < width; i++ { // a constant row and a zero row
+		x[5*width+i], x[6*width+i] = 0.375, 0
+	}
+	seeds := make([]uint64, rows)
+	for i := range seeds {
+		seeds[i] = wire.Seed(99, uint64(i))
+	}
+	for _, bits := range []int{2, 4, 8} {
+		rb := wire.RowBytes(bits, width)
+		want, got := make([]byte, rows*rb), make([]byte, rows*rb)
+		wire.Encode(want, x, width, bits, func(r int) uint64 { return seeds[r] })
+		QuantizeRows(got, x, width, bits, seeds)
+		if string(want) != string(got) {
+			t.Fatalf("int%d: C encoding differs from the reference", bits)
+		}
+		for _, add := range []bool{false, true} {
+			a, b := append([]float32(nil), x...), append([]float32(nil), x...)
+			wire.Decode(a, want, width, bits, add)
+			DequantizeRows(b, want, width, bits, add)
+			for i := range a {
+				if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+					t.Fatalf("int%d add=%v: element %d decodes to %g, reference %g", bits, add, i, b[i], a[i])
+				}
+			}
+		}
 	}
 }

@@ -66,8 +66,15 @@ func RowBytes(bits, width int) int {
 }
 
 // Seed keys the stochastic rounding of one row: the same (stream, row)
-// always rounds the same way.
-func Seed(stream, row uint64) uint64 { return mix(stream ^ mix(row+0x9e3779b97f4a7c15)) }
+// always rounds the same way. Seed(s, r) = SeedOf(s, RowHash(r)), so a
+// caller can hash its rows once.
+func Seed(stream, row uint64) uint64 { return SeedOf(stream, RowHash(row)) }
+
+// RowHash is the part of a row's seed that depends on the row alone.
+func RowHash(row uint64) uint64 { return mix(row + 0x9e3779b97f4a7c15) }
+
+// SeedOf is Seed from a row's hash.
+func SeedOf(stream, rowHash uint64) uint64 { return mix(stream ^ rowHash) }
 
 func mix(z uint64) uint64 {
 	z += 0x9e3779b97f4a7c15
@@ -125,49 +132,57 @@ func encodeRow(dst []byte, x []float32, bits int, seed uint64) {
 	putU16(dst[2:], stepBits)
 	body := dst[4:]
 	clear(body)
-	s := seed | 1
+	if step == 0 {
+		return
+	}
+	inv := 1 / step // a product, not a quotient per value: the C kernel matches it
+	s, w := seed|1, uint64(0)
 	for i, v := range x {
-		var q uint32
-		if step > 0 {
+		if i&1 == 0 { // one xorshift draw gives two 24-bit uniforms
 			s ^= s >> 12
 			s ^= s << 25
 			s ^= s >> 27
-			u := float32((s*0x2545f4914f6cdd1d)>>40) / (1 << 24) // [0, 1)
-			f := (v-off)/step + u
-			q = uint32(max(0, min(levels, float32(math.Floor(float64(f))))))
+			w = s * 0x2545f4914f6cdd1d
 		}
+		u := float32(uint32(w>>(32*uint(i&1)))>>8) * (1.0 / (1 << 24)) // [0, 1)
+		q := int32((v-off)*inv + u)                                    // ≥ 0: truncation is floor
+		q = min(max(q, 0), int32(levels))
 		bit := i * bits
 		body[bit/8] |= byte(q << (bit % 8))
 	}
 }
 
 func decodeRow(dst []float32, src []byte, bits int, add bool) {
-	put := func(i int, v float32) {
-		if add {
-			dst[i] += v
-		} else {
-			dst[i] = v
-		}
-	}
 	switch bits {
 	case FP32:
 		for i := range dst {
-			put(i, math.Float32frombits(getU32(src[4*i:])))
+			v := math.Float32frombits(getU32(src[4*i:]))
+			if add {
+				v += dst[i]
+			}
+			dst[i] = v
 		}
 		return
 	case BF16:
 		for i := range dst {
-			put(i, fromBF16(getU16(src[2*i:])))
+			v := fromBF16(getU16(src[2*i:]))
+			if add {
+				v += dst[i]
+			}
+			dst[i] = v
 		}
 		return
 	}
 	off, step := fromBF16(getU16(src)), fromBF16(getU16(src[2:]))
 	body := src[4:]
-	mask := uint32(1)<<bits - 1
+	mask, per := byte(1)<<bits-1, 8/bits
 	for i := range dst {
-		bit := i * bits
-		q := uint32(body[bit/8]>>(bit%8)) & mask
-		put(i, off+float32(q)*step)
+		q := body[i/per] >> (uint(i%per) * uint(bits)) & mask
+		v := off + float32(q)*step
+		if add {
+			v += dst[i]
+		}
+		dst[i] = v
 	}
 }
 
