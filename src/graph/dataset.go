@@ -21,9 +21,12 @@ type Dataset struct {
 	Features *matrix.CSR // N × F
 	Labels   []int32     // -1 = unlabeled
 	Classes  int
-	Train    []int32
-	Val      []int32
-	Test     []int32
+	// Multi holds multi-label targets (N × Classes, an entry per label a
+	// node has; nil: single-label). Every node is then labelled (Labels 0).
+	Multi *matrix.CSR
+	Train []int32
+	Val   []int32
+	Test  []int32
 }
 
 // LoadOptions tune how a dataset directory is read.
@@ -137,6 +140,15 @@ func LoadNodeData(path string, graphN int, opt LoadOptions) (*Dataset, error) {
 		for i := range ds.Labels {
 			ds.Labels[i] = -1
 		}
+	}
+	if ds.Multi == nil {
+		if err := ds.readMultiLabels(dir); err != nil {
+			return nil, err
+		}
+	}
+	if ds.Multi != nil {
+		ds.Classes = ds.Multi.Cols
+		ds.Labels = make([]int32, ds.N) // every node has a (possibly empty) label set
 	}
 	for _, l := range ds.Labels {
 		ds.Classes = max(ds.Classes, int(l)+1)

@@ -197,7 +197,8 @@ func TestOGBRoundTripAndMalformed(t *testing.T) {
 	for _, c := range []struct{ file, body, want string }{
 		{"raw/edge.csv.gz", "0,1\n1;2\n", "edge.csv.gz:2: edge needs two comma-separated node ids"},
 		{"raw/edge.csv.gz", "0,1\n1,600\n", "edge.csv.gz:2: edge 1,600 names a node ≥ the 500"},
-		{"raw/node-label.csv.gz", "0\n1,0\n", "node-label.csv.gz:2: 2 label columns"},
+		{"raw/node-label.csv.gz", "0\n1,0\n", "node-label.csv.gz:2: label \"1,0\" is not an integer"},
+		{"raw/node-label.csv.gz", "0,1\n1,0,1\n", "node-label.csv.gz:2: 3 features, the first row has 2"},
 		{"raw/node-feat.csv.gz", "0,1\n", "node-feat.csv.gz:1: unexpected end of file: 1 feature rows for a graph of 500 nodes"},
 		{"raw/num-node-list.csv.gz", "500\n20\n", "num-node-list.csv.gz:2: more than one graph"},
 		{"split/random/valid.csv.gz", "7\n", "is also in"},

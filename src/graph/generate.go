@@ -1,7 +1,9 @@
 package graph
 
 import (
+	"bufio"
 	"io"
+	"slices"
 
 	"fmt"
 	"math/bits"
@@ -25,6 +27,9 @@ type GenConfig struct {
 	TrainFrac  float64
 	ValFrac    float64
 	Seed       uint64
+	// MultiLabel writes labels-multi.txt: every node has its planted class,
+	// the next class with probability 1/2 and any other with 1/10.
+	MultiLabel bool
 }
 
 // Validate reports the first unusable field.
@@ -75,7 +80,13 @@ func Generate(dir string, c GenConfig) error {
 	}); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "labels.txt"), func(w io.Writer) error {
+	if c.MultiLabel {
+		if err := writeFile(filepath.Join(dir, "labels-multi.txt"), func(w io.Writer) error {
+			return c.writeLabelSets(w, r, labels)
+		}); err != nil {
+			return err
+		}
+	} else if err := writeFile(filepath.Join(dir, "labels.txt"), func(w io.Writer) error {
 		return writeInts(w, labels)
 	}); err != nil {
 		return err
@@ -205,4 +216,25 @@ func (c GenConfig) writeFeatures(w io.Writer, r *rand.Rand, labels []int32) erro
 		}
 	}
 	return nil
+}
+
+func (c GenConfig) writeLabelSets(w io.Writer, r *rand.Rand, labels []int32) error {
+	bw := bufio.NewWriter(w)
+	for _, l := range labels {
+		set := []int{int(l)}
+		if next := (int(l) + 1) % c.Classes; next != int(l) && r.Float64() < 0.5 {
+			set = append(set, next)
+		}
+		if o := r.IntN(c.Classes); r.Float64() < 0.1 && !slices.Contains(set, o) {
+			set = append(set, o)
+		}
+		for i, v := range set {
+			if i > 0 {
+				bw.WriteByte(' ')
+			}
+			bw.WriteString(strconv.Itoa(v))
+		}
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
 }

@@ -113,7 +113,7 @@ func loadOGBNodeData(dir string, n int, opt LoadOptions) (*Dataset, error) {
 	raw := ogbRaw(dir)
 	var err error
 	if p := ogbFile(raw, "node-label"); p != "" {
-		if ds.Labels, err = readOGBLabels(p, n); err != nil {
+		if ds.Labels, ds.Multi, err = readOGBLabels(p, n); err != nil {
 			return nil, err
 		}
 	}
@@ -125,36 +125,63 @@ func loadOGBNodeData(dir string, n int, opt LoadOptions) (*Dataset, error) {
 	return ds, ds.loadOGBSplit(dir, opt.SplitName)
 }
 
-func readOGBLabels(path string, n int) ([]int32, error) {
+// readOGBLabels reads one class per node, or one 0/1 column per class
+// (multi-label, as ogbn-proteins).
+func readOGBLabels(path string, n int) ([]int32, *matrix.CSR, error) {
+	if multi, err := ogbLabelColumns(path); err != nil || multi {
+		if err != nil {
+			return nil, nil, err
+		}
+		m, err := readOGBFeatures(path, n)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i, v := range m.Val {
+			if v != 1 {
+				return nil, nil, fmt.Errorf("%s: label entry %d is %g: multi-label columns are 0 or 1", path, i, v)
+			}
+		}
+		return nil, m, nil
+	}
 	l, err := openLines(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer l.close()
 	out := make([]int32, 0, n)
 	for l.next() {
 		t := strings.TrimSpace(l.text)
-		if strings.Contains(t, ",") {
-			return nil, l.errorf("%d label columns: multi-label node labels are not supported yet", strings.Count(t, ",")+1)
-		}
 		v := -1
 		if t != "" && t != "nan" && t != "NaN" { // OGB marks unlabeled nodes with NaN
 			if v, err = l.atoi(t, "label"); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		if v < -1 || v > 1<<20 {
-			return nil, l.errorf("label %d out of range (want -1 or a class id ≥ 0)", v)
+			return nil, nil, l.errorf("label %d out of range (want -1 or a class id ≥ 0)", v)
 		}
 		out = append(out, int32(v))
 	}
 	if err := l.err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(out) != n {
-		return nil, l.eofErrorf("%d labels for a graph of %d nodes", len(out), n)
+		return nil, nil, l.eofErrorf("%d labels for a graph of %d nodes", len(out), n)
 	}
-	return out, nil
+	return out, nil, nil
+}
+
+// ogbLabelColumns reports whether the label file has several columns.
+func ogbLabelColumns(path string) (bool, error) {
+	l, err := openLines(path)
+	if err != nil {
+		return false, err
+	}
+	defer l.close()
+	if l.next() {
+		return strings.Contains(l.text, ","), nil
+	}
+	return false, l.err()
 }
 
 func readOGBFeatures(path string, n int) (*matrix.CSR, error) {
@@ -260,25 +287,16 @@ func WriteOGB(ds *Dataset, dir string) error {
 			}
 			return nil
 		},
-		filepath.Join(raw, "node-label.csv.gz"): func(w io.Writer) error { return writeInts(w, ds.Labels) },
-		filepath.Join(raw, "node-feat.csv.gz"): func(w io.Writer) error {
-			row := make([]string, ds.Features.Cols)
-			for r := range ds.N {
-				for c := range row {
-					row[c] = "0"
-				}
-				for p := ds.Features.RowPtr[r]; p < ds.Features.RowPtr[r+1]; p++ {
-					row[ds.Features.ColIdx[p]] = strconv.FormatFloat(float64(ds.Features.Val[p]), 'g', -1, 32)
-				}
-				if _, err := fmt.Fprintln(w, strings.Join(row, ",")); err != nil {
-					return err
-				}
+		filepath.Join(raw, "node-label.csv.gz"): func(w io.Writer) error {
+			if ds.Multi != nil {
+				return writeDenseRows(w, ds.Multi, "%.0f")
 			}
-			return nil
+			return writeInts(w, ds.Labels)
 		},
-		filepath.Join(split, "train.csv.gz"): func(w io.Writer) error { return writeInts(w, ds.Train) },
-		filepath.Join(split, "valid.csv.gz"): func(w io.Writer) error { return writeInts(w, ds.Val) },
-		filepath.Join(split, "test.csv.gz"):  func(w io.Writer) error { return writeInts(w, ds.Test) },
+		filepath.Join(raw, "node-feat.csv.gz"): func(w io.Writer) error { return writeDenseRows(w, ds.Features, "") },
+		filepath.Join(split, "train.csv.gz"):   func(w io.Writer) error { return writeInts(w, ds.Train) },
+		filepath.Join(split, "valid.csv.gz"):   func(w io.Writer) error { return writeInts(w, ds.Val) },
+		filepath.Join(split, "test.csv.gz"):    func(w io.Writer) error { return writeInts(w, ds.Test) },
 	}
 	for _, p := range sortedKeys(files) {
 		if err := writeGzip(p, files[p]); err != nil {
@@ -318,4 +336,25 @@ func writeGzip(path string, fill func(w io.Writer) error) error {
 		}
 		return z.Close()
 	})
+}
+
+// writeDenseRows writes a CSR matrix as comma-separated dense rows.
+func writeDenseRows(w io.Writer, a *matrix.CSR, format string) error {
+	row := make([]string, a.Cols)
+	for r := range a.Rows {
+		for c := range row {
+			row[c] = "0"
+		}
+		for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
+			if format != "" {
+				row[a.ColIdx[p]] = fmt.Sprintf(format, a.Val[p])
+			} else {
+				row[a.ColIdx[p]] = strconv.FormatFloat(float64(a.Val[p]), 'g', -1, 32)
+			}
+		}
+		if _, err := fmt.Fprintln(w, strings.Join(row, ",")); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 
+	"sancus/kernels/matrix"
 	"sancus/src/atomicfile"
 )
 
@@ -30,7 +31,7 @@ const (
 
 // Spec is a model's configuration as saved with its weights.
 type Spec struct {
-	Model  string `json:"model"`  // "gcn"
+	Model  string `json:"model"`  // "gcn" or "sage"
 	Layers int    `json:"layers"` // graph convolutions
 	Dims   []int  `json:"dims"`   // feature width, hidden widths …, classes
 	// Normalization is the adjacency the model was trained on.
@@ -68,11 +69,8 @@ func Save(path string, spec Spec, m *GCN) error {
 	b.Write(js)
 	flat := m.Flat()
 	b.Write(le.AppendUint32(nil, uint32(len(flat))))
-	for i, p := range flat {
-		rows, cols := 1, len(p)
-		if i%2 == 0 {
-			rows, cols = m.W[i/2].Rows, m.W[i/2].Cols
-		}
+	for _, p := range flat {
+		rows, cols := shapeOf(m, p)
 		b.Write(le.AppendUint32(nil, uint32(rows)))
 		b.Write(le.AppendUint32(nil, uint32(cols)))
 		for _, v := range p {
@@ -115,11 +113,11 @@ func Load(path string) (Spec, *GCN, error) {
 	if err := json.Unmarshal(js, &spec); err != nil {
 		return spec, nil, bad("spec: %v", err)
 	}
-	if spec.Model != "gcn" || spec.LabelKind != "single" || spec.Layers != len(spec.Dims)-1 {
-		return spec, nil, bad("model %q with %d layers over dims %v and %s labels: this sancus runs single-label GCNs",
+	if (spec.Model != "gcn" && spec.Model != "sage") || (spec.LabelKind != "single" && spec.LabelKind != "multi") || spec.Layers != len(spec.Dims)-1 {
+		return spec, nil, bad("model %q with %d layers over dims %v and %s labels: this sancus runs GCN and GraphSAGE models, single- or multi-label",
 			spec.Model, spec.Layers, spec.Dims, spec.LabelKind)
 	}
-	m, err := NewGCN(spec.Dims, 0)
+	m, err := New(spec.Model, spec.Dims, 0)
 	if err != nil {
 		return spec, nil, bad("%v", err)
 	}
@@ -127,6 +125,28 @@ func Load(path string) (Spec, *GCN, error) {
 		return spec, nil, bad("%v", err)
 	}
 	return spec, m, nil
+}
+
+// shapeOf is the matrix shape of a parameter slice of m (a bias: 1 × n).
+func shapeOf(m *GCN, p []float32) (int, int) {
+	if len(p) == 0 {
+		return 1, 0
+	}
+	for l := range m.W {
+		for _, w := range append([]*matrix.Dense{m.W[l]}, rootOf(m, l)...) {
+			if &w.Data[0] == &p[0] {
+				return w.Rows, w.Cols
+			}
+		}
+	}
+	return 1, len(p)
+}
+
+func rootOf(m *GCN, l int) []*matrix.Dense {
+	if m.Root == nil {
+		return nil
+	}
+	return []*matrix.Dense{m.Root[l]}
 }
 
 func readTensors(r *bytes.Reader, m *GCN) error {

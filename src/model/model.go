@@ -13,17 +13,36 @@ import (
 	"sancus/kernels/matrix"
 )
 
-// GCN is the parameter set of an L-layer GCN: layer l maps Dims[l] to
-// Dims[l+1] features.
+// GCN is the parameter set of an L-layer GCN or GraphSAGE: layer l maps
+// Dims[l] to Dims[l+1] features with W[l] (GraphSAGE: on the neighbours'
+// mean) and B[l]; GraphSAGE adds Root[l], applied to the node itself.
 type GCN struct {
 	Dims []int
 	W    []*matrix.Dense
 	B    [][]float32
+	Root []*matrix.Dense // nil for a GCN
 }
 
 // NewGCN draws Glorot-uniform weights and zero biases from seed, so every
 // rank starts from identical parameters without communicating.
-func NewGCN(dims []int, seed uint64) (*GCN, error) {
+func NewGCN(dims []int, seed uint64) (*GCN, error) { return newModel(dims, seed, false) }
+
+// NewSAGE is NewGCN with a root weight per layer (GraphSAGE-mean, as PyG's
+// SAGEConv): h' = W·mean_{j∈N(i)} h_j + Root·h_i + b.
+func NewSAGE(dims []int, seed uint64) (*GCN, error) { return newModel(dims, seed, true) }
+
+// New makes the parameters of the named model ("gcn" or "sage").
+func New(kind string, dims []int, seed uint64) (*GCN, error) {
+	switch kind {
+	case "gcn", "":
+		return NewGCN(dims, seed)
+	case "sage":
+		return NewSAGE(dims, seed)
+	}
+	return nil, fmt.Errorf("model: unknown model %q (gcn or sage)", kind)
+}
+
+func newModel(dims []int, seed uint64, root bool) (*GCN, error) {
 	if len(dims) < 2 {
 		return nil, fmt.Errorf("model: need at least one layer, dims %v", dims)
 	}
@@ -34,27 +53,52 @@ func NewGCN(dims []int, seed uint64) (*GCN, error) {
 	}
 	m := &GCN{Dims: dims}
 	r := rand.New(rand.NewPCG(seed, 0x9c4))
-	for l := 0; l+1 < len(dims); l++ {
-		w := matrix.NewDense(dims[l], dims[l+1])
-		lim := math.Sqrt(6 / float64(dims[l]+dims[l+1]))
+	glorot := func(rows, cols int) *matrix.Dense {
+		w := matrix.NewDense(rows, cols)
+		lim := math.Sqrt(6 / float64(rows+cols))
 		for i := range w.Data {
 			w.Data[i] = float32((2*r.Float64() - 1) * lim)
 		}
-		m.W = append(m.W, w)
+		return w
+	}
+	for l := 0; l+1 < len(dims); l++ {
+		m.W = append(m.W, glorot(dims[l], dims[l+1]))
 		m.B = append(m.B, make([]float32, dims[l+1]))
+		if root {
+			m.Root = append(m.Root, glorot(dims[l], dims[l+1]))
+		}
 	}
 	return m, nil
+}
+
+// Kind is "gcn" or "sage".
+func (m *GCN) Kind() string {
+	if m.Root != nil {
+		return "sage"
+	}
+	return "gcn"
+}
+
+// Tensors lists layer l's parameters in Flat order: W, b and, for
+// GraphSAGE, Root.
+func (m *GCN) Tensors(l int) [][]float32 {
+	t := [][]float32{m.W[l].Data, m.B[l]}
+	if m.Root != nil {
+		t = append(t, m.Root[l].Data)
+	}
+	return t
 }
 
 // Layers is the number of layers.
 func (m *GCN) Layers() int { return len(m.W) }
 
-// Flat lists every parameter slice in a fixed order (W0, b0, W1, b1, …):
-// gradients are packed the same way for one allreduce, and checkpoints use it.
+// Flat lists every parameter slice in a fixed order (W0, b0, [Root0], W1,
+// b1, …): gradients are packed the same way for one allreduce, and
+// checkpoints and model files use it.
 func (m *GCN) Flat() [][]float32 {
 	var out [][]float32
 	for l := range m.W {
-		out = append(out, m.W[l].Data, m.B[l])
+		out = append(out, m.Tensors(l)...)
 	}
 	return out
 }

@@ -181,12 +181,22 @@ func scaling(rows []Row) (*plot.Plot, error) {
 	return p, nil
 }
 
-// accuracy: validation accuracy per epoch for every run.
+// accuracy: validation accuracy (micro-F1 for multi-label runs) per epoch
+// for every run.
 func accuracy(runs []*Run) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = "Validation accuracy"
+	metric := "accuracy"
+	for _, r := range runs {
+		if r.Result.Metric == "micro-f1" {
+			metric = "micro-F1"
+			if len(runs) > 1 {
+				metric = "accuracy or micro-F1 (multi-label)"
+			}
+		}
+	}
+	p.Title.Text = "Validation " + metric
 	p.X.Label.Text = "epoch"
-	p.Y.Label.Text = "accuracy"
+	p.Y.Label.Text = metric
 	for i, r := range runs {
 		var pts plotter.XYs
 		for _, e := range r.Result.Curve {

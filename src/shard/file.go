@@ -25,11 +25,11 @@ import (
 // body: rank, parts, n, classes, featdim, globalTrain (u64 each), offsets
 // (parts+1 × u64), P column blocks, features, AX (flag + CSR), labels, train,
 // val, test, original node ids (length-prefixed i32 arrays; no ids = the
-// original order). A CSR is rows, cols, nnz, then
-// rowptr (i64), colidx (i32), values (f32).
+// original order), multi-label targets (flag + CSR, since format 4). A CSR
+// is rows, cols, nnz, then rowptr (i64), colidx (i32), values (f32).
 const (
 	magic   = "SANCUSSH"
-	Version = 3
+	Version = 4
 )
 
 // FileName is the name of rank r's shard out of parts.
@@ -102,6 +102,12 @@ func (s *Shard) encode(w io.Writer) (int64, error) {
 	e.i32s(s.Val)
 	e.i32s(s.Test)
 	e.i32s(s.NodeIDs)
+	if s.Multi != nil {
+		e.u64(1)
+		e.csr(s.Multi)
+	} else {
+		e.u64(0)
+	}
 	if e.err == nil {
 		e.err = e.w.Flush()
 	}
@@ -247,6 +253,9 @@ func Read(dir string, rank, parts int) (*Shard, error) {
 		return nil, bad("checksum mismatch (stored %08x, computed %08x): the file is corrupt", stored, got)
 	}
 	if v != Version {
+		if v < Version {
+			return nil, bad("format version %d, written by an older sancus: run sancus prepare again", v)
+		}
 		return nil, bad("format version %d, this sancus reads %d", v, Version)
 	}
 	d := &dec{b: body}
@@ -276,6 +285,9 @@ func Read(dir string, rank, parts int) (*Shard, error) {
 	s.Val = d.i32s(d.count(4))
 	s.Test = d.i32s(d.count(4))
 	s.NodeIDs = d.i32s(d.count(4))
+	if d.u64() == 1 {
+		s.Multi = d.csr()
+	}
 	if d.err != nil {
 		return nil, bad("%v", d.err)
 	}

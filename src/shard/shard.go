@@ -26,6 +26,7 @@ type Shard struct {
 	Features *matrix.CSR   // X_i
 	AX       *matrix.CSR   // (ÂX)_i, precomputed once; nil if not prepared
 	Labels   []int32       // local rows; -1 unlabeled
+	Multi    *matrix.CSR   // multi-label targets of the local rows (nil: single-label)
 	NodeIDs  []int32       // original node id of each local row (nil: rows are in the original order)
 	Train    []int32       // local row ids
 	Val      []int32
@@ -101,6 +102,9 @@ func newShard(ds *graph.Dataset, ahatRows, axRows *matrix.CSR, off []int64, ids 
 	s.Features = ds.Features.RowSlice(lo, hi)
 	s.AX = axRows
 	s.Labels = append([]int32(nil), ds.Labels[lo:hi]...)
+	if ds.Multi != nil {
+		s.Multi = ds.Multi.RowSlice(lo, hi)
+	}
 	if ids != nil {
 		s.NodeIDs = append([]int32(nil), ids[lo:hi]...)
 	}
@@ -231,6 +235,9 @@ func Reorder(ds *graph.Dataset, perm []int32) *graph.Dataset {
 	out := &graph.Dataset{Name: ds.Name, N: n, Classes: ds.Classes}
 	out.Adj = permuteCSR(ds.Adj, perm, inv, true)
 	out.Features = permuteCSR(ds.Features, perm, inv, false)
+	if ds.Multi != nil {
+		out.Multi = permuteCSR(ds.Multi, perm, inv, false)
+	}
 	out.Labels = make([]int32, n)
 	for i, v := range perm {
 		out.Labels[i] = ds.Labels[v]

@@ -132,7 +132,7 @@ func PrepareStreaming(dataDir, outDir string, parts int, opt Options, load graph
 	ds := nodes
 	if perm != nil {
 		ds = Reorder(&graph.Dataset{Name: nodes.Name, N: n, Classes: nodes.Classes, Adj: emptyCSR(n), Features: nodes.Features,
-			Labels: nodes.Labels, Train: nodes.Train, Val: nodes.Val, Test: nodes.Test}, perm)
+			Labels: nodes.Labels, Multi: nodes.Multi, Train: nodes.Train, Val: nodes.Val, Test: nodes.Test}, perm)
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, err

@@ -10,6 +10,9 @@ import (
 
 // Config is one training run.
 type Config struct {
+	// Model is "gcn" (Kipf and Welling) or "sage" (GraphSAGE-mean). A
+	// GraphSAGE layer 1 reads X: the ÂX shortcut is a GCN's.
+	Model       string
 	Layers      int
 	Hidden      int
 	Epochs      int
@@ -80,7 +83,7 @@ type Config struct {
 
 // Defaults are the Kipf & Welling settings.
 func Defaults() Config {
-	return Config{Layers: 2, Hidden: 16, Epochs: 200, LR: 0.01, Dropout: 0.5, WeightDecay: 5e-4,
+	return Config{Model: "gcn", Layers: 2, Hidden: 16, Epochs: 200, LR: 0.01, Dropout: 0.5, WeightDecay: 5e-4,
 		Seed: 1, Precompute: true, Staleness: "none", MaxStale: 10, EvalEvery: 1, MaxLossGrowth: 100, LocalRank: -1}
 }
 
@@ -94,6 +97,8 @@ func (c Config) Validate() error {
 // blocks: the one place the bound is parsed.
 func (c Config) Policy() (staleness.Policy, error) {
 	switch {
+	case c.Model != "gcn" && c.Model != "sage" && c.Model != "":
+		return nil, fmt.Errorf("unknown model %q (gcn or sage)", c.Model)
 	case c.Layers < 1:
 		return nil, fmt.Errorf("layers must be ≥ 1, got %d", c.Layers)
 	case c.Hidden < 1:

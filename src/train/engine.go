@@ -46,6 +46,10 @@ type Engine struct {
 	grads     []float32     // flat gradient buffer, one allreduce per step
 	lossGrad  *matrix.Dense // ∂loss/∂logits, where the backend computes
 	residual  []float32     // bf16 gradient allreduce: the error fed back
+	sage      struct {      // GraphSAGE: M = D⁻¹A and A blocks, this rank's 1/deg
+		mean, adj []*matrix.CSR
+		invDeg    []float32
+	}
 }
 
 // view is what this rank multiplies with root j's cached block: Â_ij with
@@ -101,7 +105,7 @@ func (e *Engine) setup() error {
 	}
 	dims = append(dims, e.s.Classes)
 	var err error
-	if e.m, err = model.NewGCN(dims, e.cfg.Seed); err != nil {
+	if e.m, err = model.New(e.cfg.Model, dims, e.cfg.Seed); err != nil {
 		return err
 	}
 	e.opt = model.NewAdam(e.cfg.LR, e.m.NumParams())
@@ -132,7 +136,7 @@ func (e *Engine) setup() error {
 // openInput makes layer 1's operand, ÂX or X, usable on the backend.
 func (e *Engine) openInput() error {
 	src := e.s.Features
-	if e.cfg.Precompute {
+	if e.cfg.Precompute && e.cfg.Model != "sage" {
 		if e.s.AX == nil {
 			return fmt.Errorf("shard %d has no precomputed ÂX: prepare it with --precompute or train with --precompute=false", e.s.Rank)
 		}

@@ -29,10 +29,11 @@ type cache struct {
 	ref     []float32        // variation-gap: this rank's block when it last broadcast
 	scratch *matrix.Dense    // one masked block at a time
 	wire    wireState        // how the blocks are encoded on the wire (wire.go)
+	blocks  []*matrix.CSR    // blocks[j] multiplies root j's block (Â_ij; GraphSAGE: its mean or pattern)
 }
 
-func newCache(be kernels.Backend, name string, width int, rows []int, p staleness.Policy, w wireState) *cache {
-	c := &cache{name: name, width: width, policy: p, host: make([][]float32, len(rows)),
+func newCache(be kernels.Backend, name string, width int, rows []int, blocks []*matrix.CSR, p staleness.Policy, w wireState) *cache {
+	c := &cache{name: name, width: width, policy: p, blocks: blocks, host: make([][]float32, len(rows)),
 		dev: make([]*matrix.Dense, len(rows)), last: make([]int, len(rows)), log: make([][]int, len(rows)), wire: w}
 	c.wire.used, c.wire.add, c.wire.packed = make([]int, len(rows)), make([]bool, len(rows)), make([][]byte, len(rows))
 	most := 0

@@ -74,6 +74,8 @@ func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
 	r := e.rows
 	c := conv{l: l, din: din, dout: dout, z: e.be.NewDense(r, dout), dW: e.be.NewDense(din, dout), db: make([]float32, dout)}
 	switch {
+	case e.cfg.Model == "sage":
+		return e.newSAGELayer(c, gradPolicy)
 	case l == 0 && e.cfg.Precompute:
 		return &localLayer{conv: c}
 	case l == 0 || din > dout:
@@ -93,14 +95,20 @@ func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
 // addCaches makes a communicating layer's caches. Evaluation blocks travel
 // as float32 always: accuracy is measured on the model, not on the wire.
 func (e *Engine) addCaches(c *conv, width int, gradPolicy staleness.Policy) {
+	e.addCachesOver(c, width, gradPolicy, e.view.blocks, e.view.blocks)
+}
+
+// addCachesOver makes the caches of a layer whose forward blocks multiply
+// fwd and whose gradient blocks multiply grad.
+func (e *Engine) addCachesOver(c *conv, width int, gradPolicy staleness.Policy, fwd, grad []*matrix.CSR) {
 	name := fmt.Sprintf("layer %d", c.l+1)
-	fwd, grad, _ := e.cfg.wireBits() // checked in New
+	fwdBits, gradBits, _ := e.cfg.wireBits() // checked in New
 	w := func(bits int, dir uint64) wireState {
 		return wireState{bits: bits, delta: e.cfg.WireDelta, maxErr: e.cfg.WireError, stream: uint64(c.l)<<2 | dir}
 	}
-	c.fwd = newCache(e.be, name+" forward", width, e.view.rows, e.policy, w(fwd, 1))
-	c.eval = newCache(e.be, name+" eval", width, e.view.rows, staleness.None{}, w(wire.FP32, 2))
-	c.grad = newCache(e.be, name+" gradient", width, e.view.rows, gradPolicy, w(grad, 3))
+	c.fwd = newCache(e.be, name+" forward", width, e.view.rows, fwd, e.policy, w(fwdBits, 1))
+	c.eval = newCache(e.be, name+" eval", width, e.view.rows, fwd, staleness.None{}, w(wire.FP32, 2))
+	c.grad = newCache(e.be, name+" gradient", width, e.view.rows, grad, gradPolicy, w(gradBits, 3))
 }
 
 // cleanInput is the input operand times w without dropout; mask, the

@@ -59,14 +59,32 @@ func Argmax(logits *matrix.Dense) []int32 {
 // Model is the engine's model (its parameters are the engine's own).
 func (e *Engine) Model() *model.GCN { return e.m }
 
-// TestAccuracy counts this rank's correct test predictions and test rows,
-// summed over every rank.
+// TestAccuracy is the test metric over every rank: accuracy, or micro-F1
+// for a multi-label graph.
 func (e *Engine) TestAccuracy(logits *matrix.Dense) (float64, error) {
 	m := metrics{testOK: float64(model.Correct(logits, e.s.Labels, e.s.Test)), test: float64(len(e.s.Test))}
+	if e.s.Multi != nil {
+		m.f1[6], m.f1[7], m.f1[8] = e.f1Counts(logits, e.s.Test)
+	}
 	if err := e.sum(&m); err != nil {
 		return 0, err
 	}
+	if e.s.Multi != nil {
+		return microF1(m.f1[6], m.f1[7], m.f1[8]), nil
+	}
 	return ratio(m.testOK, m.test), nil
+}
+
+// LabelSets is each row's predicted classes (positive logits), as a rows ×
+// classes 0/1 matrix.
+func LabelSets(logits *matrix.Dense) []byte {
+	out := make([]byte, logits.Rows*logits.Cols)
+	for i, v := range logits.Data[:len(out)] {
+		if v > 0 {
+			out[i] = 1
+		}
+	}
+	return out
 }
 
 // NodeIDs is the original node id of each of this rank's rows.

@@ -32,6 +32,7 @@ type Epoch struct {
 	// forward blocks encoded this epoch (quantized wire only).
 	QuantErr  float64 `json:"quant_error,omitempty"`
 	Evaluated bool    `json:"evaluated"`
+	Metric    string  `json:"-"` // for the epoch line: micro-f1 when multi-label
 }
 
 // RankStats is one rank's share of the run (SANCUS Table 5).
@@ -51,6 +52,8 @@ type RankStats struct {
 type Result struct {
 	Ranks        int                         `json:"ranks"`
 	Policy       string                      `json:"policy"`
+	Model        string                      `json:"model"`  // gcn or sage
+	Metric       string                      `json:"metric"` // what the *_acc fields hold: accuracy, or micro-f1 (multi-label)
 	LayerModes   []string                    `json:"layer_modes"`
 	Dims         []int                       `json:"dims"` // feature width, hidden widths …, classes
 	Curve        []Epoch                     `json:"curve"`
@@ -123,7 +126,11 @@ func (d *divergence) Is(err error) bool { return err == ErrDiverged }
 // Run trains for cfg.Epochs and returns the report (complete on every
 // rank's own figures; PerRank gathered from all ranks).
 func (e *Engine) Run() (*Result, error) {
-	res := &Result{Ranks: e.P, Params: e.m.NumParams(), Dims: e.m.Dims, SIMD: kernels.SIMD(), Threads: kernels.Threads(), Device: e.be.Name()}
+	res := &Result{Ranks: e.P, Params: e.m.NumParams(), Dims: e.m.Dims, SIMD: kernels.SIMD(), Threads: kernels.Threads(), Device: e.be.Name(),
+		Model: e.m.Kind(), Metric: "accuracy"}
+	if e.s.Multi != nil {
+		res.Metric = "micro-f1"
+	}
 	for _, L := range e.layers {
 		res.LayerModes = append(res.LayerModes, L.kind())
 		if L.base().fwd != nil {
@@ -252,7 +259,12 @@ func (e *Engine) trainStep(ep int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	lossSum := e.be.LossGrad(logits, e.s.Labels, e.s.Train, float64(e.s.GlobalTrain), e.lossGrad)
+	var lossSum float64
+	if e.s.Multi != nil {
+		lossSum = e.bceLossGrad(logits)
+	} else {
+		lossSum = e.be.LossGrad(logits, e.s.Labels, e.s.Train, float64(e.s.GlobalTrain), e.lossGrad)
+	}
 	if err := e.backward(ep, e.lossGrad); err != nil {
 		return 0, err
 	}
@@ -279,9 +291,10 @@ func (e *Engine) lossDiverged(ep int, res *Result) error {
 // metrics are one rank's sums for an epoch, added over ranks by sum.
 type metrics struct {
 	lossSum, trainOK, valOK, testOK, valLoss float64
-	train, val, test                         float64 // split sizes
-	stop                                     float64 // a stop was requested
-	quantErr, quantN                         float64 // summed relative errors of encoded blocks
+	train, val, test                         float64    // split sizes
+	stop                                     float64    // a stop was requested
+	quantErr, quantN                         float64    // summed relative errors of encoded blocks
+	f1                                       [9]float64 // multi-label: tp, fp, fn of train, val, test
 }
 
 // evaluate runs the fresh, dropout-free forward pass and counts this rank's
@@ -292,6 +305,13 @@ func (e *Engine) evaluate(ep int, m *metrics) error {
 		return err
 	}
 	e.be.Download(out)
+	if e.s.Multi != nil {
+		for k, set := range [][]int32{e.s.Train, e.s.Val, e.s.Test} {
+			m.f1[3*k], m.f1[3*k+1], m.f1[3*k+2] = e.f1Counts(out, set)
+		}
+		m.valLoss = e.bceLoss(out, e.s.Val)
+		return nil
+	}
 	m.trainOK = float64(model.Correct(out, e.s.Labels, e.s.Train))
 	m.valOK = float64(model.Correct(out, e.s.Labels, e.s.Val))
 	m.testOK = float64(model.Correct(out, e.s.Labels, e.s.Test))
@@ -302,7 +322,7 @@ func (e *Engine) evaluate(ep int, m *metrics) error {
 // sum adds the metrics over ranks, in rank order, so every rank gets the
 // same bits (float64: split sizes stay exact on graphs of any size).
 func (e *Engine) sum(m *metrics) error {
-	mine := []float64{m.lossSum, m.trainOK, m.valOK, m.testOK, m.valLoss, m.train, m.val, m.test, m.stop, m.quantErr, m.quantN}
+	mine := append([]float64{m.lossSum, m.trainOK, m.valOK, m.testOK, m.valLoss, m.train, m.val, m.test, m.stop, m.quantErr, m.quantN}, m.f1[:]...)
 	all, err := collectives.Allgather(e.c, mine)
 	if err != nil {
 		return err
@@ -313,7 +333,7 @@ func (e *Engine) sum(m *metrics) error {
 			tot[i] += all[r*len(mine)+i]
 		}
 	}
-	*m = metrics{tot[0], tot[1], tot[2], tot[3], tot[4], tot[5], tot[6], tot[7], tot[8], tot[9], tot[10]}
+	*m = metrics{tot[0], tot[1], tot[2], tot[3], tot[4], tot[5], tot[6], tot[7], tot[8], tot[9], tot[10], [9]float64(tot[11:20])}
 	return nil
 }
 
@@ -327,6 +347,10 @@ func (e *Engine) record(row *Epoch, m metrics, r *runState) {
 	}
 	if row.Evaluated {
 		row.TrainAcc, row.ValAcc, row.TestAcc = ratio(m.trainOK, m.train), ratio(m.valOK, m.val), ratio(m.testOK, m.test)
+		if e.s.Multi != nil { // the same fields hold micro-F1 (Result.Metric says which)
+			f := m.f1
+			row.TrainAcc, row.ValAcc, row.TestAcc = microF1(f[0], f[1], f[2]), microF1(f[3], f[4], f[5]), microF1(f[6], f[7], f[8])
+		}
 		row.ValLoss = m.valLoss / math.Max(1, m.val)
 		if row.ValAcc > r.best {
 			r.best = row.ValAcc
@@ -335,6 +359,9 @@ func (e *Engine) record(row *Epoch, m metrics, r *runState) {
 		res.FinalTestAcc = row.TestAcc
 	}
 	res.FinalLoss = row.Loss
+	if e.s.Multi != nil {
+		row.Metric = "micro-F1"
+	}
 	res.Curve = append(res.Curve, *row)
 	e.logf("%s\n", row.line())
 }
@@ -394,6 +421,9 @@ func (r Epoch) line() string {
 	s := fmt.Sprintf("epoch %4d  loss %.4f", r.Epoch, r.Loss)
 	if r.Evaluated {
 		s += fmt.Sprintf("  train %.4f  val %.4f  test %.4f", r.TrainAcc, r.ValAcc, r.TestAcc)
+		if r.Metric != "" && r.Metric != "accuracy" {
+			s += " (" + r.Metric + ")"
+		}
 	}
 	s += fmt.Sprintf("  %7.2f ms", r.Ms)
 	if r.Sent+r.Skipped > 0 {

@@ -62,7 +62,7 @@ func (e *Engine) aggregate(c *cache, epoch int, out, own, ref *matrix.Dense, mas
 	}
 	start, first := time.Now(), true
 	wait, err := e.x.exchange(c, active, func(j int) error {
-		if e.view.blocks[j].NNZ() == 0 {
+		if c.blocks[j].NNZ() == 0 {
 			return nil
 		}
 		err := e.multiply(c, out, own, j, mask, !first)
@@ -125,7 +125,7 @@ func (e *Engine) multiply(c *cache, out, own *matrix.Dense, j int, mask matrix.M
 		e.be.Dropout(e.maskFor(mask, j), masked, b)
 		b = masked
 	}
-	if err := e.be.SpMM(out, e.view.blocks[j], b, accumulate); err != nil {
+	if err := e.be.SpMM(out, c.blocks[j], b, accumulate); err != nil {
 		return fmt.Errorf("block %d: %w", j, err)
 	}
 	return nil

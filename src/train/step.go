@@ -64,9 +64,15 @@ func (e *Engine) step() (nonFinite string, err error) {
 	if err := e.reduceGradients(); err != nil {
 		return "", err
 	}
-	if wd := float32(e.cfg.WeightDecay); wd > 0 {
-		for i, v := range e.m.W[0].Data {
-			e.grads[i] += wd * v
+	if wd := float32(e.cfg.WeightDecay); wd > 0 { // the first layer's weights (and root weights)
+		off := 0
+		for k, t := range e.m.Tensors(0) {
+			if k != 1 {
+				for i, v := range t {
+					e.grads[off+i] += wd * v
+				}
+			}
+			off += len(t)
 		}
 	}
 	if what := e.nonFinite(e.grads, "gradient"); what != "" {
@@ -85,13 +91,13 @@ func (e *Engine) step() (nonFinite string, err error) {
 func (e *Engine) nonFinite(packed []float32, what string) string {
 	off := 0
 	for l := range e.layers {
-		for k, n := range []int{len(e.m.W[l].Data), len(e.m.B[l])} {
-			for _, v := range packed[off : off+n] {
+		for k, t := range e.m.Tensors(l) {
+			for _, v := range packed[off : off+len(t)] {
 				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-					return fmt.Sprintf("non-finite %s of layer %d %s", what, l+1, [2]string{"W", "b"}[k])
+					return fmt.Sprintf("non-finite %s of layer %d %s", what, l+1, [3]string{"W", "b", "Root"}[k])
 				}
 			}
-			off += n
+			off += len(t)
 		}
 	}
 	return ""
@@ -104,6 +110,9 @@ func (e *Engine) reduceGradients() error {
 	for _, L := range e.layers {
 		off += copy(e.grads[off:], e.host(L.base().dW))
 		off += copy(e.grads[off:], L.base().db)
+		if s, ok := L.(*sageLayer); ok {
+			off += copy(e.grads[off:], e.host(s.dR))
+		}
 	}
 	start := time.Now()
 	if err := e.allreduce(e.grads); err != nil {

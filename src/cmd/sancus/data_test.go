@@ -135,3 +135,39 @@ func readNPY(t *testing.T, path string, ptr any, shape []int) {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
+
+// TestModelsUnderMPIMatchSingleRank: GraphSAGE, and a multi-label GCN,
+// under mpirun -np 2 and 4 train exactly like one rank.
+func TestModelsUnderMPIMatchSingleRank(t *testing.T) {
+	needMPI(t)
+	dir := t.TempDir()
+	ml := filepath.Join(dir, "ml")
+	if o, err := run(t, 0, "gen", "--out", ml, "--nodes", "3000", "--edges", "20000", "--features", "32", "--classes", "6", "--multilabel"); err != nil {
+		t.Fatalf("gen: %v\n%s", err, o)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"sage", []string{"--data", cora, "--model", "sage", "--layers", "3", "--hidden", "32"}},
+		{"multilabel", []string{"--data", ml, "--lr", "0.05"}},
+	} {
+		var ref *Report
+		for _, np := range []int{0, 2, 4} {
+			out := filepath.Join(dir, fmt.Sprintf("%s-%d.json", c.name, np))
+			args := append([]string{"train", "--epochs", "20", "--quiet", "--out", out}, c.args...)
+			if o, err := run(t, np, args...); err != nil {
+				t.Fatalf("%s P=%d: %v\n%s", c.name, max(np, 1), err, o)
+			}
+			rep := readReport(t, out)
+			if ref == nil {
+				ref = rep
+				if c.name == "multilabel" && rep.Result.Metric != "micro-f1" {
+					t.Fatalf("multilabel: metric %q", rep.Result.Metric)
+				}
+				continue
+			}
+			sameLosses(t, fmt.Sprintf("%s P=%d", c.name, np), rep, ref)
+		}
+	}
+}

@@ -25,6 +25,7 @@ func runGen(args []string) error {
 	fs.Float64Var(&c.TrainFrac, "train", 0.1, "fraction of nodes in the training split")
 	fs.Float64Var(&c.ValFrac, "val", 0.1, "fraction of nodes in the validation split (the rest is test)")
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed")
+	fs.BoolVar(&c.MultiLabel, "multilabel", false, "multi-label classes (labels-multi.txt): the planted class, the next with probability 1/2, any other with 1/10")
 	format := fs.String("format", "mtx", "layout written: mtx (graph.mtx, features.mtx, labels.txt, splits) or ogb (OGB's raw/*.csv.gz and split/random/)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -31,6 +31,7 @@ func init() {
 //
 //	nodes-RRRRR-of-PPPPP.npy        int64   (rows,)    original node ids
 //	predictions-RRRRR-of-PPPPP.npy  int32   (rows,)    predicted class
+//	                                uint8   (rows, C)  multi-label: 1 = predicted
 //	embeddings-RRRRR-of-PPPPP.npy   float32 (rows, H)  last hidden layer (--embeddings)
 type PredictIndex struct {
 	Format         string      `json:"format"`
@@ -184,9 +185,12 @@ func predictRank(pf predictFlags, spec model.Spec, m *model.GCN, c collectives.C
 	if s.Classes > spec.Classes {
 		return fmt.Errorf("model file %s predicts %d classes; %s has labels of %d", pf.modelFile, spec.Classes, dataName(pf), s.Classes)
 	}
+	if (spec.LabelKind == "multi") != (s.Multi != nil) {
+		return fmt.Errorf("model file %s has %s labels; %s does not", pf.modelFile, spec.LabelKind, dataName(pf))
+	}
 	s.Classes = spec.Classes // data may lack a class the model knows
 	cfg := train.Defaults()
-	cfg.Layers, cfg.Precompute, cfg.Epochs, cfg.LocalRank = spec.Layers, s.AX != nil, 1, -1
+	cfg.Model, cfg.Layers, cfg.Precompute, cfg.Epochs, cfg.LocalRank = spec.Model, spec.Layers, s.AX != nil, 1, -1
 	if spec.Layers > 1 {
 		cfg.Hidden = spec.Dims[1]
 	}
@@ -212,6 +216,9 @@ func predictRank(pf predictFlags, spec model.Spec, m *model.GCN, c collectives.C
 	part := PartFiles{Rank: c.Rank(), Rows: s.Rows(), NodeIDs: partName("nodes", c), Predictions: partName("predictions", c)}
 	files := []npyFile{{part.NodeIDs, "<i8", []int{s.Rows()}, collectives.Bytes(e.NodeIDs())},
 		{part.Predictions, "<i4", []int{s.Rows()}, collectives.Bytes(train.Argmax(logits))}}
+	if s.Multi != nil { // a label set per node: rows × classes, 0 or 1
+		files[1] = npyFile{part.Predictions, "|u1", []int{s.Rows(), spec.Classes}, train.LabelSets(logits)}
+	}
 	if pf.embeddings {
 		part.Embeddings = partName("embeddings", c)
 		files = append(files, npyFile{part.Embeddings, "<f4", []int{hidden.Rows, hidden.Cols}, collectives.Bytes(hidden.Data[:hidden.Rows*hidden.Cols])})

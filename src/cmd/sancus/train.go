@@ -90,7 +90,8 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.StringVar(&tf.data, "data", "", "dataset `DIR` (whole graph; every rank reads it)")
 	fs.StringVar(&tf.shards, "shards", "", "shard `DIR` from 'sancus prepare' (each rank reads its own shard)")
 	fs.IntVar(&tf.ranks, "ranks", 1, "run this many ranks as goroutines in one process (without mpirun)")
-	fs.IntVar(&cfg.Layers, "layers", cfg.Layers, "GCN layers")
+	fs.StringVar(&cfg.Model, "model", cfg.Model, "gcn (Kipf and Welling) or sage (GraphSAGE-mean: neighbour mean and a root weight; reads X, not ÂX)")
+	fs.IntVar(&cfg.Layers, "layers", cfg.Layers, "graph convolution layers")
 	fs.IntVar(&cfg.Hidden, "hidden", cfg.Hidden, "hidden width")
 	fs.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "training epochs")
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate")
@@ -401,8 +402,8 @@ func printStart(cfg train.Config, ranks int, name string, n int, transport strin
 	if cfg.Log == nil {
 		return
 	}
-	fmt.Fprintf(cfg.Log, "sancus: training %d-layer GCN (hidden %d) on %s (%d nodes), %d rank(s) over %s, staleness %s, %s kernels, %d threads\n",
-		cfg.Layers, cfg.Hidden, name, n, ranks, transport, cfg.Staleness, kernels.SIMD(), kernels.Threads())
+	fmt.Fprintf(cfg.Log, "sancus: training %d-layer %s (hidden %d) on %s (%d nodes), %d rank(s) over %s, staleness %s, %s kernels, %d threads\n",
+		cfg.Layers, strings.ToUpper(cfg.Model), cfg.Hidden, name, n, ranks, transport, cfg.Staleness, kernels.SIMD(), kernels.Threads())
 }
 
 func finish(rep *Report, tf trainFlags, params [][]float32) error {
@@ -442,7 +443,7 @@ func finish(rep *Report, tf trainFlags, params [][]float32) error {
 // were preprocessed and how the split was drawn.
 func saveModel(path string, rep *Report, load graph.LoadOptions, params [][]float32) error {
 	res := rep.Result
-	m, err := model.NewGCN(res.Dims, 0)
+	m, err := model.New(rep.Config.Model, res.Dims, 0)
 	if err != nil {
 		return fmt.Errorf("--save-model: %w", err)
 	}
@@ -450,9 +451,9 @@ func saveModel(path string, rep *Report, load graph.LoadOptions, params [][]floa
 		copy(p, params[i])
 	}
 	cfg, _ := json.Marshal(rep.Config)
-	spec := model.Spec{Model: "gcn", Layers: len(res.Dims) - 1, Dims: res.Dims, Normalization: model.SymNorm,
+	spec := model.Spec{Model: rep.Config.Model, Layers: len(res.Dims) - 1, Dims: res.Dims, Normalization: model.SymNorm,
 		NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName,
-		Classes: res.Dims[len(res.Dims)-1], LabelKind: "single", Epochs: len(res.Curve), FinalTestAcc: res.FinalTestAcc, Training: cfg}
+		Classes: res.Dims[len(res.Dims)-1], LabelKind: map[bool]string{true: "multi", false: "single"}[res.Metric == "micro-f1"], Epochs: len(res.Curve), FinalTestAcc: res.FinalTestAcc, Training: cfg}
 	if rep.Shards != "" { // prepared shards: their preprocessing is the model's
 		if meta, err := shard.ReadMeta(rep.Shards); err == nil {
 			spec.NormalizeFeatures, spec.Split, spec.SplitSeed, spec.SplitName = meta.NormalizeFeatures, meta.Split, meta.SplitSeed, meta.SplitName

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Plain PyTorch reference for sancus's models (GCN, GraphSAGE-mean) on a
+dataset directory as sancus reads it (graph.mtx, features.mtx, labels.txt,
+train/val/test.txt): the same normalization, widths, dropout, optimizer,
+weight decay and epochs. Prints the mean test accuracy at the best
+validation epoch over seeds, to set next to sancus's in the same run.
+
+    python3 slurm/torch_gnn.py ../shared/datasets/cora --model sage --seeds 5
+
+Debian's python3-torch is enough (no GPU, no torch_geometric).
+"""
+import argparse
+import os
+import time
+
+import torch
+
+
+def read_mtx(path):
+    rows, cols, vals, shape, sym = [], [], [], None, False
+    with open(path) as f:
+        banner = f.readline().lower().split()
+        sym = banner[-1] == "symmetric"
+        pattern = banner[3] == "pattern"
+        for line in f:
+            if not line.strip() or line.startswith("%"):
+                continue
+            parts = line.split()
+            if shape is None:
+                shape = (int(parts[0]), int(parts[1]))
+                continue
+            r, c = int(parts[0]) - 1, int(parts[1]) - 1
+            rows.append(r)
+            cols.append(c)
+            vals.append(1.0 if pattern else float(parts[2]))
+    return rows, cols, vals, shape, sym
+
+
+def load(d):
+    r, c, _, (n, _), _ = read_mtx(os.path.join(d, "graph.mtx"))
+    edges = {(a, b) for a, b in zip(r, c) if a != b} | {(b, a) for a, b in zip(r, c) if a != b}
+    src = torch.tensor([e[0] for e in edges])
+    dst = torch.tensor([e[1] for e in edges])
+    fr, fc, fv, (fn, f), _ = read_mtx(os.path.join(d, "features.mtx"))
+    x = torch.zeros(n, f)
+    x[torch.tensor(fr), torch.tensor(fc)] = torch.tensor(fv)
+    x = x / x.sum(1, keepdim=True).clamp(min=1e-12)
+    labels = torch.tensor([int(l) for l in open(os.path.join(d, "labels.txt")) if l.strip()])
+    split = [torch.tensor([int(l) for l in open(os.path.join(d, s + ".txt")) if l.strip()]) for s in ("train", "val", "test")]
+    return n, src, dst, x, labels, split
+
+
+def adjacency(n, src, dst, kind):
+    if kind == "gcn":  # D^-1/2 (A+I) D^-1/2
+        loops = torch.arange(n)
+        s, t = torch.cat([src, loops]), torch.cat([dst, loops])
+        deg = torch.zeros(n).index_add_(0, s, torch.ones(len(s)))
+        v = deg[s].rsqrt() * deg[t].rsqrt()
+    else:  # mean over neighbours, no self loop
+        s, t = src, dst
+        deg = torch.zeros(n).index_add_(0, s, torch.ones(len(s)))
+        v = 1 / deg[s]
+    return torch.sparse_coo_tensor(torch.stack([s, t]), v, (n, n)).coalesce()
+
+
+class Net(torch.nn.Module):
+    def __init__(self, kind, dims, dropout):
+        super().__init__()
+        self.kind, self.dropout = kind, dropout
+        self.w = torch.nn.ModuleList(torch.nn.Linear(a, b) for a, b in zip(dims, dims[1:]))
+        self.root = torch.nn.ModuleList(torch.nn.Linear(a, b, bias=False) for a, b in zip(dims, dims[1:])) if kind == "sage" else None
+        for m in self.modules():
+            if isinstance(m, torch.nn.Linear):
+                torch.nn.init.xavier_uniform_(m.weight)
+                if m.bias is not None:
+                    torch.nn.init.zeros_(m.bias)
+
+    def forward(self, a, h):
+        for l, w in enumerate(self.w):
+            h = torch.nn.functional.dropout(h, self.dropout, self.training)
+            z = torch.sparse.mm(a, w(h) - w.bias) + w.bias
+            if self.root is not None:
+                z = z + self.root[l](h)
+            h = torch.relu(z) if l < len(self.w) - 1 else z
+        return h
+
+
+def run(data, kind, seed, epochs=200, hidden=16, layers=2, lr=0.01, wd=5e-4, dropout=0.5):
+    n, src, dst, x, y, (tr, va, te) = data
+    torch.manual_seed(seed)
+    a = adjacency(n, src, dst, kind)
+    dims = [x.shape[1]] + [hidden] * (layers - 1) + [int(y.max()) + 1]
+    net = Net(kind, dims, dropout)
+    first = [net.w[0].weight] + ([net.root[0].weight] if net.root is not None else [])
+    rest = [p for p in net.parameters() if all(p is not q for q in first)]
+    opt = torch.optim.Adam([{"params": first, "weight_decay": wd}, {"params": rest, "weight_decay": 0}], lr=lr)
+    best, test_at_best, t0 = -1, 0, time.time()
+    for _ in range(epochs):
+        net.train()
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(net(a, x)[tr], y[tr])
+        loss.backward()
+        opt.step()
+        net.eval()
+        with torch.no_grad():
+            pred = net(a, x).argmax(1)
+        v = (pred[va] == y[va]).float().mean().item()
+        if v > best:
+            best, test_at_best = v, (pred[te] == y[te]).float().mean().item()
+    return test_at_best, (time.time() - t0) / epochs * 1000
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("data")
+    ap.add_argument("--model", default="gcn", choices=["gcn", "sage"])
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--epochs", type=int, default=200)
+    ap.add_argument("--hidden", type=int, default=16)
+    ap.add_argument("--layers", type=int, default=2)
+    args = ap.parse_args()
+    torch.set_num_threads(os.cpu_count())
+    data = load(args.data)
+    accs, ms = [], []
+    for s in range(1, args.seeds + 1):
+        acc, t = run(data, args.model, s, args.epochs, args.hidden, args.layers)
+        accs.append(acc)
+        ms.append(t)
+    print("%s %s: mean test accuracy %.4f over %d seeds (%s), %.1f ms/epoch (torch %s)" % (
+        os.path.basename(args.data.rstrip("/")), args.model, sum(accs) / len(accs), len(accs),
+        " ".join("%.3f" % a for a in accs), sum(ms) / len(ms), torch.__version__))
+
+
+if __name__ == "__main__":
+    main()

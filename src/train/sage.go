@@ -1,0 +1,162 @@
+package train
+
+// GraphSAGE-mean (as PyG's SAGEConv): h'_i = W·mean_{j∈N(i)} h_j + Root·h_i + b.
+// Its aggregation is Algorithm 3 unchanged, over the row-normalized
+// adjacency M = D⁻¹A (no self loops) instead of Â. M is not symmetric, so
+// the backward pass computes Mᵀg = A·(D⁻¹g): each owner scales its gradient
+// rows by 1/deg before they travel, and every rank multiplies the plain
+// pattern A. Both use the same blocks, compaction and exchange as Â (self
+// loops are zeroed, not removed), so the same rows travel.
+
+import (
+	"sancus/kernels/matrix"
+	"sancus/src/staleness"
+)
+
+// sageBlocks derives M = D⁻¹A and A from the view's Â blocks, and this
+// rank's 1/deg (deg(A); 0 for an isolated node).
+func (e *Engine) sageBlocks() (mean, adj []*matrix.CSR, invDeg []float32) {
+	deg := make([]int, e.rows)
+	for _, b := range e.view.blocks {
+		for r := range e.rows {
+			deg[r] += int(b.RowPtr[r+1] - b.RowPtr[r])
+		}
+	}
+	invDeg = make([]float32, e.rows)
+	for r, d := range deg {
+		if d > 1 { // Â holds the self loop
+			invDeg[r] = 1 / float32(d-1)
+		}
+	}
+	for j, b := range e.view.blocks {
+		m := &matrix.CSR{Rows: b.Rows, Cols: b.Cols, RowPtr: b.RowPtr, ColIdx: b.ColIdx, Val: make([]float32, len(b.Val))}
+		a := &matrix.CSR{Rows: b.Rows, Cols: b.Cols, RowPtr: b.RowPtr, ColIdx: b.ColIdx, Val: make([]float32, len(b.Val))}
+		for r := range b.Rows {
+			for p := b.RowPtr[r]; p < b.RowPtr[r+1]; p++ {
+				if j == e.rank && int(b.ColIdx[p]) == r {
+					continue // the self loop is not a neighbour
+				}
+				m.Val[p], a.Val[p] = invDeg[r], 1
+			}
+		}
+		mean, adj = append(mean, m), append(adj, a)
+	}
+	return mean, adj, invDeg
+}
+
+// sageLayer sends dropout(H)·W, the neighbours' transform: Z = M·(H̃W) +
+// H̃·Root, H̃ = dropout(H). Layer 1 reads the input operand X.
+type sageLayer struct {
+	conv
+	first         bool
+	in            *matrix.Dense // H̃ (hidden layers)
+	u, dU, r, dIn *matrix.Dense
+	scaled        *matrix.Dense // D⁻¹g, what the gradient exchange sends
+	dR, dInR      *matrix.Dense
+	invDeg        []float32
+	refBuf        *matrix.Dense
+}
+
+func (L *sageLayer) kind() string { return "graphsage-mean (send HW)" }
+
+func (L *sageLayer) forward(e *Engine, p pass, in act) (act, error) {
+	w, root, mask := e.m.W[L.l], e.m.Root[L.l], e.mask(p.epoch, L.l, p.train)
+	var err error
+	if L.first {
+		e.input.SetDropout(mask)
+		if err = e.input.Mul(L.u, w); err == nil {
+			err = e.input.Mul(L.r, root)
+		}
+	} else {
+		e.be.Dropout(mask, L.in, in.h)
+		if err = e.be.GEMM(L.u, L.in, w, false); err == nil {
+			err = e.be.GEMM(L.r, L.in, root, false)
+		}
+	}
+	if err != nil {
+		return act{}, err
+	}
+	var ref *matrix.Dense
+	if p.shadow { // the drift of H̄·W, H̄ without dropout
+		if L.refBuf == nil {
+			L.refBuf = e.be.NewDense(e.rows, L.dout)
+		}
+		ref = L.refBuf
+		if L.first {
+			err = e.cleanInput(ref, w, mask)
+		} else {
+			err = e.be.GEMM(ref, orRaw(in.clean, in.h), w, false)
+		}
+		if err != nil {
+			return act{}, err
+		}
+	}
+	if err := e.aggregate(L.cacheFor(p), p.epoch, L.z, L.u, ref, matrix.Mask{}); err != nil {
+		return act{}, err
+	}
+	e.addInto(L.z, L.r)
+	return act{h: L.z}, nil
+}
+
+// backward: the neighbour path sends D⁻¹g and multiplies A (Mᵀg); the root
+// path is local: ∇Root = H̃ᵀg, ∂H̃ += g·Rootᵀ.
+func (L *sageLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
+	e.clip(g)
+	e.be.Copy(L.scaled, g)
+	s := e.host(L.scaled)
+	for r, d := range L.invDeg {
+		for k := range L.dout {
+			s[r*L.dout+k] *= d
+		}
+	}
+	e.be.Upload(L.scaled)
+	if err := e.aggregate(L.grad, epoch, L.dU, L.scaled, nil, matrix.Mask{}); err != nil {
+		return nil, err
+	}
+	w, root := e.m.W[L.l], e.m.Root[L.l]
+	if L.first {
+		if err := e.input.MulT(L.dW, L.dU); err != nil {
+			return nil, err
+		}
+		return nil, e.input.MulT(L.dR, g)
+	}
+	if err := e.be.GEMMTN(L.dW, L.in, L.dU); err != nil {
+		return nil, err
+	}
+	if err := e.be.GEMMTN(L.dR, L.in, g); err != nil {
+		return nil, err
+	}
+	if err := e.be.GEMMNT(L.dIn, L.dU, w); err != nil {
+		return nil, err
+	}
+	if err := e.be.GEMMNT(L.dInR, g, root); err != nil {
+		return nil, err
+	}
+	e.addInto(L.dIn, L.dInR)
+	return L.dIn, nil
+}
+
+// addInto adds b to a on the host (a device backend's copies move; on the
+// CPU nothing does).
+func (e *Engine) addInto(a, b *matrix.Dense) {
+	x, y := e.host(a), e.host(b)
+	for i := range x[:a.Rows*a.Cols] {
+		x[i] += y[i]
+	}
+	e.be.Upload(a)
+}
+
+// newSAGELayer makes layer l of a GraphSAGE model.
+func (e *Engine) newSAGELayer(c conv, gradPolicy staleness.Policy) *sageLayer {
+	r := e.rows
+	if e.sage.mean == nil {
+		e.sage.mean, e.sage.adj, e.sage.invDeg = e.sageBlocks()
+	}
+	L := &sageLayer{conv: c, first: c.l == 0, u: e.be.NewDense(r, c.dout), dU: e.be.NewDense(r, c.dout), r: e.be.NewDense(r, c.dout),
+		scaled: e.be.NewDense(r, c.dout), dR: e.be.NewDense(c.din, c.dout), invDeg: e.sage.invDeg}
+	if !L.first {
+		L.in, L.dIn, L.dInR = e.be.NewDense(r, c.din), e.be.NewDense(r, c.din), e.be.NewDense(r, c.din)
+	}
+	e.addCachesOver(&L.conv, c.dout, gradPolicy, e.sage.mean, e.sage.adj)
+	return L
+}
