@@ -16,6 +16,10 @@
 //	exchange.go  the per-(layer, root) cache; dense ring and device exchangers
 //	sparse.go    the sparsity-aware exchanger (the default) and its set-up
 //	layers.go    one type per layer kind: local ÂX, transform-first, aggregate-first
+//	sage.go      the GraphSAGE-mean layer (D⁻¹A forward, A·D⁻¹g backward)
+//	wire.go      blocks encoded in fewer bits: the owner keeps what receivers decode
+//	multilabel.go the sigmoid cross-entropy and micro-F1 of multi-label graphs
+//	predict.go   full-graph inference with given parameters
 //	step.go      forward, backward, gradient allreduce and Adam
 //	run.go       epochs, evaluation, the agreement on metrics, the run report
 //	engine.go    set-up: model, input, the exchange chosen once, the layers
