@@ -246,14 +246,7 @@ func (ds *Dataset) loadSplits(dir string, opt LoadOptions) error {
 // then val and test nodes from the rest of the labelled nodes (Kipf and
 // Welling's Cora setting: 20 per class, 500, 1,000).
 func PlanetoidSplit(labels []int32, perClass, val, test int, seed uint64) (tr, va, te []int32) {
-	var ids []int32
-	for i, l := range labels {
-		if l >= 0 {
-			ids = append(ids, int32(i))
-		}
-	}
-	r := rand.New(rand.NewPCG(seed, 0x91a7))
-	r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	ids := shuffledLabelled(labels, seed, 0x91a7)
 	taken := map[int32]int{}
 	var rest []int32
 	for _, v := range ids {
@@ -289,14 +282,7 @@ func checkSplits(dir string, names []string, sets []*[]int32) error {
 // RandomSplit draws a seeded train/val/test split of the labelled nodes;
 // the rest of the fractions goes to test.
 func RandomSplit(labels []int32, train, val float64, seed uint64) (tr, va, te []int32) {
-	var ids []int32
-	for i, l := range labels {
-		if l >= 0 {
-			ids = append(ids, int32(i))
-		}
-	}
-	r := rand.New(rand.NewPCG(seed, 0x5a1e))
-	r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	ids := shuffledLabelled(labels, seed, 0x5a1e)
 	nt := int(train * float64(len(ids)))
 	nv := int(val * float64(len(ids)))
 	return ids[:nt], ids[nt : nt+nv], ids[nt+nv:]
@@ -396,4 +382,18 @@ func RowNormalize(a *matrix.CSR) {
 			a.Val[p] = float32(float64(a.Val[p]) / s)
 		}
 	}
+}
+
+// shuffledLabelled is the labelled nodes in a seeded random order (stream
+// keeps the splits' draws apart).
+func shuffledLabelled(labels []int32, seed, stream uint64) []int32 {
+	var ids []int32
+	for i, l := range labels {
+		if l >= 0 {
+			ids = append(ids, int32(i))
+		}
+	}
+	r := rand.New(rand.NewPCG(seed, stream))
+	r.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	return ids
 }

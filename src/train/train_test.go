@@ -38,58 +38,46 @@ func datasets() string {
 	return shared
 }
 
-var (
-	genOnce sync.Once
-	genDS   *graph.Dataset
-	genDir  string
-	genErr  error
-)
-
-// generated is a small planted-partition graph (2,000 nodes, 12,000 edges,
-// 64 binary features, 7 classes), written once per test binary: tests of
-// the engine's invariants need a graph, not a particular one. The directory
-// also serves the partitioners, which stream the edge file.
-func generated(t testing.TB) (*graph.Dataset, string) {
-	genOnce.Do(func() {
-		if genDir, genErr = os.MkdirTemp("", "sancus-train-test-"); genErr != nil {
-			return
-		}
-		cfg := graph.GenConfig{Model: "planted", Nodes: 2000, Edges: 12000, Features: 64, FeatureNNZ: 8,
-			Classes: 7, PIn: 0.6, FeatureSig: 0.4, TrainFrac: 0.1, ValFrac: 0.1, Seed: 3}
-		if genErr = graph.Generate(genDir, cfg); genErr != nil {
-			return
-		}
-		genDS, genErr = graph.Load(genDir, graph.LoadOptions{NormalizeFeatures: true})
-	})
-	if genErr != nil {
-		t.Fatal(genErr)
-	}
-	return genDS, genDir
+// A testGraph is a generated dataset written once per test binary.
+type testGraph struct {
+	once sync.Once
+	ds   *graph.Dataset
+	dir  string
+	err  error
 }
 
-var (
-	multiOnce sync.Once
-	multiDS   *graph.Dataset
-	multiErr  error
-)
+func (g *testGraph) get(t testing.TB, cfg graph.GenConfig) (*graph.Dataset, string) {
+	g.once.Do(func() {
+		if g.dir, g.err = os.MkdirTemp("", "sancus-train-test-"); g.err != nil {
+			return
+		}
+		if g.err = graph.Generate(g.dir, cfg); g.err != nil {
+			return
+		}
+		g.ds, g.err = graph.Load(g.dir, graph.LoadOptions{NormalizeFeatures: true})
+	})
+	if g.err != nil {
+		t.Fatal(g.err)
+	}
+	return g.ds, g.dir
+}
+
+var plainGraph, multiGraph testGraph
+
+// generated is a small planted-partition graph (2,000 nodes, 12,000 edges,
+// 64 binary features, 7 classes): tests of the engine's invariants need a
+// graph, not a particular one. The directory also serves the
+// partitioners, which stream the edge file.
+func generated(t testing.TB) (*graph.Dataset, string) {
+	return plainGraph.get(t, graph.GenConfig{Model: "planted", Nodes: 2000, Edges: 12000, Features: 64, FeatureNNZ: 8,
+		Classes: 7, PIn: 0.6, FeatureSig: 0.4, TrainFrac: 0.1, ValFrac: 0.1, Seed: 3})
+}
 
 // generatedMulti is a small multi-label planted graph (gen --multilabel).
 func generatedMulti(t testing.TB) *graph.Dataset {
-	multiOnce.Do(func() {
-		_, dir := generated(t)
-		dir += "-multi"
-		cfg := graph.GenConfig{Model: "planted", Nodes: 1500, Edges: 9000, Features: 32, FeatureNNZ: 6,
-			Classes: 6, PIn: 0.7, FeatureSig: 0.5, TrainFrac: 0.2, ValFrac: 0.1, Seed: 4, MultiLabel: true}
-		if multiErr = graph.Generate(dir, cfg); multiErr != nil {
-			return
-		}
-		defer os.RemoveAll(dir)
-		multiDS, multiErr = graph.Load(dir, graph.LoadOptions{NormalizeFeatures: true})
-	})
-	if multiErr != nil {
-		t.Fatal(multiErr)
-	}
-	return multiDS
+	ds, _ := multiGraph.get(t, graph.GenConfig{Model: "planted", Nodes: 1500, Edges: 9000, Features: 32, FeatureNNZ: 6,
+		Classes: 6, PIn: 0.7, FeatureSig: 0.5, TrainFrac: 0.2, ValFrac: 0.1, Seed: 4, MultiLabel: true})
+	return ds
 }
 
 // TestMultiLabelRanksAgree: a multi-label graph trains to the same losses
@@ -118,8 +106,10 @@ func TestMultiLabelRanksAgree(t *testing.T) {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if genDir != "" {
-		os.RemoveAll(genDir)
+	for _, g := range []*testGraph{&plainGraph, &multiGraph} {
+		if g.dir != "" {
+			os.RemoveAll(g.dir)
+		}
 	}
 	os.Exit(code)
 }

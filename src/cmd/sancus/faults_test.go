@@ -61,10 +61,9 @@ func TestOutputsAreCheckedFirst(t *testing.T) {
 // leave an empty output directory behind.
 func TestFailedPrepareLeavesNoDirectory(t *testing.T) {
 	dir := t.TempDir()
-	data := filepath.Join(dir, "bad")
-	os.Mkdir(data, 0o755)
-	os.WriteFile(filepath.Join(data, "graph.mtx"), []byte("%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n9 2\n"), 0o644)
-	os.WriteFile(filepath.Join(data, "labels.txt"), []byte("0\n1\n0\n"), 0o644)
+	data := writeDataset(t, filepath.Join(dir, "bad"), map[string]string{
+		"graph.mtx":  "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 2\n2 1\n9 2\n",
+		"labels.txt": "0\n1\n0\n"})
 	out := filepath.Join(dir, "shards")
 	o, err := run(t, 0, "prepare", "--data", data, "--parts", "2", "--out", out)
 	if err == nil || !strings.Contains(o, "graph.mtx:4") {
@@ -79,12 +78,9 @@ func TestFailedPrepareLeavesNoDirectory(t *testing.T) {
 // report 0.0000 accuracy or nothing.
 func TestBadFlagValuesAreRefused(t *testing.T) {
 	dir := t.TempDir()
-	overlap := filepath.Join(dir, "overlap")
-	os.Mkdir(overlap, 0o755)
-	os.WriteFile(filepath.Join(overlap, "graph.mtx"), []byte("%%MatrixMarket matrix coordinate pattern symmetric\n4 4 3\n2 1\n3 2\n4 3\n"), 0o644)
-	os.WriteFile(filepath.Join(overlap, "labels.txt"), []byte("0\n1\n0\n1\n"), 0o644)
-	os.WriteFile(filepath.Join(overlap, "train.txt"), []byte("0\n1\n"), 0o644)
-	os.WriteFile(filepath.Join(overlap, "test.txt"), []byte("1\n2\n"), 0o644)
+	overlap := writeDataset(t, filepath.Join(dir, "overlap"), map[string]string{
+		"graph.mtx":  "%%MatrixMarket matrix coordinate pattern symmetric\n4 4 3\n2 1\n3 2\n4 3\n",
+		"labels.txt": "0\n1\n0\n1\n", "train.txt": "0\n1\n", "test.txt": "1\n2\n"})
 	for _, c := range []struct {
 		args []string
 		want string
@@ -191,4 +187,18 @@ func TestSIGTERMToMpirunResumesFromLastCompleteCheckpoint(t *testing.T) {
 	if exitCode(err) != ExitRequeue || !strings.Contains(out, "checkpoint committed") {
 		t.Fatalf("sancus launch with SIGTERM: exit %d, want %d:\n%s", exitCode(err), ExitRequeue, out)
 	}
+}
+
+// writeDataset makes a dataset directory of the given files.
+func writeDataset(t *testing.T, dir string, files map[string]string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
