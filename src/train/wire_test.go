@@ -104,14 +104,16 @@ func TestQuantizedStopAndResumeIsBitIdentical(t *testing.T) {
 
 // TestQuantizedAccuracy: int8 within 0.3 points and int4 within 1 point of
 // fp32 (mean test accuracy at the best validation epoch, 5 seeds, P = 4),
-// on Cora and CiteSeer.
+// for a GCN on Cora and CiteSeer and GraphSAGE on Cora.
 func TestQuantizedAccuracy(t *testing.T) {
-	for _, name := range []string{"cora", "citeseer"} {
-		ds, err := graph.Load(datasets()+"/"+name, graph.LoadOptions{NormalizeFeatures: true})
+	for _, run := range []struct{ name, model string }{{"cora", "gcn"}, {"citeseer", "gcn"}, {"cora", "sage"}} {
+		name := run.name + " " + run.model
+		ds, err := graph.Load(datasets()+"/"+run.name, graph.LoadOptions{NormalizeFeatures: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		base := Defaults()
+		base.Model = run.model
 		ref, _ := meanTestAcc(t, ds, 4, base, 5)
 		for _, c := range []struct {
 			wire string

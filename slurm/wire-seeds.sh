@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# 5-seed accuracy of the configurations closest to 1 MB per rank per epoch at P = 2
+# (shards in ${SHARDS:-/tmp/g100k-P2} from `sancus prepare --data DATA --parts 2`).
+set -euo pipefail
+export OUT=${OUT:-/tmp/seeds}
+mkdir -p "$OUT"
+for cfg in "fp32::fp32" "int2::fp32" "int2::bf16" "int4:int2:fp32" "int4:int2:bf16" "int4::fp32"; do
+  IFS=: read w g a <<< "$cfg"
+  for s in 1 2 3 4 5; do
+    args=(--wire "$w" --wire-allreduce "$a"); [ -n "$g" ] && args+=(--wire-grad "$g")
+    mpirun --oversubscribe --allow-run-as-root -np 2 bin/sancus train --shards ${SHARDS:-/tmp/g100k-P2} --epochs 200 --eval-every 5 --quiet --seed $s "${args[@]}" --out ${OUT:-/tmp/seeds}/$w-$g-$a-$s.json </dev/null >/dev/null
+  done
+done
+python3 - <<'PY'
+import json, glob, collections, os
+acc = collections.defaultdict(list); mb = {}
+for p in sorted(glob.glob(os.path.join(os.environ.get('OUT', '/tmp/seeds'), '*.json'))):
+    k = p.split('/')[-1].rsplit('-', 1)[0]
+    r = json.load(open(p))['result']
+    acc[k].append(r['test_acc_at_best_val'])
+    mb[k] = sum(x['bytes_sent'] for x in r['per_rank']) / r['ranks'] / len(r['curve']) / 1e6
+base = sum(acc['fp32--fp32']) / 5
+print("config (wire-wiregrad-allreduce)\tMB/rank/epoch\tmean test acc (5 seeds)\tvs fp32 (pt)")
+for k in acc:
+    m = sum(acc[k]) / len(acc[k])
+    print("%s\t%.3f\t%.4f\t%+.2f" % (k, mb[k], m, 100 * (m - base)))
+PY
