@@ -13,7 +13,10 @@ trap 'git worktree remove --force "$tree" 2>/dev/null || rm -rf "$tree"' EXIT
 git worktree add --detach "$tree" "$base" >/dev/null
 (cd "$tree" && go build -o bin/sancus ./src/cmd/sancus)
 old=$tree/bin/sancus new=bin/sancus
-[ -f "$data-P2/meta.json" ] || "$new" prepare --data "$data" --parts 2 --out "$data-P2" >/dev/null
+# Each side prepares its own shards: the shard format may differ between them.
+for side in old new; do
+	"${!side}" prepare --data "$data" --parts 2 --out "$tree/$side-P2" >/dev/null
+done
 ms() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["result"]["mean_epoch_ms"])' "$1"; }
 printf 'revision\tmode\trep\tms_per_epoch\n' >"$out/compare.tsv"
 for rep in $(seq "$reps"); do
@@ -26,7 +29,7 @@ for rep in $(seq "$reps"); do
 			printf '%s\tin-process P=%d\t%d\t%s\n' "$rev" "$ranks" "$rep" "$(ms "$f")" >>"$out/compare.tsv"
 		done
 		f=$out/$side-mpirun-P2-$rep.json
-		$mpirun -np 2 "$bin" train --shards "$data-P2" --epochs "$epochs" --eval-every 0 --quiet --out "$f" >/dev/null </dev/null
+		$mpirun -np 2 "$bin" train --shards "$tree/$side-P2" --epochs "$epochs" --eval-every 0 --quiet --out "$f" >/dev/null </dev/null
 		printf '%s\tmpirun P=2\t%d\t%s\n' "$rev" "$rep" "$(ms "$f")" >>"$out/compare.tsv"
 	done
 done
