@@ -11,7 +11,6 @@ import (
 	"math"
 	"os"
 
-	"sancus/kernels/matrix"
 	"sancus/src/atomicfile"
 )
 
@@ -67,18 +66,27 @@ func Save(path string, spec Spec, m *GCN) error {
 	b.Write(le.AppendUint32(nil, FileVersion))
 	b.Write(le.AppendUint32(nil, uint32(len(js))))
 	b.Write(js)
-	flat := m.Flat()
-	b.Write(le.AppendUint32(nil, uint32(len(flat))))
-	for _, p := range flat {
-		rows, cols := shapeOf(m, p)
-		b.Write(le.AppendUint32(nil, uint32(rows)))
-		b.Write(le.AppendUint32(nil, uint32(cols)))
-		for _, v := range p {
-			b.Write(le.AppendUint32(nil, math.Float32bits(v)))
+	b.Write(le.AppendUint32(nil, uint32(len(m.Flat()))))
+	for l := range m.W {
+		for k, p := range m.Tensors(l) {
+			rows, cols := m.Dims[l], m.Dims[l+1] // W and Root
+			if k == 1 {                          // the bias
+				rows, cols = 1, len(p)
+			}
+			writeTensor(&b, rows, cols, p)
 		}
 	}
 	b.Write(le.AppendUint32(nil, crc32.Checksum(b.Bytes(), crc32.MakeTable(crc32.Castagnoli))))
 	return atomicfile.WriteBytes(path, b.Bytes())
+}
+
+func writeTensor(b *bytes.Buffer, rows, cols int, p []float32) {
+	le := binary.LittleEndian
+	b.Write(le.AppendUint32(nil, uint32(rows)))
+	b.Write(le.AppendUint32(nil, uint32(cols)))
+	for _, v := range p {
+		b.Write(le.AppendUint32(nil, math.Float32bits(v)))
+	}
 }
 
 // Load reads a model file, checking magic, version, checksum and that the
@@ -125,28 +133,6 @@ func Load(path string) (Spec, *GCN, error) {
 		return spec, nil, bad("%v", err)
 	}
 	return spec, m, nil
-}
-
-// shapeOf is the matrix shape of a parameter slice of m (a bias: 1 × n).
-func shapeOf(m *GCN, p []float32) (int, int) {
-	if len(p) == 0 {
-		return 1, 0
-	}
-	for l := range m.W {
-		for _, w := range append([]*matrix.Dense{m.W[l]}, rootOf(m, l)...) {
-			if &w.Data[0] == &p[0] {
-				return w.Rows, w.Cols
-			}
-		}
-	}
-	return 1, len(p)
-}
-
-func rootOf(m *GCN, l int) []*matrix.Dense {
-	if m.Root == nil {
-		return nil
-	}
-	return []*matrix.Dense{m.Root[l]}
 }
 
 func readTensors(r *bytes.Reader, m *GCN) error {

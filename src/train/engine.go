@@ -32,6 +32,7 @@ type Engine struct {
 	input  kernels.Input   // (ÂX)_i when precomputed, else X_i
 	layers []layer
 	policy staleness.Policy // for forward blocks, built once from the configuration
+	wire   [2]int           // widths of forward and gradient blocks on the wire (collectives/wire)
 	shadow bool             // the policy measures drift: keep noise-free shadows
 
 	view   view                  // what this rank multiplies with each root's block
@@ -75,6 +76,7 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 		return nil, fmt.Errorf("dataset has no labelled classes")
 	}
 	e := &Engine{cfg: cfg, c: c, s: s, P: c.Size(), rank: c.Rank(), rows: s.Rows(), policy: policy, shadow: policy.NeedsDrift()}
+	e.wire[0], e.wire[1], _ = cfg.wireBits() // checked by Policy
 	e.clipScale = cfg.ClipScale
 	if e.clipScale == 0 {
 		e.clipScale = math.Sqrt(float64(e.P))
@@ -159,7 +161,7 @@ func (e *Engine) chooseExchange() error {
 		if !e.cfg.DenseBcast && e.P > 1 {
 			return fmt.Errorf("--device-comm %s moves whole blocks: add --dense-bcast", e.cfg.DeviceComm)
 		}
-		if f, g, _ := e.cfg.wireBits(); f != wire.FP32 || g != wire.FP32 {
+		if e.wire != [2]int{wire.FP32, wire.FP32} {
 			return fmt.Errorf("--device-comm %s moves float32 blocks: the quantized wire goes through the rank transport", e.cfg.DeviceComm)
 		}
 		if e.blocks, err = collectives.OpenBlockComm(e.cfg.DeviceComm, e.c, e.be); err != nil {

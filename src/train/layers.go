@@ -102,13 +102,12 @@ func (e *Engine) addCaches(c *conv, width int, gradPolicy staleness.Policy) {
 // fwd and whose gradient blocks multiply grad.
 func (e *Engine) addCachesOver(c *conv, width int, gradPolicy staleness.Policy, fwd, grad []*matrix.CSR) {
 	name := fmt.Sprintf("layer %d", c.l+1)
-	fwdBits, gradBits, _ := e.cfg.wireBits() // checked in New
 	w := func(bits int, dir uint64) wireState {
 		return wireState{bits: bits, delta: e.cfg.WireDelta, maxErr: e.cfg.WireError, stream: uint64(c.l)<<2 | dir}
 	}
-	c.fwd = newCache(e.be, name+" forward", width, e.view.rows, fwd, e.policy, w(fwdBits, 1))
+	c.fwd = newCache(e.be, name+" forward", width, e.view.rows, fwd, e.policy, w(e.wire[0], 1))
 	c.eval = newCache(e.be, name+" eval", width, e.view.rows, fwd, staleness.None{}, w(wire.FP32, 2))
-	c.grad = newCache(e.be, name+" gradient", width, e.view.rows, grad, gradPolicy, w(gradBits, 3))
+	c.grad = newCache(e.be, name+" gradient", width, e.view.rows, grad, gradPolicy, w(e.wire[1], 3))
 }
 
 // cleanInput is the input operand times w without dropout; mask, the

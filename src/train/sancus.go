@@ -44,9 +44,8 @@ import (
 // this rank's block B_i. ref is what variation-gap measures this rank's
 // drift on (nil: own itself); it is read only when c's policy needs drift.
 func (e *Engine) aggregate(c *cache, epoch int, out, own, ref *matrix.Dense, mask matrix.Mask) error {
-	had := make([]bool, e.P) // which roots every rank holds a copy of (a delta needs one)
-	for j, l := range c.last {
-		had[j] = l >= 0
+	if c.quantized() {
+		c.wire.prepare(c.last) // before decide records this epoch's versions
 	}
 	active, err := e.decide(c, epoch, orRaw(ref, own))
 	if err != nil {
@@ -54,7 +53,7 @@ func (e *Engine) aggregate(c *cache, epoch int, out, own, ref *matrix.Dense, mas
 	}
 	switch { // everyone caches the copy this rank uses too
 	case c.quantized():
-		if err := e.encodeOwn(c, epoch, e.host(own), active, had); err != nil {
+		if err := e.encodeOwn(c, epoch, e.host(own), active); err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
 	case active[e.rank]:

@@ -75,24 +75,21 @@ func (e *Engine) step() (nonFinite string, err error) {
 			off += len(t)
 		}
 	}
-	if what := e.nonFinite(e.grads, "gradient"); what != "" {
+	if what := e.nonFinite("gradient", func(off int, t []float32) []float32 { return e.grads[off : off+len(t)] }); what != "" {
 		return what, nil // keep the last finite weights
 	}
 	e.opt.Update(e.m.Flat(), e.grads)
-	var flat []float32
-	for _, p := range e.m.Flat() {
-		flat = append(flat, p...)
-	}
-	return e.nonFinite(flat, "weights after the update"), nil
+	return e.nonFinite("weights after the update", func(_ int, t []float32) []float32 { return t }), nil
 }
 
-// nonFinite names the first parameter tensor (in Flat order) of a packed
-// vector holding a NaN or Inf.
-func (e *Engine) nonFinite(packed []float32, what string) string {
+// nonFinite names the first parameter tensor holding a NaN or Inf, in Flat
+// order; view gives the values to check for the tensor t that starts at
+// off in a packed vector (its gradient, or t itself).
+func (e *Engine) nonFinite(what string, view func(off int, t []float32) []float32) string {
 	off := 0
 	for l := range e.layers {
 		for k, t := range e.m.Tensors(l) {
-			for _, v := range packed[off : off+len(t)] {
+			for _, v := range view(off, t) {
 				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 					return fmt.Sprintf("non-finite %s of layer %d %s", what, l+1, [3]string{"W", "b", "Root"}[k])
 				}

@@ -42,6 +42,17 @@ type wireState struct {
 
 func (c *cache) quantized() bool { return c.wire.bits != wire.FP32 }
 
+// prepare readies an exchange: every root sends at the configured width
+// (an automatic one is chosen by its owner later), and sends a delta when
+// deltas are on and every rank already holds a copy of it (last: the
+// versions before this epoch).
+func (w *wireState) prepare(last []int) {
+	for j, l := range last {
+		w.add[j] = w.delta && l >= 0
+		w.used[j] = w.bits
+	}
+}
+
 // rowBytes is the size of one of root j's rows on the wire this exchange.
 func (c *cache) rowBytes(j int) int { return wire.RowBytes(c.wire.used[j], c.width) }
 
@@ -80,14 +91,10 @@ func (c *cache) recvBuf(j, n int) []byte {
 // encodeOwn is the owner's half of a quantized exchange: it encodes this
 // rank's block own (on the host) — the whole block, or its change against
 // the copy every rank holds when delta is on and a copy exists — keeps the
-// decoded values in its own slot, and returns the widths every root uses
-// (gathered when the owners choose them).
-func (e *Engine) encodeOwn(c *cache, epoch int, own []float32, active, had []bool) error {
+// decoded values in its own slot, and shares the widths the owners chose
+// when they choose them.
+func (e *Engine) encodeOwn(c *cache, epoch int, own []float32, active []bool) error {
 	me, w := e.rank, &c.wire
-	for j := range w.add {
-		w.add[j] = w.delta && had[j]
-		w.used[j] = w.bits
-	}
 	if active[me] {
 		x := own
 		if w.add[me] {

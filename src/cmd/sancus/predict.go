@@ -11,7 +11,6 @@ import (
 
 	"sancus/collectives"
 	"sancus/collectives/mpi"
-	"sancus/kernels"
 	"sancus/kernels/matrix"
 	"sancus/launch"
 	"sancus/src/atomicfile"
@@ -99,7 +98,7 @@ func runPredict(args []string) error {
 	if env.Parallel() {
 		return predictMPI(pf, spec, m)
 	}
-	kernels.SetThreads(max(1, cmpOr(pf.threads, runtime.GOMAXPROCS(0)/pf.ranks)))
+	setThreads(pf.threads, pf.ranks, nil)
 	shards, err := predictShards(pf, spec, pf.ranks, -1)
 	if err != nil {
 		return err
@@ -107,13 +106,6 @@ func runPredict(args []string) error {
 	return collectives.NewWorld(pf.ranks, pf.timeout).Run(func(c collectives.Comm) error {
 		return predictRank(pf, spec, m, c, shards[c.Rank()])
 	})
-}
-
-func cmpOr(a, b int) int {
-	if a != 0 {
-		return a
-	}
-	return b
 }
 
 // predictMPI runs this process as one rank; any error aborts the job with
@@ -124,7 +116,7 @@ func predictMPI(pf predictFlags, spec model.Spec, m *model.GCN) error {
 	if err != nil {
 		return err
 	}
-	kernels.SetThreads(max(1, cmpOr(pf.threads, runtime.NumCPU()/max(1, c.LocalSize()))))
+	setThreads(pf.threads, 0, c)
 	shards, err := predictShards(pf, spec, c.Size(), c.Rank())
 	if err == nil {
 		err = predictRank(pf, spec, m, c, shards[c.Rank()])

@@ -178,11 +178,7 @@ func runTrain(args []string) error {
 		}
 		return trainMPI(cfg, tf, rep)
 	}
-	threads := tf.threads
-	if threads == 0 {
-		threads = max(1, runtime.GOMAXPROCS(0)/tf.ranks)
-	}
-	kernels.SetThreads(threads)
+	setThreads(tf.threads, tf.ranks, nil)
 	var res train.Outcome
 	if tf.data != "" {
 		ds, lerr := graph.Load(tf.data, tf.load)
@@ -301,16 +297,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *Report) error {
 	if err != nil {
 		return err
 	}
-	// The cores this process may use are shared by the ranks on its node
-	// (one core each when the launcher binds, all of them when it does not).
-	threads := tf.threads
-	if threads == 0 {
-		threads = max(1, runtime.NumCPU()/max(1, c.LocalSize()))
-		if bound() { // the launcher gave this rank its own cores
-			threads = runtime.NumCPU()
-		}
-	}
-	kernels.SetThreads(threads)
+	setThreads(tf.threads, 0, c)
 	rank, size := c.Rank(), c.Size()
 	abort := func(what string, err error) error {
 		c.Abort(fmt.Errorf("%s: %w", what, err))
@@ -374,6 +361,23 @@ func shardDataset(dir string) string {
 		return m.Dataset
 	}
 	return filepath.Base(dir)
+}
+
+// setThreads sets the kernel threads of this process: flag when given,
+// else the process's cores shared by its in-process ranks or, under MPI
+// (c set), by the ranks on its node (all of them when the launcher bound
+// this rank to its own cores).
+func setThreads(flag, inProcessRanks int, c *mpi.Comm) {
+	switch {
+	case flag > 0:
+	case c == nil:
+		flag = runtime.GOMAXPROCS(0) / inProcessRanks
+	case bound():
+		flag = runtime.NumCPU()
+	default:
+		flag = runtime.NumCPU() / max(1, c.LocalSize())
+	}
+	kernels.SetThreads(max(1, flag))
 }
 
 // bound reports whether the launcher pinned this process to fewer cores than
