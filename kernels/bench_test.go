@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sancus/kernels/matrix"
 	"testing"
@@ -100,4 +101,36 @@ func itoa(i int) string {
 		s = string(rune('0'+i%10)) + s
 	}
 	return "w" + s
+}
+
+// BenchmarkQuantize is the wire codec on a 50k-row block (a rank's half of
+// the generated 100k graph) at the hidden and class widths.
+func BenchmarkQuantize(b *testing.B) {
+	for _, width := range []int{16, 128} {
+		const rows = 50000
+		x, dec := make([]float32, rows*width), make([]float32, rows*width)
+		r := rand.New(rand.NewPCG(1, 2))
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		hash := make([]uint64, rows)
+		for i := range hash {
+			hash[i] = uint64(i) * 0x9e3779b97f4a7c15
+		}
+		for _, bits := range []int{2, 8} {
+			dst := make([]byte, rows*(4+(width*bits+7)/8))
+			b.Run(fmt.Sprintf("encode/w%d/int%d", width, bits), func(b *testing.B) {
+				b.SetBytes(int64(4 * len(x)))
+				for b.Loop() {
+					QuantizeRows(dst, dec, x, x, width, bits, 7, hash, false, 8)
+				}
+			})
+			b.Run(fmt.Sprintf("decode/w%d/int%d", width, bits), func(b *testing.B) {
+				b.SetBytes(int64(4 * len(x)))
+				for b.Loop() {
+					DequantizeRows(dec, dst, width, bits, false)
+				}
+			})
+		}
+	}
 }

@@ -18,7 +18,8 @@ void sc_dropout_csr(const int64_t *rowptr, const int32_t *col, const float *val,
                     const int64_t *ids, uint32_t thr, float scale);
 void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1, int relu);
 void sc_relu_backward(float *g, const float *h, int64_t i0, int64_t i1);
-void sc_quant_rows(const float *x, int64_t r0, int64_t r1, int64_t width, int bits,
-                   const uint64_t *seeds, uint8_t *dst);
+void sc_quant_rows(const float *x, const float *ref, int64_t r0, int64_t r1, int64_t width,
+                   int bits, uint64_t key, const uint64_t *rowhash, uint8_t *dst, float *dec,
+                   int add, int err_every, double *sums);
 void sc_dequant_rows(const uint8_t *src, int64_t r0, int64_t r1, int64_t width, int bits, int add,
                      float *dst);

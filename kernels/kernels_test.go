@@ -279,36 +279,67 @@ func TestOpenBackend(t *testing.T) {
 }
 
 // The C row codec writes the very bytes and values of the Go reference in
-// collectives/wire, for every integer width, with and without adding.
+// collectives/wire, for every integer width, with and without adding, on
+// widths that do and do not fill whole bytes and chunks; the owner's
+// decoded copy equals a receiver's, and the error sums are the copy's.
 func TestQuantizeMatchesWireReference(t *testing.T) {
-	const rows, width = 3001, 13
-	x := make([]float32, rows*width)
 	r := rand.New(rand.NewPCG(5, 6))
-	for i := range x {
-		x[i] = float32(r.NormFloat64() * math.Pow(10, float64(i%7-3)))
-	}
-	for i := 0; i < width; i++ { // a constant row and a zero row
-		x[5*width+i], x[6*width+i] = 0.375, 0
-	}
-	seeds := make([]uint64, rows)
-	for i := range seeds {
-		seeds[i] = wire.Seed(99, uint64(i))
-	}
-	for _, bits := range []int{2, 4, 8} {
-		rb := wire.RowBytes(bits, width)
-		want, got := make([]byte, rows*rb), make([]byte, rows*rb)
-		wire.Encode(want, x, width, bits, func(r int) uint64 { return seeds[r] })
-		QuantizeRows(got, x, width, bits, seeds)
-		if string(want) != string(got) {
-			t.Fatalf("int%d: C encoding differs from the reference", bits)
+	for _, width := range []int{13, 16, 300} {
+		rows := 3001
+		x := make([]float32, rows*width)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * math.Pow(10, float64(i%7-3)))
 		}
-		for _, add := range []bool{false, true} {
-			a, b := append([]float32(nil), x...), append([]float32(nil), x...)
-			wire.Decode(a, want, width, bits, add)
-			DequantizeRows(b, want, width, bits, add)
-			for i := range a {
-				if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-					t.Fatalf("int%d add=%v: element %d decodes to %g, reference %g", bits, add, i, b[i], a[i])
+		for i := 0; i < width; i++ { // a constant row, a zero row, and signed zeros
+			x[5*width+i], x[6*width+i] = 0.375, 0
+			x[7*width+i] = float32(math.Copysign(0, float64(i%3-1)))
+			x[8*width+i] = -x[7*width+i]
+		}
+		const key = 99
+		hash := make([]uint64, rows)
+		for i := range hash {
+			hash[i] = wire.RowHash(uint64(i))
+		}
+		for _, bits := range []int{2, 4, 8} {
+			rb := wire.RowBytes(bits, width)
+			want, got := make([]byte, rows*rb), make([]byte, rows*rb)
+			wire.Encode(want, x, width, bits, func(r int) uint64 { return wire.SeedOf(key, hash[r]) })
+			for _, add := range []bool{false, true} {
+				base := make([]float32, len(x))
+				for i := range base {
+					base[i] = float32(i % 5)
+				}
+				ref, owner, recv := append([]float32(nil), base...), append([]float32(nil), base...), append([]float32(nil), base...)
+				errSq, refSq := QuantizeRows(got, owner, x, x, width, bits, key, hash, add, 1)
+				if string(want) != string(got) {
+					t.Fatalf("width %d int%d: C encoding differs from the reference", width, bits)
+				}
+				wire.Decode(ref, want, width, bits, add)
+				DequantizeRows(recv, want, width, bits, add)
+				var e2, x2 float64
+				for i := range ref {
+					if math.Float32bits(ref[i]) != math.Float32bits(recv[i]) || math.Float32bits(ref[i]) != math.Float32bits(owner[i]) {
+						t.Fatalf("width %d int%d add=%v: element %d: receiver %g, owner %g, reference %g", width, bits, add, i, recv[i], owner[i], ref[i])
+					}
+					d := float64(ref[i] - base[i] - x[i])
+					if !add {
+						d = float64(ref[i] - x[i])
+					}
+					e2 += d * d
+					x2 += float64(x[i]) * float64(x[i])
+				}
+				if math.Abs(errSq-e2) > 1e-4*e2 || math.Abs(refSq-x2) > 1e-4*x2 {
+					t.Fatalf("width %d int%d: error sums %g, %g; want %g, %g", width, bits, errSq, refSq, e2, x2)
+				}
+				// A sample of every 8th row measures those rows alone.
+				var s2 float64
+				for i := 0; i < len(x); i += 8 * width {
+					for _, v := range x[i : i+width] {
+						s2 += float64(v) * float64(v)
+					}
+				}
+				if _, sampled := QuantizeRows(got, owner, x, x, width, bits, key, hash, false, 8); math.Abs(sampled-s2) > 1e-4*s2 {
+					t.Fatalf("width %d int%d: sampled reference sum %g, want %g", width, bits, sampled, s2)
 				}
 			}
 		}

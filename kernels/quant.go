@@ -7,21 +7,49 @@ import "C"
 
 import "unsafe"
 
-// QuantizeRows and DequantizeRows are collectives/wire's integer row codec
-// (2, 4 or 8 bits) in C, split over the kernel threads: the same bytes and
-// values as wire.Encode and wire.Decode, which stay the reference. seeds[r]
-// keys row r's stochastic rounding.
-func QuantizeRows(dst []byte, x []float32, width, bits int, seeds []uint64) {
-	rows := len(seeds)
-	if rows == 0 {
-		return
+// quantBlock is the row block whose error sums are added in order, so the
+// reported error does not depend on the thread count.
+const quantBlock = 2048
+
+// QuantizeRows is collectives/wire's integer row codec (2, 4 or 8 bits) in
+// C, split over the kernel threads: the same bytes as wire.Encode, which
+// stays the reference, with row r's rounding keyed by
+// wire.SeedOf(key, rowHash[r]). It also writes the decoded rows into dec
+// (adding them to what dec holds when add is set: a delta), so an owner
+// gets the copy its receivers will hold in the same pass, and returns
+// Σ(decoded − x)² and Σ ref² for the error report (ref: the values the
+// decoded rows stand for; x itself unless x is a delta) over the rows
+// whose index is a multiple of errEvery (1: all of them; a sample costs
+// less).
+func QuantizeRows(dst []byte, dec, x, ref []float32, width, bits int, key uint64, rowHash []uint64, add bool, errEvery int) (errSq, refSq float64) {
+	rows := len(rowHash)
+	if rows == 0 || width == 0 {
+		return 0, 0
 	}
-	xp, dp, sp := f32p(x), (*C.uint8_t)(unsafe.Pointer(&dst[0])), (*C.uint64_t)(unsafe.Pointer(&seeds[0]))
-	forRanges(evenCuts(rows, threads, 2048), func(lo, hi int) {
-		C.sc_quant_rows(xp, C.int64_t(lo), C.int64_t(hi), C.int64_t(width), C.int(bits), sp, dp)
+	a := C.int(0)
+	if add {
+		a = 1
+	}
+	xp, fp, dp, ep := f32p(x), f32p(ref), (*C.uint8_t)(unsafe.Pointer(&dst[0])), f32p(dec)
+	hp := (*C.uint64_t)(unsafe.Pointer(&rowHash[0]))
+	nb := (rows + quantBlock - 1) / quantBlock
+	sums := make([]float64, 2*nb)
+	forRanges(evenCuts(nb, threads, 1), func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			r0, r1 := b*quantBlock, min((b+1)*quantBlock, rows)
+			C.sc_quant_rows(xp, fp, C.int64_t(r0), C.int64_t(r1), C.int64_t(width), C.int(bits),
+				C.uint64_t(key), hp, dp, ep, a, C.int(max(errEvery, 1)), (*C.double)(unsafe.Pointer(&sums[2*b])))
+		}
 	})
+	for b := 0; b < nb; b++ {
+		errSq += sums[2*b]
+		refSq += sums[2*b+1]
+	}
+	return errSq, refSq
 }
 
+// DequantizeRows decodes rows packed by QuantizeRows into dst (adding them
+// to dst with add): the same values as wire.Decode.
 func DequantizeRows(dst []float32, src []byte, width, bits int, add bool) {
 	rows := len(dst) / max(width, 1)
 	if rows == 0 {

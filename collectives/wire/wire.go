@@ -123,7 +123,9 @@ func encodeRow(dst []byte, x []float32, bits int, seed uint64) {
 		lo, hi = 0, 0
 	}
 	// The header is bf16: round the offset down and the step up, so
-	// offset + levels·step still covers the row.
+	// offset + levels·step still covers the row. Zeros are made positive so
+	// it does not depend on which signed zero the scan met first.
+	lo, hi = lo+0, hi+0
 	offBits := bf16Down(lo)
 	off := fromBF16(offBits)
 	stepBits := bf16Up((hi - off) / levels)
@@ -136,20 +138,26 @@ func encodeRow(dst []byte, x []float32, bits int, seed uint64) {
 		return
 	}
 	inv := 1 / step // a product, not a quotient per value: the C kernel matches it
-	s, w := seed|1, uint64(0)
+	k := uint32(seed|1) ^ uint32((seed|1)>>32)
 	for i, v := range x {
-		if i&1 == 0 { // one xorshift draw gives two 24-bit uniforms
-			s ^= s >> 12
-			s ^= s << 25
-			s ^= s >> 27
-			w = s * 0x2545f4914f6cdd1d
-		}
-		u := float32(uint32(w>>(32*uint(i&1)))>>8) * (1.0 / (1 << 24)) // [0, 1)
-		q := int32((v-off)*inv + u)                                    // ≥ 0: truncation is floor
+		q := int32(float32((v-off)*inv) + uniform(k, i)) // ≥ 0: truncation is floor
 		q = min(max(q, 0), int32(levels))
 		bit := i * bits
 		body[bit/8] |= byte(q << (bit % 8))
 	}
+}
+
+// uniform is value i's rounding draw in [0, 1) for a row keyed k: a 32-bit
+// avalanche hash of (k, i), independent per value so the C kernel's loop
+// vectorizes.
+func uniform(k uint32, i int) float32 {
+	h := uint32(i)*0x9e3779b9 ^ k
+	h ^= h >> 16
+	h *= 0x7feb352d
+	h ^= h >> 15
+	h *= 0x846ca68b
+	h ^= h >> 16
+	return float32(h>>8) * (1.0 / (1 << 24))
 }
 
 func decodeRow(dst []float32, src []byte, bits int, add bool) {

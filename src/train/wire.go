@@ -28,12 +28,13 @@ type wireState struct {
 	maxErr float64 // wire.Auto: the largest relative error allowed
 	stream uint64  // keys the rounding, with the seed and the epoch
 
-	used    []int    // bits root j encoded with in this exchange
-	add     []bool   // root j's rows are a delta to add to the cached copy
-	own     []byte   // this rank's rows, encoded
-	seeds   []uint64 // their rounding keys
-	rowHash []uint64 // the epoch-independent part of each key
-	packed  [][]byte // packed[j]: root j's rows as received
+	used    []int     // bits root j encoded with in this exchange
+	add     []bool    // root j's rows are a delta to add to the cached copy
+	own     []byte    // this rank's rows, encoded
+	rowHash []uint64  // the epoch-independent part of each row's rounding key
+	diff    []float32 // this rank's change against the cached copy (delta)
+	trial   []float32 // rows decoded while wire auto tries a width
+	packed  [][]byte  // packed[j]: root j's rows as received
 
 	bitsSum, errSum float64 // statistics of this rank's encodings
 	sends           int
@@ -61,16 +62,8 @@ func (c *cache) unpack(j int, src []byte) {
 	decode(c.host[j], src, c.width, c.wire.used[j], c.wire.add[j])
 }
 
-// encode and decode use the C row codec for the integer widths (the Go
+// decode unpacks rows with the C row codec for the integer widths (the Go
 // reference in collectives/wire is bit-identical, and slower).
-func encode(dst []byte, x []float32, width, bits int, seeds []uint64) {
-	if bits == wire.FP32 || bits == wire.BF16 {
-		wire.Encode(dst, x, width, bits, func(r int) uint64 { return seeds[r] })
-		return
-	}
-	kernels.QuantizeRows(dst, x, width, bits, seeds)
-}
-
 func decode(dst []float32, src []byte, width, bits int, add bool) {
 	if bits == wire.FP32 || bits == wire.BF16 {
 		wire.Decode(dst, src, width, bits, add)
@@ -98,26 +91,18 @@ func (e *Engine) encodeOwn(c *cache, epoch int, own []float32, active []bool) er
 	if active[me] {
 		x := own
 		if w.add[me] {
-			x = make([]float32, len(own))
+			w.diff = growF32(w.diff, len(own))
 			for i, v := range own {
-				x[i] = v - c.host[me][i]
+				w.diff[i] = v - c.host[me][i]
 			}
+			x = w.diff
 		}
-		seeds := e.rowSeeds(c, epoch)
+		key := e.rowKey(c, epoch)
 		if w.bits == wire.Auto {
-			w.used[me] = wire.FP32
-			for _, b := range wire.Widths {
-				if wire.RelError(x, c.width, b, func(r int) uint64 { return seeds[r] }) <= w.maxErr {
-					w.used[me] = b
-					break
-				}
-			}
+			w.used[me] = w.choose(x, own, c.width, key)
 		}
-		w.own = growBytes(w.own, e.rows*wire.RowBytes(w.used[me], c.width))
-		encode(w.own, x, c.width, w.used[me], seeds)
-		decode(c.host[me], w.own, c.width, w.used[me], w.add[me])
+		w.epochErr = w.encode(c.host[me], x, own, c.width, w.used[me], key, w.add[me], sampleEvery)
 		e.be.Upload(c.dev[me])
-		w.epochErr = sampledError(c.host[me], own, c.width)
 		w.bitsSum += float64(w.used[me])
 		w.errSum += w.epochErr
 		w.sends++
@@ -135,19 +120,59 @@ func (e *Engine) encodeOwn(c *cache, epoch int, own []float32, active []bool) er
 	return nil
 }
 
-// rowSeeds keys each row of this rank's block, by its original node id.
-func (e *Engine) rowSeeds(c *cache, epoch int) []uint64 {
-	key := wire.Seed(e.cfg.Seed^c.wire.stream, uint64(epoch))
-	if len(c.wire.seeds) != e.rows {
-		c.wire.seeds, c.wire.rowHash = make([]uint64, e.rows), make([]uint64, e.rows)
+// sampleEvery is the row stride of the reported quantization error: an
+// eighth of the rows measure it well enough, at an eighth of the cost.
+const sampleEvery = 8
+
+// encode packs x (a block, or a delta with add) at the given width into
+// w.own, writes the decoded rows into dec (added to it with add) and
+// returns the relative error ‖decoded − ref‖/‖ref‖ over every errEvery-th
+// row, ref being the block the decoded copy stands for.
+func (w *wireState) encode(dec, x, ref []float32, width, bits int, key uint64, add bool, errEvery int) float64 {
+	w.own = growBytes(w.own, len(w.rowHash)*wire.RowBytes(bits, width))
+	if bits == wire.FP32 || bits == wire.BF16 {
+		wire.Encode(w.own, x, width, bits, func(r int) uint64 { return wire.SeedOf(key, w.rowHash[r]) })
+		wire.Decode(dec, w.own, width, bits, add)
+		return sampledError(dec, ref, width, errEvery)
+	}
+	errSq, refSq := kernels.QuantizeRows(w.own, dec, x, ref, width, bits, key, w.rowHash, add, errEvery)
+	if refSq == 0 {
+		return math.Sqrt(errSq)
+	}
+	return math.Sqrt(errSq / refSq)
+}
+
+// choose is wire auto's width: the fewest bits whose relative error on
+// this block stays within maxErr (float32 when none does). Trials decode
+// into scratch rows, leaving the cached copy as it is.
+func (w *wireState) choose(x, ref []float32, width int, key uint64) int {
+	w.trial = growF32(w.trial, len(x))
+	for _, b := range wire.Widths {
+		if b == wire.FP32 || w.encode(w.trial, x, ref, width, b, key, false, 1) <= w.maxErr {
+			return b
+		}
+	}
+	return wire.FP32
+}
+
+// rowKey is this exchange's rounding key; with the row hashes (by each
+// row's original node id, made once) it keys every row of this rank's
+// block.
+func (e *Engine) rowKey(c *cache, epoch int) uint64 {
+	if len(c.wire.rowHash) != e.rows {
+		c.wire.rowHash = make([]uint64, e.rows)
 		for r := range c.wire.rowHash {
 			c.wire.rowHash[r] = wire.RowHash(uint64(e.ownID(r)))
 		}
 	}
-	for r, h := range c.wire.rowHash {
-		c.wire.seeds[r] = wire.SeedOf(key, h)
+	return wire.Seed(e.cfg.Seed^c.wire.stream, uint64(epoch))
+}
+
+func growF32(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
 	}
-	return c.wire.seeds
+	return b[:n]
 }
 
 func growBytes(b []byte, n int) []byte {
@@ -179,11 +204,10 @@ func (c Config) wireBits() (fwd, grad int, err error) {
 	return fwd, grad, nil
 }
 
-// sampledError is ‖decoded − block‖/‖block‖ over every 8th row: the
-// reported quantization error, at an eighth of the cost of a full pass.
-func sampledError(decoded, block []float32, width int) float64 {
+// sampledError is ‖decoded − block‖/‖block‖ over every n-th row.
+func sampledError(decoded, block []float32, width, n int) float64 {
 	var num, den float64
-	for r := 0; (r+1)*width <= len(block); r += 8 {
+	for r := 0; (r+1)*width <= len(block); r += n {
 		for i := r * width; i < (r+1)*width; i++ {
 			d := float64(decoded[i] - block[i])
 			num += d * d
