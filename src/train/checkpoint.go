@@ -32,10 +32,12 @@ import (
 var ErrStopped = errors.New("stopped by signal")
 
 type ckptLayer struct {
-	Bufs [][]float32
-	Last []int
-	Log  [][]int
-	Ref  []float32
+	Bufs       [][]float32
+	Last       []int
+	Log        [][]int
+	Ref        []float32
+	Packed     [][]byte // --cache-bits: blocks kept as they arrived (Bufs[j] nil)
+	PackedBits []int
 }
 
 type checkpoint struct {
@@ -57,9 +59,9 @@ type checkpoint struct {
 // signature is what must match between a checkpoint and the run resuming it.
 func (e *Engine) signature() string {
 	c := e.cfg
-	return fmt.Sprintf("model=%s P=%d layers=%d hidden=%d dims=%v seed=%d precompute=%v staleness=%s eps=%g cap=%d dropout=%g lr=%g wd=%g clip=%g/%g fresh=%v skipg=%v dense=%v wire=%s/%s/%g/%v/%s",
+	return fmt.Sprintf("model=%s P=%d layers=%d hidden=%d dims=%v seed=%d precompute=%v staleness=%s eps=%g cap=%d dropout=%g lr=%g wd=%g clip=%g/%g fresh=%v skipg=%v dense=%v wire=%s/%s/%g/%v/%s/%v",
 		c.Model, e.P, c.Layers, c.Hidden, e.m.Dims, c.Seed, c.Precompute, c.Staleness, c.Eps, c.MaxStale, c.Dropout, c.LR, c.WeightDecay, c.Clip, c.ClipScale, c.FreshDiagonal, c.SkipGradients, c.DenseBcast,
-		c.Wire, c.WireGrad, c.WireError, c.WireDelta, c.WireAllreduce)
+		c.Wire, c.WireGrad, c.WireError, c.WireDelta, c.WireAllreduce, c.CacheBits)
 }
 
 func snapshotCache(be kernels.Backend, c *cache) ckptLayer {
@@ -67,9 +69,15 @@ func snapshotCache(be kernels.Backend, c *cache) ckptLayer {
 		return ckptLayer{}
 	}
 	for _, d := range c.dev { // a device transport leaves received blocks on the device only
-		be.Download(d)
+		if d != nil {
+			be.Download(d)
+		}
 	}
-	return ckptLayer{Bufs: c.host, Last: c.last, Log: c.log, Ref: c.ref}
+	s := ckptLayer{Bufs: c.host, Last: c.last, Log: c.log, Ref: c.ref}
+	if c.wire.keepPacked {
+		s.Packed, s.PackedBits = c.wire.packed, c.wire.packedBits
+	}
+	return s
 }
 
 func restoreCache(be kernels.Backend, c *cache, s ckptLayer) error {
@@ -80,6 +88,13 @@ func restoreCache(be kernels.Backend, c *cache, s ckptLayer) error {
 		return fmt.Errorf("%s: checkpoint has %d blocks, run has %d", c.name, len(s.Bufs), len(c.host))
 	}
 	for j := range c.host {
+		if c.host[j] == nil { // kept packed
+			if len(s.Packed) != len(c.host) || len(s.PackedBits) != len(c.host) {
+				return fmt.Errorf("%s: checkpoint has no packed copy of block %d", c.name, j)
+			}
+			c.wire.packed[j], c.wire.packedBits[j] = s.Packed[j], s.PackedBits[j]
+			continue
+		}
 		if len(s.Bufs[j]) != len(c.host[j]) {
 			return fmt.Errorf("%s: block %d has %d values, run expects %d", c.name, j, len(s.Bufs[j]), len(c.host[j]))
 		}

@@ -51,6 +51,7 @@ type Config struct {
 	Wire, WireGrad string
 	WireError      float64
 	WireDelta      bool
+	CacheBits      bool // keep received blocks packed, decoding each when used
 	WireAllreduce  string
 	EvalEvery      int // evaluate every k epochs and after the last (0: after the last only)
 

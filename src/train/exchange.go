@@ -21,6 +21,7 @@ import (
 type cache struct {
 	name    string
 	width   int
+	rows    []int            // rows[j]: how many of root j's rows this rank holds
 	host    [][]float32      // host[j]: root j's rows, row-major; what transports read and write
 	dev     []*matrix.Dense  // the same blocks where the backend computes
 	last    []int            // epoch root j last broadcast (-1: never, nothing cached)
@@ -30,21 +31,60 @@ type cache struct {
 	scratch *matrix.Dense    // one masked block at a time
 	wire    wireState        // how the blocks are encoded on the wire (wire.go)
 	blocks  []*matrix.CSR    // blocks[j] multiplies root j's block (Â_ij; GraphSAGE: its mean or pattern)
+
+	// With --cache-bits, other roots' blocks stay as they arrived (packed
+	// in wire.packed) and are decoded into decoded, one at a time, when
+	// they are multiplied: host[j] and dev[j] are nil for those roots.
+	decoded *matrix.Dense
 }
 
-func newCache(be kernels.Backend, name string, width int, rows []int, blocks []*matrix.CSR, p staleness.Policy, w wireState) *cache {
-	c := &cache{name: name, width: width, policy: p, blocks: blocks, host: make([][]float32, len(rows)),
+func newCache(be kernels.Backend, name string, width int, rows []int, blocks []*matrix.CSR, p staleness.Policy, w wireState, me int) *cache {
+	c := &cache{name: name, width: width, rows: rows, policy: p, blocks: blocks, host: make([][]float32, len(rows)),
 		dev: make([]*matrix.Dense, len(rows)), last: make([]int, len(rows)), log: make([][]int, len(rows)), wire: w}
 	c.wire.used, c.wire.add, c.wire.packed = make([]int, len(rows)), make([]bool, len(rows)), make([][]byte, len(rows))
+	c.wire.packedBits = make([]int, len(rows))
 	most := 0
 	for j, r := range rows {
-		c.host[j] = make([]float32, r*width)
-		c.dev[j] = be.Mirror(c.host[j], r, width)
 		c.last[j] = -1
 		most = max(most, r)
+		if w.keepPacked && j != me {
+			continue
+		}
+		c.host[j] = make([]float32, r*width)
+		c.dev[j] = be.Mirror(c.host[j], r, width)
 	}
 	c.scratch = be.NewDense(most, width)
+	if w.keepPacked {
+		c.decoded = be.Mirror(make([]float32, most*width), most, width)
+	}
 	return c
+}
+
+// block is root j's cached block where the backend computes: its slot, or,
+// for a block kept packed, the block decoded into c.decoded (valid until
+// the next call).
+func (c *cache) block(be kernels.Backend, j int) *matrix.Dense {
+	if c.dev[j] != nil {
+		return c.dev[j]
+	}
+	h := c.decoded.Data[:c.rows[j]*c.width]
+	if c.last[j] < 0 { // never received: zeros, as a fresh slot holds
+		clear(h)
+	} else {
+		decode(h, c.wire.packed[j], c.width, c.wire.packedBits[j], false)
+	}
+	be.Upload(c.decoded)
+	return c.decoded.Prefix(c.rows[j])
+}
+
+// arrived makes root j's received rows (buf) its cached copy.
+func (c *cache) arrived(be kernels.Backend, j int, buf []byte) {
+	if c.quantized() {
+		c.unpack(j, buf)
+	}
+	if c.dev[j] != nil {
+		be.Upload(c.dev[j])
+	}
 }
 
 // An exchanger is one way blocks travel between ranks. exchange makes this
@@ -80,7 +120,7 @@ func (x *ringExchange) exchange(c *cache, active []bool, use func(j int) error) 
 			x.be.Download(c.dev[me])
 			bufs[j] = collectives.Bytes(c.host[j])
 		case c.quantized():
-			bufs[j] = c.recvBuf(j, len(c.host[j])/c.width)
+			bufs[j] = c.recvBuf(j, c.rows[j])
 		default:
 			bufs[j] = collectives.Bytes(c.host[j])
 		}
@@ -101,10 +141,7 @@ func (x *ringExchange) exchange(c *cache, active []bool, use func(j int) error) 
 			break
 		}
 		if j != me && active[j] { // a fresh copy arrived on the host
-			if c.quantized() {
-				c.unpack(j, bufs[j])
-			}
-			x.be.Upload(c.dev[j])
+			c.arrived(x.be, j, bufs[j])
 		}
 		if err == nil { // after a failure, only drain the broadcasts
 			err = use(j)
@@ -136,9 +173,9 @@ func (x *blockExchange) exchange(c *cache, active []bool, use func(j int) error)
 			switch {
 			case !a:
 			case j == x.comm.Rank():
-				sent += int64(len(c.host[j])) * 4 // the root's copy into the ring
+				sent += int64(c.rows[j]*c.width) * 4 // the root's copy into the ring
 			default:
-				recvd += int64(len(c.host[j])) * 4
+				recvd += int64(c.rows[j]*c.width) * 4
 			}
 		}
 		x.comm.Stats().Add(x.bc.Name()+"_skip_bcast", sent, recvd, time.Since(start))

@@ -103,11 +103,12 @@ func (e *Engine) addCaches(c *conv, width int, gradPolicy staleness.Policy) {
 func (e *Engine) addCachesOver(c *conv, width int, gradPolicy staleness.Policy, fwd, grad []*matrix.CSR) {
 	name := fmt.Sprintf("layer %d", c.l+1)
 	w := func(bits int, dir uint64) wireState {
-		return wireState{bits: bits, delta: e.cfg.WireDelta, maxErr: e.cfg.WireError, stream: uint64(c.l)<<2 | dir}
+		return wireState{bits: bits, delta: e.cfg.WireDelta, maxErr: e.cfg.WireError, stream: uint64(c.l)<<2 | dir,
+			keepPacked: e.cfg.CacheBits && bits != wire.FP32}
 	}
-	c.fwd = newCache(e.be, name+" forward", width, e.view.rows, fwd, e.policy, w(e.wire[0], 1))
-	c.eval = newCache(e.be, name+" eval", width, e.view.rows, fwd, staleness.None{}, w(wire.FP32, 2))
-	c.grad = newCache(e.be, name+" gradient", width, e.view.rows, grad, gradPolicy, w(e.wire[1], 3))
+	c.fwd = newCache(e.be, name+" forward", width, e.view.rows, fwd, e.policy, w(e.wire[0], 1), e.rank)
+	c.eval = newCache(e.be, name+" eval", width, e.view.rows, fwd, staleness.None{}, w(wire.FP32, 2), e.rank)
+	c.grad = newCache(e.be, name+" gradient", width, e.view.rows, grad, gradPolicy, w(e.wire[1], 3), e.rank)
 }
 
 // cleanInput is the input operand times w without dropout; mask, the
@@ -251,7 +252,7 @@ func (L *aggregateLayer) cleanOutput(e *Engine, c *cache) (*matrix.Dense, error)
 		if blk.NNZ() == 0 {
 			continue
 		}
-		if err := e.be.SpMM(L.tClean, blk, c.dev[j], !first); err != nil {
+		if err := e.be.SpMM(L.tClean, blk, c.block(e.be, j), !first); err != nil {
 			return nil, err
 		}
 		first = false

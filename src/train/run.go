@@ -45,6 +45,7 @@ type RankStats struct {
 	BytesSent     int64   `json:"bytes_sent"`
 	BytesRecv     int64   `json:"bytes_recv"`
 	EvalBytesSent int64   `json:"eval_bytes_sent"`
+	CacheBytes    int64   `json:"cache_bytes"` // what the training caches hold (wire.go)
 	PeakRSSMB     float64 `json:"peak_rss_mb"`
 }
 
@@ -383,7 +384,7 @@ func (e *Engine) finish(r *runState) error {
 	res.Clipped = e.clipped
 	tot := e.c.Stats().Total()
 	mine := RankStats{Rank: e.rank, Rows: e.rows, ComputeSec: r.compute.Seconds(), CommSec: tot.Seconds, CommWaitSec: r.wait.Seconds(),
-		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, PeakRSSMB: PeakRSSMB()}
+		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, CacheBytes: e.cacheBytes(), PeakRSSMB: PeakRSSMB()}
 	var err error
 	res.PerRank, err = e.gatherRankStats(mine)
 	return err
@@ -483,6 +484,28 @@ func (e *Engine) quantErr(ep int) (sum, n float64) {
 	return sum, n
 }
 
+// cacheBytes is what the training caches (forward and gradient) take:
+// float32 slots, packed copies (receive buffers, or --cache-bits' only
+// copies) and a packed cache's one-block decoding buffer. (Evaluation's
+// caches are float32 always.)
+func (e *Engine) cacheBytes() int64 {
+	var n int64
+	for _, L := range e.layers {
+		for _, c := range []*cache{L.base().fwd, L.base().grad} {
+			if c == nil {
+				continue
+			}
+			for j := range c.host {
+				n += 4*int64(len(c.host[j])) + int64(len(c.wire.packed[j]))
+			}
+			if c.decoded != nil {
+				n += 4 * int64(len(c.decoded.Data))
+			}
+		}
+	}
+	return n
+}
+
 // wireBits is the mean width of every quantized cache's encodings.
 func (e *Engine) wireBits() map[string]float64 {
 	out := map[string]float64{}
@@ -502,7 +525,7 @@ func (e *Engine) wireBits() map[string]float64 {
 // gatherRankStats shares every rank's figures: counts and bytes as int64,
 // times and memory as float64.
 func (e *Engine) gatherRankStats(mine RankStats) ([]RankStats, error) {
-	ints, err := collectives.Allgather(e.c, []int64{int64(mine.Rows), mine.BytesSent, mine.BytesRecv, mine.EvalBytesSent})
+	ints, err := collectives.Allgather(e.c, []int64{int64(mine.Rows), mine.BytesSent, mine.BytesRecv, mine.EvalBytesSent, mine.CacheBytes})
 	if err != nil {
 		return nil, fmt.Errorf("gathering per-rank statistics: %w", err)
 	}
@@ -512,8 +535,8 @@ func (e *Engine) gatherRankStats(mine RankStats) ([]RankStats, error) {
 	}
 	out := make([]RankStats, e.P)
 	for r := range out {
-		i, f := ints[4*r:], floats[4*r:]
-		out[r] = RankStats{Rank: r, Rows: int(i[0]), BytesSent: i[1], BytesRecv: i[2], EvalBytesSent: i[3],
+		i, f := ints[5*r:], floats[4*r:]
+		out[r] = RankStats{Rank: r, Rows: int(i[0]), BytesSent: i[1], BytesRecv: i[2], EvalBytesSent: i[3], CacheBytes: i[4],
 			ComputeSec: f[0], CommSec: f[1], CommWaitSec: f[2], PeakRSSMB: f[3]}
 	}
 	return out, nil

@@ -115,7 +115,7 @@ func (e *Engine) decide(c *cache, epoch int, ref *matrix.Dense) ([]bool, error) 
 // being root j's cached block (with --fresh-diagonal, this rank's own fresh
 // rows instead of the shared copy).
 func (e *Engine) multiply(c *cache, out, own *matrix.Dense, j int, mask matrix.Mask, accumulate bool) error {
-	b := c.dev[j]
+	b := c.block(e.be, j)
 	if j == e.rank && e.cfg.FreshDiagonal {
 		b = own
 	}

@@ -148,12 +148,13 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 		}
 	}()
 	for j, a := range active {
-		if j == me || !a || len(c.host[j]) == 0 {
+		if j == me || !a || c.rows[j] == 0 {
 			continue
 		}
-		bufs[j] = collectives.Bytes(c.host[j])
 		if c.quantized() {
-			bufs[j] = c.recvBuf(j, len(c.host[j])/c.width)
+			bufs[j] = c.recvBuf(j, c.rows[j])
+		} else {
+			bufs[j] = collectives.Bytes(c.host[j])
 		}
 		if recvs[j], err = x.comm.Irecv(bufs[j], j, tagSparse); err != nil {
 			return 0, err
@@ -192,10 +193,7 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 			if err != nil {
 				return wait, err
 			}
-			if c.quantized() {
-				c.unpack(j, bufs[j])
-			}
-			x.be.Upload(c.dev[j])
+			c.arrived(x.be, j, bufs[j])
 		}
 		if err = use(j); err != nil {
 			return wait, err

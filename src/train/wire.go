@@ -36,6 +36,9 @@ type wireState struct {
 	trial   []float32 // rows decoded while wire auto tries a width
 	packed  [][]byte  // packed[j]: root j's rows as received
 
+	keepPacked bool  // --cache-bits: other roots' blocks stay packed until used
+	packedBits []int // the width packed[j] was received in
+
 	bitsSum, errSum float64 // statistics of this rank's encodings
 	sends           int
 	epochErr        float64 // relative error of this epoch's encoding
@@ -57,8 +60,13 @@ func (w *wireState) prepare(last []int) {
 // rowBytes is the size of one of root j's rows on the wire this exchange.
 func (c *cache) rowBytes(j int) int { return wire.RowBytes(c.wire.used[j], c.width) }
 
-// unpack decodes root j's received rows into its cached copy.
+// unpack decodes root j's received rows into its cached copy, or, for a
+// cache kept packed, notes the width they are packed in.
 func (c *cache) unpack(j int, src []byte) {
+	if c.host[j] == nil {
+		c.wire.packedBits[j] = c.wire.used[j]
+		return
+	}
 	decode(c.host[j], src, c.width, c.wire.used[j], c.wire.add[j])
 }
 
@@ -195,6 +203,12 @@ func (c Config) wireBits() (fwd, grad int, err error) {
 	}
 	if (fwd == wire.Auto || grad == wire.Auto) && !(c.WireError > 0 && c.WireError < 1) {
 		return 0, 0, fmt.Errorf("--wire auto needs --wire-error in (0,1), got %g", c.WireError)
+	}
+	switch {
+	case c.CacheBits && fwd == wire.FP32 && grad == wire.FP32:
+		return 0, 0, fmt.Errorf("--cache-bits keeps blocks in the wire's bits: it needs --wire or --wire-grad narrower than fp32")
+	case c.CacheBits && c.WireDelta:
+		return 0, 0, fmt.Errorf("--cache-bits cannot hold --wire-delta's copies: a delta is added to a float32 copy")
 	}
 	switch c.WireAllreduce {
 	case "", "fp32", "bf16":

@@ -132,12 +132,52 @@ func TestQuantizedAccuracy(t *testing.T) {
 	}
 }
 
+// With --cache-bits the caches keep other roots' blocks packed and decode
+// each when it is multiplied: the same values as decoding on arrival, so
+// the same losses bit for bit — stale roots included — in less memory.
+func TestPackedCachesGiveTheSameRun(t *testing.T) {
+	ds, _ := generated(t)
+	for _, c := range []struct {
+		wire, policy string
+		eps          float64
+		dense        bool
+	}{
+		{"int2", "epoch-fixed", 2, false},
+		{"int4", "variation-gap", 0.05, true},
+		{"auto", "none", 0, false},
+	} {
+		cfg := Defaults()
+		cfg.Epochs, cfg.Wire, cfg.WireError, cfg.Staleness, cfg.Eps, cfg.DenseBcast = 8, c.wire, 0.1, c.policy, c.eps, c.dense
+		plain, err := RunInProcess(ds, 4, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.CacheBits = true
+		packed, err := RunInProcess(ds, 4, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range packed.Result.Curve {
+			if w := plain.Result.Curve[i]; e.Loss != w.Loss || e.TestAcc != w.TestAcc {
+				t.Fatalf("%+v epoch %d: loss %v with packed caches, %v without", c, e.Epoch, e.Loss, w.Loss)
+			}
+		}
+		a, b := packed.Result.PerRank[0].CacheBytes, plain.Result.PerRank[0].CacheBytes
+		t.Logf("%+v: rank 0's caches hold %d bytes packed, %d decoded", c, a, b)
+		if a >= b*3/4 {
+			t.Errorf("%+v: packed caches hold %d bytes, decoded %d", c, a, b)
+		}
+	}
+}
+
 func TestWireConfigErrors(t *testing.T) {
 	for _, f := range []func(c *Config){
 		func(c *Config) { c.Wire = "int3" },
 		func(c *Config) { c.WireGrad = "fp64" },
 		func(c *Config) { c.Wire = "auto" },
 		func(c *Config) { c.WireAllreduce = "int8" },
+		func(c *Config) { c.CacheBits = true },
+		func(c *Config) { c.CacheBits, c.Wire, c.WireDelta = true, "int4", true },
 	} {
 		c := Defaults()
 		f(&c)

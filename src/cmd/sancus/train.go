@@ -113,6 +113,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.StringVar(&cfg.WireGrad, "wire-grad", "", "gradient blocks on the wire (default: as --wire)")
 	fs.Float64Var(&cfg.WireError, "wire-error", 0.05, "--wire auto: the largest relative error ‖decoded − block‖/‖block‖ a block may get")
 	fs.BoolVar(&cfg.WireDelta, "wire-delta", false, "a refreshed root sends its change against the copy every rank holds, not its block")
+	fs.BoolVar(&cfg.CacheBits, "cache-bits", false, "keep other ranks' cached blocks in the wire's bits, decoding each when it is multiplied (less memory, same results; not with --wire-delta)")
 	fs.StringVar(&cfg.WireAllreduce, "wire-allreduce", "fp32", "weight-gradient allreduce: fp32, or bf16 (half the bytes, with error feedback)")
 	fs.IntVar(&cfg.EvalEvery, "eval-every", cfg.EvalEvery, "evaluate every k epochs and after the last (0: after the last only)")
 	fs.Float64Var(&cfg.MaxLossGrowth, "max-loss-growth", cfg.MaxLossGrowth, "stop as diverged when the loss exceeds this many times the first epoch's (0: only NaN/Inf stop)")
