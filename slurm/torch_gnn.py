@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Plain PyTorch reference for sancus's models (GCN, GraphSAGE-mean) on a
+"""Plain PyTorch reference for sancus's models (GCN, GraphSAGE-mean, GAT) on a
 dataset directory as sancus reads it (graph.mtx, features.mtx, labels.txt,
 train/val/test.txt): the same normalization, widths, dropout, optimizer,
 weight decay and epochs. Prints the mean test accuracy at the best
 validation epoch over seeds, to set next to sancus's in the same run.
 
     python3 slurm/torch_gnn.py ../shared/datasets/cora --model sage --seeds 5
+    python3 slurm/torch_gnn.py ../shared/datasets/cora --model gat --hidden 8 --heads 8 \
+        --dropout 0.6 --lr 0.005
 
 Debian's python3-torch is enough (no GPU, no torch_geometric).
 """
@@ -85,15 +87,67 @@ class Net(torch.nn.Module):
         return h
 
 
-def run(data, kind, seed, epochs=200, hidden=16, layers=2, lr=0.01, wd=5e-4, dropout=0.5):
+class GAT(torch.nn.Module):
+    """Veličković et al.: per head e_ij = LeakyReLU_0.2(a_l.Wh_i + a_r.Wh_j)
+    over j in N(i) and i, softmax per row, attention dropout; hidden layers
+    concatenate heads and apply ELU, the output layer averages its heads."""
+
+    def __init__(self, dims, heads, dropout, att_dropout):
+        super().__init__()
+        self.heads, self.dropout, self.att_dropout = heads, dropout, att_dropout
+        last = len(dims) - 2
+        self.f = [dims[l + 1] // heads[l] if l < last else dims[l + 1] for l in range(len(heads))]
+        self.w = torch.nn.ParameterList()
+        self.al, self.ar, self.b = torch.nn.ParameterList(), torch.nn.ParameterList(), torch.nn.ParameterList()
+        for l, (a, b) in enumerate(zip(dims, dims[1:])):
+            hf = heads[l] * self.f[l]
+            w = torch.empty(a, hf)
+            torch.nn.init.xavier_uniform_(w)
+            self.w.append(torch.nn.Parameter(w))
+            for att in (self.al, self.ar):
+                v = torch.empty(heads[l], self.f[l])
+                torch.nn.init.xavier_uniform_(v)  # fan (heads, f), as PyG's GATConv
+                att.append(torch.nn.Parameter(v))
+            self.b.append(torch.nn.Parameter(torch.zeros(b)))
+
+    def forward(self, edges, h):
+        i, j = edges
+        n = h.shape[0]
+        for l in range(len(self.w)):
+            H, F = self.heads[l], self.f[l]
+            h = torch.nn.functional.dropout(h, self.dropout, self.training)
+            u = (h @ self.w[l]).view(n, H, F)
+            el, er = (u * self.al[l]).sum(-1), (u * self.ar[l]).sum(-1)
+            e = torch.nn.functional.leaky_relu(el[i] + er[j], 0.2)  # edges × heads
+            m = torch.full((n, H), -float("inf")).scatter_reduce(0, i[:, None].expand(-1, H), e, "amax")
+            p = (e - m[i]).exp()
+            s = torch.zeros(n, H).index_add_(0, i, p)
+            a = torch.nn.functional.dropout(p / s[i], self.att_dropout, self.training)
+            out = torch.zeros(n, H, F).index_add_(0, i, a[:, :, None] * u[j])
+            if l < len(self.w) - 1:
+                h = torch.nn.functional.elu(out.reshape(n, H * F) + self.b[l])
+            else:
+                h = out.mean(1) + self.b[l]
+        return h
+
+
+def run(data, kind, seed, epochs=200, hidden=16, layers=2, lr=0.01, wd=5e-4, dropout=0.5, heads=8, out_heads=1, att_dropout=None):
     n, src, dst, x, y, (tr, va, te) = data
     torch.manual_seed(seed)
-    a = adjacency(n, src, dst, kind)
-    dims = [x.shape[1]] + [hidden] * (layers - 1) + [int(y.max()) + 1]
-    net = Net(kind, dims, dropout)
-    first = [net.w[0].weight] + ([net.root[0].weight] if net.root is not None else [])
-    rest = [p for p in net.parameters() if all(p is not q for q in first)]
-    opt = torch.optim.Adam([{"params": first, "weight_decay": wd}, {"params": rest, "weight_decay": 0}], lr=lr)
+    classes = int(y.max()) + 1
+    if kind == "gat":  # every parameter decays, as in the GAT paper (and sancus)
+        loops = torch.arange(n)
+        a = (torch.cat([src, loops]), torch.cat([dst, loops]))
+        dims = [x.shape[1]] + [hidden * heads] * (layers - 1) + [classes]
+        net = GAT(dims, [heads] * (layers - 1) + [out_heads], dropout, dropout if att_dropout is None else att_dropout)
+        opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=wd)
+    else:
+        a = adjacency(n, src, dst, kind)
+        dims = [x.shape[1]] + [hidden] * (layers - 1) + [classes]
+        net = Net(kind, dims, dropout)
+        first = [net.w[0].weight] + ([net.root[0].weight] if net.root is not None else [])
+        rest = [p for p in net.parameters() if all(p is not q for q in first)]
+        opt = torch.optim.Adam([{"params": first, "weight_decay": wd}, {"params": rest, "weight_decay": 0}], lr=lr)
     best, test_at_best, t0 = -1, 0, time.time()
     for _ in range(epochs):
         net.train()
@@ -113,17 +167,23 @@ def run(data, kind, seed, epochs=200, hidden=16, layers=2, lr=0.01, wd=5e-4, dro
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("data")
-    ap.add_argument("--model", default="gcn", choices=["gcn", "sage"])
+    ap.add_argument("--model", default="gcn", choices=["gcn", "sage", "gat"])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--epochs", type=int, default=200)
     ap.add_argument("--hidden", type=int, default=16)
     ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--dropout", type=float, default=0.5)
+    ap.add_argument("--weight-decay", type=float, default=5e-4)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--out-heads", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(os.cpu_count())
     data = load(args.data)
     accs, ms = [], []
     for s in range(1, args.seeds + 1):
-        acc, t = run(data, args.model, s, args.epochs, args.hidden, args.layers)
+        acc, t = run(data, args.model, s, args.epochs, args.hidden, args.layers, args.lr, args.weight_decay,
+                     args.dropout, args.heads, args.out_heads)
         accs.append(acc)
         ms.append(t)
     print("%s %s: mean test accuracy %.4f over %d seeds (%s), %.1f ms/epoch (torch %s)" % (

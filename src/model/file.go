@@ -30,9 +30,10 @@ const (
 
 // Spec is a model's configuration as saved with its weights.
 type Spec struct {
-	Model  string `json:"model"`  // "gcn" or "sage"
-	Layers int    `json:"layers"` // graph convolutions
-	Dims   []int  `json:"dims"`   // feature width, hidden widths …, classes
+	Model  string `json:"model"`           // "gcn", "sage" or "gat"
+	Layers int    `json:"layers"`          // graph convolutions
+	Dims   []int  `json:"dims"`            // feature width, hidden widths …, classes
+	Heads  []int  `json:"heads,omitempty"` // GAT: attention heads per layer
 	// Normalization is the adjacency the model was trained on.
 	Normalization string `json:"normalization"`
 	// NormalizeFeatures: feature rows were divided by their sums.
@@ -69,10 +70,7 @@ func Save(path string, spec Spec, m *GCN) error {
 	b.Write(le.AppendUint32(nil, uint32(len(m.Flat()))))
 	for l := range m.W {
 		for k, p := range m.Tensors(l) {
-			rows, cols := m.Dims[l], m.Dims[l+1] // W and Root
-			if k == 1 {                          // the bias
-				rows, cols = 1, len(p)
-			}
+			rows, cols := m.Shape(l, k)
 			writeTensor(&b, rows, cols, p)
 		}
 	}
@@ -121,11 +119,11 @@ func Load(path string) (Spec, *GCN, error) {
 	if err := json.Unmarshal(js, &spec); err != nil {
 		return spec, nil, bad("spec: %v", err)
 	}
-	if (spec.Model != "gcn" && spec.Model != "sage") || (spec.LabelKind != "single" && spec.LabelKind != "multi") || spec.Layers != len(spec.Dims)-1 {
-		return spec, nil, bad("model %q with %d layers over dims %v and %s labels: this sancus runs GCN and GraphSAGE models, single- or multi-label",
+	if (spec.Model != "gcn" && spec.Model != "sage" && spec.Model != "gat") || (spec.LabelKind != "single" && spec.LabelKind != "multi") || spec.Layers != len(spec.Dims)-1 {
+		return spec, nil, bad("model %q with %d layers over dims %v and %s labels: this sancus runs GCN, GraphSAGE and GAT models, single- or multi-label",
 			spec.Model, spec.Layers, spec.Dims, spec.LabelKind)
 	}
-	m, err := New(spec.Model, spec.Dims, 0)
+	m, err := New(spec.Model, spec.Dims, spec.Heads, 0)
 	if err != nil {
 		return spec, nil, bad("%v", err)
 	}

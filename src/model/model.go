@@ -13,36 +13,59 @@ import (
 	"sancus/kernels/matrix"
 )
 
-// GCN is the parameter set of an L-layer GCN or GraphSAGE: layer l maps
-// Dims[l] to Dims[l+1] features with W[l] (GraphSAGE: on the neighbours'
-// mean) and B[l]; GraphSAGE adds Root[l], applied to the node itself.
+// GCN is the parameter set of an L-layer GCN, GraphSAGE or GAT: layer l
+// maps Dims[l] to Dims[l+1] features with W[l] (GraphSAGE: on the
+// neighbours' mean) and B[l]; GraphSAGE adds Root[l], applied to the node
+// itself. A GAT layer has Heads[l] heads of HeadWidth(l) features each: W[l]
+// maps to all heads at once, AttL[l] and AttR[l] (one row, heads side by
+// side) score a node as target and as neighbour; hidden layers concatenate
+// the heads, the last one averages them.
 type GCN struct {
-	Dims []int
-	W    []*matrix.Dense
-	B    [][]float32
-	Root []*matrix.Dense // nil for a GCN
+	Dims       []int
+	W          []*matrix.Dense
+	B          [][]float32
+	Root       []*matrix.Dense // nil unless GraphSAGE
+	Heads      []int           // nil unless GAT
+	AttL, AttR []*matrix.Dense
 }
 
 // NewGCN draws Glorot-uniform weights and zero biases from seed, so every
 // rank starts from identical parameters without communicating.
-func NewGCN(dims []int, seed uint64) (*GCN, error) { return newModel(dims, seed, false) }
+func NewGCN(dims []int, seed uint64) (*GCN, error) { return newModel(dims, nil, seed, false) }
 
 // NewSAGE is NewGCN with a root weight per layer (GraphSAGE-mean, as PyG's
 // SAGEConv): h' = W·mean_{j∈N(i)} h_j + Root·h_i + b.
-func NewSAGE(dims []int, seed uint64) (*GCN, error) { return newModel(dims, seed, true) }
+func NewSAGE(dims []int, seed uint64) (*GCN, error) { return newModel(dims, nil, seed, true) }
 
-// New makes the parameters of the named model ("gcn" or "sage").
-func New(kind string, dims []int, seed uint64) (*GCN, error) {
+// NewGAT makes a GAT (Veličković et al.) with heads[l] heads in layer l;
+// a hidden width Dims[l+1] must divide among its heads.
+func NewGAT(dims, heads []int, seed uint64) (*GCN, error) {
+	if len(heads) != len(dims)-1 {
+		return nil, fmt.Errorf("model: %d layers need %d head counts, got %v", len(dims)-1, len(dims)-1, heads)
+	}
+	for l, h := range heads {
+		if h < 1 || (l+2 < len(dims) && dims[l+1]%h != 0) {
+			return nil, fmt.Errorf("model: layer %d's width %d does not split into %d heads", l+1, dims[l+1], h)
+		}
+	}
+	return newModel(dims, heads, seed, false)
+}
+
+// New makes the parameters of the named model ("gcn", "sage" or "gat";
+// heads only for "gat").
+func New(kind string, dims, heads []int, seed uint64) (*GCN, error) {
 	switch kind {
 	case "gcn", "":
 		return NewGCN(dims, seed)
 	case "sage":
 		return NewSAGE(dims, seed)
+	case "gat":
+		return NewGAT(dims, heads, seed)
 	}
-	return nil, fmt.Errorf("model: unknown model %q (gcn or sage)", kind)
+	return nil, fmt.Errorf("model: unknown model %q (gcn, sage or gat)", kind)
 }
 
-func newModel(dims []int, seed uint64, root bool) (*GCN, error) {
+func newModel(dims, heads []int, seed uint64, root bool) (*GCN, error) {
 	if len(dims) < 2 {
 		return nil, fmt.Errorf("model: need at least one layer, dims %v", dims)
 	}
@@ -51,42 +74,85 @@ func newModel(dims []int, seed uint64, root bool) (*GCN, error) {
 			return nil, fmt.Errorf("model: layer widths must be ≥ 1, got %v", dims)
 		}
 	}
-	m := &GCN{Dims: dims}
+	m := &GCN{Dims: dims, Heads: heads}
 	r := rand.New(rand.NewPCG(seed, 0x9c4))
-	glorot := func(rows, cols int) *matrix.Dense {
+	glorot := func(rows, cols, fanIn, fanOut int) *matrix.Dense {
 		w := matrix.NewDense(rows, cols)
-		lim := math.Sqrt(6 / float64(rows+cols))
+		lim := math.Sqrt(6 / float64(fanIn+fanOut))
 		for i := range w.Data {
 			w.Data[i] = float32((2*r.Float64() - 1) * lim)
 		}
 		return w
 	}
 	for l := 0; l+1 < len(dims); l++ {
-		m.W = append(m.W, glorot(dims[l], dims[l+1]))
+		_, cols := m.Shape(l, 0)
+		m.W = append(m.W, glorot(dims[l], cols, dims[l], cols))
 		m.B = append(m.B, make([]float32, dims[l+1]))
 		if root {
-			m.Root = append(m.Root, glorot(dims[l], dims[l+1]))
+			m.Root = append(m.Root, glorot(dims[l], dims[l+1], dims[l], dims[l+1]))
+		}
+		if heads != nil { // as PyG's GATConv: Glorot over (heads, head width)
+			m.AttL = append(m.AttL, glorot(1, cols, heads[l], m.HeadWidth(l)))
+			m.AttR = append(m.AttR, glorot(1, cols, heads[l], m.HeadWidth(l)))
 		}
 	}
 	return m, nil
 }
 
-// Kind is "gcn" or "sage".
+// Kind is "gcn", "sage" or "gat".
 func (m *GCN) Kind() string {
-	if m.Root != nil {
+	switch {
+	case m.Root != nil:
 		return "sage"
+	case m.Heads != nil:
+		return "gat"
 	}
 	return "gcn"
 }
 
+// HeadWidth is a GAT layer's features per head.
+func (m *GCN) HeadWidth(l int) int {
+	if l+2 < len(m.Dims) {
+		return m.Dims[l+1] / m.Heads[l]
+	}
+	return m.Dims[l+1]
+}
+
 // Tensors lists layer l's parameters in Flat order: W, b and, for
-// GraphSAGE, Root.
+// GraphSAGE, Root; for GAT, AttL and AttR.
 func (m *GCN) Tensors(l int) [][]float32 {
 	t := [][]float32{m.W[l].Data, m.B[l]}
 	if m.Root != nil {
 		t = append(t, m.Root[l].Data)
 	}
+	if m.Heads != nil {
+		t = append(t, m.AttL[l].Data, m.AttR[l].Data)
+	}
 	return t
+}
+
+// TensorNames names Tensors(l)'s entries.
+func (m *GCN) TensorNames() []string {
+	switch m.Kind() {
+	case "sage":
+		return []string{"W", "b", "Root"}
+	case "gat":
+		return []string{"W", "b", "att_l", "att_r"}
+	}
+	return []string{"W", "b"}
+}
+
+// Shape is the (rows, cols) of Tensors(l)[k].
+func (m *GCN) Shape(l, k int) (rows, cols int) {
+	switch {
+	case k == 1:
+		return 1, m.Dims[l+1]
+	case m.Heads == nil:
+		return m.Dims[l], m.Dims[l+1]
+	case k == 0:
+		return m.Dims[l], m.Heads[l] * m.HeadWidth(l)
+	}
+	return 1, m.Heads[l] * m.HeadWidth(l)
 }
 
 // Layers is the number of layers.

@@ -10,16 +10,23 @@ import (
 
 // Config is one training run.
 type Config struct {
-	// Model is "gcn" (Kipf and Welling) or "sage" (GraphSAGE-mean). A
-	// GraphSAGE layer 1 reads X: the ÂX shortcut is a GCN's.
+	// Model is "gcn" (Kipf and Welling), "sage" (GraphSAGE-mean) or "gat"
+	// (Veličković et al.). GraphSAGE and GAT read X in layer 1: the ÂX
+	// shortcut is a GCN's.
 	Model       string
 	Layers      int
-	Hidden      int
+	Hidden      int // a GAT's: per head
 	Epochs      int
 	LR          float64
 	Dropout     float64
-	WeightDecay float64 // L2 on the first layer's weights (Kipf & Welling)
+	WeightDecay float64 // L2 on the first layer's weights (Kipf & Welling); a GAT's on every parameter
 	Seed        uint64
+
+	// GAT: heads of the hidden layers (concatenated) and of the output
+	// layer (averaged), and the dropout of attention coefficients (< 0: as
+	// Dropout).
+	Heads, OutHeads int
+	AttDropout      float64
 
 	// Precompute uses the shard's (ÂX)_i: exact, and layer 1 sends nothing.
 	Precompute bool
@@ -84,7 +91,7 @@ type Config struct {
 
 // Defaults are the Kipf & Welling settings.
 func Defaults() Config {
-	return Config{Model: "gcn", Layers: 2, Hidden: 16, Epochs: 200, LR: 0.01, Dropout: 0.5, WeightDecay: 5e-4,
+	return Config{Model: "gcn", Layers: 2, Hidden: 16, Epochs: 200, LR: 0.01, Dropout: 0.5, WeightDecay: 5e-4, Heads: 8, OutHeads: 1, AttDropout: -1,
 		Seed: 1, Precompute: true, Staleness: "none", MaxStale: 10, EvalEvery: 1, MaxLossGrowth: 100, LocalRank: -1}
 }
 
@@ -98,8 +105,12 @@ func (c Config) Validate() error {
 // blocks: the one place the bound is parsed.
 func (c Config) Policy() (staleness.Policy, error) {
 	switch {
-	case c.Model != "gcn" && c.Model != "sage" && c.Model != "":
-		return nil, fmt.Errorf("unknown model %q (gcn or sage)", c.Model)
+	case c.Model != "gcn" && c.Model != "sage" && c.Model != "gat" && c.Model != "":
+		return nil, fmt.Errorf("unknown model %q (gcn, sage or gat)", c.Model)
+	case c.Model == "gat" && (c.Heads < 1 || c.OutHeads < 1):
+		return nil, fmt.Errorf("a GAT needs heads and out-heads ≥ 1, got %d and %d", c.Heads, c.OutHeads)
+	case !(c.AttDropout < 1):
+		return nil, fmt.Errorf("att-dropout must be < 1 (< 0: as --dropout), got %g", c.AttDropout)
 	case c.Layers < 1:
 		return nil, fmt.Errorf("layers must be ≥ 1, got %d", c.Layers)
 	case c.Hidden < 1:

@@ -101,13 +101,20 @@ func (e *Engine) setup() error {
 	if err := e.openInput(); err != nil {
 		return err
 	}
-	dims := []int{e.s.FeatDim}
+	dims, heads := []int{e.s.FeatDim}, []int(nil)
 	for l := 0; l+1 < e.cfg.Layers; l++ {
-		dims = append(dims, e.cfg.Hidden)
+		if e.cfg.Model == "gat" {
+			dims, heads = append(dims, e.cfg.Heads*e.cfg.Hidden), append(heads, e.cfg.Heads)
+		} else {
+			dims = append(dims, e.cfg.Hidden)
+		}
 	}
 	dims = append(dims, e.s.Classes)
+	if e.cfg.Model == "gat" {
+		heads = append(heads, e.cfg.OutHeads)
+	}
 	var err error
-	if e.m, err = model.New(e.cfg.Model, dims, e.cfg.Seed); err != nil {
+	if e.m, err = model.New(e.cfg.Model, dims, heads, e.cfg.Seed); err != nil {
 		return err
 	}
 	e.opt = model.NewAdam(e.cfg.LR, e.m.NumParams())
@@ -138,7 +145,7 @@ func (e *Engine) setup() error {
 // openInput makes layer 1's operand, ÂX or X, usable on the backend.
 func (e *Engine) openInput() error {
 	src := e.s.Features
-	if e.cfg.Precompute && e.cfg.Model != "sage" {
+	if e.cfg.Precompute && e.readsAX() {
 		if e.s.AX == nil {
 			return fmt.Errorf("shard %d has no precomputed ÂX: prepare it with --precompute or train with --precompute=false", e.s.Rank)
 		}
@@ -241,6 +248,18 @@ func (e *Engine) shareSparsity() error {
 
 // ownID is the node id of local row r (original numbering, which dropout
 // masks use, so a reordered run draws the masks of the original one).
+// readsAX: layer 1 of a GCN with --precompute multiplies the shard's ÂX;
+// GraphSAGE and GAT layers read X.
+func (e *Engine) readsAX() bool { return e.cfg.Model == "gcn" || e.cfg.Model == "" }
+
+// srcID is the original node id of root j's row r as this rank holds it.
+func (e *Engine) srcID(j, r int) int64 {
+	if ids := e.view.ids[j]; ids != nil {
+		return ids[r]
+	}
+	return e.s.Offsets[j] + int64(r)
+}
+
 func (e *Engine) ownID(r int) int64 {
 	if e.ownIDs != nil {
 		return e.ownIDs[r]

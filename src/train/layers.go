@@ -49,6 +49,9 @@ type conv struct {
 	dW              *matrix.Dense
 	db              []float32
 	fwd, grad, eval *cache // nil for a layer that sends nothing
+	// extraGrads are the gradients of the layer's tensors after W and b
+	// (model.Tensors order): GraphSAGE's root weight, GAT's attention.
+	extraGrads []*matrix.Dense
 }
 
 func (c *conv) base() *conv { return c }
@@ -76,6 +79,8 @@ func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
 	switch {
 	case e.cfg.Model == "sage":
 		return e.newSAGELayer(c, gradPolicy)
+	case e.cfg.Model == "gat":
+		return e.newGATLayer(c, gradPolicy)
 	case l == 0 && e.cfg.Precompute:
 		return &localLayer{conv: c}
 	case l == 0 || din > dout:
@@ -95,20 +100,20 @@ func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
 // addCaches makes a communicating layer's caches. Evaluation blocks travel
 // as float32 always: accuracy is measured on the model, not on the wire.
 func (e *Engine) addCaches(c *conv, width int, gradPolicy staleness.Policy) {
-	e.addCachesOver(c, width, gradPolicy, e.view.blocks, e.view.blocks)
+	e.addCachesOver(c, width, width, gradPolicy, e.view.blocks, e.view.blocks)
 }
 
-// addCachesOver makes the caches of a layer whose forward blocks multiply
-// fwd and whose gradient blocks multiply grad.
-func (e *Engine) addCachesOver(c *conv, width int, gradPolicy staleness.Policy, fwd, grad []*matrix.CSR) {
+// addCachesOver makes the caches of a layer whose forward rows (width fw)
+// multiply fwd and whose gradient rows (width gw) multiply grad.
+func (e *Engine) addCachesOver(c *conv, fw, gw int, gradPolicy staleness.Policy, fwd, grad []*matrix.CSR) {
 	name := fmt.Sprintf("layer %d", c.l+1)
 	w := func(bits int, dir uint64) wireState {
 		return wireState{bits: bits, delta: e.cfg.WireDelta, maxErr: e.cfg.WireError, stream: uint64(c.l)<<2 | dir,
 			keepPacked: e.cfg.CacheBits && bits != wire.FP32}
 	}
-	c.fwd = newCache(e.be, name+" forward", width, e.view.rows, fwd, e.policy, w(e.wire[0], 1), e.rank)
-	c.eval = newCache(e.be, name+" eval", width, e.view.rows, fwd, staleness.None{}, w(wire.FP32, 2), e.rank)
-	c.grad = newCache(e.be, name+" gradient", width, e.view.rows, grad, gradPolicy, w(e.wire[1], 3), e.rank)
+	c.fwd = newCache(e.be, name+" forward", fw, e.view.rows, fwd, e.policy, w(e.wire[0], 1), e.rank)
+	c.eval = newCache(e.be, name+" eval", fw, e.view.rows, fwd, staleness.None{}, w(wire.FP32, 2), e.rank)
+	c.grad = newCache(e.be, name+" gradient", gw, e.view.rows, grad, gradPolicy, w(e.wire[1], 3), e.rank)
 }
 
 // cleanInput is the input operand times w without dropout; mask, the

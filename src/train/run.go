@@ -53,10 +53,11 @@ type RankStats struct {
 type Result struct {
 	Ranks        int                         `json:"ranks"`
 	Policy       string                      `json:"policy"`
-	Model        string                      `json:"model"`  // gcn or sage
+	Model        string                      `json:"model"`  // gcn, sage or gat
 	Metric       string                      `json:"metric"` // what the *_acc fields hold: accuracy, or micro-f1 (multi-label)
 	LayerModes   []string                    `json:"layer_modes"`
-	Dims         []int                       `json:"dims"` // feature width, hidden widths …, classes
+	Dims         []int                       `json:"dims"`            // feature width, hidden widths …, classes
+	Heads        []int                       `json:"heads,omitempty"` // GAT: attention heads per layer
 	Curve        []Epoch                     `json:"curve"`
 	BestEpoch    int                         `json:"best_epoch"`
 	BestValAcc   float64                     `json:"best_val_acc"`
@@ -127,7 +128,7 @@ func (d *divergence) Is(err error) bool { return err == ErrDiverged }
 // Run trains for cfg.Epochs and returns the report (complete on every
 // rank's own figures; PerRank gathered from all ranks).
 func (e *Engine) Run() (*Result, error) {
-	res := &Result{Ranks: e.P, Params: e.m.NumParams(), Dims: e.m.Dims, SIMD: kernels.SIMD(), Threads: kernels.Threads(), Device: e.be.Name(),
+	res := &Result{Ranks: e.P, Params: e.m.NumParams(), Dims: e.m.Dims, Heads: e.m.Heads, SIMD: kernels.SIMD(), Threads: kernels.Threads(), Device: e.be.Name(),
 		Model: e.m.Kind(), Metric: "accuracy"}
 	if e.s.Multi != nil {
 		res.Metric = "micro-f1"

@@ -154,9 +154,10 @@ func (e *Engine) newSAGELayer(c conv, gradPolicy staleness.Policy) *sageLayer {
 	}
 	L := &sageLayer{conv: c, first: c.l == 0, u: e.be.NewDense(r, c.dout), dU: e.be.NewDense(r, c.dout), r: e.be.NewDense(r, c.dout),
 		scaled: e.be.NewDense(r, c.dout), dR: e.be.NewDense(c.din, c.dout), invDeg: e.sage.invDeg}
+	L.extraGrads = []*matrix.Dense{L.dR}
 	if !L.first {
 		L.in, L.dIn, L.dInR = e.be.NewDense(r, c.din), e.be.NewDense(r, c.din), e.be.NewDense(r, c.din)
 	}
-	e.addCachesOver(&L.conv, c.dout, gradPolicy, e.sage.mean, e.sage.adj)
+	e.addCachesOver(&L.conv, c.dout, c.dout, gradPolicy, e.sage.mean, e.sage.adj)
 	return L
 }

@@ -44,23 +44,8 @@ import (
 // this rank's block B_i. ref is what variation-gap measures this rank's
 // drift on (nil: own itself); it is read only when c's policy needs drift.
 func (e *Engine) aggregate(c *cache, epoch int, out, own, ref *matrix.Dense, mask matrix.Mask) error {
-	if c.quantized() {
-		c.wire.prepare(c.last) // before decide records this epoch's versions
-	}
-	active, err := e.decide(c, epoch, orRaw(ref, own))
-	if err != nil {
-		return fmt.Errorf("%s: %w", c.name, err)
-	}
-	switch { // everyone caches the copy this rank uses too
-	case c.quantized():
-		if err := e.encodeOwn(c, epoch, e.host(own), active); err != nil {
-			return fmt.Errorf("%s: %w", c.name, err)
-		}
-	case active[e.rank]:
-		e.be.Copy(c.dev[e.rank], own)
-	}
-	start, first := time.Now(), true
-	wait, err := e.x.exchange(c, active, func(j int) error {
+	first := true
+	err := e.communicate(c, epoch, own, ref, func(j int) error {
 		if c.blocks[j].NNZ() == 0 {
 			return nil
 		}
@@ -68,13 +53,37 @@ func (e *Engine) aggregate(c *cache, epoch int, out, own, ref *matrix.Dense, mas
 		first = false
 		return err
 	})
+	if err == nil && first { // no block has entries
+		e.be.Zero(out)
+	}
+	return err
+}
+
+// communicate is Algorithm 3 around use: decide which roots send, move
+// their blocks into c (everyone caches the copy this rank uses too), and
+// call use(j) for every root j as soon as its block is usable.
+func (e *Engine) communicate(c *cache, epoch int, own, ref *matrix.Dense, use func(j int) error) error {
+	if c.quantized() {
+		c.wire.prepare(c.last) // before decide records this epoch's versions
+	}
+	active, err := e.decide(c, epoch, orRaw(ref, own))
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.name, err)
+	}
+	switch {
+	case c.quantized():
+		if err := e.encodeOwn(c, epoch, e.host(own), active); err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+	case active[e.rank]:
+		e.be.Copy(c.dev[e.rank], own)
+	}
+	start := time.Now()
+	wait, err := e.x.exchange(c, active, use)
 	e.clock.wait += wait
 	e.clock.comm += time.Since(start)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.name, err)
-	}
-	if first { // no block has entries
-		e.be.Zero(out)
 	}
 	return nil
 }

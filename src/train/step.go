@@ -21,16 +21,51 @@ func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
 		if a, err = L.forward(e, p, a); err != nil {
 			return nil, fmt.Errorf("forward layer %d: %w", l+1, err)
 		}
-		relu := l < len(e.layers)-1
-		e.be.AddBiasReLU(a.h, e.m.B[l], relu)
+		hidden := l < len(e.layers)-1
+		e.activate(a.h, l, hidden)
 		if a.clean != nil {
-			e.be.AddBiasReLU(a.clean, e.m.B[l], relu)
+			e.activate(a.clean, l, hidden)
 		}
 	}
 	if err := e.be.Err(); err != nil {
 		return nil, fmt.Errorf("forward on %s: %w", e.be.Name(), err)
 	}
 	return a.h, nil
+}
+
+// activate adds layer l's bias and, for a hidden layer, applies the
+// activation in place: ReLU, or ELU for a GAT (as Veličković et al.).
+func (e *Engine) activate(h *matrix.Dense, l int, hidden bool) {
+	if e.cfg.Model != "gat" {
+		e.be.AddBiasReLU(h, e.m.B[l], hidden)
+		return
+	}
+	e.be.AddBiasReLU(h, e.m.B[l], false)
+	if hidden {
+		x := e.host(h)
+		for i, v := range x[:h.Rows*h.Cols] {
+			if v < 0 {
+				x[i] = float32(math.Expm1(float64(v)))
+			}
+		}
+		e.be.Upload(h)
+	}
+}
+
+// activationBackward multiplies g by the activation's derivative, read off
+// its output h: ReLU's 1 where h > 0, ELU's 1 there and h + 1 elsewhere.
+func (e *Engine) activationBackward(g, h *matrix.Dense) {
+	if e.cfg.Model != "gat" {
+		e.be.ReLUBackward(g, h)
+		return
+	}
+	x, y := e.host(g), e.host(h)
+	for i, v := range y[:h.Rows*h.Cols] {
+		if v <= 0 {
+			x[i] *= v + 1
+		}
+	}
+	e.be.Upload(g)
 }
 
 // backward propagates g = ∂L/∂logits and leaves every weight and bias
@@ -45,7 +80,7 @@ func (e *Engine) backward(epoch int, g *matrix.Dense) error {
 		}
 		if l > 0 {
 			e.be.Dropout(e.mask(epoch, l, true), dIn, dIn) // dropout's backward is the same mask
-			e.be.ReLUBackward(dIn, e.layers[l-1].base().z)
+			e.activationBackward(dIn, e.layers[l-1].base().z)
 			g = dIn
 		}
 	}
@@ -64,15 +99,21 @@ func (e *Engine) step() (nonFinite string, err error) {
 	if err := e.reduceGradients(); err != nil {
 		return "", err
 	}
-	if wd := float32(e.cfg.WeightDecay); wd > 0 { // the first layer's weights (and root weights)
+	if wd := float32(e.cfg.WeightDecay); wd > 0 { // the first layer's weights (and root weights); a GAT's every parameter
+		decayed, all := 1, e.cfg.Model == "gat"
+		if all {
+			decayed = len(e.layers)
+		}
 		off := 0
-		for k, t := range e.m.Tensors(0) {
-			if k != 1 {
-				for i, v := range t {
-					e.grads[off+i] += wd * v
+		for l := range decayed {
+			for k, t := range e.m.Tensors(l) {
+				if k != 1 || all {
+					for i, v := range t {
+						e.grads[off+i] += wd * v
+					}
 				}
+				off += len(t)
 			}
-			off += len(t)
 		}
 	}
 	if what := e.nonFinite("gradient", func(off int, t []float32) []float32 { return e.grads[off : off+len(t)] }); what != "" {
@@ -91,7 +132,7 @@ func (e *Engine) nonFinite(what string, view func(off int, t []float32) []float3
 		for k, t := range e.m.Tensors(l) {
 			for _, v := range view(off, t) {
 				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-					return fmt.Sprintf("non-finite %s of layer %d %s", what, l+1, [3]string{"W", "b", "Root"}[k])
+					return fmt.Sprintf("non-finite %s of layer %d %s", what, l+1, e.m.TensorNames()[k])
 				}
 			}
 			off += len(t)
@@ -107,8 +148,8 @@ func (e *Engine) reduceGradients() error {
 	for _, L := range e.layers {
 		off += copy(e.grads[off:], e.host(L.base().dW))
 		off += copy(e.grads[off:], L.base().db)
-		if s, ok := L.(*sageLayer); ok {
-			off += copy(e.grads[off:], e.host(s.dR))
+		for _, t := range L.base().extraGrads {
+			off += copy(e.grads[off:], e.host(t))
 		}
 	}
 	start := time.Now()

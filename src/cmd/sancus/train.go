@@ -90,9 +90,12 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.StringVar(&tf.data, "data", "", "dataset `DIR` (whole graph; every rank reads it)")
 	fs.StringVar(&tf.shards, "shards", "", "shard `DIR` from 'sancus prepare' (each rank reads its own shard)")
 	fs.IntVar(&tf.ranks, "ranks", 1, "run this many ranks as goroutines in one process (without mpirun)")
-	fs.StringVar(&cfg.Model, "model", cfg.Model, "gcn (Kipf and Welling) or sage (GraphSAGE-mean: neighbour mean and a root weight; reads X, not ÂX)")
+	fs.StringVar(&cfg.Model, "model", cfg.Model, "gcn (Kipf and Welling), sage (GraphSAGE-mean: neighbour mean and a root weight) or gat (Veličković et al.: attention heads, ELU); sage and gat read X, not ÂX")
 	fs.IntVar(&cfg.Layers, "layers", cfg.Layers, "graph convolution layers")
-	fs.IntVar(&cfg.Hidden, "hidden", cfg.Hidden, "hidden width")
+	fs.IntVar(&cfg.Hidden, "hidden", cfg.Hidden, "hidden width (a GAT's: per head)")
+	fs.IntVar(&cfg.Heads, "heads", cfg.Heads, "GAT: attention heads of the hidden layers (concatenated)")
+	fs.IntVar(&cfg.OutHeads, "out-heads", cfg.OutHeads, "GAT: attention heads of the output layer (averaged)")
+	fs.Float64Var(&cfg.AttDropout, "att-dropout", cfg.AttDropout, "GAT: dropout of attention coefficients (< 0: as --dropout)")
 	fs.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "training epochs")
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate")
 	fs.Float64Var(&cfg.Dropout, "dropout", cfg.Dropout, "dropout probability on every layer's input")
@@ -448,7 +451,7 @@ func finish(rep *Report, tf trainFlags, params [][]float32) error {
 // were preprocessed and how the split was drawn.
 func saveModel(path string, rep *Report, load graph.LoadOptions, params [][]float32) error {
 	res := rep.Result
-	m, err := model.New(rep.Config.Model, res.Dims, 0)
+	m, err := model.New(rep.Config.Model, res.Dims, res.Heads, 0)
 	if err != nil {
 		return fmt.Errorf("--save-model: %w", err)
 	}
@@ -456,7 +459,7 @@ func saveModel(path string, rep *Report, load graph.LoadOptions, params [][]floa
 		copy(p, params[i])
 	}
 	cfg, _ := json.Marshal(rep.Config)
-	spec := model.Spec{Model: rep.Config.Model, Layers: len(res.Dims) - 1, Dims: res.Dims, Normalization: model.SymNorm,
+	spec := model.Spec{Model: rep.Config.Model, Layers: len(res.Dims) - 1, Dims: res.Dims, Heads: res.Heads, Normalization: model.SymNorm,
 		NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName,
 		Classes: res.Dims[len(res.Dims)-1], LabelKind: map[bool]string{true: "multi", false: "single"}[res.Metric == "micro-f1"], Epochs: len(res.Curve), FinalTestAcc: res.FinalTestAcc, Training: cfg}
 	if rep.Shards != "" { // prepared shards: their preprocessing is the model's

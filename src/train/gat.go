@@ -1,0 +1,414 @@
+package train
+
+// GAT (Veličković et al.). For each head k of a layer, with U = dropout(H)·W,
+//
+//	s_ij = a_l·U_i + a_r·U_j,  e_ij = LeakyReLU_0.2(s_ij) over j ∈ N(i) ∪ {i},
+//	α_ij = softmax_j(e_ij),     out_i = Σ_j d_ij α_ij U_j
+//
+// (d: attention dropout, keyed by the edge's original node ids). Hidden
+// layers concatenate their heads and apply ELU; the last one averages them.
+//
+// Row i's softmax spans every root's column block. It is taken in one pass,
+// block by block as blocks arrive (Algorithm 3's use(j)), with a running
+// max m_i and sum s_i per head: when a larger score arrives the partial sum
+// and output are rescaled (online softmax). What travels for root j is its
+// rows of [U | a_r·U]; a stale root's cached rows are its U and scores as
+// last sent, so attention over a stale neighbour weighs its old features by
+// its old score against the target's current one.
+//
+// Backward, per head, with G_i = ∂L/∂out_i and δ_i = G_i·out_i:
+//
+//	∂s_ij = α_ij (d_ij G_i·U_j − δ_i) · LeakyReLU'(s_ij)
+//	∂el_i = Σ_j ∂s_ij                      target side: local, from the forward cache
+//	∂U_j  = Σ_i d_ij α_ij G_i, ∂er_j = Σ_i ∂s_ij   neighbour side
+//
+// The neighbour side needs, at j's owner, each target's [G_i, el_i, m_i,
+// s_i, δ_i]: those rows travel through the gradient cache over the same
+// blocks (Â is symmetric: the targets that read row j are j's neighbours),
+// and the owner recomputes α_ij from them against the copy of its own rows
+// that the targets used.
+
+import (
+	"math"
+	"sync"
+
+	"sancus/collectives/wire"
+	"sancus/kernels"
+	"sancus/kernels/matrix"
+	"sancus/src/staleness"
+)
+
+const leakySlope = 0.2
+
+type gatLayer struct {
+	conv
+	first    bool
+	h, f, hf int  // heads, features per head, h·f
+	concat   bool // hidden layer: heads side by side; last: their mean
+	in       *matrix.Dense
+	u, dU    *matrix.Dense // U = H̃W and its gradient, rows × hf
+	pay      *matrix.Dense // [U | er] per row: the forward rows that travel
+	gpay     *matrix.Dense // [G | el | m | s | δ] per row: the gradient rows that travel
+	el, m, s []float32     // rows × h
+	o        []float32     // rows × hf: each head's output
+	dEl, dEr []float32     // rows × h
+	dAl, dAr *matrix.Dense
+	dIn      *matrix.Dense
+	refU     *matrix.Dense // variation-gap: the noise-free U and its rows
+	refPay   *matrix.Dense
+	attKey   uint64 // this epoch's attention-dropout key (0: none)
+	attKeep  float32
+}
+
+func (L *gatLayer) kind() string { return "gat (send [HW | a_r·HW])" }
+
+func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
+	r, m := e.rows, e.m
+	L := &gatLayer{conv: c, first: c.l == 0, h: m.Heads[c.l], f: m.HeadWidth(c.l), concat: c.l+1 < m.Layers()}
+	L.hf = L.h * L.f
+	L.u, L.dU = e.be.NewDense(r, L.hf), e.be.NewDense(r, L.hf)
+	L.pay, L.gpay = e.be.NewDense(r, L.hf+L.h), e.be.NewDense(r, L.hf+4*L.h)
+	L.el, L.m, L.s = make([]float32, r*L.h), make([]float32, r*L.h), make([]float32, r*L.h)
+	L.dEl, L.dEr, L.o = make([]float32, r*L.h), make([]float32, r*L.h), make([]float32, r*L.hf)
+	L.dAl, L.dAr = e.be.NewDense(1, L.hf), e.be.NewDense(1, L.hf)
+	L.dW = e.be.NewDense(c.din, L.hf)
+	L.extraGrads = []*matrix.Dense{L.dAl, L.dAr}
+	if !L.first {
+		L.in, L.dIn = e.be.NewDense(r, c.din), e.be.NewDense(r, c.din)
+	}
+	e.addCachesOver(&L.conv, L.hf+L.h, L.hf+4*L.h, gradPolicy, e.view.blocks, e.view.blocks)
+	return L
+}
+
+// transform computes U = H̃·W, H̃ = dropout(in) (layer 1: the input
+// operand under the mask); clean computes it without dropout, leaving the
+// layer's H̃ alone.
+func (L *gatLayer) transform(e *Engine, u, in *matrix.Dense, mask matrix.Mask, clean bool) error {
+	w := e.m.W[L.l]
+	switch {
+	case L.first && clean:
+		return e.cleanInput(u, w, mask)
+	case L.first:
+		e.input.SetDropout(mask)
+		return e.input.Mul(u, w)
+	case clean:
+		return e.be.GEMM(u, in, w, false)
+	}
+	e.be.Dropout(mask, L.in, in)
+	return e.be.GEMM(u, L.in, w, false)
+}
+
+// payload writes the rows [U_i | a_r·U_i] into pay and, if el is not nil,
+// a_l·U_i into el.
+func (L *gatLayer) payload(e *Engine, u []float32, pay *matrix.Dense, el []float32) {
+	al, ar, p := e.m.AttL[L.l].Data, e.m.AttR[L.l].Data, e.host(pay)
+	w := L.hf + L.h
+	parallelRows(e.rows, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			ui, pi := u[i*L.hf:(i+1)*L.hf], p[i*w:(i+1)*w]
+			copy(pi, ui)
+			for k := range L.h {
+				pi[L.hf+k] = dot(ar[k*L.f:(k+1)*L.f], ui[k*L.f:(k+1)*L.f])
+				if el != nil {
+					el[i*L.h+k] = dot(al[k*L.f:(k+1)*L.f], ui[k*L.f:(k+1)*L.f])
+				}
+			}
+		}
+	})
+	e.be.Upload(pay)
+}
+
+func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
+	mask := e.mask(p.epoch, L.l, p.train)
+	if err := L.transform(e, L.u, in.h, mask, false); err != nil {
+		return act{}, err
+	}
+	L.payload(e, e.host(L.u), L.pay, L.el)
+	var ref *matrix.Dense
+	if p.shadow { // the drift of the noise-free rows
+		if L.refU == nil {
+			L.refU, L.refPay = e.be.NewDense(e.rows, L.hf), e.be.NewDense(e.rows, L.hf+L.h)
+		}
+		if err := L.transform(e, L.refU, orRaw(in.clean, in.h), mask, true); err != nil {
+			return act{}, err
+		}
+		L.payload(e, e.host(L.refU), L.refPay, nil)
+		ref = L.refPay
+	}
+	L.attKey, L.attKeep = 0, 1
+	if pa := e.attDropout(); p.train && pa > 0 {
+		L.attKey, L.attKeep = wire.Seed(e.cfg.Seed^0x6a7, uint64(p.epoch)<<8|uint64(L.l)), float32(1-pa)
+	}
+	for i := range L.m {
+		L.m[i], L.s[i] = float32(math.Inf(-1)), 0
+	}
+	clear(L.o)
+	c := L.cacheFor(p)
+	err := e.communicate(c, p.epoch, L.pay, ref, func(j int) error {
+		if c.blocks[j].NNZ() > 0 {
+			L.attend(e, c.blocks[j], e.host(c.block(e.be, j)), j)
+		}
+		return nil
+	})
+	if err != nil {
+		return act{}, err
+	}
+	z := e.host(L.z)
+	parallelRows(e.rows, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			for k := range L.h {
+				if s := L.s[i*L.h+k]; s > 0 {
+					scale(L.o[i*L.hf+k*L.f:i*L.hf+(k+1)*L.f], 1/s)
+				}
+			}
+			oi, zi := L.o[i*L.hf:(i+1)*L.hf], z[i*L.dout:(i+1)*L.dout]
+			if L.concat {
+				copy(zi, oi)
+				continue
+			}
+			clear(zi)
+			for k := range L.h {
+				for x := range L.f {
+					zi[x] += oi[k*L.f+x]
+				}
+			}
+			scale(zi, 1/float32(L.h))
+		}
+	})
+	e.be.Upload(L.z)
+	return act{h: L.z}, nil
+}
+
+// attend folds root j's rows (src, as this rank holds them) into every
+// row's running softmax and output.
+func (L *gatLayer) attend(e *Engine, blk *matrix.CSR, src []float32, j int) {
+	w := L.hf + L.h
+	parallelRows(e.rows, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			target := e.ownID(i)
+			for p := blk.RowPtr[i]; p < blk.RowPtr[i+1]; p++ {
+				col := int(blk.ColIdx[p])
+				row := src[col*w : (col+1)*w]
+				edge := L.edgeKey(target, e.srcID(j, col))
+				for k := range L.h {
+					x, _ := leaky(L.el[i*L.h+k] + row[L.hf+k])
+					ik := i*L.h + k
+					o := L.o[i*L.hf+k*L.f : i*L.hf+(k+1)*L.f]
+					if x > L.m[ik] {
+						sc := float32(math.Exp(float64(L.m[ik] - x)))
+						L.s[ik] *= sc
+						scale(o, sc)
+						L.m[ik] = x
+					}
+					pr := float32(math.Exp(float64(x - L.m[ik])))
+					L.s[ik] += pr // the softmax counts dropped coefficients too
+					if d := L.drop(edge, k); d > 0 {
+						axpy(o, pr*d, row[k*L.f:(k+1)*L.f])
+					}
+				}
+			}
+		}
+	})
+}
+
+func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
+	e.clip(g)
+	G, gp, gw := e.host(g), e.host(L.gpay), L.hf+4*L.h
+	parallelRows(e.rows, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := gp[i*gw : (i+1)*gw]
+			for k := range L.h {
+				gk := row[k*L.f : (k+1)*L.f]
+				if L.concat {
+					copy(gk, G[i*L.dout+k*L.f:i*L.dout+(k+1)*L.f])
+				} else {
+					copy(gk, G[i*L.dout:(i+1)*L.dout])
+					scale(gk, 1/float32(L.h))
+				}
+				ik := i*L.h + k
+				row[L.hf+k], row[L.hf+L.h+k], row[L.hf+2*L.h+k] = L.el[ik], L.m[ik], L.s[ik]
+				row[L.hf+3*L.h+k] = dot(gk, L.o[i*L.hf+k*L.f:i*L.hf+(k+1)*L.f])
+			}
+		}
+	})
+	e.be.Upload(L.gpay)
+	// The target side: ∂el_i over the blocks this layer's forward used.
+	clear(L.dEl)
+	for j, blk := range L.fwd.blocks {
+		if blk.NNZ() > 0 {
+			L.targetSide(e, blk, e.host(L.fwd.block(e.be, j)), j, gp)
+		}
+	}
+	// The neighbour side, as each target's rows arrive.
+	own := e.host(L.fwd.block(e.be, e.rank)) // this rank's rows as the targets used them
+	e.be.Zero(L.dU)
+	clear(L.dEr)
+	dU := e.host(L.dU)
+	err := e.communicate(L.grad, epoch, L.gpay, nil, func(j int) error {
+		if blk := L.grad.blocks[j]; blk.NNZ() > 0 {
+			L.neighbourSide(e, blk, e.host(L.grad.block(e.be, j)), j, own, dU)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	L.scoreGradients(e, own, dU)
+	e.be.Upload(L.dU)
+	if L.first {
+		return nil, e.input.MulT(L.dW, L.dU)
+	}
+	if err := e.be.GEMMTN(L.dW, L.in, L.dU); err != nil {
+		return nil, err
+	}
+	return L.dIn, e.be.GEMMNT(L.dIn, L.dU, e.m.W[L.l])
+}
+
+// targetSide adds Σ_j ∂s_ij over root j's block into ∂el_i.
+func (L *gatLayer) targetSide(e *Engine, blk *matrix.CSR, src []float32, j int, gp []float32) {
+	w, gw := L.hf+L.h, L.hf+4*L.h
+	parallelRows(e.rows, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			target, gi := e.ownID(i), gp[i*gw:(i+1)*gw]
+			for p := blk.RowPtr[i]; p < blk.RowPtr[i+1]; p++ {
+				col := int(blk.ColIdx[p])
+				row := src[col*w : (col+1)*w]
+				edge := L.edgeKey(target, e.srcID(j, col))
+				for k := range L.h {
+					ik := i*L.h + k
+					x, slope := leaky(L.el[ik] + row[L.hf+k])
+					a := float32(math.Exp(float64(x-L.m[ik]))) / L.s[ik]
+					var gu float32
+					if d := L.drop(edge, k); d > 0 {
+						gu = d * dot(gi[k*L.f:(k+1)*L.f], row[k*L.f:(k+1)*L.f])
+					}
+					L.dEl[ik] += a * (gu - gi[L.hf+3*L.h+k]) * slope
+				}
+			}
+		}
+	})
+}
+
+// neighbourSide adds, for this rank's rows r, Σ_i d α G_i into ∂U_r and
+// Σ_i ∂s_ir into ∂er_r over the targets i of root j's block (src: their
+// gradient rows; own: this rank's [U | er] as the targets used them).
+func (L *gatLayer) neighbourSide(e *Engine, blk *matrix.CSR, src []float32, j int, own, dU []float32) {
+	w, gw := L.hf+L.h, L.hf+4*L.h
+	parallelRows(e.rows, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			source, ur := e.ownID(r), own[r*w:(r+1)*w]
+			for p := blk.RowPtr[r]; p < blk.RowPtr[r+1]; p++ {
+				col := int(blk.ColIdx[p])
+				t := src[col*gw : (col+1)*gw]
+				edge := L.edgeKey(e.srcID(j, col), source)
+				for k := range L.h {
+					x, slope := leaky(t[L.hf+k] + ur[L.hf+k])
+					a := float32(math.Exp(float64(x-t[L.hf+L.h+k]))) / t[L.hf+2*L.h+k]
+					gt := t[k*L.f : (k+1)*L.f]
+					var gu float32
+					if d := L.drop(edge, k); d > 0 {
+						axpy(dU[r*L.hf+k*L.f:r*L.hf+(k+1)*L.f], d*a, gt)
+						gu = d * dot(gt, ur[k*L.f:(k+1)*L.f])
+					}
+					L.dEr[r*L.h+k] += a * (gu - t[L.hf+3*L.h+k]) * slope
+				}
+			}
+		}
+	})
+}
+
+// scoreGradients carries ∂el and ∂er into ∂U and the attention vectors:
+// el_i = a_l·U_i on the fresh rows, er_r = a_r·U_r on the rows as sent.
+func (L *gatLayer) scoreGradients(e *Engine, own, dU []float32) {
+	al, ar, u := e.m.AttL[L.l].Data, e.m.AttR[L.l].Data, e.host(L.u)
+	dal, dar := e.host(L.dAl), e.host(L.dAr)
+	clear(dal)
+	clear(dar)
+	w := L.hf + L.h
+	for r := range e.rows {
+		for k := range L.h {
+			gl, gr := L.dEl[r*L.h+k], L.dEr[r*L.h+k]
+			lo, hi := k*L.f, (k+1)*L.f
+			du := dU[r*L.hf+lo : r*L.hf+hi]
+			axpy(du, gl, al[lo:hi])
+			axpy(du, gr, ar[lo:hi])
+			axpy(dal[lo:hi], gl, u[r*L.hf+lo:r*L.hf+hi])
+			axpy(dar[lo:hi], gr, own[r*w+lo:r*w+hi])
+		}
+	}
+	e.be.Upload(L.dAl)
+	e.be.Upload(L.dAr)
+}
+
+// edgeKey keys the attention dropout of edge (target, source); drop is its
+// scale in head k: 1/(1−p) kept, 0 dropped (1 with no dropout).
+func (L *gatLayer) edgeKey(target, source int64) uint64 {
+	if L.attKey == 0 {
+		return 0
+	}
+	return wire.Seed(L.attKey^uint64(target), uint64(source))
+}
+
+func (L *gatLayer) drop(edge uint64, k int) float32 {
+	if L.attKey == 0 {
+		return 1
+	}
+	if float32(wire.SeedOf(edge, uint64(k))>>40)*(1.0/(1<<24)) < 1-L.attKeep {
+		return 0
+	}
+	return 1 / L.attKeep
+}
+
+// attDropout is the attention dropout probability.
+func (e *Engine) attDropout() float64 {
+	if e.cfg.AttDropout < 0 {
+		return e.cfg.Dropout
+	}
+	return e.cfg.AttDropout
+}
+
+func leaky(x float32) (y, slope float32) {
+	if x < 0 {
+		return leakySlope * x, leakySlope
+	}
+	return x, 1
+}
+
+func dot(a, b []float32) float32 {
+	var s float32
+	for i, v := range a {
+		s += v * b[i]
+	}
+	return s
+}
+
+func axpy(y []float32, a float32, x []float32) {
+	for i, v := range x {
+		y[i] += a * v
+	}
+}
+
+func scale(x []float32, a float32) {
+	for i := range x {
+		x[i] *= a
+	}
+}
+
+// parallelRows splits rows [0, n) over the kernel threads; rows are
+// independent, so the result does not depend on the split.
+func parallelRows(n int, f func(lo, hi int)) {
+	t := min(kernels.Threads(), max(n/256, 1))
+	if t <= 1 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for k := range t {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(k*n/t, (k+1)*n/t)
+		}()
+	}
+	wg.Wait()
+}
