@@ -34,6 +34,8 @@ type Spec struct {
 	Layers int    `json:"layers"`          // graph convolutions
 	Dims   []int  `json:"dims"`            // feature width, hidden widths …, classes
 	Heads  []int  `json:"heads,omitempty"` // GAT: attention heads per layer
+	// Residual: hidden layers of equal width add their input to their output.
+	Residual bool `json:"residual,omitempty"`
 	// Normalization is the adjacency the model was trained on.
 	Normalization string `json:"normalization"`
 	// NormalizeFeatures: feature rows were divided by their sums.

@@ -16,6 +16,9 @@ type Config struct {
 	Model       string
 	Layers      int
 	Hidden      int // a GAT's: per head
+	// Residual adds each hidden layer's input to its output, where the
+	// widths match (every layer but the first and the last).
+	Residual bool
 	Epochs      int
 	LR          float64
 	Dropout     float64
@@ -113,6 +116,8 @@ func (c Config) Policy() (staleness.Policy, error) {
 		return nil, fmt.Errorf("att-dropout must be < 1 (< 0: as --dropout), got %g", c.AttDropout)
 	case c.Layers < 1:
 		return nil, fmt.Errorf("layers must be ≥ 1, got %d", c.Layers)
+	case c.Residual && c.Layers < 3:
+		return nil, fmt.Errorf("--residual skips around hidden layers between hidden layers: it needs 3 or more layers, got %d", c.Layers)
 	case c.Hidden < 1:
 		return nil, fmt.Errorf("hidden must be ≥ 1, got %d", c.Hidden)
 	case c.Epochs < 1:

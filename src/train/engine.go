@@ -44,10 +44,12 @@ type Engine struct {
 	clipScale float64
 	clipped   int
 	clock     clock
-	grads     []float32     // flat gradient buffer, one allreduce per step
-	lossGrad  *matrix.Dense // ∂loss/∂logits, where the backend computes
-	residual  []float32     // bf16 gradient allreduce: the error fed back
-	sage      struct {      // GraphSAGE: M = D⁻¹A and A blocks, this rank's 1/deg
+	grads     []float32       // flat gradient buffer, one allreduce per step
+	lossGrad  *matrix.Dense   // ∂loss/∂logits, where the backend computes
+	residual  []float32       // bf16 gradient allreduce: the error fed back
+	res       []*matrix.Dense // --residual: layer l's output act(Z_l) + H_l (nil: no skip)
+	skip      *matrix.Dense   // --residual: the gradient a skip carries down
+	sage      struct {        // GraphSAGE: M = D⁻¹A and A blocks, this rank's 1/deg
 		mean, adj []*matrix.CSR
 		invDeg    []float32
 	}
@@ -136,8 +138,15 @@ func (e *Engine) setup() error {
 	if e.cfg.SkipGradients {
 		gradPolicy = e.policy
 	}
+	e.res = make([]*matrix.Dense, e.cfg.Layers)
 	for l := range e.cfg.Layers {
 		e.layers = append(e.layers, e.newLayer(l, dims[l], dims[l+1], gradPolicy))
+		if e.hasResidual(l) {
+			e.res[l] = e.be.NewDense(e.rows, dims[l+1])
+			if e.skip == nil {
+				e.skip = e.be.NewDense(e.rows, dims[l+1])
+			}
+		}
 	}
 	return nil
 }

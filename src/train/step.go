@@ -17,6 +17,7 @@ func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
 	p := pass{epoch: epoch, train: train, shadow: train && e.shadow}
 	var a act
 	for l, L := range e.layers {
+		in := a
 		var err error
 		if a, err = L.forward(e, p, a); err != nil {
 			return nil, fmt.Errorf("forward layer %d: %w", l+1, err)
@@ -26,11 +27,23 @@ func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
 		if a.clean != nil {
 			e.activate(a.clean, l, hidden)
 		}
+		if e.hasResidual(l) { // H_{l+1} = act(Z_l) + H_l; z keeps act(Z_l) for the backward pass
+			out := e.res[l]
+			e.be.Copy(out, a.h)
+			e.addInto(out, in.h)
+			a = act{h: out} // the noise-free shadow stops here
+		}
 	}
 	if err := e.be.Err(); err != nil {
 		return nil, fmt.Errorf("forward on %s: %w", e.be.Name(), err)
 	}
 	return a.h, nil
+}
+
+// hasResidual reports whether layer l adds its input to its output: a hidden
+// layer between hidden layers, with --residual (their widths are equal).
+func (e *Engine) hasResidual(l int) bool {
+	return e.cfg.Residual && l > 0 && l < e.cfg.Layers-1 && e.m.Dims[l] == e.m.Dims[l+1]
 }
 
 // activate adds layer l's bias and, for a hidden layer, applies the
@@ -71,6 +84,7 @@ func (e *Engine) activationBackward(g, h *matrix.Dense) {
 // backward propagates g = ∂L/∂logits and leaves every weight and bias
 // gradient of this rank's rows in the layers (before the allreduce).
 func (e *Engine) backward(epoch int, g *matrix.Dense) error {
+	skip := false // e.skip holds ∂L/∂H_{l+1}, which a residual carries to H_l
 	for l := len(e.layers) - 1; l >= 0; l-- {
 		L := e.layers[l]
 		e.be.ColumnSums(L.base().db, g)
@@ -80,6 +94,14 @@ func (e *Engine) backward(epoch int, g *matrix.Dense) error {
 		}
 		if l > 0 {
 			e.be.Dropout(e.mask(epoch, l, true), dIn, dIn) // dropout's backward is the same mask
+			if skip {
+				e.addInto(dIn, e.skip)
+				skip = false
+			}
+			if e.hasResidual(l - 1) {
+				e.be.Copy(e.skip, dIn)
+				skip = true
+			}
 			e.activationBackward(dIn, e.layers[l-1].base().z)
 			g = dIn
 		}

@@ -183,8 +183,13 @@ func predictRank(pf predictFlags, spec model.Spec, m *model.GCN, c collectives.C
 	s.Classes = spec.Classes // data may lack a class the model knows
 	cfg := train.Defaults()
 	cfg.Model, cfg.Layers, cfg.Precompute, cfg.Epochs, cfg.LocalRank = spec.Model, spec.Layers, s.AX != nil, 1, -1
+	cfg.Residual = spec.Residual
 	if spec.Layers > 1 {
 		cfg.Hidden = spec.Dims[1]
+	}
+	if spec.Model == "gat" && len(spec.Heads) == spec.Layers {
+		cfg.Heads, cfg.OutHeads = spec.Heads[0], spec.Heads[spec.Layers-1]
+		cfg.Hidden = spec.Dims[1] / spec.Heads[0]
 	}
 	e, err := train.New(cfg, c, s)
 	if err != nil {

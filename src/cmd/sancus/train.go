@@ -93,6 +93,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "gcn (Kipf and Welling), sage (GraphSAGE-mean: neighbour mean and a root weight) or gat (Veličković et al.: attention heads, ELU); sage and gat read X, not ÂX")
 	fs.IntVar(&cfg.Layers, "layers", cfg.Layers, "graph convolution layers")
 	fs.IntVar(&cfg.Hidden, "hidden", cfg.Hidden, "hidden width (a GAT's: per head)")
+	fs.BoolVar(&cfg.Residual, "residual", false, "hidden layers of equal width add their input to their output (needs 3+ layers)")
 	fs.IntVar(&cfg.Heads, "heads", cfg.Heads, "GAT: attention heads of the hidden layers (concatenated)")
 	fs.IntVar(&cfg.OutHeads, "out-heads", cfg.OutHeads, "GAT: attention heads of the output layer (averaged)")
 	fs.Float64Var(&cfg.AttDropout, "att-dropout", cfg.AttDropout, "GAT: dropout of attention coefficients (< 0: as --dropout)")
@@ -459,7 +460,7 @@ func saveModel(path string, rep *Report, load graph.LoadOptions, params [][]floa
 		copy(p, params[i])
 	}
 	cfg, _ := json.Marshal(rep.Config)
-	spec := model.Spec{Model: rep.Config.Model, Layers: len(res.Dims) - 1, Dims: res.Dims, Heads: res.Heads, Normalization: model.SymNorm,
+	spec := model.Spec{Model: rep.Config.Model, Layers: len(res.Dims) - 1, Dims: res.Dims, Heads: res.Heads, Residual: rep.Config.Residual, Normalization: model.SymNorm,
 		NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName,
 		Classes: res.Dims[len(res.Dims)-1], LabelKind: map[bool]string{true: "multi", false: "single"}[res.Metric == "micro-f1"], Epochs: len(res.Curve), FinalTestAcc: res.FinalTestAcc, Training: cfg}
 	if rep.Shards != "" { // prepared shards: their preprocessing is the model's
