@@ -58,7 +58,7 @@ func (e *Engine) activate(h *matrix.Dense, l int, hidden bool) {
 		x := e.host(h)
 		for i, v := range x[:h.Rows*h.Cols] {
 			if v < 0 {
-				x[i] = float32(math.Expm1(float64(v)))
+				x[i] = exp32(v) - 1
 			}
 		}
 		e.be.Upload(h)

@@ -678,3 +678,48 @@ func TestSAGEAccuracy(t *testing.T) {
 		}
 	}
 }
+
+// gatReference is plain PyTorch GAT with Veličković et al.'s Cora setting
+// (8 heads × 8, dropout 0.6, lr 0.005; slurm/torch_gnn.py --model gat, 5
+// seeds, this machine; results/bench/models/reference.txt).
+const gatReference = 0.8224
+
+// TestGATAccuracy: a GAT on Cora reaches ≥ 81.5% and stays within 1 point
+// of the PyTorch reference, and every staleness policy at P = 4 stays
+// within 1 point of no staleness (5 seeds each; P = 4 without staleness is
+// P = 1, which TestRanksGiveSameLosses asserts).
+func TestGATAccuracy(t *testing.T) {
+	ds := loadCora(t)
+	cfg := Defaults()
+	cfg.Model, cfg.Precompute, cfg.Hidden, cfg.Heads, cfg.Dropout, cfg.LR = "gat", false, 8, 8, 0.6, 0.005
+	none, _ := meanTestAcc(t, ds, 1, cfg, 5)
+	t.Logf("cora GAT: mean test %.4f, PyTorch %.4f", none, gatReference)
+	if none < 0.815 || none < gatReference-0.01 {
+		t.Errorf("cora GAT: mean test accuracy %.4f, want ≥ 0.815 and within 1 point of PyTorch's %.4f", none, gatReference)
+	}
+	for _, pol := range []struct {
+		name string
+		eps  float64
+	}{{"epoch-fixed", 1}, {"epoch-adaptive", 1}, {"variation-gap", 0.02}} {
+		c := cfg
+		c.Staleness, c.Eps = pol.name, pol.eps
+		got, skipped := meanTestAcc(t, ds, 4, c, 5)
+		t.Logf("cora GAT %s(%g): mean test %.4f (none %.4f), %.0f%% skipped", pol.name, pol.eps, got, none, 100*skipped)
+		if got < none-0.01 || skipped < 0.01 {
+			t.Errorf("cora GAT %s(%g): %.4f vs none %.4f, %.1f%% skipped", pol.name, pol.eps, got, none, 100*skipped)
+		}
+	}
+}
+
+// exp32 is within 2 ulp of e^x where the softmax and ELU use it.
+func TestExp32(t *testing.T) {
+	for x := float32(-87); x < 88; x += 0.0137 {
+		want := math.Exp(float64(x))
+		if got := float64(exp32(x)); math.Abs(got-want) > 2.5e-7*want {
+			t.Fatalf("exp32(%g) = %g, e^x = %g", x, got, want)
+		}
+	}
+	if exp32(-100) != 0 || !math.IsInf(float64(exp32(100)), 1) || exp32(0) != 1 {
+		t.Fatalf("exp32 limits: %g %g %g", exp32(-100), exp32(100), exp32(0))
+	}
+}

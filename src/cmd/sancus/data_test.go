@@ -136,8 +136,9 @@ func readNPY(t *testing.T, path string, ptr any, shape []int) {
 	}
 }
 
-// TestModelsUnderMPIMatchSingleRank: GraphSAGE, and a multi-label GCN,
-// under mpirun -np 2 and 4 train exactly like one rank.
+// TestModelsUnderMPIMatchSingleRank: GraphSAGE, GAT (with residual hidden
+// layers and dense broadcasts too), and a multi-label GCN, under mpirun -np
+// 2 and 4 train exactly like one rank; a saved GAT predicts what it tested.
 func TestModelsUnderMPIMatchSingleRank(t *testing.T) {
 	needMPI(t)
 	dir := t.TempDir()
@@ -150,16 +151,33 @@ func TestModelsUnderMPIMatchSingleRank(t *testing.T) {
 		args []string
 	}{
 		{"sage", []string{"--data", cora, "--model", "sage", "--layers", "3", "--hidden", "32"}},
+		{"gat", []string{"--data", cora, "--model", "gat", "--layers", "3", "--hidden", "4", "--heads", "3", "--out-heads", "2", "--residual"}},
+		{"gat-dense", []string{"--data", cora, "--model", "gat", "--hidden", "4", "--heads", "2", "--dense-bcast"}},
 		{"multilabel", []string{"--data", ml, "--lr", "0.05"}},
 	} {
 		var ref *Report
 		for _, np := range []int{0, 2, 4} {
 			out := filepath.Join(dir, fmt.Sprintf("%s-%d.json", c.name, np))
 			args := append([]string{"train", "--epochs", "20", "--quiet", "--out", out}, c.args...)
+			mf := filepath.Join(dir, c.name+".model")
+			if np == 0 {
+				args = append(args, "--save-model", mf)
+			}
 			if o, err := run(t, np, args...); err != nil {
 				t.Fatalf("%s P=%d: %v\n%s", c.name, max(np, 1), err, o)
 			}
 			rep := readReport(t, out)
+			if ref == nil && c.name == "gat" { // the saved model reproduces its test accuracy
+				pred := filepath.Join(dir, "pred-gat")
+				if o, err := run(t, 2, "predict", "--model-file", mf, "--data", cora, "--out", pred); err != nil {
+					t.Fatalf("predict gat: %v\n%s", err, o)
+				}
+				var idx PredictIndex
+				b, _ := os.ReadFile(filepath.Join(pred, "index.json"))
+				if err := json.Unmarshal(b, &idx); err != nil || idx.TestAccuracy != rep.Result.FinalTestAcc {
+					t.Fatalf("predict gat: test accuracy %v (%v), training reported %v", idx.TestAccuracy, err, rep.Result.FinalTestAcc)
+				}
+			}
 			if ref == nil {
 				ref = rep
 				if c.name == "multilabel" && rep.Result.Metric != "micro-f1" {
