@@ -13,12 +13,12 @@ type Config struct {
 	// Model is "gcn" (Kipf and Welling), "sage" (GraphSAGE-mean) or "gat"
 	// (Veličković et al.). GraphSAGE and GAT read X in layer 1: the ÂX
 	// shortcut is a GCN's.
-	Model       string
-	Layers      int
-	Hidden      int // a GAT's: per head
+	Model  string
+	Layers int
+	Hidden int // a GAT's: per head
 	// Residual adds each hidden layer's input to its output, where the
 	// widths match (every layer but the first and the last).
-	Residual bool
+	Residual    bool
 	Epochs      int
 	LR          float64
 	Dropout     float64
