@@ -10,17 +10,19 @@
 // of B_j that rank's block Â_ij references, point to point; a STALE root
 // sends nothing, and every rank multiplies the copy it cached when j last
 // sent. That decision, the only place a broadcast is skipped, is decide in
-// sancus.go, where aggregate reads as decide → exchange → multiply.
+// sancus.go, where aggregate reads as decide → exchange → multiply (GAT's
+// layer replaces multiply with its attention over each arriving block).
 //
 //	sancus.go    Algorithm 3: aggregate (decide, exchange, multiply), clipping
 //	exchange.go  the per-(layer, root) cache; dense ring and device exchangers
 //	sparse.go    the sparsity-aware exchanger (the default) and its set-up
 //	layers.go    one type per layer kind: local ÂX, transform-first, aggregate-first
 //	sage.go      the GraphSAGE-mean layer (D⁻¹A forward, A·D⁻¹g backward)
+//	gat.go       the GAT layer: online softmax over blocks as they arrive
 //	wire.go      blocks encoded in fewer bits: the owner keeps what receivers decode
 //	multilabel.go the sigmoid cross-entropy and micro-F1 of multi-label graphs
 //	predict.go   full-graph inference with given parameters
-//	step.go      forward, backward, gradient allreduce and Adam
+//	step.go      forward, backward (activations, residuals), gradient allreduce and Adam
 //	run.go       epochs, evaluation, the agreement on metrics, the run report
 //	engine.go    set-up: model, input, the exchange chosen once, the layers
 //	checkpoint.go consistent per-rank checkpoints and bit-identical resume
