@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Bytes on the wire at equal accuracy: every wire width, with and without
 # staleness and deltas, against float32 with no staleness, under mpirun.
-#   usage: slurm/wire-bench.sh DATA OUTDIR "MPIRUN [flags]" "P..." [EPOCHS] [PARTITIONER]
+#   usage: slurm/wire-bench.sh DATA OUTDIR "MPIRUN [flags]" "P..." [EPOCHS] [PARTITIONER] [LR]
 # PARTITIONER (contiguous, grem, metis) orders the rows before sharding;
 # the float32 dense broadcast of contiguous rows (SANCUS as published) is
 # always measured too. Writes OUTDIR/wire.tsv: MB sent per rank per epoch
 # (training traffic: blocks, flags and the weight-gradient allreduce), test
 # accuracy at the best validation epoch, ms per epoch.
 set -euo pipefail
-data=$1 out=$2 mpirun=$3 ps=$4 epochs=${5:-200} part=${6:-contiguous}
+data=$1 out=$2 mpirun=$3 ps=$4 epochs=${5:-200} part=${6:-contiguous} lr=${7:-0.01}
 bin=${SANCUS:-bin/sancus}
 name=$(basename "$data")
 mkdir -p "$out"
@@ -27,7 +27,7 @@ for np in $ps; do
 	run() { # label shards flags...
 		local label=$1 shards=$2
 		shift 2
-		$mpirun -np "$np" "$bin" train --shards "$shards" --epochs "$epochs" --quiet --eval-every 5 \
+		$mpirun -np "$np" "$bin" train --shards "$shards" --epochs "$epochs" --lr "$lr" --quiet --eval-every 5 \
 			--out "$out/$name-P$np-$label.json" "$@" </dev/null >/dev/null
 	}
 	s=$tmp/$part-$np

@@ -25,11 +25,12 @@ import (
 // body: rank, parts, n, classes, featdim, globalTrain (u64 each), offsets
 // (parts+1 × u64), P column blocks, features, AX (flag + CSR), labels, train,
 // val, test, original node ids (length-prefixed i32 arrays; no ids = the
-// original order), multi-label targets (flag + CSR, since format 4). A CSR
+// original order), multi-label targets (flag + CSR, since format 4),
+// cluster count and each row's cluster (since format 5). A CSR
 // is rows, cols, nnz, then rowptr (i64), colidx (i32), values (f32).
 const (
 	magic   = "SANCUSSH"
-	Version = 4
+	Version = 5
 )
 
 // FileName is the name of rank r's shard out of parts.
@@ -108,6 +109,8 @@ func (s *Shard) encode(w io.Writer) (int64, error) {
 	} else {
 		e.u64(0)
 	}
+	e.u64(uint64(s.NumClusters))
+	e.i32s(s.Clusters)
 	if e.err == nil {
 		e.err = e.w.Flush()
 	}
@@ -288,6 +291,10 @@ func Read(dir string, rank, parts int) (*Shard, error) {
 	if d.u64() == 1 {
 		s.Multi = d.csr()
 	}
+	s.NumClusters = int(d.u64())
+	if s.Clusters = d.i32s(d.count(4)); len(s.Clusters) == 0 {
+		s.Clusters = nil
+	}
 	if d.err != nil {
 		return nil, bad("%v", d.err)
 	}
@@ -332,6 +339,14 @@ func (s *Shard) check() error {
 	}
 	if s.NodeIDs != nil && len(s.NodeIDs) != rows {
 		return fmt.Errorf("%d node ids for %d rows", len(s.NodeIDs), rows)
+	}
+	if s.Clusters != nil && len(s.Clusters) != rows {
+		return fmt.Errorf("%d cluster ids for %d rows", len(s.Clusters), rows)
+	}
+	for _, c := range s.Clusters {
+		if c < 0 || int(c) >= s.NumClusters {
+			return fmt.Errorf("cluster %d outside 0..%d", c, s.NumClusters-1)
+		}
 	}
 	for _, set := range [][]int32{s.Train, s.Val, s.Test} {
 		for _, v := range set {

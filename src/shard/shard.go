@@ -22,15 +22,17 @@ type Shard struct {
 	FeatDim     int
 	GlobalTrain int // training nodes over all ranks (the loss normalizer)
 
-	Blocks   []*matrix.CSR // Blocks[j] = Â_ij, rows × rows of rank j, local column ids
-	Features *matrix.CSR   // X_i
-	AX       *matrix.CSR   // (ÂX)_i, precomputed once; nil if not prepared
-	Labels   []int32       // local rows; -1 unlabeled
-	Multi    *matrix.CSR   // multi-label targets of the local rows (nil: single-label)
-	NodeIDs  []int32       // original node id of each local row (nil: rows are in the original order)
-	Train    []int32       // local row ids
-	Val      []int32
-	Test     []int32
+	Blocks      []*matrix.CSR // Blocks[j] = Â_ij, rows × rows of rank j, local column ids
+	Features    *matrix.CSR   // X_i
+	AX          *matrix.CSR   // (ÂX)_i, precomputed once; nil if not prepared
+	Labels      []int32       // local rows; -1 unlabeled
+	Multi       *matrix.CSR   // multi-label targets of the local rows (nil: single-label)
+	NodeIDs     []int32       // original node id of each local row (nil: rows are in the original order)
+	Clusters    []int32       // cluster of each local row, for cluster-batch training (nil: none prepared)
+	NumClusters int           // clusters over all ranks
+	Train       []int32       // local row ids
+	Val         []int32
+	Test        []int32
 }
 
 // Rows is the number of rows this rank owns.
@@ -75,6 +77,10 @@ type Options struct {
 	Parts []int32
 	// OnShard, if set, sees every shard PrepareStreaming writes.
 	OnShard func(s *Shard)
+	// Clusters, if set, gives each node (original id) its cluster, kept in
+	// the shards for cluster-batch training; NumClusters counts them.
+	Clusters    []int32
+	NumClusters int
 }
 
 // Split cuts one rank's shard out of a whole dataset whose normalized
@@ -158,6 +164,7 @@ type Prepared struct {
 	Offsets []int64
 	IDs     []int32 // IDs[new] = original node id (nil: original order)
 	nnz     int64   // nonzeros of Â (streaming preparation, where AHat is not kept)
+	opt     Options
 }
 
 // NNZ is the number of nonzeros of Â.
@@ -192,7 +199,7 @@ func Prepare(ds *graph.Dataset, parts int, opt Options) (*Prepared, error) {
 			return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
 		}
 	}
-	p := &Prepared{DS: ds, AHat: ahat, Offsets: off, IDs: perm}
+	p := &Prepared{DS: ds, AHat: ahat, Offsets: off, IDs: perm, opt: opt}
 	if opt.Precompute {
 		var err error
 		if p.AX, err = graph.SpGEMM(ahat, ds.Features); err != nil {
@@ -204,7 +211,59 @@ func Prepare(ds *graph.Dataset, parts int, opt Options) (*Prepared, error) {
 
 // Shard returns rank r's shard.
 func (p *Prepared) Shard(r int) (*Shard, error) {
-	return Split(p.DS, p.AHat, p.AX, p.Offsets, p.IDs, r)
+	s, err := Split(p.DS, p.AHat, p.AX, p.Offsets, p.IDs, r)
+	if err == nil {
+		p.opt.attachClusters(s, p.IDs)
+	}
+	return s, err
+}
+
+// attachClusters gives a shard its rows' clusters (perm: the prepared
+// order's original ids; nil: unchanged).
+func (opt Options) attachClusters(s *Shard, perm []int32) {
+	if opt.Clusters == nil {
+		return
+	}
+	s.NumClusters, s.Clusters = opt.NumClusters, make([]int32, s.Rows())
+	for r := range s.Clusters {
+		id := s.Row0() + r
+		if perm != nil {
+			id = int(perm[id])
+		}
+		s.Clusters[r] = opt.Clusters[id]
+	}
+}
+
+// ClusterRanks spreads k clusters over parts ranks, largest first onto the
+// rank with the fewest rows so far, and returns each node's rank: every
+// rank's rows are whole clusters, and a random batch of clusters touches
+// every rank about equally.
+func ClusterRanks(clusters []int32, k, parts int) ([]int32, error) {
+	if k < parts {
+		return nil, fmt.Errorf("%d clusters cannot cover %d ranks", k, parts)
+	}
+	size := make([]int, k)
+	for v, c := range clusters {
+		if c < 0 || int(c) >= k {
+			return nil, fmt.Errorf("node %d: cluster %d outside 0..%d", v, c, k-1)
+		}
+		size[c]++
+	}
+	order := make([]int, k)
+	for c := range order {
+		order[c] = c
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return size[b] - size[a] })
+	load, rank := make([]int, parts), make([]int32, k)
+	for _, c := range order {
+		r := slices.Index(load, slices.Min(load))
+		rank[c], load[r] = int32(r), load[r]+size[c]
+	}
+	out := make([]int32, len(clusters))
+	for v, c := range clusters {
+		out[v] = rank[c]
+	}
+	return out, nil
 }
 
 // orderByPart lists nodes part by part (ids ascending within a part).

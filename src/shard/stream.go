@@ -148,6 +148,7 @@ func PrepareStreaming(dataDir, outDir string, parts int, opt Options, load graph
 		if err != nil {
 			return nil, err
 		}
+		opt.attachClusters(sh, perm)
 		if err := sh.Write(outDir); err != nil {
 			return nil, err
 		}

@@ -25,6 +25,14 @@ type Config struct {
 	WeightDecay float64 // L2 on the first layer's weights (Kipf & Welling); a GAT's on every parameter
 	Seed        uint64
 
+	// Batch "clusters" trains on ClustersPerStep of the shards' clusters per
+	// step (batch.go); "" or "global": the whole graph every step.
+	// BatchScript, if set, lists each epoch's steps instead of drawing them
+	// (tests).
+	Batch           string
+	ClustersPerStep int
+	BatchScript     func(epoch int) [][]int
+
 	// GAT: heads of the hidden layers (concatenated) and of the output
 	// layer (averaged), and the dropout of attention coefficients (< 0: as
 	// Dropout).
@@ -112,6 +120,8 @@ func (c Config) Policy() (staleness.Policy, error) {
 		return nil, fmt.Errorf("unknown model %q (gcn, sage or gat)", c.Model)
 	case c.Model == "gat" && (c.Heads < 1 || c.OutHeads < 1):
 		return nil, fmt.Errorf("a GAT needs heads and out-heads ≥ 1, got %d and %d", c.Heads, c.OutHeads)
+	case c.Batch != "" && c.Batch != "global" && c.Batch != "clusters":
+		return nil, fmt.Errorf("unknown batch %q (global or clusters)", c.Batch)
 	case !(c.AttDropout < 1):
 		return nil, fmt.Errorf("att-dropout must be < 1 (< 0: as --dropout), got %g", c.AttDropout)
 	case c.Layers < 1:

@@ -47,6 +47,7 @@ type Engine struct {
 	grads     []float32       // flat gradient buffer, one allreduce per step
 	lossGrad  *matrix.Dense   // ∂loss/∂logits, where the backend computes
 	residual  []float32       // bf16 gradient allreduce: the error fed back
+	batch     *batchState     // cluster-batch training (nil: global-batch)
 	res       []*matrix.Dense // --residual: layer l's output act(Z_l) + H_l (nil: no skip)
 	skip      *matrix.Dense   // --residual: the gradient a skip carries down
 	sage      struct {        // GraphSAGE: M = D⁻¹A and A blocks, this rank's 1/deg
@@ -188,7 +189,13 @@ func (e *Engine) chooseExchange() error {
 	case !e.cfg.DenseBcast && e.P > 1:
 		var sendIdx [][]int32
 		e.view, sendIdx, err = e.sparseView()
-		e.x = &sparseExchange{comm: e.c, be: e.be, sendIdx: sendIdx, packed: map[int][][]byte{}}
+		x := &sparseExchange{comm: e.c, be: e.be, sendIdx: sendIdx, packed: map[int][][]byte{}}
+		e.x = x
+		if err == nil && e.cfg.Batch == "clusters" {
+			err = e.setupBatches(sendIdx)
+			x.batch = e.batch
+		}
+		return err
 	default:
 		bcast := collectives.Ring(e.cfg.Chunk * 4) // --chunk counts floats
 		if e.cfg.NativeBcast {
@@ -196,6 +203,9 @@ func (e *Engine) chooseExchange() error {
 		}
 		e.x = &ringExchange{comm: e.c, be: e.be, bcast: bcast}
 		e.view, err = e.denseView()
+	}
+	if err == nil && e.cfg.Batch == "clusters" {
+		err = e.setupBatches(nil)
 	}
 	return err
 }
@@ -258,8 +268,10 @@ func (e *Engine) shareSparsity() error {
 // ownID is the node id of local row r (original numbering, which dropout
 // masks use, so a reordered run draws the masks of the original one).
 // readsAX: layer 1 of a GCN with --precompute multiplies the shard's ÂX;
-// GraphSAGE and GAT layers read X.
-func (e *Engine) readsAX() bool { return e.cfg.Model == "gcn" || e.cfg.Model == "" }
+// GraphSAGE and GAT layers, and cluster-batch training, read X.
+func (e *Engine) readsAX() bool {
+	return (e.cfg.Model == "gcn" || e.cfg.Model == "") && e.cfg.Batch != "clusters" // a batch renormalizes Â: X it is
+}
 
 // srcID is the original node id of root j's row r as this rank holds it.
 func (e *Engine) srcID(j, r int) int64 {

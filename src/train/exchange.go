@@ -31,6 +31,7 @@ type cache struct {
 	scratch *matrix.Dense    // one masked block at a time
 	wire    wireState        // how the blocks are encoded on the wire (wire.go)
 	blocks  []*matrix.CSR    // blocks[j] multiplies root j's block (Â_ij; GraphSAGE: its mean or pattern)
+	full    []*matrix.CSR    // the whole graph's blocks (blocks, outside a cluster batch)
 
 	// With --cache-bits, other roots' blocks stay as they arrived (packed
 	// in wire.packed) and are decoded into decoded, one at a time, when
@@ -39,7 +40,7 @@ type cache struct {
 }
 
 func newCache(be kernels.Backend, name string, width int, rows []int, blocks []*matrix.CSR, p staleness.Policy, w wireState, me int) *cache {
-	c := &cache{name: name, width: width, rows: rows, policy: p, blocks: blocks, host: make([][]float32, len(rows)),
+	c := &cache{name: name, width: width, rows: rows, policy: p, blocks: blocks, full: blocks, host: make([][]float32, len(rows)),
 		dev: make([]*matrix.Dense, len(rows)), last: make([]int, len(rows)), log: make([][]int, len(rows)), wire: w}
 	c.wire.used, c.wire.add, c.wire.packed = make([]int, len(rows)), make([]bool, len(rows)), make([][]byte, len(rows))
 	c.wire.packedBits = make([]int, len(rows))
@@ -75,6 +76,25 @@ func (c *cache) block(be kernels.Backend, j int) *matrix.Dense {
 	}
 	be.Upload(c.decoded)
 	return c.decoded.Prefix(c.rows[j])
+}
+
+// scatter makes root j's received rows (buf) the cached copies of the rows
+// at positions pos (a cluster batch's part of the block).
+func (c *cache) scatter(be kernels.Backend, j int, buf []byte, pos []int32) {
+	rb, w := c.rowBytes(j), c.width
+	if !c.quantized() {
+		rb = 4 * w
+	}
+	h := c.host[j]
+	for k, p := range pos {
+		row := buf[k*rb : (k+1)*rb]
+		if c.quantized() {
+			decode(h[int(p)*w:(int(p)+1)*w], row, w, c.wire.used[j], false)
+		} else {
+			copy(collectives.Bytes(h[int(p)*w:(int(p)+1)*w]), row)
+		}
+	}
+	be.Upload(c.dev[j])
 }
 
 // arrived makes root j's received rows (buf) its cached copy.

@@ -81,7 +81,7 @@ func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
 		return e.newSAGELayer(c, gradPolicy)
 	case e.cfg.Model == "gat":
 		return e.newGATLayer(c, gradPolicy)
-	case l == 0 && e.cfg.Precompute:
+	case l == 0 && e.cfg.Precompute && e.readsAX():
 		return &localLayer{conv: c}
 	case l == 0 || din > dout:
 		L := &transformLayer{conv: c, first: l == 0, u: e.be.NewDense(r, dout), dU: e.be.NewDense(r, dout)}
@@ -253,7 +253,7 @@ func (L *aggregateLayer) cleanOutput(e *Engine, c *cache) (*matrix.Dense, error)
 		L.tClean = e.be.NewDense(e.rows, L.din)
 	}
 	first := true
-	for j, blk := range e.view.blocks {
+	for j, blk := range c.blocks {
 		if blk.NNZ() == 0 {
 			continue
 		}

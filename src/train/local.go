@@ -25,10 +25,24 @@ func RunInProcess(ds *graph.Dataset, parts int, cfg Config) (Outcome, error) {
 // RunPartitioned is RunInProcess on a partition (assign[v] = rank of node
 // v; nil: contiguous ranges): nodes are reordered part by part.
 func RunPartitioned(ds *graph.Dataset, assign []int32, parts int, cfg Config) (Outcome, error) {
+	return runPrepared(ds, parts, cfg, shard.Options{Precompute: cfg.Precompute, Parts: assign})
+}
+
+// RunClustered is RunInProcess with the nodes cut into k clusters
+// (clusters[v]), whole clusters per rank, for cluster-batch training.
+func RunClustered(ds *graph.Dataset, clusters []int32, k, parts int, cfg Config) (Outcome, error) {
+	assign, err := shard.ClusterRanks(clusters, k, parts)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return runPrepared(ds, parts, cfg, shard.Options{Precompute: cfg.Precompute, Parts: assign, Clusters: clusters, NumClusters: k})
+}
+
+func runPrepared(ds *graph.Dataset, parts int, cfg Config, opt shard.Options) (Outcome, error) {
 	if err := cfg.Validate(); err != nil {
 		return Outcome{}, err
 	}
-	prep, err := shard.Prepare(ds, parts, shard.Options{Precompute: cfg.Precompute, Parts: assign})
+	prep, err := shard.Prepare(ds, parts, opt)
 	if err != nil {
 		return Outcome{}, err
 	}

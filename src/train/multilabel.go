@@ -17,10 +17,11 @@ func (e *Engine) bceLossGrad(logits *matrix.Dense) float64 {
 	z, g := e.host(logits), e.lossGrad.Data
 	clear(g)
 	c := logits.Cols
-	norm := float64(e.s.GlobalTrain) * float64(c)
+	rows, n := e.trainRows()
+	norm := float64(n) * float64(c)
 	var sum float64
 	y := make([]float32, c)
-	for _, r := range e.s.Train {
+	for _, r := range rows {
 		e.targets(int(r), y)
 		for k := range c {
 			v := float64(z[int(r)*c+k])

@@ -209,16 +209,28 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 	t0 := time.Now()
 	e.clock = clock{}
 	sent0 := stats.Total().BytesSent
-	lossSum, diverged := e.trainStep(ep)
+	var lossSum float64
+	var diverged error
+	if e.batch != nil {
+		lossSum, diverged = e.batchEpoch(ep)
+	} else {
+		lossSum, diverged = e.trainStep(ep)
+	}
 	if diverged != nil && !errors.Is(diverged, ErrDiverged) {
 		return false, diverged
 	}
 	row := Epoch{Epoch: ep + 1, Ms: ms(time.Since(t0)), BytesSent: stats.Total().BytesSent - sent0}
 	r.compute += time.Since(t0) - e.clock.wait
 	r.wait += e.clock.wait
-	row.Sent, row.Skipped = e.countBroadcasts(ep)
+	for _, id := range e.steps(ep) {
+		s, k := e.countBroadcasts(id)
+		row.Sent, row.Skipped = row.Sent+s, row.Skipped+k
+	}
 	m := metrics{lossSum: lossSum, train: float64(len(e.s.Train)), val: float64(len(e.s.Val)), test: float64(len(e.s.Test))}
-	m.quantErr, m.quantN = e.quantErr(ep)
+	for _, id := range e.steps(ep) {
+		s, n := e.quantErr(id)
+		m.quantErr, m.quantN = m.quantErr+s, m.quantN+n
+	}
 	if diverged == nil && ((e.cfg.EvalEvery > 0 && (ep+1)%e.cfg.EvalEvery == 0) || ep == e.cfg.Epochs-1) {
 		t1, s0 := time.Now(), stats.Total().BytesSent
 		if err := e.evaluate(ep, &m); err != nil {
@@ -265,7 +277,8 @@ func (e *Engine) trainStep(ep int) (float64, error) {
 	if e.s.Multi != nil {
 		lossSum = e.bceLossGrad(logits)
 	} else {
-		lossSum = e.be.LossGrad(logits, e.s.Labels, e.s.Train, float64(e.s.GlobalTrain), e.lossGrad)
+		rows, n := e.trainRows()
+		lossSum = e.be.LossGrad(logits, e.s.Labels, rows, float64(n), e.lossGrad)
 	}
 	if err := e.backward(ep, e.lossGrad); err != nil {
 		return 0, err

@@ -104,7 +104,11 @@ func (L *sageLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Den
 	e.clip(g)
 	e.be.Copy(L.scaled, g)
 	s := e.host(L.scaled)
-	for r, d := range L.invDeg {
+	invDeg := L.invDeg
+	if e.batch != nil && e.batch.fwd != nil {
+		invDeg = e.batch.invDeg
+	}
+	for r, d := range invDeg {
 		for k := range L.dout {
 			s[r*L.dout+k] *= d
 		}

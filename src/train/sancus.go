@@ -75,6 +75,9 @@ func (e *Engine) communicate(c *cache, epoch int, own, ref *matrix.Dense, use fu
 		if err := e.encodeOwn(c, epoch, e.host(own), active); err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
+	case active[e.rank] && e.batch != nil:
+		e.copyBatchRows(c.host[e.rank], e.host(own), c.width)
+		e.be.Upload(c.dev[e.rank])
 	case active[e.rank]:
 		e.be.Copy(c.dev[e.rank], own)
 	}

@@ -117,6 +117,18 @@ type sparseExchange struct {
 	be      kernels.Backend
 	sendIdx [][]int32        // sendIdx[i]: this rank's rows that rank i needs
 	packed  map[int][][]byte // per row size in bytes: the rows packed for each rank
+	batch   *batchState      // cluster-batch training: only the batch's rows travel
+	recvTmp [][]byte         // cluster-batch: a root's rows before they are scattered
+}
+
+// rowSets are the rows that travel this exchange: to each rank (this
+// rank's row ids) and from each root (positions among the rows held of
+// it; nil: all of them, in order).
+func (x *sparseExchange) rowSets() (send, recv [][]int32) {
+	if b := x.batch; b != nil && b.fwd != nil {
+		return b.send, b.recv
+	}
+	return x.sendIdx, nil
 }
 
 func (x *sparseExchange) sendBufs(rowBytes int) [][]byte {
@@ -147,13 +159,29 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 			err = fmt.Errorf("sparse exchange: %w", err)
 		}
 	}()
+	sendRows, recvRows := x.rowSets()
+	if recvRows != nil && x.recvTmp == nil {
+		x.recvTmp = make([][]byte, len(active))
+	}
 	for j, a := range active {
-		if j == me || !a || c.rows[j] == 0 {
+		n := c.rows[j]
+		if recvRows != nil {
+			n = len(recvRows[j])
+		}
+		if j == me || !a || n == 0 {
 			continue
 		}
-		if c.quantized() {
-			bufs[j] = c.recvBuf(j, c.rows[j])
-		} else {
+		switch {
+		case recvRows != nil: // scattered into the cache once here
+			rb := 4 * c.width
+			if c.quantized() {
+				rb = c.rowBytes(j)
+			}
+			x.recvTmp[j] = growBytes(x.recvTmp[j], n*rb)
+			bufs[j] = x.recvTmp[j]
+		case c.quantized():
+			bufs[j] = c.recvBuf(j, n)
+		default:
 			bufs[j] = collectives.Bytes(c.host[j])
 		}
 		if recvs[j], err = x.comm.Irecv(bufs[j], j, tagSparse); err != nil {
@@ -169,19 +197,19 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 			x.be.Download(c.dev[me])
 		}
 		out := x.sendBufs(rb)
-		for i, idx := range x.sendIdx {
+		for i, idx := range sendRows {
 			if i == me || len(idx) == 0 {
 				continue
 			}
 			for k, r := range idx {
 				copy(out[i][k*rb:(k+1)*rb], src[int(r)*rb:(int(r)+1)*rb])
 			}
-			s, err := x.comm.Isend(out[i], i, tagSparse)
+			s, err := x.comm.Isend(out[i][:len(idx)*rb], i, tagSparse)
 			if err != nil {
 				return 0, err
 			}
 			sends = append(sends, s)
-			sent += int64(len(out[i]))
+			sent += int64(len(idx) * rb)
 		}
 	}
 	for j := range active {
@@ -193,7 +221,11 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 			if err != nil {
 				return wait, err
 			}
-			c.arrived(x.be, j, bufs[j])
+			if recvRows != nil {
+				c.scatter(x.be, j, bufs[j], recvRows[j])
+			} else {
+				c.arrived(x.be, j, bufs[j])
+			}
 		}
 		if err = use(j); err != nil {
 			return wait, err

@@ -127,7 +127,13 @@ func loadCora(t testing.TB) *graph.Dataset {
 // onRanks builds P in-process engines on ds and runs fn on each.
 func onRanks(t *testing.T, ds *graph.Dataset, p int, cfg Config, fn func(e *Engine) error) {
 	t.Helper()
-	prep, err := shard.Prepare(ds, p, shard.Options{Precompute: cfg.Precompute})
+	onRanksWith(t, ds, p, cfg, shard.Options{Precompute: cfg.Precompute}, fn)
+}
+
+// onRanksWith is onRanks on shards prepared with opt.
+func onRanksWith(t *testing.T, ds *graph.Dataset, p int, cfg Config, opt shard.Options, fn func(e *Engine) error) {
+	t.Helper()
+	prep, err := shard.Prepare(ds, p, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,13 @@ func (e *Engine) encodeOwn(c *cache, epoch int, own []float32, active []bool) er
 		if w.bits == wire.Auto {
 			w.used[me] = w.choose(x, own, c.width, key)
 		}
-		w.epochErr = w.encode(c.host[me], x, own, c.width, w.used[me], key, w.add[me], sampleEvery)
+		if e.batch == nil {
+			w.epochErr = w.encode(c.host[me], x, own, c.width, w.used[me], key, w.add[me], sampleEvery)
+		} else { // a cluster batch refreshes its own rows only
+			w.trial = growF32(w.trial, len(x))
+			w.epochErr = w.encode(w.trial, x, own, c.width, w.used[me], key, false, sampleEvery)
+			e.copyBatchRows(c.host[me], w.trial, c.width)
+		}
 		e.be.Upload(c.dev[me])
 		w.bitsSum += float64(w.used[me])
 		w.errSum += w.epochErr

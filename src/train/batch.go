@@ -1,0 +1,362 @@
+package train
+
+// Cluster-batch training (GraphTheta, Cluster-GCN). prepare --clusters
+// cuts the graph into K clusters and keeps each row's cluster in the
+// shards. Every epoch is a pass over all clusters in a random order drawn
+// from (seed, epoch) — the same on every rank — c clusters per step; each
+// step runs forward, backward and the update on the subgraph its clusters
+// induce. Restricting Â to the batch only changes the blocks every layer
+// multiplies: the caches' blocks are swapped for the step's, rows outside
+// the batch get empty rows, and only the batch's rows travel. Evaluation
+// stays full-graph.
+//
+// The batch adjacency is renormalized on the induced subgraph, as
+// Cluster-GCN does: Â_B = D_B^-1/2 (A_B + I) D_B^-1/2 with D_B the degrees
+// within the batch (GraphSAGE: the mean over batch neighbours; GAT: its
+// softmax over them). A row's batch degree is known to its owner, which
+// sends the degrees of the rows others hold with one small all-to-all.
+//
+// Steps are numbered epoch·steps + s; dropout masks, wire rounding and
+// the staleness policies count steps as they count epochs in global-batch
+// training.
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"sancus/collectives"
+	"sancus/kernels/matrix"
+)
+
+// batchState is what cluster-batch training keeps across steps.
+type batchState struct {
+	k, perStep, steps int
+	held              [][]int32 // held[j]: the cluster of each row of root j this rank holds
+	sendIdx           [][]int32 // the sparse exchange's rows to send, per rank (nil at P = 1)
+
+	// This step's batch.
+	in        []bool        // in[cluster]
+	rowIn     []bool        // this rank's rows in the batch
+	fwd, grad []*matrix.CSR // the blocks every layer multiplies
+	invDeg    []float32     // GraphSAGE: 1/(batch neighbours)
+	train     []int32       // this rank's training rows in the batch
+	globalN   int           // training rows in the batch over all ranks
+	send      [][]int32     // send[i]: this rank's rows rank i needs and the batch holds
+	recv      [][]int32     // recv[j]: positions of the held rows of root j in the batch
+}
+
+// setupBatches prepares cluster-batch training: the clusters of the rows
+// held from every root (one all-to-all at start-up).
+func (e *Engine) setupBatches(sendIdx [][]int32) error {
+	s := e.s
+	switch {
+	case s.Clusters == nil:
+		return fmt.Errorf("--batch clusters: the shards have no clusters: prepare them with --clusters K")
+	case e.cfg.ClustersPerStep < 1 || e.cfg.ClustersPerStep > s.NumClusters:
+		return fmt.Errorf("--clusters-per-step must be in 1..%d (the shards' clusters), got %d", s.NumClusters, e.cfg.ClustersPerStep)
+	case e.P > 1 && sendIdx == nil:
+		return fmt.Errorf("--batch clusters moves only the batch's rows: it needs the sparse exchange (not --dense-bcast or --device-comm)")
+	case e.cfg.WireDelta || e.cfg.CacheBits:
+		return fmt.Errorf("--batch clusters sends part of a block: not with --wire-delta or --cache-bits, which keep whole copies")
+	}
+	b := &batchState{k: s.NumClusters, perStep: e.cfg.ClustersPerStep, sendIdx: sendIdx, held: make([][]int32, e.P)}
+	b.steps = (b.k + b.perStep - 1) / b.perStep
+	b.held[e.rank] = s.Clusters
+	if e.P > 1 {
+		out, counts := []int32{}, make([]int, e.P)
+		for i, idx := range sendIdx {
+			for _, r := range idx {
+				out = append(out, s.Clusters[r])
+			}
+			counts[i] = len(idx)
+		}
+		in := make([]int32, sum(e.view.rows)-e.view.rows[e.rank])
+		recvCounts := make([]int, e.P)
+		for j, n := range e.view.rows {
+			if j != e.rank {
+				recvCounts[j] = n
+			}
+		}
+		if err := collectives.Alltoallv(e.c, out, counts, in, recvCounts); err != nil {
+			return fmt.Errorf("cluster-batch set-up: %w", err)
+		}
+		off := 0
+		for j, n := range recvCounts {
+			if j != e.rank {
+				b.held[j] = in[off : off+n]
+				off += n
+			}
+		}
+	}
+	e.batch = b
+	return nil
+}
+
+// batchClusters lists the clusters of each step of an epoch: a permutation
+// of all clusters drawn from (seed, epoch), cut into steps (or the
+// configured script).
+func (e *Engine) batchClusters(epoch int) [][]int {
+	if e.cfg.BatchScript != nil {
+		return e.cfg.BatchScript(epoch)
+	}
+	b := e.batch
+	perm := rand.New(rand.NewPCG(e.cfg.Seed, 0xc1a55+uint64(epoch))).Perm(b.k)
+	var out [][]int
+	for lo := 0; lo < b.k; lo += b.perStep {
+		out = append(out, perm[lo:min(lo+b.perStep, b.k)])
+	}
+	return out
+}
+
+// enterBatch makes clusters this step's batch: blocks restricted and
+// renormalized, the training rows in it, and which rows travel.
+func (e *Engine) enterBatch(clusters []int) error {
+	b, s := e.batch, e.s
+	b.in = make([]bool, b.k)
+	for _, c := range clusters {
+		if c < 0 || c >= b.k {
+			return fmt.Errorf("batch cluster %d outside 0..%d", c, b.k-1)
+		}
+		b.in[c] = true
+	}
+	b.rowIn = make([]bool, e.rows)
+	for r, c := range s.Clusters {
+		b.rowIn[r] = b.in[c]
+	}
+	// Batch degrees of this rank's rows (neighbours in the batch plus the
+	// self loop), then of every held row, from their owners.
+	deg := make([]float32, e.rows)
+	for j, blk := range e.view.blocks {
+		held := b.held[j]
+		for r := range e.rows {
+			if !b.rowIn[r] {
+				continue
+			}
+			for p := blk.RowPtr[r]; p < blk.RowPtr[r+1]; p++ {
+				if b.in[held[blk.ColIdx[p]]] {
+					deg[r]++
+				}
+			}
+		}
+	}
+	degOf, err := e.heldValues(deg)
+	if err != nil {
+		return err
+	}
+	b.fwd, b.grad = make([]*matrix.CSR, e.P), make([]*matrix.CSR, e.P)
+	b.invDeg = make([]float32, e.rows)
+	for r, d := range deg {
+		if d > 1 {
+			b.invDeg[r] = 1 / (d - 1)
+		}
+	}
+	for j, blk := range e.view.blocks {
+		b.fwd[j], b.grad[j] = e.batchBlock(blk, j, deg, degOf[j])
+	}
+	b.train = b.train[:0]
+	for _, r := range s.Train {
+		if b.rowIn[r] {
+			b.train = append(b.train, r)
+		}
+	}
+	counts, err := collectives.Allgather(e.c, []int64{int64(len(b.train))})
+	if err != nil {
+		return fmt.Errorf("batch size: %w", err)
+	}
+	b.globalN = int(sum64(counts))
+	// What travels: the held rows in the batch, both ways.
+	b.send, b.recv = make([][]int32, e.P), make([][]int32, e.P)
+	for i, idx := range b.sendIdx {
+		for _, r := range idx {
+			if b.rowIn[r] {
+				b.send[i] = append(b.send[i], r)
+			}
+		}
+	}
+	for j, held := range b.held {
+		if j == e.rank {
+			continue
+		}
+		for k, c := range held {
+			if b.in[c] {
+				b.recv[j] = append(b.recv[j], int32(k))
+			}
+		}
+	}
+	for _, L := range e.layers {
+		if c := L.base().fwd; c != nil {
+			c.blocks, L.base().grad.blocks = b.fwd, b.grad
+		}
+	}
+	return nil
+}
+
+// leaveBatch puts the full blocks back (evaluation is full-graph).
+func (e *Engine) leaveBatch() {
+	e.batch.fwd = nil
+	for _, L := range e.layers {
+		if c := L.base(); c.fwd != nil {
+			c.fwd.blocks, c.grad.blocks = c.fwd.full, c.grad.full
+		}
+	}
+}
+
+// batchBlock restricts root j's block to the batch's rows and columns:
+// for a GCN Â_B's values from the batch degrees of row (deg) and column
+// (degCol); GraphSAGE's mean and pattern without the self loop; GAT's
+// pattern with it.
+func (e *Engine) batchBlock(blk *matrix.CSR, j int, deg, degCol []float32) (fwd, grad *matrix.CSR) {
+	b := e.batch
+	held := b.held[j]
+	sage := e.cfg.Model == "sage"
+	f := &matrix.CSR{Rows: blk.Rows, Cols: blk.Cols, RowPtr: make([]int64, blk.Rows+1)}
+	var g *matrix.CSR
+	if sage {
+		g = &matrix.CSR{Rows: blk.Rows, Cols: blk.Cols, RowPtr: make([]int64, blk.Rows+1)}
+	}
+	for r := range blk.Rows {
+		if b.rowIn[r] {
+			for p := blk.RowPtr[r]; p < blk.RowPtr[r+1]; p++ {
+				col := blk.ColIdx[p]
+				if !b.in[held[col]] {
+					continue
+				}
+				self := j == e.rank && int(col) == r
+				switch {
+				case sage && self:
+					continue
+				case sage:
+					f.ColIdx, f.Val = append(f.ColIdx, col), append(f.Val, b.invDeg[r])
+					g.ColIdx, g.Val = append(g.ColIdx, col), append(g.Val, 1)
+				case e.cfg.Model == "gat":
+					f.ColIdx, f.Val = append(f.ColIdx, col), append(f.Val, 1)
+				default:
+					v := float32(1 / math.Sqrt(float64(deg[r])*float64(degCol[col])))
+					f.ColIdx, f.Val = append(f.ColIdx, col), append(f.Val, v)
+				}
+			}
+		}
+		f.RowPtr[r+1] = int64(len(f.ColIdx))
+		if sage {
+			g.RowPtr[r+1] = int64(len(g.ColIdx))
+		}
+	}
+	if !sage {
+		return f, f
+	}
+	return f, g
+}
+
+// heldValues gives, for every root j, its value of each row this rank
+// holds (this rank's own: vals itself).
+func (e *Engine) heldValues(vals []float32) ([][]float32, error) {
+	out := make([][]float32, e.P)
+	out[e.rank] = vals
+	if e.P == 1 {
+		return out, nil
+	}
+	var send []float32
+	counts, recvCounts := make([]int, e.P), make([]int, e.P)
+	for i, idx := range e.batch.sendIdx {
+		for _, r := range idx {
+			send = append(send, vals[r])
+		}
+		counts[i] = len(idx)
+	}
+	for j, n := range e.view.rows {
+		if j != e.rank {
+			recvCounts[j] = n
+		}
+	}
+	in := make([]float32, sum(recvCounts))
+	if err := collectives.Alltoallv(e.c, send, counts, in, recvCounts); err != nil {
+		return nil, fmt.Errorf("batch degrees: %w", err)
+	}
+	off := 0
+	for j, n := range recvCounts {
+		if j != e.rank {
+			out[j] = in[off : off+n]
+			off += n
+		}
+	}
+	return out, nil
+}
+
+// batchEpoch trains one epoch of cluster-batch steps and returns the
+// epoch's summed training loss (every training node counts once).
+func (e *Engine) batchEpoch(ep int) (float64, error) {
+	defer e.leaveBatch()
+	steps := e.batchClusters(ep)
+	if len(steps) > e.batch.steps {
+		return 0, fmt.Errorf("epoch %d has %d batches, at most %d fit", ep+1, len(steps), e.batch.steps)
+	}
+	var lossSum float64
+	for s, clusters := range steps {
+		if err := e.enterBatch(clusters); err != nil {
+			return lossSum, err
+		}
+		l, err := e.trainStep(e.stepID(ep, s))
+		lossSum += l
+		if d, ok := err.(*divergence); ok {
+			d.epoch = ep + 1
+		}
+		if err != nil {
+			return lossSum, err
+		}
+	}
+	return lossSum, nil
+}
+
+// trainRows are the rows the loss covers and the count it is averaged over.
+func (e *Engine) trainRows() ([]int32, int) {
+	if e.batch != nil && e.batch.fwd != nil {
+		return e.batch.train, e.batch.globalN
+	}
+	return e.s.Train, e.s.GlobalTrain
+}
+
+// stepID numbers step s of epoch ep (the epoch itself in global-batch
+// training).
+func (e *Engine) stepID(ep, s int) int {
+	if e.batch == nil {
+		return ep
+	}
+	return ep*e.batch.steps + s
+}
+
+// steps lists the step ids of epoch ep.
+func (e *Engine) steps(ep int) []int {
+	if e.batch == nil {
+		return []int{ep}
+	}
+	out := make([]int, e.batch.steps)
+	for s := range out {
+		out[s] = e.stepID(ep, s)
+	}
+	return out
+}
+
+func sum64(xs []int64) int64 {
+	var s int64
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+// copyBatchRows copies the rows of src in this step's batch into dst (all
+// of them outside cluster-batch training): the rows a cached copy of this
+// rank's block refreshes, the others keeping what was last sent.
+func (e *Engine) copyBatchRows(dst, src []float32, width int) {
+	if e.batch == nil || e.batch.fwd == nil {
+		copy(dst, src)
+		return
+	}
+	for r, in := range e.batch.rowIn {
+		if in {
+			copy(dst[r*width:(r+1)*width], src[r*width:(r+1)*width])
+		}
+	}
+}
+
