@@ -359,4 +359,3 @@ func (e *Engine) copyBatchRows(dst, src []float32, width int) {
 		}
 	}
 }
-
