@@ -42,6 +42,10 @@ func Plots(dir string, runs []*Run) ([]string, error) {
 	if err := add("accuracy.png", p, 7*vg.Inch, 4.5*vg.Inch, err); err != nil {
 		return nil, err
 	}
+	p, err = accuracyOverTime(runs)
+	if err := add("accuracy_vs_time.png", p, 7*vg.Inch, 4.5*vg.Inch, err); err != nil {
+		return nil, err
+	}
 	for i, r := range runs {
 		if r.Result.Ranks < 2 || r.Config.Staleness == "none" {
 			continue
@@ -66,6 +70,9 @@ func short(r *Run) string {
 	}
 	if p != "none" {
 		p += strconv.FormatFloat(r.Config.Eps, 'g', -1, 64)
+	}
+	if r.Config.Batch == "clusters" {
+		p += fmt.Sprintf(" clusters/%d", r.Config.ClustersPerStep)
 	}
 	return fmt.Sprintf("P%d %s", r.Result.Ranks, p)
 }
@@ -202,6 +209,41 @@ func accuracy(runs []*Run) (*plot.Plot, error) {
 		for _, e := range r.Result.Curve {
 			if e.Evaluated {
 				pts = append(pts, plotter.XY{X: float64(e.Epoch), Y: e.ValAcc})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, err
+		}
+		l.Color = plotutil.Color(i)
+		l.Dashes = plotutil.Dashes(i / 7)
+		p.Add(l)
+		p.Legend.Add(short(r), l)
+	}
+	p.Legend.Top = true
+	p.Legend.Left = false
+	p.Y.Min, p.Y.Max = 0, 1
+	return p, nil
+}
+
+// accuracyOverTime: test accuracy against the seconds spent training
+// (evaluation excluded), so runs whose epochs cost differently — global
+// and cluster batches — compare at equal wall time.
+func accuracyOverTime(runs []*Run) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "Test accuracy over training time"
+	p.X.Label.Text = "seconds of training"
+	p.Y.Label.Text = "test accuracy"
+	for i, r := range runs {
+		var pts plotter.XYs
+		t := 0.0
+		for _, e := range r.Result.Curve {
+			t += e.Ms / 1000
+			if e.Evaluated {
+				pts = append(pts, plotter.XY{X: t, Y: e.TestAcc})
 			}
 		}
 		if len(pts) == 0 {

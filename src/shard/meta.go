@@ -30,6 +30,7 @@ type Meta struct {
 	SplitSeed         uint64            `json:"split_seed,omitempty"`
 	SplitName         string            `json:"split_name,omitempty"`
 	Offsets           []int64           `json:"offsets"`
+	Clusters          int               `json:"clusters,omitempty"` // prepared for cluster-batch training
 	Partitioner       string            `json:"partitioner"`
 	Partition         partition.Metrics `json:"partition"`
 	PartitionS        float64           `json:"partition_seconds"`

@@ -31,7 +31,7 @@ type Config struct {
 	// (tests).
 	Batch           string
 	ClustersPerStep int
-	BatchScript     func(epoch int) [][]int
+	BatchScript     func(epoch int) [][]int `json:"-"`
 
 	// GAT: heads of the hidden layers (concatenated) and of the output
 	// layer (averaged), and the dropout of attention coefficients (< 0: as

@@ -451,6 +451,17 @@ func (r Epoch) line() string {
 }
 
 // countBroadcasts counts forward roots that broadcast or were skipped in epoch ep.
+// sentIn reports whether an ascending broadcast log holds step ep (found
+// from the end: ep is recent).
+func sentIn(log []int, ep int) bool {
+	for k := len(log) - 1; k >= 0 && log[k] >= ep; k-- {
+		if log[k] == ep {
+			return true
+		}
+	}
+	return false
+}
+
 func (e *Engine) countBroadcasts(ep int) (sent, skipped int) {
 	for _, L := range e.layers {
 		c := L.base().fwd
@@ -458,7 +469,7 @@ func (e *Engine) countBroadcasts(ep int) (sent, skipped int) {
 			continue
 		}
 		for _, eps := range c.log {
-			if n := len(eps); n > 0 && eps[n-1] == ep {
+			if sentIn(eps, ep) {
 				sent++
 			} else {
 				skipped++

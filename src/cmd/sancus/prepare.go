@@ -23,6 +23,7 @@ func runPrepare(args []string) (err error) {
 	parts := fs.Int("parts", 0, "number of ranks the shards are for (required)")
 	out := fs.String("out", "", "output shard directory (required)")
 	pre := fs.Bool("precompute", true, "store (ÂX) rows so layer 1 needs no communication")
+	clusters := fs.Int("clusters", 0, "also cut the graph into `K` clusters (K ≫ ranks) for train --batch clusters, with --partitioner (grem unless given: grem, spring, random or file); every rank's rows are whole clusters")
 	var load graph.LoadOptions
 	addLoadFlags(fs, &load, "")
 	pf := addPartitionFlags(fs)
@@ -36,8 +37,23 @@ func runPrepare(args []string) (err error) {
 		return fmt.Errorf("--data, --out and --parts ≥ 1 are required")
 	}
 	start := time.Now()
-	assign, took, err := pf.run(*data, *parts)
-	if err != nil {
+	opt := shard.Options{Precompute: *pre}
+	var took time.Duration
+	if *clusters > 0 {
+		if !fs.Changed("partitioner") {
+			pf.name = "grem"
+		}
+		if pf.name == "contiguous" {
+			return fmt.Errorf("--clusters needs a partitioner that finds clusters (grem, spring, random or file), not contiguous")
+		}
+		if opt.Clusters, took, err = pf.run(*data, *clusters); err != nil {
+			return fmt.Errorf("--clusters %d: %w", *clusters, err)
+		}
+		opt.NumClusters = *clusters
+		if opt.Parts, err = shard.ClusterRanks(opt.Clusters, *clusters, *parts); err != nil {
+			return fmt.Errorf("--clusters %d: %w", *clusters, err)
+		}
+	} else if opt.Parts, took, err = pf.run(*data, *parts); err != nil {
 		return err
 	}
 	// The directory is complete only once meta.json is written, last; a
@@ -55,16 +71,15 @@ func runPrepare(args []string) (err error) {
 	os.Remove(filepath.Join(*out, shard.MetaFile))
 	// Streaming: the edge list is never held whole (see shard.PrepareStreaming).
 	var blocks []partition.PartBlocks
-	prep, err := shard.PrepareStreaming(*data, *out, *parts, shard.Options{Precompute: *pre, Parts: assign,
-		OnShard: func(s *shard.Shard) { blocks = append(blocks, partBlocks(s)) }},
-		load)
+	opt.OnShard = func(s *shard.Shard) { blocks = append(blocks, partBlocks(s)) }
+	prep, err := shard.PrepareStreaming(*data, *out, *parts, opt, load)
 	if err != nil {
 		return err
 	}
 	metrics := partition.FromBlocks(blocks)
 	ds := prep.DS
 	meta := shard.Meta{Dataset: ds.Name, Parts: *parts, Nodes: ds.N, Features: ds.Features.Cols, Classes: ds.Classes,
-		Precomputed: *pre, NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName, Offsets: prep.Offsets, Partitioner: pf.name, Partition: metrics, PartitionS: took.Seconds(),
+		Precomputed: *pre, NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName, Offsets: prep.Offsets, Partitioner: pf.name, Partition: metrics, PartitionS: took.Seconds(), Clusters: *clusters,
 		PeakRSSMB: train.PeakRSSMB(), Created: time.Now().UTC()}
 	if err := shard.WriteMeta(*out, meta); err != nil {
 		return err
