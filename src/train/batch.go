@@ -16,6 +16,13 @@ package train
 // softmax over them). A row's batch degree is known to its owner, which
 // sends the degrees of the rows others hold with one small all-to-all.
 //
+// With --boundary a batch's rows also read their neighbours outside the
+// batch, with the whole graph's normalization (each target sees its full
+// neighbourhood). Those neighbours are not computed in the step: every
+// rank reads them from its cache — the copy kept since the neighbour was
+// last in a batch, as a stale root's block is read — and gradients do not
+// flow into them (the backward blocks are the batch's alone).
+//
 // Steps are numbered epoch·steps + s; dropout masks, wire rounding and
 // the staleness policies count steps as they count epochs in global-batch
 // training.
@@ -124,6 +131,14 @@ func (e *Engine) enterBatch(clusters []int) error {
 	for r, c := range s.Clusters {
 		b.rowIn[r] = b.in[c]
 	}
+	b.fwd, b.grad = make([]*matrix.CSR, e.P), make([]*matrix.CSR, e.P)
+	if e.cfg.Boundary { // the whole graph's normalization: nothing to exchange
+		b.invDeg = e.sage.invDeg
+		for j, blk := range e.view.blocks {
+			b.fwd[j], b.grad[j] = e.boundaryBlocks(blk, j)
+		}
+		return e.batchRows()
+	}
 	// Batch degrees of this rank's rows (neighbours in the batch plus the
 	// self loop), then of every held row, from their owners.
 	deg := make([]float32, e.rows)
@@ -144,7 +159,6 @@ func (e *Engine) enterBatch(clusters []int) error {
 	if err != nil {
 		return err
 	}
-	b.fwd, b.grad = make([]*matrix.CSR, e.P), make([]*matrix.CSR, e.P)
 	b.invDeg = make([]float32, e.rows)
 	for r, d := range deg {
 		if d > 1 {
@@ -154,8 +168,15 @@ func (e *Engine) enterBatch(clusters []int) error {
 	for j, blk := range e.view.blocks {
 		b.fwd[j], b.grad[j] = e.batchBlock(blk, j, deg, degOf[j])
 	}
+	return e.batchRows()
+}
+
+// batchRows finishes a batch: its training rows, the rows that travel,
+// and the blocks every layer multiplies.
+func (e *Engine) batchRows() error {
+	b := e.batch
 	b.train = b.train[:0]
-	for _, r := range s.Train {
+	for _, r := range e.s.Train {
 		if b.rowIn[r] {
 			b.train = append(b.train, r)
 		}
@@ -244,6 +265,42 @@ func (e *Engine) batchBlock(blk *matrix.CSR, j int, deg, degCol []float32) (fwd,
 	}
 	if !sage {
 		return f, f
+	}
+	return f, g
+}
+
+// boundaryBlocks restricts root j's block to the batch's rows, keeping
+// every neighbour and the whole graph's values (GraphSAGE: its mean; GAT:
+// the pattern) forward, and only the batch's columns backward.
+func (e *Engine) boundaryBlocks(blk *matrix.CSR, j int) (fwd, grad *matrix.CSR) {
+	b := e.batch
+	held := b.held[j]
+	fv, gv := blk.Val, blk.Val
+	switch e.cfg.Model {
+	case "sage":
+		fv, gv = e.sage.mean[j].Val, e.sage.adj[j].Val
+	case "gat":
+		fv = make([]float32, len(blk.Val))
+		for i := range fv {
+			fv[i] = 1
+		}
+		gv = fv
+	}
+	f := &matrix.CSR{Rows: blk.Rows, Cols: blk.Cols, RowPtr: make([]int64, blk.Rows+1)}
+	g := &matrix.CSR{Rows: blk.Rows, Cols: blk.Cols, RowPtr: make([]int64, blk.Rows+1)}
+	for r := range blk.Rows {
+		if b.rowIn[r] {
+			for p := blk.RowPtr[r]; p < blk.RowPtr[r+1]; p++ {
+				col := blk.ColIdx[p]
+				if fv[p] != 0 {
+					f.ColIdx, f.Val = append(f.ColIdx, col), append(f.Val, fv[p])
+				}
+				if gv[p] != 0 && b.in[held[col]] {
+					g.ColIdx, g.Val = append(g.ColIdx, col), append(g.Val, gv[p])
+				}
+			}
+		}
+		f.RowPtr[r+1], g.RowPtr[r+1] = int64(len(f.ColIdx)), int64(len(g.ColIdx))
 	}
 	return f, g
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"sancus/kernels/matrix"
 	"sancus/src/graph"
 	"sancus/src/partition"
 	"sancus/src/shard"
@@ -50,11 +51,12 @@ func TestOneBatchOfEveryClusterIsGlobalBatch(t *testing.T) {
 		}
 		cfg.Batch, cfg.ClustersPerStep = "clusters", k
 		for _, p := range []int{1, 2, 4} {
+			cfg.Boundary = p == 2 // with every cluster in the batch, no node is outside it
 			out, err := RunClustered(ds, clustersOf(ds.N, k), k, p, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			sameCurve(t, fmt.Sprintf("%s P=%d", model, p), out.Result, global.Result, 1e-5)
+			sameCurve(t, fmt.Sprintf("%s P=%d boundary=%v", model, p, cfg.Boundary), out.Result, global.Result, 1e-5)
 		}
 	}
 }
@@ -72,8 +74,11 @@ func TestScriptedBatchesDoNotDependOnP(t *testing.T) {
 	}
 	for _, c := range []struct {
 		model, wire, policy string
-	}{{"gcn", "fp32", "none"}, {"sage", "int4", "none"}, {"gat", "fp32", "epoch-fixed"}, {"gcn", "int8", "epoch-fixed"}} {
+		boundary            bool
+	}{{"gcn", "fp32", "none", false}, {"sage", "int4", "none", false}, {"gat", "fp32", "epoch-fixed", false}, {"gcn", "int8", "epoch-fixed", false},
+		{"gcn", "int8", "none", true}, {"sage", "fp32", "none", true}, {"gat", "fp32", "none", true}} {
 		cfg := Defaults()
+		cfg.Boundary = c.boundary
 		cfg.Epochs, cfg.Model, cfg.Precompute, cfg.Heads, cfg.Hidden, cfg.Wire = 8, c.model, false, 2, 8, c.wire
 		cfg.Staleness, cfg.Eps = c.policy, map[string]float64{"none": 0, "epoch-fixed": 1}[c.policy]
 		cfg.Batch, cfg.ClustersPerStep, cfg.BatchScript = "clusters", 4, script
@@ -88,7 +93,7 @@ func TestScriptedBatchesDoNotDependOnP(t *testing.T) {
 				continue
 			}
 			sameCurve(t, fmt.Sprintf("%+v P=%d", c, p), out.Result, ref, 1e-5)
-			if c.model == "gcn" && c.wire == "fp32" && p == 4 {
+			if c.model == "gcn" && c.wire == "fp32" && !c.boundary && p == 4 {
 				cfg.Batch = "global"
 				global, err := RunClustered(ds, clustersOf(ds.N, k), k, p, cfg)
 				if err != nil {
@@ -165,13 +170,56 @@ func TestBatchAdjacencyIsTheInducedSubgraph(t *testing.T) {
 			}
 			return nil
 		})
-		if len(got) != len(want) {
-			t.Fatalf("P=%d: %d nonzeros in the batch adjacency, the induced subgraph has %d", p, len(got), len(want))
-		}
-		for e, v := range want {
-			if g, ok := got[e]; !ok || math.Abs(g-v) > 1e-6*v {
-				t.Fatalf("P=%d: entry %v is %g (present %v), want %g", p, e, g, ok, v)
+		sameEntries(t, fmt.Sprintf("P=%d", p), got, want)
+	}
+	// With --boundary the batch's rows keep all their neighbours and the
+	// whole graph's values forward, the induced part of them backward.
+	ahat := graph.Normalize(ds.Adj)
+	full, induced := map[[2]int64]float64{}, map[[2]int64]float64{}
+	for v := range ds.N {
+		for p := ahat.RowPtr[v]; in[v] && p < ahat.RowPtr[v+1]; p++ {
+			u := int(ahat.ColIdx[p])
+			full[[2]int64{int64(v), int64(u)}] = float64(ahat.Val[p])
+			if in[u] {
+				induced[[2]int64{int64(v), int64(u)}] = float64(ahat.Val[p])
 			}
+		}
+	}
+	cfg := Defaults()
+	cfg.Precompute, cfg.Batch, cfg.ClustersPerStep, cfg.Boundary = false, "clusters", 3, true
+	assign, _ := shard.ClusterRanks(clusters, k, 2)
+	var mu sync.Mutex
+	fwd, bwd := map[[2]int64]float64{}, map[[2]int64]float64{}
+	onRanksWith(t, ds, 2, cfg, shard.Options{Parts: assign, Clusters: clusters, NumClusters: k}, func(e *Engine) error {
+		if err := e.enterBatch(batch); err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for j := range e.batch.fwd {
+			for m, blocks := range map[*map[[2]int64]float64][]*matrix.CSR{&fwd: e.batch.fwd, &bwd: e.batch.grad} {
+				b := blocks[j]
+				for r := range b.Rows {
+					for q := b.RowPtr[r]; q < b.RowPtr[r+1]; q++ {
+						(*m)[[2]int64{e.ownID(r), e.srcID(j, int(b.ColIdx[q]))}] = float64(b.Val[q])
+					}
+				}
+			}
+		}
+		return nil
+	})
+	sameEntries(t, "boundary forward", fwd, full)
+	sameEntries(t, "boundary backward", bwd, induced)
+}
+
+func sameEntries(t *testing.T, what string, got, want map[[2]int64]float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d nonzeros in the batch adjacency, want %d", what, len(got), len(want))
+	}
+	for e, v := range want {
+		if g, ok := got[e]; !ok || math.Abs(g-v) > 1e-6*v {
+			t.Fatalf("%s: entry %v is %g (present %v), want %g", what, e, g, ok, v)
 		}
 	}
 }

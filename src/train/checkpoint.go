@@ -59,8 +59,8 @@ type checkpoint struct {
 // signature is what must match between a checkpoint and the run resuming it.
 func (e *Engine) signature() string {
 	c := e.cfg
-	return fmt.Sprintf("model=%s/%d/%d/%g/%v batch=%s/%d P=%d layers=%d hidden=%d dims=%v seed=%d precompute=%v staleness=%s eps=%g cap=%d dropout=%g lr=%g wd=%g clip=%g/%g fresh=%v skipg=%v dense=%v wire=%s/%s/%g/%v/%s/%v",
-		c.Model, c.Heads, c.OutHeads, c.AttDropout, c.Residual, c.Batch, c.ClustersPerStep, e.P, c.Layers, c.Hidden, e.m.Dims, c.Seed, c.Precompute, c.Staleness, c.Eps, c.MaxStale, c.Dropout, c.LR, c.WeightDecay, c.Clip, c.ClipScale, c.FreshDiagonal, c.SkipGradients, c.DenseBcast,
+	return fmt.Sprintf("model=%s/%d/%d/%g/%v batch=%s/%d/%v P=%d layers=%d hidden=%d dims=%v seed=%d precompute=%v staleness=%s eps=%g cap=%d dropout=%g lr=%g wd=%g clip=%g/%g fresh=%v skipg=%v dense=%v wire=%s/%s/%g/%v/%s/%v",
+		c.Model, c.Heads, c.OutHeads, c.AttDropout, c.Residual, c.Batch, c.ClustersPerStep, c.Boundary, e.P, c.Layers, c.Hidden, e.m.Dims, c.Seed, c.Precompute, c.Staleness, c.Eps, c.MaxStale, c.Dropout, c.LR, c.WeightDecay, c.Clip, c.ClipScale, c.FreshDiagonal, c.SkipGradients, c.DenseBcast,
 		c.Wire, c.WireGrad, c.WireError, c.WireDelta, c.WireAllreduce, c.CacheBits)
 }
 

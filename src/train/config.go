@@ -31,6 +31,7 @@ type Config struct {
 	// (tests).
 	Batch           string
 	ClustersPerStep int
+	Boundary        bool                    // a batch's rows also read their neighbours outside it, from the caches
 	BatchScript     func(epoch int) [][]int `json:"-"`
 
 	// GAT: heads of the hidden layers (concatenated) and of the output

@@ -96,6 +96,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.BoolVar(&cfg.Residual, "residual", false, "hidden layers of equal width add their input to their output (needs 3+ layers)")
 	fs.StringVar(&cfg.Batch, "batch", "global", "global (the whole graph every step) or clusters (--clusters-per-step of the shards' clusters per step; prepare --clusters)")
 	fs.IntVar(&cfg.ClustersPerStep, "clusters-per-step", 10, "with --batch clusters: clusters in each step's batch")
+	fs.BoolVar(&cfg.Boundary, "boundary", false, "with --batch clusters: a batch's nodes also read their neighbours outside the batch (cached copies, whole-graph normalization)")
 	fs.IntVar(&cfg.Heads, "heads", cfg.Heads, "GAT: attention heads of the hidden layers (concatenated)")
 	fs.IntVar(&cfg.OutHeads, "out-heads", cfg.OutHeads, "GAT: attention heads of the output layer (averaged)")
 	fs.Float64Var(&cfg.AttDropout, "att-dropout", cfg.AttDropout, "GAT: dropout of attention coefficients (< 0: as --dropout)")
