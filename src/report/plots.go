@@ -191,7 +191,6 @@ func scaling(rows []Row) (*plot.Plot, error) {
 // accuracy: validation accuracy (micro-F1 for multi-label runs) per epoch
 // for every run.
 func accuracy(runs []*Run) (*plot.Plot, error) {
-	p := plot.New()
 	metric := "accuracy"
 	for _, r := range runs {
 		if r.Result.Metric == "micro-f1" {
@@ -201,44 +200,21 @@ func accuracy(runs []*Run) (*plot.Plot, error) {
 			}
 		}
 	}
-	p.Title.Text = "Validation " + metric
-	p.X.Label.Text = "epoch"
-	p.Y.Label.Text = metric
-	for i, r := range runs {
-		var pts plotter.XYs
+	return curves(runs, "Validation "+metric, "epoch", metric, func(r *Run) (pts plotter.XYs) {
 		for _, e := range r.Result.Curve {
 			if e.Evaluated {
 				pts = append(pts, plotter.XY{X: float64(e.Epoch), Y: e.ValAcc})
 			}
 		}
-		if len(pts) == 0 {
-			continue
-		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return nil, err
-		}
-		l.Color = plotutil.Color(i)
-		l.Dashes = plotutil.Dashes(i / 7)
-		p.Add(l)
-		p.Legend.Add(short(r), l)
-	}
-	p.Legend.Top = true
-	p.Legend.Left = false
-	p.Y.Min, p.Y.Max = 0, 1
-	return p, nil
+		return pts
+	})
 }
 
 // accuracyOverTime: test accuracy against the seconds spent training
 // (evaluation excluded), so runs whose epochs cost differently — global
 // and cluster batches — compare at equal wall time.
 func accuracyOverTime(runs []*Run) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = "Test accuracy over training time"
-	p.X.Label.Text = "seconds of training"
-	p.Y.Label.Text = "test accuracy"
-	for i, r := range runs {
-		var pts plotter.XYs
+	return curves(runs, "Test accuracy over training time", "seconds of training", "test accuracy", func(r *Run) (pts plotter.XYs) {
 		t := 0.0
 		for _, e := range r.Result.Curve {
 			t += e.Ms / 1000
@@ -246,6 +222,16 @@ func accuracyOverTime(runs []*Run) (*plot.Plot, error) {
 				pts = append(pts, plotter.XY{X: t, Y: e.TestAcc})
 			}
 		}
+		return pts
+	})
+}
+
+// curves draws one line per run from the points it gives, on [0, 1].
+func curves(runs []*Run, title, x, y string, points func(*Run) plotter.XYs) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	for i, r := range runs {
+		pts := points(r)
 		if len(pts) == 0 {
 			continue
 		}
