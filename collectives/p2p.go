@@ -72,12 +72,24 @@ func p2pBcast(c Comm, buf []byte, root int) error {
 	return WaitAll(reqs)
 }
 
-// p2pAlltoallv exchanges blocks with every peer; Allgatherv is the special
-// case where every rank sends the same block to all.
+// p2pAlltoallv exchanges blocks with every peer.
 func p2pAlltoallv(c Comm, send []byte, sendCounts []int, recv []byte, recvCounts []int, tag int) error {
-	so, ro := offsets(sendCounts), offsets(recvCounts)
+	so := offsets(sendCounts)
+	return p2pExchange(c, func(peer int) []byte { return send[so[peer]:so[peer+1]] }, recv, recvCounts, tag)
+}
+
+// p2pAllgatherv is Alltoallv where every rank sends the same block to all
+// (sent as it is, not copied once per peer).
+func p2pAllgatherv(c Comm, send, recv []byte, counts []int) error {
+	return p2pExchange(c, func(int) []byte { return send }, recv, counts, tagAllgather)
+}
+
+// p2pExchange sends each peer its block and receives each peer's into
+// recv (recvCounts bytes from each, in rank order).
+func p2pExchange(c Comm, blockFor func(peer int) []byte, recv []byte, recvCounts []int, tag int) error {
+	ro := offsets(recvCounts)
 	me := c.Rank()
-	copy(recv[ro[me]:ro[me+1]], send[so[me]:so[me+1]])
+	copy(recv[ro[me]:ro[me+1]], blockFor(me))
 	var reqs []Request
 	for peer := 0; peer < c.Size(); peer++ {
 		if peer == me {
@@ -93,24 +105,13 @@ func p2pAlltoallv(c Comm, send []byte, sendCounts []int, recv []byte, recvCounts
 		if peer == me {
 			continue
 		}
-		r, err := c.Isend(send[so[peer]:so[peer+1]], peer, tag)
+		r, err := c.Isend(blockFor(peer), peer, tag)
 		if err != nil {
 			return err
 		}
 		reqs = append(reqs, r)
 	}
 	return WaitAll(reqs)
-}
-
-func p2pAllgatherv(c Comm, send, recv []byte, counts []int) error {
-	p := c.Size()
-	sendCounts := make([]int, p)
-	buf := make([]byte, 0, len(send)*p)
-	for d := 0; d < p; d++ {
-		sendCounts[d] = len(send)
-		buf = append(buf, send...)
-	}
-	return p2pAlltoallv(c, buf, sendCounts, recv, counts, tagAllgather)
 }
 
 func p2pAllreduce(c Comm, buf []float32) error {

@@ -38,8 +38,6 @@ import (
 	"sancus/src/staleness"
 )
 
-const leakySlope = 0.2
-
 type gatLayer struct {
 	conv
 	first    bool
@@ -179,36 +177,17 @@ func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
 	return act{h: L.z}, nil
 }
 
+// block is root j's block of this layer's attention (src: its rows as
+// this rank holds them, of either width), with the ids that key dropout.
+func (L *gatLayer) block(e *Engine, blk *matrix.CSR, src []float32, j int) *kernels.GATBlock {
+	return &kernels.GATBlock{A: blk, Src: src, H: L.h, F: L.f, Key: L.attKey, Keep: L.attKeep,
+		RowIDs: e.ownIDs, RowID0: e.s.Offsets[e.rank], ColIDs: e.view.ids[j], ColID0: e.s.Offsets[j]}
+}
+
 // attend folds root j's rows (src, as this rank holds them) into every
 // row's running softmax and output.
 func (L *gatLayer) attend(e *Engine, blk *matrix.CSR, src []float32, j int) {
-	w := L.hf + L.h
-	parallelRows(e.rows, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			target := e.ownID(i)
-			for p := blk.RowPtr[i]; p < blk.RowPtr[i+1]; p++ {
-				col := int(blk.ColIdx[p])
-				row := src[col*w : (col+1)*w]
-				edge := L.edgeKey(target, e.srcID(j, col))
-				for k := range L.h {
-					x, _ := leaky(L.el[i*L.h+k] + row[L.hf+k])
-					ik := i*L.h + k
-					o := L.o[i*L.hf+k*L.f : i*L.hf+(k+1)*L.f]
-					if x > L.m[ik] {
-						sc := exp32(L.m[ik] - x)
-						L.s[ik] *= sc
-						scale(o, sc)
-						L.m[ik] = x
-					}
-					pr := exp32(x - L.m[ik])
-					L.s[ik] += pr // the softmax counts dropped coefficients too
-					if d := L.drop(edge, k); d > 0 {
-						axpy(o, pr*d, row[k*L.f:(k+1)*L.f])
-					}
-				}
-			}
-		}
-	})
+	kernels.GATAttend(L.block(e, blk, src, j), L.el, L.m, L.s, L.o)
 }
 
 func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
@@ -266,55 +245,14 @@ func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dens
 
 // targetSide adds Σ_j ∂s_ij over root j's block into ∂el_i.
 func (L *gatLayer) targetSide(e *Engine, blk *matrix.CSR, src []float32, j int, gp []float32) {
-	w, gw := L.hf+L.h, L.hf+4*L.h
-	parallelRows(e.rows, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			target, gi := e.ownID(i), gp[i*gw:(i+1)*gw]
-			for p := blk.RowPtr[i]; p < blk.RowPtr[i+1]; p++ {
-				col := int(blk.ColIdx[p])
-				row := src[col*w : (col+1)*w]
-				edge := L.edgeKey(target, e.srcID(j, col))
-				for k := range L.h {
-					ik := i*L.h + k
-					x, slope := leaky(L.el[ik] + row[L.hf+k])
-					a := exp32(x-L.m[ik]) / L.s[ik]
-					var gu float32
-					if d := L.drop(edge, k); d > 0 {
-						gu = d * dot(gi[k*L.f:(k+1)*L.f], row[k*L.f:(k+1)*L.f])
-					}
-					L.dEl[ik] += a * (gu - gi[L.hf+3*L.h+k]) * slope
-				}
-			}
-		}
-	})
+	kernels.GATTarget(L.block(e, blk, src, j), gp, L.dEl)
 }
 
 // neighbourSide adds, for this rank's rows r, Σ_i d α G_i into ∂U_r and
 // Σ_i ∂s_ir into ∂er_r over the targets i of root j's block (src: their
 // gradient rows; own: this rank's [U | er] as the targets used them).
 func (L *gatLayer) neighbourSide(e *Engine, blk *matrix.CSR, src []float32, j int, own, dU []float32) {
-	w, gw := L.hf+L.h, L.hf+4*L.h
-	parallelRows(e.rows, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			source, ur := e.ownID(r), own[r*w:(r+1)*w]
-			for p := blk.RowPtr[r]; p < blk.RowPtr[r+1]; p++ {
-				col := int(blk.ColIdx[p])
-				t := src[col*gw : (col+1)*gw]
-				edge := L.edgeKey(e.srcID(j, col), source)
-				for k := range L.h {
-					x, slope := leaky(t[L.hf+k] + ur[L.hf+k])
-					a := exp32(x-t[L.hf+L.h+k]) / t[L.hf+2*L.h+k]
-					gt := t[k*L.f : (k+1)*L.f]
-					var gu float32
-					if d := L.drop(edge, k); d > 0 {
-						axpy(dU[r*L.hf+k*L.f:r*L.hf+(k+1)*L.f], d*a, gt)
-						gu = d * dot(gt, ur[k*L.f:(k+1)*L.f])
-					}
-					L.dEr[r*L.h+k] += a * (gu - t[L.hf+3*L.h+k]) * slope
-				}
-			}
-		}
-	})
+	kernels.GATNeighbour(L.block(e, blk, src, j), own, dU, L.dEr)
 }
 
 // scoreGradients carries ∂el and ∂er into ∂U and the attention vectors:
@@ -338,25 +276,6 @@ func (L *gatLayer) scoreGradients(e *Engine, own, dU []float32) {
 	}
 	e.be.Upload(L.dAl)
 	e.be.Upload(L.dAr)
-}
-
-// edgeKey keys the attention dropout of edge (target, source); drop is its
-// scale in head k: 1/(1−p) kept, 0 dropped (1 with no dropout).
-func (L *gatLayer) edgeKey(target, source int64) uint64 {
-	if L.attKey == 0 {
-		return 0
-	}
-	return wire.Seed(L.attKey^uint64(target), uint64(source))
-}
-
-func (L *gatLayer) drop(edge uint64, k int) float32 {
-	if L.attKey == 0 {
-		return 1
-	}
-	if float32(wire.SeedOf(edge, uint64(k))>>40)*(1.0/(1<<24)) < 1-L.attKeep {
-		return 0
-	}
-	return 1 / L.attKeep
 }
 
 // attDropout is the attention dropout probability.
@@ -392,13 +311,6 @@ func exp32(x float32) float32 {
 	p = p*r + 5.0000001201e-1
 	y := p*r*r + r + 1
 	return y * math.Float32frombits(uint32(int32(n)+127)<<23)
-}
-
-func leaky(x float32) (y, slope float32) {
-	if x < 0 {
-		return leakySlope * x, leakySlope
-	}
-	return x, 1
 }
 
 func dot(a, b []float32) float32 {
