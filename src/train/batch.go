@@ -353,6 +353,9 @@ func (e *Engine) batchEpoch(ep int) (float64, error) {
 		if err := e.enterBatch(clusters); err != nil {
 			return lossSum, err
 		}
+		if e.batch.globalN == 0 { // no training node: nothing to learn (Adam would still move)
+			continue
+		}
 		l, err := e.trainStep(e.stepID(ep, s))
 		lossSum += l
 		if d, ok := err.(*divergence); ok {

@@ -254,3 +254,39 @@ func TestClusterBatchAccuracyOnCora(t *testing.T) {
 		t.Errorf("cora cluster-batch: mean test accuracy %.4f, more than 2 points below global-batch's %.4f", acc, global)
 	}
 }
+
+// A batch without training nodes changes nothing: no update is made (Adam
+// would otherwise keep moving the weights on a zero gradient).
+func TestBatchWithoutTrainingNodesSkipsTheStep(t *testing.T) {
+	ds, _ := generated(t)
+	train := make([]bool, ds.N)
+	for _, v := range ds.Train {
+		train[v] = true
+	}
+	clusters := make([]int32, ds.N) // cluster 1: nodes outside the training set
+	for v := range clusters {
+		if !train[v] && v%3 == 0 {
+			clusters[v] = 1
+		}
+	}
+	cfg := Defaults()
+	cfg.Epochs, cfg.Precompute, cfg.Batch, cfg.ClustersPerStep = 3, false, "clusters", 1
+	cfg.BatchScript = func(int) [][]int { return [][]int{{1}} }
+	out, err := RunClustered(ds, clusters, 2, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Epochs = 1
+	cfg.BatchScript = func(int) [][]int { return [][]int{} }
+	start, err := RunClustered(ds, clusters, 2, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range out.Params {
+		for k, v := range p {
+			if v != start.Params[i][k] {
+				t.Fatalf("tensor %d[%d] moved from %g to %g with no training node in any batch", i, k, start.Params[i][k], v)
+			}
+		}
+	}
+}

@@ -189,3 +189,50 @@ func TestModelsUnderMPIMatchSingleRank(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterBatchAsUsersRunIt: prepare --clusters with GREM and with a
+// METIS-style parts file, then cluster-batch training under mpirun (with
+// and without --boundary) learns Cora; shards without clusters are refused
+// with the fix named.
+func TestClusterBatchAsUsersRunIt(t *testing.T) {
+	needMPI(t)
+	dir := t.TempDir()
+	parts := filepath.Join(dir, "cora.parts.40") // every 40th node: each cluster holds training nodes
+	var b strings.Builder
+	for v := 0; v < 2708; v++ {
+		fmt.Fprintf(&b, "%d\n", v%40)
+	}
+	if err := os.WriteFile(parts, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		prep []string
+		args []string
+	}{
+		{"grem", []string{"--clusters", "40"}, nil},
+		{"file", []string{"--clusters", "40", "--partitioner", "file", "--parts-file", parts}, []string{"--boundary"}},
+	} {
+		shards := filepath.Join(dir, c.name)
+		if o, err := run(t, 0, append([]string{"prepare", "--data", cora, "--parts", "2", "--out", shards}, c.prep...)...); err != nil {
+			t.Fatalf("%s prepare: %v\n%s", c.name, err, o)
+		}
+		out := filepath.Join(dir, c.name+".json")
+		args := append([]string{"train", "--shards", shards, "--batch", "clusters", "--clusters-per-step", "8", "--epochs", "40", "--quiet", "--out", out}, c.args...)
+		if o, err := run(t, 2, args...); err != nil {
+			t.Fatalf("%s train: %v\n%s", c.name, err, o)
+		}
+		r := readReport(t, out).Result
+		if r.TestAtBest < 0.7 || len(r.Curve) != 40 {
+			t.Fatalf("%s: test accuracy %.3f after %d epochs of cluster batches", c.name, r.TestAtBest, len(r.Curve))
+		}
+	}
+	plain := filepath.Join(dir, "plain")
+	if o, err := run(t, 0, "prepare", "--data", cora, "--parts", "1", "--out", plain); err != nil {
+		t.Fatalf("prepare: %v\n%s", err, o)
+	}
+	o, err := run(t, 0, "train", "--shards", plain, "--batch", "clusters", "--epochs", "1")
+	if err == nil || !strings.Contains(o, "prepare them with --clusters K") {
+		t.Fatalf("shards without clusters: %v\n%s", err, o)
+	}
+}
