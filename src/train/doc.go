@@ -20,6 +20,7 @@
 //	sage.go      the GraphSAGE-mean layer (D⁻¹A forward, A·D⁻¹g backward)
 //	gat.go       the GAT layer: online softmax over blocks as they arrive
 //	wire.go      blocks encoded in fewer bits: the owner keeps what receivers decode
+//	batch.go     cluster-batch training: each step's blocks restricted to its clusters
 //	multilabel.go the sigmoid cross-entropy and micro-F1 of multi-label graphs
 //	predict.go   full-graph inference with given parameters
 //	step.go      forward, backward (activations, residuals), gradient allreduce and Adam
