@@ -45,7 +45,8 @@ type RankStats struct {
 	BytesSent     int64   `json:"bytes_sent"`
 	BytesRecv     int64   `json:"bytes_recv"`
 	EvalBytesSent int64   `json:"eval_bytes_sent"`
-	CacheBytes    int64   `json:"cache_bytes"` // what the training caches hold (wire.go)
+	CacheBytes    int64   `json:"cache_bytes"`   // what the training caches hold (wire.go)
+	CompulsoryMB  float64 `json:"compulsory_mb"` // data, layer buffers, caches, model (memory.go)
 	PeakRSSMB     float64 `json:"peak_rss_mb"`
 }
 
@@ -398,7 +399,7 @@ func (e *Engine) finish(r *runState) error {
 	res.Clipped = e.clipped
 	tot := e.c.Stats().Total()
 	mine := RankStats{Rank: e.rank, Rows: e.rows, ComputeSec: r.compute.Seconds(), CommSec: tot.Seconds, CommWaitSec: r.wait.Seconds(),
-		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, CacheBytes: e.cacheBytes(), PeakRSSMB: PeakRSSMB()}
+		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), PeakRSSMB: PeakRSSMB()}
 	var err error
 	res.PerRank, err = e.gatherRankStats(mine)
 	return err
@@ -554,15 +555,15 @@ func (e *Engine) gatherRankStats(mine RankStats) ([]RankStats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gathering per-rank statistics: %w", err)
 	}
-	floats, err := collectives.Allgather(e.c, []float64{mine.ComputeSec, mine.CommSec, mine.CommWaitSec, mine.PeakRSSMB})
+	floats, err := collectives.Allgather(e.c, []float64{mine.ComputeSec, mine.CommSec, mine.CommWaitSec, mine.PeakRSSMB, mine.CompulsoryMB})
 	if err != nil {
 		return nil, fmt.Errorf("gathering per-rank statistics: %w", err)
 	}
 	out := make([]RankStats, e.P)
 	for r := range out {
-		i, f := ints[5*r:], floats[4*r:]
+		i, f := ints[5*r:], floats[5*r:]
 		out[r] = RankStats{Rank: r, Rows: int(i[0]), BytesSent: i[1], BytesRecv: i[2], EvalBytesSent: i[3], CacheBytes: i[4],
-			ComputeSec: f[0], CommSec: f[1], CommWaitSec: f[2], PeakRSSMB: f[3]}
+			ComputeSec: f[0], CommSec: f[1], CommWaitSec: f[2], PeakRSSMB: f[3], CompulsoryMB: f[4]}
 	}
 	return out, nil
 }

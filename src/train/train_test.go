@@ -731,3 +731,27 @@ func TestExp32(t *testing.T) {
 		t.Fatalf("exp32 limits: %g %g %g", exp32(-100), exp32(100), exp32(0))
 	}
 }
+
+// The reported compulsory memory counts the layers' buffers: widening the
+// hidden layer by 48 columns adds at least its output and gradient rows.
+func TestCompulsoryMemoryCountsLayerBuffers(t *testing.T) {
+	ds, _ := generated(t)
+	mb := func(hidden int) float64 {
+		cfg := Defaults()
+		cfg.Epochs, cfg.Hidden = 1, hidden
+		out, err := RunInProcess(ds, 2, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := out.Result.PerRank[0]
+		if r.CompulsoryMB <= 0 || r.CompulsoryMB > r.PeakRSSMB {
+			t.Fatalf("hidden %d: compulsory %.2f MB, peak %.2f MB", hidden, r.CompulsoryMB, r.PeakRSSMB)
+		}
+		return r.CompulsoryMB
+	}
+	narrow, wide := mb(16), mb(64)
+	rows := float64(ds.N) / 2
+	if min := 2 * rows * 48 * 4 / (1 << 20); wide-narrow < min {
+		t.Fatalf("hidden 16 → 64 adds %.3f MB of compulsory memory, at least %.3f expected", wide-narrow, min)
+	}
+}

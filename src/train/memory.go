@@ -1,0 +1,77 @@
+package train
+
+// What a rank must hold, to set next to its peak resident memory: the
+// shard's data, every layer's buffers, the block caches and the model with
+// its optimizer state. Working copies beyond these (a dropout mask's
+// copy of the input, a dense expansion of a sparse input, Aᵀ for the
+// weight gradient, transport buffers) are what the peak adds.
+
+import (
+	"reflect"
+
+	"sancus/kernels/matrix"
+)
+
+func csrBytes(a *matrix.CSR) int64 {
+	if a == nil {
+		return 0
+	}
+	return 8*int64(len(a.RowPtr)) + 4*int64(len(a.ColIdx)) + 4*int64(len(a.Val))
+}
+
+// compulsoryBytes is this rank's compulsory memory.
+func (e *Engine) compulsoryBytes() int64 {
+	s := e.s
+	n := csrBytes(s.Features) + csrBytes(s.AX) + csrBytes(s.Multi)
+	for _, b := range s.Blocks {
+		n += csrBytes(b)
+	}
+	n += 4 * int64(len(s.Labels)+len(s.Train)+len(s.Val)+len(s.Test)+len(s.NodeIDs)+len(s.Clusters))
+	for _, L := range e.layers {
+		n += bufferBytes(reflect.ValueOf(L).Elem())
+		for _, c := range []*cache{L.base().fwd, L.base().grad, L.base().eval} {
+			if c != nil {
+				n += c.bytes()
+			}
+		}
+	}
+	params := int64(e.m.NumParams())
+	return n + 4*params*4 // weights, gradients, Adam's two moments
+}
+
+// bytes is what a cache holds: its copies of the blocks, packed copies and
+// its masking and decoding buffers.
+func (c *cache) bytes() int64 {
+	var n int64
+	for j := range c.host {
+		n += 4*int64(len(c.host[j])) + int64(len(c.wire.packed[j]))
+	}
+	for _, d := range []*matrix.Dense{c.scratch, c.decoded} {
+		if d != nil {
+			n += 4 * int64(d.Rows*d.Cols)
+		}
+	}
+	return n
+}
+
+var denseType = reflect.TypeOf((*matrix.Dense)(nil))
+
+// bufferBytes adds up the float32 buffers of a layer struct: its
+// *matrix.Dense and []float32 fields, those of the structs it embeds
+// included. Caches are counted apart, and slices of matrices only alias
+// fields (conv.extraGrads).
+func bufferBytes(v reflect.Value) int64 {
+	var n int64
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch {
+		case f.Kind() == reflect.Struct:
+			n += bufferBytes(f)
+		case f.Type() == denseType && !f.IsNil():
+			n += 4 * f.Elem().FieldByName("Rows").Int() * f.Elem().FieldByName("Cols").Int()
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Float32:
+			n += 4 * int64(f.Len())
+		}
+	}
+	return n
+}
