@@ -33,6 +33,7 @@ import (
 	"math/rand/v2"
 
 	"sancus/collectives"
+	"sancus/kernels"
 	"sancus/kernels/matrix"
 )
 
@@ -51,6 +52,7 @@ type batchState struct {
 	globalN   int           // training rows in the batch over all ranks
 	send      [][]int32     // send[i]: this rank's rows rank i needs and the batch holds
 	recv      [][]int32     // recv[j]: positions of the held rows of root j in the batch
+	fullInput kernels.Input // layer 1's whole operand, for evaluation
 }
 
 // setupBatches prepares cluster-batch training: the clusters of the rows
@@ -210,12 +212,38 @@ func (e *Engine) batchRows() error {
 			c.blocks, L.base().grad.blocks = b.fwd, b.grad
 		}
 	}
+	// Layer 1 reads the batch's rows of X alone (the same row numbering, so
+	// the same dropout masks): dropout and X·W cost the batch, not the graph.
+	if b.fullInput == nil {
+		b.fullInput = e.input
+	}
+	in, err := e.be.Input(kernels.NewOperand(rowsIn(e.s.Features, b.rowIn)))
+	if err != nil {
+		return fmt.Errorf("batch input: %w", err)
+	}
+	e.input = in
 	return nil
+}
+
+// rowsIn is a with the rows outside keep emptied.
+func rowsIn(a *matrix.CSR, keep []bool) *matrix.CSR {
+	out := &matrix.CSR{Rows: a.Rows, Cols: a.Cols, RowPtr: make([]int64, a.Rows+1)}
+	for r := range a.Rows {
+		if keep[r] {
+			lo, hi := a.RowPtr[r], a.RowPtr[r+1]
+			out.ColIdx, out.Val = append(out.ColIdx, a.ColIdx[lo:hi]...), append(out.Val, a.Val[lo:hi]...)
+		}
+		out.RowPtr[r+1] = int64(len(out.ColIdx))
+	}
+	return out
 }
 
 // leaveBatch puts the full blocks back (evaluation is full-graph).
 func (e *Engine) leaveBatch() {
 	e.batch.fwd = nil
+	if e.batch.fullInput != nil {
+		e.input = e.batch.fullInput
+	}
 	for _, L := range e.layers {
 		if c := L.base(); c.fwd != nil {
 			c.fwd.blocks, c.grad.blocks = c.fwd.full, c.grad.full
