@@ -25,7 +25,7 @@ python3 - "$out" "$name" <<'PY'
 import json, glob, os, sys
 out, name = sys.argv[1], sys.argv[2]
 with open(os.path.join(out, "models.tsv"), "w") as f:
-    f.write("model\tlayers\thidden\tP\tms_per_epoch\tMB_per_rank_per_epoch\tcomm_wait_share\tpeak_rss_mb\tfinal_test_acc\n")
+    f.write("model\tlayers\thidden\tP\tms_per_epoch\tMB_per_rank_per_epoch\tcomm_wait_share\tpeak_rss_mb\tcompulsory_mb\tfinal_test_acc\n")
     for p in sorted(glob.glob(os.path.join(out, name + "-*.json"))):
         d = json.load(open(p))
         r, c = d["result"], d["config"]
@@ -34,7 +34,8 @@ with open(os.path.join(out, "models.tsv"), "w") as f:
         tot = sum(x["compute_s"] + x["comm_wait_s"] for x in r["per_rank"])
         wait = sum(x["comm_wait_s"] for x in r["per_rank"]) / tot if tot else 0
         rss = max(x["peak_rss_mb"] for x in r["per_rank"])
+        comp = max(x.get("compulsory_mb", 0) for x in r["per_rank"])
         hidden = c["Hidden"] * (c["Heads"] if r.get("model") == "gat" else 1)
-        f.write("%s\t%d\t%d\t%d\t%.1f\t%.3f\t%.2f\t%.0f\t%.4f\n" % (r.get("model", "gcn"), c["Layers"], hidden, P, r["mean_epoch_ms"], mb, wait, rss, r["final_test_acc"]))
+        f.write("%s\t%d\t%d\t%d\t%.1f\t%.3f\t%.2f\t%.0f\t%.0f\t%.4f\n" % (r.get("model", "gcn"), c["Layers"], hidden, P, r["mean_epoch_ms"], mb, wait, rss, comp, r["final_test_acc"]))
 print(open(os.path.join(out, "models.tsv")).read())
 PY
