@@ -36,7 +36,8 @@ build: deps
 $(DATA)/test.txt: | build
 	$(BIN) gen --out $(DATA) --nodes 100000 --edges 1000000 --features 128 --classes 16 --seed 1
 
-$(SHARDS)/meta.json: $(DATA)/test.txt
+# Shards are prepared again when the shard format (src/shard/file.go) changes.
+$(SHARDS)/meta.json: $(DATA)/test.txt src/shard/file.go
 	$(BIN) prepare --data $(DATA) --parts $(NP) --out $(SHARDS)
 
 # The main job: a real 4-rank SANCUS run (variation-gap staleness, ε_H = 0.03).
