@@ -34,6 +34,12 @@ static inline float leaky(float x, float *slope) {
   return x;
 }
 
+// coef is the coefficient α of score LeakyReLU(el + er) in a row whose
+// softmax has maximum m and sum s; slope gets LeakyReLU's derivative there.
+static inline float coef(float el, float er, float m, float s, float *slope) {
+  return expf(leaky(el + er, slope) - m) / s;
+}
+
 static inline float dotf(const float *a, const float *b, int64_t n) {
   float s = 0;
   for (int64_t i = 0; i < n; i++) s += a[i] * b[i];
@@ -87,8 +93,7 @@ void sc_gat_target(const int64_t *rowptr, const int32_t *col, const float *src, 
       const uint64_t edge = key ? edge_key(key, target, id_of(sids, srow0, col[p])) : 0;
       for (int64_t k = 0; k < h; k++) {
         float slope;
-        const float x = leaky(gi[hf + k] + row[hf + k], &slope);
-        const float a = expf(x - gi[hf + h + k]) / gi[hf + 2 * h + k];
+        const float a = coef(gi[hf + k], row[hf + k], gi[hf + h + k], gi[hf + 2 * h + k], &slope);
         const float d = drop_scale(key, edge, k, keep);
         const float gu = d > 0 ? d * dotf(gi + k * f, row + k * f, f) : 0.0f;
         dEl[i * h + k] += a * (gu - gi[hf + 3 * h + k]) * slope;
@@ -112,8 +117,7 @@ void sc_gat_neighbour(const int64_t *rowptr, const int32_t *col, const float *sr
       const uint64_t edge = key ? edge_key(key, id_of(tids, trow0, col[p]), source) : 0;
       for (int64_t k = 0; k < h; k++) {
         float slope;
-        const float x = leaky(t[hf + k] + ur[hf + k], &slope);
-        const float a = expf(x - t[hf + h + k]) / t[hf + 2 * h + k];
+        const float a = coef(t[hf + k], ur[hf + k], t[hf + h + k], t[hf + 2 * h + k], &slope);
         const float d = drop_scale(key, edge, k, keep);
         float gu = 0;
         if (d > 0) {
