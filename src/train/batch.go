@@ -133,6 +133,22 @@ func (e *Engine) enterBatch(clusters []int) error {
 	for r, c := range s.Clusters {
 		b.rowIn[r] = b.in[c]
 	}
+	// What travels: the held rows in the batch, both ways.
+	b.send, b.recv = make([][]int32, e.P), make([][]int32, e.P)
+	for i, idx := range b.sendIdx {
+		for _, r := range idx {
+			if b.rowIn[r] {
+				b.send[i] = append(b.send[i], r)
+			}
+		}
+	}
+	for j, held := range b.held {
+		for k, c := range held {
+			if j != e.rank && b.in[c] {
+				b.recv[j] = append(b.recv[j], int32(k))
+			}
+		}
+	}
 	b.fwd, b.grad = make([]*matrix.CSR, e.P), make([]*matrix.CSR, e.P)
 	if e.cfg.Boundary { // the whole graph's normalization: nothing to exchange
 		b.invDeg = e.sage.invDeg
@@ -188,25 +204,6 @@ func (e *Engine) batchRows() error {
 		return fmt.Errorf("batch size: %w", err)
 	}
 	b.globalN = int(sum64(counts))
-	// What travels: the held rows in the batch, both ways.
-	b.send, b.recv = make([][]int32, e.P), make([][]int32, e.P)
-	for i, idx := range b.sendIdx {
-		for _, r := range idx {
-			if b.rowIn[r] {
-				b.send[i] = append(b.send[i], r)
-			}
-		}
-	}
-	for j, held := range b.held {
-		if j == e.rank {
-			continue
-		}
-		for k, c := range held {
-			if b.in[c] {
-				b.recv[j] = append(b.recv[j], int32(k))
-			}
-		}
-	}
 	for _, L := range e.layers {
 		if c := L.base().fwd; c != nil {
 			c.blocks, L.base().grad.blocks = b.fwd, b.grad
@@ -334,8 +331,10 @@ func (e *Engine) boundaryBlocks(blk *matrix.CSR, j int) (fwd, grad *matrix.CSR) 
 }
 
 // heldValues gives, for every root j, its value of each row this rank
-// holds (this rank's own: vals itself).
+// holds that the batch holds (this rank's own: vals itself): one small
+// all-to-all of the batch's rows.
 func (e *Engine) heldValues(vals []float32) ([][]float32, error) {
+	b := e.batch
 	out := make([][]float32, e.P)
 	out[e.rank] = vals
 	if e.P == 1 {
@@ -343,26 +342,28 @@ func (e *Engine) heldValues(vals []float32) ([][]float32, error) {
 	}
 	var send []float32
 	counts, recvCounts := make([]int, e.P), make([]int, e.P)
-	for i, idx := range e.batch.sendIdx {
-		for _, r := range idx {
+	for i, rows := range b.send {
+		for _, r := range rows {
 			send = append(send, vals[r])
 		}
-		counts[i] = len(idx)
+		counts[i] = len(rows)
 	}
-	for j, n := range e.view.rows {
-		if j != e.rank {
-			recvCounts[j] = n
-		}
+	for j, pos := range b.recv {
+		recvCounts[j] = len(pos)
 	}
 	in := make([]float32, sum(recvCounts))
 	if err := collectives.Alltoallv(e.c, send, counts, in, recvCounts); err != nil {
 		return nil, fmt.Errorf("batch degrees: %w", err)
 	}
 	off := 0
-	for j, n := range recvCounts {
-		if j != e.rank {
-			out[j] = in[off : off+n]
-			off += n
+	for j, pos := range b.recv {
+		if j == e.rank {
+			continue
+		}
+		out[j] = make([]float32, e.view.rows[j])
+		for _, p := range pos {
+			out[j][p] = in[off]
+			off++
 		}
 	}
 	return out, nil
