@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"time"
 
 	"sancus/collectives"
 	"sancus/kernels"
@@ -352,9 +353,11 @@ func (e *Engine) heldValues(vals []float32) ([][]float32, error) {
 		recvCounts[j] = len(pos)
 	}
 	in := make([]float32, sum(recvCounts))
+	start := time.Now()
 	if err := collectives.Alltoallv(e.c, send, counts, in, recvCounts); err != nil {
 		return nil, fmt.Errorf("batch degrees: %w", err)
 	}
+	e.c.Stats().Add("batch_degrees", 4*int64(len(send)), 4*int64(len(in)), time.Since(start))
 	off := 0
 	for j, pos := range b.recv {
 		if j == e.rank {
