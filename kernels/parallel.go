@@ -80,3 +80,12 @@ func nnzCuts(rowptr []int64, parts int) []int {
 	}
 	return append(cuts, rows)
 }
+
+// ParallelRows calls f on ranges of rows [0, n) over the kernel threads,
+// at least 256 rows a range, for callers whose rows are independent,
+// so results do not depend on the split.
+func ParallelRows(n int, f func(lo, hi int)) {
+	if n > 0 {
+		forRanges(evenCuts(n, threads, 256), f)
+	}
+}

@@ -204,7 +204,7 @@ func (e *Engine) batchRows() error {
 	if err != nil {
 		return fmt.Errorf("batch size: %w", err)
 	}
-	b.globalN = int(sum64(counts))
+	b.globalN = int(sum(counts))
 	for _, L := range e.layers {
 		if c := L.base().fwd; c != nil {
 			c.blocks, L.base().grad.blocks = b.fwd, b.grad
@@ -235,6 +235,10 @@ func rowsIn(a *matrix.CSR, keep []bool) *matrix.CSR {
 	}
 	return out
 }
+
+// stepping reports whether a cluster batch is in force (b may be nil:
+// global-batch training).
+func (b *batchState) stepping() bool { return b != nil && b.fwd != nil }
 
 // leaveBatch puts the full blocks back (evaluation is full-graph).
 func (e *Engine) leaveBatch() {
@@ -402,7 +406,7 @@ func (e *Engine) batchEpoch(ep int) (float64, error) {
 
 // trainRows are the rows the loss covers and the count it is averaged over.
 func (e *Engine) trainRows() ([]int32, int) {
-	if e.batch != nil && e.batch.fwd != nil {
+	if e.batch.stepping() {
 		return e.batch.train, e.batch.globalN
 	}
 	return e.s.Train, e.s.GlobalTrain
@@ -429,19 +433,11 @@ func (e *Engine) steps(ep int) []int {
 	return out
 }
 
-func sum64(xs []int64) int64 {
-	var s int64
-	for _, x := range xs {
-		s += x
-	}
-	return s
-}
-
 // copyBatchRows copies the rows of src in this step's batch into dst (all
 // of them outside cluster-batch training): the rows a cached copy of this
 // rank's block refreshes, the others keeping what was last sent.
 func (e *Engine) copyBatchRows(dst, src []float32, width int) {
-	if e.batch == nil || e.batch.fwd == nil {
+	if !e.batch.stepping() {
 		copy(dst, src)
 		return
 	}

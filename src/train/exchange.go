@@ -81,17 +81,16 @@ func (c *cache) block(be kernels.Backend, j int) *matrix.Dense {
 // scatter makes root j's received rows (buf) the cached copies of the rows
 // at positions pos (a cluster batch's part of the block).
 func (c *cache) scatter(be kernels.Backend, j int, buf []byte, pos []int32) {
-	rb, w := c.rowBytes(j), c.width
-	if !c.quantized() {
-		rb = 4 * w
-	}
-	h := c.host[j]
-	for k, p := range pos {
-		row := buf[k*rb : (k+1)*rb]
-		if c.quantized() {
-			decode(h[int(p)*w:(int(p)+1)*w], row, w, c.wire.used[j], false)
-		} else {
-			copy(collectives.Bytes(h[int(p)*w:(int(p)+1)*w]), row)
+	w, h := c.width, c.host[j]
+	if c.quantized() { // decoded in one call, then placed
+		c.wire.rows = grow(c.wire.rows, len(pos)*w)
+		decode(c.wire.rows, buf, w, c.wire.used[j], false)
+		for k, p := range pos {
+			copy(h[int(p)*w:(int(p)+1)*w], c.wire.rows[k*w:(k+1)*w])
+		}
+	} else {
+		for k, p := range pos {
+			copy(collectives.Bytes(h[int(p)*w:(int(p)+1)*w]), buf[4*k*w:4*(k+1)*w])
 		}
 	}
 	be.Upload(c.dev[j])

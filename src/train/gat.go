@@ -30,7 +30,6 @@ package train
 
 import (
 	"math"
-	"sync"
 
 	"sancus/collectives/wire"
 	"sancus/kernels"
@@ -101,7 +100,7 @@ func (L *gatLayer) transform(e *Engine, u, in *matrix.Dense, mask matrix.Mask, c
 func (L *gatLayer) payload(e *Engine, u []float32, pay *matrix.Dense, el []float32) {
 	al, ar, p := e.m.AttL[L.l].Data, e.m.AttR[L.l].Data, e.host(pay)
 	w := L.hf + L.h
-	parallelRows(e.rows, func(lo, hi int) {
+	kernels.ParallelRows(e.rows, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			ui, pi := u[i*L.hf:(i+1)*L.hf], p[i*w:(i+1)*w]
 			copy(pi, ui)
@@ -152,11 +151,11 @@ func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
 		return act{}, err
 	}
 	z := e.host(L.z)
-	parallelRows(e.rows, func(lo, hi int) {
+	kernels.ParallelRows(e.rows, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			for k := range L.h {
 				if s := L.s[i*L.h+k]; s > 0 {
-					scale(L.o[i*L.hf+k*L.f:i*L.hf+(k+1)*L.f], 1/s)
+					kernels.Scale(L.o[i*L.hf+k*L.f:i*L.hf+(k+1)*L.f], 1/s)
 				}
 			}
 			oi, zi := L.o[i*L.hf:(i+1)*L.hf], z[i*L.dout:(i+1)*L.dout]
@@ -170,7 +169,7 @@ func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
 					zi[x] += oi[k*L.f+x]
 				}
 			}
-			scale(zi, 1/float32(L.h))
+			kernels.Scale(zi, 1/float32(L.h))
 		}
 	})
 	e.be.Upload(L.z)
@@ -193,7 +192,7 @@ func (L *gatLayer) attend(e *Engine, blk *matrix.CSR, src []float32, j int) {
 func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
 	e.clip(g)
 	G, gp, gw := e.host(g), e.host(L.gpay), L.hf+4*L.h
-	parallelRows(e.rows, func(lo, hi int) {
+	kernels.ParallelRows(e.rows, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row := gp[i*gw : (i+1)*gw]
 			for k := range L.h {
@@ -202,7 +201,7 @@ func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dens
 					copy(gk, G[i*L.dout+k*L.f:i*L.dout+(k+1)*L.f])
 				} else {
 					copy(gk, G[i*L.dout:(i+1)*L.dout])
-					scale(gk, 1/float32(L.h))
+					kernels.Scale(gk, 1/float32(L.h))
 				}
 				ik := i*L.h + k
 				row[L.hf+k], row[L.hf+L.h+k], row[L.hf+2*L.h+k] = L.el[ik], L.m[ik], L.s[ik]
@@ -286,33 +285,6 @@ func (e *Engine) attDropout() float64 {
 	return e.cfg.AttDropout
 }
 
-// exp32 is e^x in float32 (Cephes' expf: x = n·ln2 + r, a degree-6
-// polynomial in r, scaled by 2^n), within 2 ulp and several times faster
-// than math.Exp on float64: the attention's softmax takes one per edge,
-// head and pass.
-func exp32(x float32) float32 {
-	switch {
-	case x < -87.33:
-		return 0
-	case x > 88.72:
-		return float32(math.Inf(1))
-	}
-	v := x * 1.44269504088896341
-	n := float32(int32(v + 0.5)) // rounded to the nearest integer
-	if v < 0 {
-		n = float32(int32(v - 0.5))
-	}
-	r := x - n*0.693359375 - n*-2.12194440e-4
-	p := float32(1.9875691500e-4)
-	p = p*r + 1.3981999507e-3
-	p = p*r + 8.3334519073e-3
-	p = p*r + 4.1665795894e-2
-	p = p*r + 1.6666665459e-1
-	p = p*r + 5.0000001201e-1
-	y := p*r*r + r + 1
-	return y * math.Float32frombits(uint32(int32(n)+127)<<23)
-}
-
 func dot(a, b []float32) float32 {
 	var s float32
 	for i, v := range a {
@@ -325,29 +297,4 @@ func axpy(y []float32, a float32, x []float32) {
 	for i, v := range x {
 		y[i] += a * v
 	}
-}
-
-func scale(x []float32, a float32) {
-	for i := range x {
-		x[i] *= a
-	}
-}
-
-// parallelRows splits rows [0, n) over the kernel threads; rows are
-// independent, so the result does not depend on the split.
-func parallelRows(n int, f func(lo, hi int)) {
-	t := min(kernels.Threads(), max(n/256, 1))
-	if t <= 1 {
-		f(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	for k := range t {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(k*n/t, (k+1)*n/t)
-		}()
-	}
-	wg.Wait()
 }

@@ -105,7 +105,7 @@ func (L *sageLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Den
 	e.be.Copy(L.scaled, g)
 	s := e.host(L.scaled)
 	invDeg := L.invDeg
-	if e.batch != nil && e.batch.fwd != nil {
+	if e.batch.stepping() {
 		invDeg = e.batch.invDeg
 	}
 	for r, d := range invDeg {

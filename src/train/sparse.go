@@ -125,8 +125,8 @@ type sparseExchange struct {
 // rank's row ids) and from each root (positions among the rows held of
 // it; nil: all of them, in order).
 func (x *sparseExchange) rowSets() (send, recv [][]int32) {
-	if b := x.batch; b != nil && b.fwd != nil {
-		return b.send, b.recv
+	if x.batch.stepping() {
+		return x.batch.send, x.batch.recv
 	}
 	return x.sendIdx, nil
 }
@@ -177,7 +177,7 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 			if c.quantized() {
 				rb = c.rowBytes(j)
 			}
-			x.recvTmp[j] = growBytes(x.recvTmp[j], n*rb)
+			x.recvTmp[j] = grow(x.recvTmp[j], n*rb)
 			bufs[j] = x.recvTmp[j]
 		case c.quantized():
 			bufs[j] = c.recvBuf(j, n)
@@ -246,8 +246,8 @@ func ones(n int) []int {
 	return o
 }
 
-func sum(xs []int) int {
-	s := 0
+func sum[T int | int64](xs []T) T {
+	var s T
 	for _, x := range xs {
 		s += x
 	}

@@ -200,3 +200,29 @@ func (e *Engine) allreduce(g []float32) error {
 	}
 	return collectives.RingAllreduceBF16(e.c, g)
 }
+
+// exp32 is e^x in float32 (Cephes' expf: x = n·ln2 + r, a degree-6
+// polynomial in r, scaled by 2^n), within 2 ulp and faster than math.Exp on
+// float64: ELU takes one per non-positive hidden value.
+func exp32(x float32) float32 {
+	switch {
+	case x < -87.33:
+		return 0
+	case x > 88.72:
+		return float32(math.Inf(1))
+	}
+	v := x * 1.44269504088896341
+	n := float32(int32(v + 0.5)) // rounded to the nearest integer
+	if v < 0 {
+		n = float32(int32(v - 0.5))
+	}
+	r := x - n*0.693359375 - n*-2.12194440e-4
+	p := float32(1.9875691500e-4)
+	p = p*r + 1.3981999507e-3
+	p = p*r + 8.3334519073e-3
+	p = p*r + 4.1665795894e-2
+	p = p*r + 1.6666665459e-1
+	p = p*r + 5.0000001201e-1
+	y := p*r*r + r + 1
+	return y * math.Float32frombits(uint32(int32(n)+127)<<23)
+}

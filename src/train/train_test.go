@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"sancus/collectives"
+	"sancus/kernels"
 	"sancus/kernels/matrix"
 	"sancus/src/graph"
 	"sancus/src/model"
@@ -223,8 +224,8 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 				// Sharper attention, so its gradients stand out of float32
 				// noise.
 				for l := range e.m.AttL {
-					scale(e.m.AttL[l].Data, 8)
-					scale(e.m.AttR[l].Data, 8)
+					kernels.Scale(e.m.AttL[l].Data, 8)
+					kernels.Scale(e.m.AttR[l].Data, 8)
 				}
 				if _, err := e.globalLoss(epoch); err != nil {
 					return err

@@ -34,6 +34,7 @@ type wireState struct {
 	rowHash []uint64  // the epoch-independent part of each row's rounding key
 	diff    []float32 // this rank's change against the cached copy (delta)
 	trial   []float32 // rows decoded while wire auto tries a width
+	rows    []float32 // a cluster batch's received rows, decoded before they are placed
 	packed  [][]byte  // packed[j]: root j's rows as received
 
 	keepPacked bool  // --cache-bits: other roots' blocks stay packed until used
@@ -99,7 +100,7 @@ func (e *Engine) encodeOwn(c *cache, epoch int, own []float32, active []bool) er
 	if active[me] {
 		x := own
 		if w.add[me] {
-			w.diff = growF32(w.diff, len(own))
+			w.diff = grow(w.diff, len(own))
 			for i, v := range own {
 				w.diff[i] = v - c.host[me][i]
 			}
@@ -112,7 +113,7 @@ func (e *Engine) encodeOwn(c *cache, epoch int, own []float32, active []bool) er
 		if e.batch == nil {
 			w.epochErr = w.encode(c.host[me], x, own, c.width, w.used[me], key, w.add[me], sampleEvery)
 		} else { // a cluster batch refreshes its own rows only
-			w.trial = growF32(w.trial, len(x))
+			w.trial = grow(w.trial, len(x))
 			w.epochErr = w.encode(w.trial, x, own, c.width, w.used[me], key, false, sampleEvery)
 			e.copyBatchRows(c.host[me], w.trial, c.width)
 		}
@@ -143,7 +144,7 @@ const sampleEvery = 8
 // returns the relative error ‖decoded − ref‖/‖ref‖ over every errEvery-th
 // row, ref being the block the decoded copy stands for.
 func (w *wireState) encode(dec, x, ref []float32, width, bits int, key uint64, add bool, errEvery int) float64 {
-	w.own = growBytes(w.own, len(w.rowHash)*wire.RowBytes(bits, width))
+	w.own = grow(w.own, len(w.rowHash)*wire.RowBytes(bits, width))
 	if bits == wire.FP32 || bits == wire.BF16 {
 		wire.Encode(w.own, x, width, bits, func(r int) uint64 { return wire.SeedOf(key, w.rowHash[r]) })
 		wire.Decode(dec, w.own, width, bits, add)
@@ -160,7 +161,7 @@ func (w *wireState) encode(dec, x, ref []float32, width, bits int, key uint64, a
 // this block stays within maxErr (float32 when none does). Trials decode
 // into scratch rows, leaving the cached copy as it is.
 func (w *wireState) choose(x, ref []float32, width int, key uint64) int {
-	w.trial = growF32(w.trial, len(x))
+	w.trial = grow(w.trial, len(x))
 	for _, b := range wire.Widths {
 		if b == wire.FP32 || w.encode(w.trial, x, ref, width, b, key, false, 1) <= w.maxErr {
 			return b
@@ -182,16 +183,10 @@ func (e *Engine) rowKey(c *cache, epoch int) uint64 {
 	return wire.Seed(e.cfg.Seed^c.wire.stream, uint64(epoch))
 }
 
-func growF32(b []float32, n int) []float32 {
+// grow returns b with length n, reallocated only when too small.
+func grow[T any](b []T, n int) []T {
 	if cap(b) < n {
-		return make([]float32, n)
-	}
-	return b[:n]
-}
-
-func growBytes(b []byte, n int) []byte {
-	if cap(b) < n {
-		return make([]byte, n)
+		return make([]T, n)
 	}
 	return b[:n]
 }
