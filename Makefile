@@ -55,6 +55,8 @@ vet: deps
 
 test: vet test-mpi test-slurm
 	$(GO) test -count=1 -timeout 20m ./...
+	@# The kernels again at every lower instruction set this CPU has.
+	for simd in avx2+fma baseline; do SANCUS_SIMD=$$simd $(GO) test -count=1 ./kernels || exit 1; done
 
 # A real single-node Slurm: sbatch training, a requeue after SIGTERM, and a
 # strong-scaling sweep with its CSV and plots (installs Slurm and munge).

@@ -3,9 +3,17 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sancus/kernels/matrix"
 	"testing"
 )
+
+// SANCUS_SIMD=avx2+fma (or baseline) benchmarks a lower instruction set.
+func init() {
+	if s := os.Getenv("SANCUS_SIMD"); s != "" {
+		LimitSIMD(s)
+	}
+}
 
 // benchAdj is a random symmetric-ish sparse matrix shaped like the issue's
 // reference graph: 100k rows, ~21 nonzeros per row (1M undirected edges

@@ -1,162 +1,79 @@
-// The kernels are written once as inline bodies and compiled twice: with
-// AVX2+FMA and for baseline x86-64 (or the host ISA elsewhere). Dispatch is
-// decided once at run time, so a binary built on a login node never executes
-// an instruction the compute node lacks.
+// SpMM and the elementwise kernels. Each is written once as an inline body
+// and compiled per instruction set (simd.h picks at run time); GEMM and
+// dense dropout are in gemm.c.
 #include "cpu.h"
+#include "simd.h"
 #include <math.h>
 #include <string.h>
 
-// Accumulators live in a local tile of TW floats (two AVX registers) so the
-// compiler keeps them in registers instead of storing C after every nonzero.
-#define TW 16
-
+// A tile is 16 columns in the level's native vectors (four xmm, two ymm
+// or one zmm); aligned(4) makes the loads unaligned.
+typedef float vf_base __attribute__((vector_size(16), aligned(4)));
+typedef float vf_avx2 __attribute__((vector_size(32), aligned(4)));
+typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
+#define VW 16
 #define PF_DIST 16
-#define SPMM_BODY(N)                                                          \
-  for (int64_t r = r0, nnz_end = rowptr[r1]; r < r1; r++) {                    \
-    float *restrict c = C + r * (N);                                           \
-    const int64_t p0 = rowptr[r], p1 = rowptr[r + 1];                          \
-    int64_t t = 0;                                                             \
-    for (; t + TW <= (N); t += TW) {                                           \
-      /* Two accumulator sets (even and odd nonzeros) halve the FMA       */ \
-      /* dependency chain; they are added in a fixed order at the end.    */ \
-      float acc[TW], acc2[TW];                                                 \
-      for (int j = 0; j < TW; j++) acc[j] = acc_in ? c[t + j] : 0.0f;          \
-      for (int j = 0; j < TW; j++) acc2[j] = 0.0f;                             \
-      int64_t p = p0;                                                          \
-      for (; p + 1 < p1; p += 2) {                                             \
-        /* Rows of B are gathered at random: ask for one a few nonzeros  */    \
-        /* ahead so several cache misses are in flight at once.          */    \
-        __builtin_prefetch(B + (int64_t)col[p + PF_DIST < nnz_end ? p + PF_DIST : p] * (N) + t); \
-        __builtin_prefetch(B + (int64_t)col[p + 1 + PF_DIST < nnz_end ? p + 1 + PF_DIST : p] * (N) + t); \
-        const float v = val[p], v2 = val[p + 1];                               \
-        const float *restrict b = B + (int64_t)col[p] * (N) + t;               \
-        const float *restrict b2 = B + (int64_t)col[p + 1] * (N) + t;          \
-        for (int j = 0; j < TW; j++) acc[j] += v * b[j];                       \
-        for (int j = 0; j < TW; j++) acc2[j] += v2 * b2[j];                    \
+
+// spmm_tile: c[t .. t+NV·16) of one row = (or +=) Σ_p val[p]·B[col[p]], with
+// U nonzeros in flight (U·NV independent FMA chains, added in a fixed order
+// at the end) and rows of B prefetched PF_DIST nonzeros ahead: they are
+// gathered at random, so several cache misses must be outstanding at once.
+#define SPMM_TILE(NV, U, SUFFIX, ATTR)                                         \
+  ATTR static inline void spmm_tile##NV##_##SUFFIX(const int32_t *restrict col, \
+      const float *restrict val, int64_t p0, int64_t p1, int64_t pf_end, const float *restrict B, \
+      int64_t n, int64_t t, float *restrict c, int acc_in) {                   \
+    typedef vf_##SUFFIX vf;                                                    \
+    enum { L = sizeof(vf) / sizeof(float), NW = NV * VW / L };                 \
+    vf s[U][NW];                                                               \
+    for (int u = 0; u < U; u++)                                                \
+      for (int v = 0; v < NW; v++) s[u][v] = (vf){0};                          \
+    int64_t p = p0;                                                            \
+    for (; p + U <= p1; p += U)                                                \
+      for (int u = 0; u < U; u++) {                                            \
+        const int64_t q = p + u + PF_DIST < pf_end ? p + u + PF_DIST : p + u;  \
+        for (int v = 0; v < NV; v++) __builtin_prefetch(B + (int64_t)col[q] * n + t + v * VW); \
+        const float *b = B + (int64_t)col[p + u] * n + t;                      \
+        for (int v = 0; v < NW; v++) s[u][v] += val[p + u] * *(const vf *)(b + v * L); \
       }                                                                        \
-      if (p < p1) {                                                            \
-        const float v = val[p];                                                \
-        const float *restrict b = B + (int64_t)col[p] * (N) + t;               \
-        for (int j = 0; j < TW; j++) acc[j] += v * b[j];                       \
-      }                                                                        \
-      for (int j = 0; j < TW; j++) c[t + j] = acc[j] + acc2[j];                \
+    for (; p < p1; p++) {                                                      \
+      const float *b = B + (int64_t)col[p] * n + t;                            \
+      for (int v = 0; v < NW; v++) s[0][v] += val[p] * *(const vf *)(b + v * L); \
     }                                                                          \
-    if (t < (N)) {                                                             \
-      const int64_t w = (N) - t;                                               \
-      float acc[TW];                                                           \
-      for (int64_t j = 0; j < w; j++) acc[j] = acc_in ? c[t + j] : 0.0f;       \
-      for (int64_t p = p0; p < p1; p++) {                                      \
-        const float v = val[p];                                                \
-        const float *restrict b = B + (int64_t)col[p] * (N) + t;               \
-        for (int64_t j = 0; j < w; j++) acc[j] += v * b[j];                    \
-      }                                                                        \
-      for (int64_t j = 0; j < w; j++) c[t + j] = acc[j];                       \
+    for (int v = 0; v < NW; v++) {                                             \
+      vf r = acc_in ? *(const vf *)(c + t + v * L) : (vf){0};                  \
+      for (int u = 0; u < U; u++) r += s[u][v];                                \
+      *(vf *)(c + t + v * L) = r;                                              \
     }                                                                          \
   }
 
-// C rows r0..r1 of A·B. Full TW-wide column tiles take four rows at a time,
-// so each B row loaded once feeds four rows of register accumulators;
-// leftover rows and columns take the plain loop.
-#define GEMM_NN_BODY(N)                                                       \
-  {                                                                            \
-    int64_t t = 0;                                                             \
-    for (; t + TW <= (N); t += TW) {                                           \
-      int64_t r = r0;                                                          \
-      for (; r + 4 <= r1; r += 4) {                                            \
-        float acc[4][TW];                                                      \
-        for (int i = 0; i < 4; i++)                                            \
-          for (int j = 0; j < TW; j++)                                         \
-            acc[i][j] = acc_in ? C[(r + i) * (N) + t + j] : 0.0f;              \
-        const float *restrict a = A + r * k;                                   \
-        for (int64_t q = 0; q < k; q++) {                                      \
-          const float *restrict bq = B + q * (N) + t;                          \
-          const float a0 = a[q], a1 = a[k + q], a2 = a[2 * k + q], a3 = a[3 * k + q]; \
-          for (int j = 0; j < TW; j++) {                                       \
-            acc[0][j] += a0 * bq[j];                                           \
-            acc[1][j] += a1 * bq[j];                                           \
-            acc[2][j] += a2 * bq[j];                                           \
-            acc[3][j] += a3 * bq[j];                                           \
-          }                                                                    \
-        }                                                                      \
-        for (int i = 0; i < 4; i++)                                            \
-          for (int j = 0; j < TW; j++) C[(r + i) * (N) + t + j] = acc[i][j];   \
+// spmm: rows [r0, r1) of C = (or +=) A·B, B n wide: tiles of up to NVMAX
+// vectors per pass over a row's nonzeros, leftover columns (n % 16) plain.
+#define SPMM(NVMAX, SUFFIX, ATTR)                                              \
+  SPMM_TILE(1, 4, SUFFIX, ATTR)                                                \
+  SPMM_TILE(2, 2, SUFFIX, ATTR)                                                \
+  SPMM_TILE(4, 2, SUFFIX, ATTR)                                                \
+  ATTR static void spmm_##SUFFIX(const int64_t *rowptr, const int32_t *col, const float *val, \
+                                 const float *B, float *C, int64_t n, int64_t r0, int64_t r1, \
+                                 int acc_in) {                                 \
+    const int64_t nv = n / VW * VW, pf_end = rowptr[r1];                       \
+    for (int64_t r = r0; r < r1; r++) {                                        \
+      float *c = C + r * n;                                                    \
+      const int64_t p0 = rowptr[r], p1 = rowptr[r + 1];                        \
+      int64_t t = 0;                                                           \
+      if (NVMAX >= 4)                                                          \
+        for (; t + 4 * VW <= nv; t += 4 * VW) spmm_tile4_##SUFFIX(col, val, p0, p1, pf_end, B, n, t, c, acc_in); \
+      if (NVMAX >= 2)                                                          \
+        for (; t + 2 * VW <= nv; t += 2 * VW) spmm_tile2_##SUFFIX(col, val, p0, p1, pf_end, B, n, t, c, acc_in); \
+      for (; t < nv; t += VW) spmm_tile1_##SUFFIX(col, val, p0, p1, pf_end, B, n, t, c, acc_in); \
+      for (; t < n; t++) {                                                     \
+        float s = acc_in ? c[t] : 0.0f;                                        \
+        for (int64_t p = p0; p < p1; p++) s += val[p] * B[(int64_t)col[p] * n + t]; \
+        c[t] = s;                                                              \
       }                                                                        \
-      for (; r < r1; r++) gemm_nn_plain(A, B, C, k, (N), r, t, t + TW, acc_in); \
     }                                                                          \
-    if (t < (N))                                                               \
-      for (int64_t r = r0; r < r1; r++) gemm_nn_plain(A, B, C, k, (N), r, t, (N), acc_in); \
-  }
-
-// C (k×N) += Aᵀ B over rows r0..r1: four rows of B stay in registers while
-// each row of C is read and written once per group of four rows.
-#define GEMM_TN_BODY(N)                                                       \
-  {                                                                            \
-    int64_t t = 0;                                                             \
-    for (; t + TW <= (N); t += TW) {                                           \
-      int64_t r = r0;                                                          \
-      for (; r + 4 <= r1; r += 4) {                                            \
-        const float *restrict b0 = B + r * (N) + t, *restrict b1 = b0 + (N);   \
-        const float *restrict b2 = b1 + (N), *restrict b3 = b2 + (N);          \
-        const float *restrict a = A + r * k;                                   \
-        for (int64_t q = 0; q < k; q++) {                                      \
-          const float a0 = a[q], a1 = a[k + q], a2 = a[2 * k + q], a3 = a[3 * k + q]; \
-          float *restrict c = C + q * (N) + t;                                 \
-          for (int j = 0; j < TW; j++)                                         \
-            c[j] += a0 * b0[j] + a1 * b1[j] + a2 * b2[j] + a3 * b3[j];         \
-        }                                                                      \
-      }                                                                        \
-      for (; r < r1; r++) gemm_tn_plain(A, B, C, k, (N), r, t, t + TW);        \
-    }                                                                          \
-    if (t < (N))                                                               \
-      for (int64_t r = r0; r < r1; r++) gemm_tn_plain(A, B, C, k, (N), r, t, (N)); \
-  }
-
-// Remainder loops (leftover rows and columns): plain code, not hot.
-#define DEFINE_PLAIN()                                                        \
-  __attribute__((noinline)) static void gemm_nn_plain(const float *A, const float *B, float *C, \
-      int64_t k, int64_t n, int64_t r, int64_t t0, int64_t t1, int acc_in) {   \
-    float *c = C + r * n;                                                      \
-    for (int64_t j = t0; j < t1; j++) {                                        \
-      float s = acc_in ? c[j] : 0.0f;                                          \
-      for (int64_t q = 0; q < k; q++) s += A[r * k + q] * B[q * n + j];        \
-      c[j] = s;                                                                \
-    }                                                                          \
-  }                                                                            \
-  __attribute__((noinline)) static void gemm_tn_plain(const float *A, const float *B, float *C, \
-      int64_t k, int64_t n, int64_t r, int64_t t0, int64_t t1) {               \
-    for (int64_t q = 0; q < k; q++) {                                          \
-      const float av = A[r * k + q];                                           \
-      for (int64_t j = t0; j < t1; j++) C[q * n + j] += av * B[r * n + j];     \
-    }                                                                          \
-  }
-
-// Widths used by GCNs (hidden and class counts) get a compile-time trip count
-// so the inner loop becomes straight-line vector code.
-#define DISPATCH_WIDTH(BODY)                                                  \
-  switch (n) {                                                                 \
-  case 16: BODY(16); break;                                                    \
-  case 32: BODY(32); break;                                                    \
-  case 64: BODY(64); break;                                                    \
-  case 128: BODY(128); break;                                                  \
-  default: BODY(n); break;                                                     \
   }
 
 #define DEFINE_KERNELS(SUFFIX, ATTR)                                          \
-  ATTR static void spmm_##SUFFIX(const int64_t *rowptr, const int32_t *col,    \
-                                 const float *val, const float *B, float *C,   \
-                                 int64_t n, int64_t r0, int64_t r1, int acc_in) { \
-    DISPATCH_WIDTH(SPMM_BODY)                                                  \
-  }                                                                            \
-  ATTR static void gemm_nn_##SUFFIX(const float *A, const float *B, float *C,  \
-                                    int64_t k, int64_t n, int64_t r0,          \
-                                    int64_t r1, int acc_in) {                  \
-    DISPATCH_WIDTH(GEMM_NN_BODY)                                               \
-  }                                                                            \
-  ATTR static void gemm_tn_##SUFFIX(const float *A, const float *B, float *C,  \
-                                    int64_t k, int64_t n, int64_t r0,          \
-                                    int64_t r1) {                              \
-    DISPATCH_WIDTH(GEMM_TN_BODY)                                               \
-  }                                                                            \
   ATTR static void bias_relu_##SUFFIX(float *restrict z, const float *restrict bias, \
                                       int64_t n, int64_t r0, int64_t r1, int relu) { \
     for (int64_t r = r0; r < r1; r++) {                                        \
@@ -177,37 +94,36 @@
     for (int64_t i = i0; i < i1; i++) a[i] = b[i] + s * c[i];                  \
   }
 
-DEFINE_PLAIN()
 DEFINE_KERNELS(base, )
+SPMM(1, base, )
 
 #if defined(__x86_64__) && defined(__GNUC__)
 DEFINE_KERNELS(avx2, __attribute__((target("avx2,fma"))))
+SPMM(2, avx2, __attribute__((target("avx2,fma"))))
+SPMM(4, avx512, __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma,prefer-vector-width=512"))))
 static int level = -1;
 int sc_simd_level(void) {
   if (level < 0) {
     __builtin_cpu_init();
-    level = (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? 1 : 0;
+    level = 0;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) level = 1;
+    if (level && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+      level = 2;
   }
   return level;
 }
-#define PICK(name, ...) \
-  do { if (sc_simd_level()) name##_avx2(__VA_ARGS__); else name##_base(__VA_ARGS__); } while (0)
+void sc_limit_simd(int l) {
+  if (l < sc_simd_level()) level = l < 0 ? 0 : l;
+}
 #else
 int sc_simd_level(void) { return 0; }
-#define PICK(name, ...) name##_base(__VA_ARGS__)
+void sc_limit_simd(int l) { (void)l; }
 #endif
 
 void sc_spmm(const int64_t *rowptr, const int32_t *col, const float *val,
              const float *B, float *C, int64_t n, int64_t r0, int64_t r1, int acc) {
-  PICK(spmm, rowptr, col, val, B, C, n, r0, r1, acc);
-}
-void sc_gemm_nn(const float *A, const float *B, float *C, int64_t k, int64_t n,
-                int64_t r0, int64_t r1, int acc) {
-  PICK(gemm_nn, A, B, C, k, n, r0, r1, acc);
-}
-void sc_gemm_tn(const float *A, const float *B, float *C, int64_t k, int64_t n,
-                int64_t r0, int64_t r1) {
-  PICK(gemm_tn, A, B, C, k, n, r0, r1);
+  FLUSH_DENORMALS(PICK3(spmm, rowptr, col, val, B, C, n, r0, r1, acc));
 }
 void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1, int relu) {
   PICK(bias_relu, z, bias, n, r0, r1, relu);
@@ -217,4 +133,33 @@ void sc_relu_backward(float *g, const float *h, int64_t i0, int64_t i1) {
 }
 void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int64_t i1) {
   PICK(triad, a, b, c, s, i0, i1);
+}
+
+// Softmax cross-entropy of the listed rows [i0, i1) of rows, in double as
+// the CUDA kernel does: returns their summed loss and writes their gradient
+// rows (softmax − onehot)/norm into grad (nil: loss only).
+double sc_softmax_ce(const float *z, int64_t c, const int32_t *labels, const int32_t *rows,
+                     int64_t i0, int64_t i1, double norm, float *grad) {
+  double loss = 0, p[c > 0 ? c : 1];
+  for (int64_t i = i0; i < i1; i++) {
+    const int64_t r = rows[i];
+    const float *row = z + r * c;
+    double mx = -INFINITY, s = 0;
+    for (int64_t k = 0; k < c; k++) mx = row[k] > mx ? row[k] : mx;
+    for (int64_t k = 0; k < c; k++) s += p[k] = exp((double)row[k] - mx);
+    const int32_t y = labels[r];
+    loss += -((double)row[y] - mx - log(s));
+    if (grad) {
+      float *g = grad + r * c;
+      for (int64_t k = 0; k < c; k++) g[k] = (float)((p[k] / s - (k == y)) / norm);
+    }
+  }
+  return loss;
+}
+
+// Column sums of rows [r0, r1) of g (n wide) into out.
+void sc_column_sums(const float *g, int64_t n, int64_t r0, int64_t r1, float *out) {
+  for (int64_t j = 0; j < n; j++) out[j] = 0;
+  for (int64_t r = r0; r < r1; r++)
+    for (int64_t j = 0; j < n; j++) out[j] += g[r * n + j];
 }

@@ -2,20 +2,34 @@
 // Go side can split work across goroutines; none allocates.
 #include <stdint.h>
 
+// sc_mask is one dropout application (matrix.Mask): element (r, c) is kept,
+// scaled, when its draw (dropout_rng.h) for node id ids[r] (row0 + r
+// without ids) is at least thr.
+typedef struct {
+  uint64_t seed, stream;
+  int64_t row0;
+  const int64_t *ids;
+  uint32_t thr;
+  float scale;
+} sc_mask;
+
 void sc_spmm(const int64_t *rowptr, const int32_t *col, const float *val,
              const float *B, float *C, int64_t n, int64_t r0, int64_t r1, int acc);
+// m (nil: none) is dropout applied to A's rows as they are read.
 void sc_gemm_nn(const float *A, const float *B, float *C, int64_t k, int64_t n,
-                int64_t r0, int64_t r1, int acc);
+                int64_t r0, int64_t r1, int acc, const sc_mask *m);
 void sc_gemm_tn(const float *A, const float *B, float *C, int64_t k, int64_t n,
-                int64_t r0, int64_t r1);
+                int64_t r0, int64_t r1, const sc_mask *m);
 void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int64_t i1);
 int sc_simd_level(void);
+void sc_limit_simd(int level); // tests: run a lower level on this CPU
 void sc_dropout_dense(const float *src, float *dst, int64_t cols, int64_t r0, int64_t r1,
-                      uint64_t seed, uint64_t stream, int64_t row0, const int64_t *ids,
-                      uint32_t thr, float scale);
+                      const sc_mask *m);
 void sc_dropout_csr(const int64_t *rowptr, const int32_t *col, const float *val, float *out,
-                    int64_t r0, int64_t r1, uint64_t seed, uint64_t stream, int64_t row0,
-                    const int64_t *ids, uint32_t thr, float scale);
+                    int64_t r0, int64_t r1, const sc_mask *m);
+double sc_softmax_ce(const float *z, int64_t c, const int32_t *labels, const int32_t *rows,
+                     int64_t i0, int64_t i1, double norm, float *grad);
+void sc_column_sums(const float *g, int64_t n, int64_t r0, int64_t r1, float *out);
 void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1, int relu);
 void sc_relu_backward(float *g, const float *h, int64_t i0, int64_t i1);
 void sc_quant_rows(const float *x, const float *ref, int64_t r0, int64_t r1, int64_t width,

@@ -6,19 +6,29 @@ package kernels
 import "C"
 
 import (
+	"runtime"
 	"unsafe"
 
 	"sancus/kernels/matrix"
 )
 
-// The masks are defined in matrix (Mask.Keep); dropout.c draws the same
-// values in its hot loops.
+// The masks are defined in matrix (Mask.Keep); dropout_rng.h draws the same
+// values in the C kernels.
 
-func idPtr(m matrix.Mask) *C.int64_t {
-	if len(m.IDs) == 0 {
-		return nil
+// cMask is m as the kernels read it (nil when m drops nothing). Its node
+// ids stay pinned until done is called, since C holds a pointer to them.
+func cMask(m matrix.Mask) (cm *C.sc_mask, done func()) {
+	if m.P <= 0 {
+		return nil, func() {}
 	}
-	return (*C.int64_t)(unsafe.Pointer(&m.IDs[0]))
+	cm = &C.sc_mask{seed: C.uint64_t(m.Seed), stream: C.uint64_t(m.Stream), row0: C.int64_t(m.Row0),
+		thr: C.uint32_t(m.Threshold()), scale: C.float(m.KeepScale())}
+	var pin runtime.Pinner
+	if len(m.IDs) > 0 {
+		pin.Pin(&m.IDs[0])
+		cm.ids = (*C.int64_t)(unsafe.Pointer(&m.IDs[0]))
+	}
+	return cm, pin.Unpin
 }
 
 // Dropout sets dst = src ⊙ mask / (1−p). dst may alias src.
@@ -29,10 +39,14 @@ func Dropout(m matrix.Mask, dst, src *matrix.Dense) {
 		}
 		return
 	}
+	if len(src.Data) == 0 {
+		return
+	}
+	cm, done := cMask(m)
+	defer done()
 	sp, dp := f32p(src.Data), f32p(dst.Data)
 	forRanges(evenCuts(src.Rows, threads, 1024), func(lo, hi int) {
-		C.sc_dropout_dense(sp, dp, C.int64_t(src.Cols), C.int64_t(lo), C.int64_t(hi),
-			C.uint64_t(m.Seed), C.uint64_t(m.Stream), C.int64_t(m.Row0), idPtr(m), C.uint32_t(m.Threshold()), C.float(m.KeepScale()))
+		C.sc_dropout_dense(sp, dp, C.int64_t(src.Cols), C.int64_t(lo), C.int64_t(hi), cm)
 	})
 }
 
@@ -46,10 +60,11 @@ func DropoutCSR(m matrix.Mask, vals []float32, a *matrix.CSR) {
 	if a.NNZ() == 0 {
 		return
 	}
+	cm, done := cMask(m)
+	defer done()
 	rp := (*C.int64_t)(unsafe.Pointer(&a.RowPtr[0]))
 	cp := (*C.int32_t)(unsafe.Pointer(&a.ColIdx[0]))
 	forRanges(nnzCuts(a.RowPtr, threads), func(lo, hi int) {
-		C.sc_dropout_csr(rp, cp, f32p(a.Val), f32p(vals), C.int64_t(lo), C.int64_t(hi),
-			C.uint64_t(m.Seed), C.uint64_t(m.Stream), C.int64_t(m.Row0), idPtr(m), C.uint32_t(m.Threshold()), C.float(m.KeepScale()))
+		C.sc_dropout_csr(rp, cp, f32p(a.Val), f32p(vals), C.int64_t(lo), C.int64_t(hi), cm)
 	})
 }

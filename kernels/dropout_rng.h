@@ -1,8 +1,10 @@
-// The dropout random stream, shared by the CPU kernels (dropout.c) and the
-// CUDA kernels (cuda/sancus.cu), so that both draw identical masks: a row
-// key from a counter-based hash of (seed, stream, node id), then a
-// xorshift64* stream whose draw q holds the 16-bit lanes of columns
-// 4q..4q+3. dropout.go's Keep is the same function in Go.
+// The dropout draws, shared by the CPU kernels (gemm.c, dropout.c) and the
+// CUDA kernels (cuda/sancus.cu), so that both draw identical masks; Go's
+// matrix.Mask.Keep is the same function. A row key is a 64-bit hash of
+// (seed, stream, node id) folded to 32 bits; column c's 16-bit draw is half
+// of a 32-bit avalanche hash of (key, pair index), columns c and c+16 of
+// each 32-column group sharing one hash. Every draw is independent of the
+// others, so the loops vectorize and nothing is replayed to reach column c.
 #ifndef SC_DROPOUT_RNG_H
 #define SC_DROPOUT_RNG_H
 #include <stdint.h>
@@ -20,18 +22,26 @@ SC_RNG uint64_t sc_mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-SC_RNG uint64_t sc_row_key(uint64_t seed, uint64_t stream, uint64_t row) {
-  uint64_t k = sc_mix64(seed ^ sc_mix64(stream + 0x632be59bd9b4e019ULL * (row + 1)));
-  return k ? k : 1; // xorshift state must be non-zero
+SC_RNG uint32_t sc_drop_key(uint64_t seed, uint64_t stream, uint64_t row) {
+  const uint64_t k = sc_mix64(seed ^ sc_mix64(stream + 0x632be59bd9b4e019ULL * (row + 1)));
+  return (uint32_t)k ^ (uint32_t)(k >> 32);
 }
 
-SC_RNG uint64_t sc_next_word(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *s = x;
-  return x * 0x2545f4914f6cdd1dULL;
+SC_RNG uint32_t sc_drop_hash(uint32_t key, uint32_t pair) {
+  uint32_t h = pair * 0x9e3779b9u ^ key;
+  h ^= h >> 16;
+  h *= 0x7feb352du;
+  h ^= h >> 15;
+  h *= 0x846ca68bu;
+  h ^= h >> 16;
+  return h;
+}
+
+// sc_drop_draw is column c's 16-bit draw: pair (c/32)·16 + c%16, low half
+// for the first 16 columns of the group, high half for the next 16.
+SC_RNG uint32_t sc_drop_draw(uint32_t key, uint64_t c) {
+  const uint32_t h = sc_drop_hash(key, (uint32_t)((c >> 5) * 16 + (c & 15)));
+  return (c & 16) ? h >> 16 : h & 0xffff;
 }
 
 #endif

@@ -40,12 +40,17 @@ func ReLUBackward(g, h *matrix.Dense) {
 // ColumnSums adds every row of g into out (len g.Cols): a bias gradient.
 func ColumnSums(out []float32, g *matrix.Dense) {
 	clear(out)
-	for r := 0; r < g.Rows; r++ {
-		row := g.Row(r)
-		for c, v := range row {
-			out[c] += v
-		}
+	if g.Rows == 0 || g.Cols == 0 {
+		return
 	}
+	sumChunks(out, g.Rows, func(r0, r1 int, part []float32) {
+		C.sc_column_sums(f32p(g.Data), C.int64_t(g.Cols), C.int64_t(r0), C.int64_t(r1), f32p(part))
+	})
+}
+
+// Zero sets x to zeros over the kernel threads.
+func Zero(x []float32) {
+	forRanges(evenCuts(len(x), threads, 1<<16), func(lo, hi int) { clear(x[lo:hi]) })
 }
 
 // FrobNorm returns ‖x‖_F in float64.

@@ -7,8 +7,14 @@ import "C"
 import "sancus/kernels/matrix"
 
 // GEMM computes C = A·B (or C += A·B): A m×k, B k×n, C m×n. It is tuned for
-// the GCN shape: many rows, narrow k and n, so B stays in L1.
+// the GNN shape: many rows, narrow k and n, so B stays in L1/L2.
 func GEMM(c, a, b *matrix.Dense, accumulate bool) error {
+	return GEMMDrop(c, a, b, matrix.Mask{}, accumulate)
+}
+
+// GEMMDrop computes C = M(A)·B (or +=), M the dropout mask m drawn as A's
+// rows are read: the dropped A is never written out.
+func GEMMDrop(c, a, b *matrix.Dense, m matrix.Mask, accumulate bool) error {
 	if err := CheckMul("gemm", c, a.Rows, a.Cols, b); err != nil {
 		return err
 	}
@@ -26,8 +32,10 @@ func GEMM(c, a, b *matrix.Dense, accumulate bool) error {
 		acc = 1
 	}
 	k, n := C.int64_t(a.Cols), C.int64_t(b.Cols)
+	cm, done := cMask(m)
+	defer done()
 	forRanges(evenCuts(a.Rows, threads, 256), func(lo, hi int) {
-		C.sc_gemm_nn(f32p(a.Data), f32p(b.Data), f32p(c.Data), k, n, C.int64_t(lo), C.int64_t(hi), acc)
+		C.sc_gemm_nn(f32p(a.Data), f32p(b.Data), f32p(c.Data), k, n, C.int64_t(lo), C.int64_t(hi), acc, cm)
 	})
 	return nil
 }
@@ -40,35 +48,48 @@ func GEMMNT(c, a, b *matrix.Dense) error {
 	return GEMM(c, a, b.T(), false)
 }
 
-// tnChunk is the fixed row-chunk size of the Aᵀ·B reduction. Partial sums are
-// per chunk, not per thread, and are added in chunk order, so the result is
-// the same for any thread count.
+// tnChunk is the fixed row-chunk size of the reductions over rows (Aᵀ·B,
+// column sums). Partial sums are per chunk, not per thread, and are added
+// in chunk order, so the result is the same for any thread count.
 const tnChunk = 4096
 
+// sumChunks sets out to the sum over rows [0, rows) of what f writes into
+// part (len(out), zeroed by f) for each chunk [r0, r1).
+func sumChunks(out []float32, rows int, f func(r0, r1 int, part []float32)) {
+	n := len(out)
+	chunks := (rows + tnChunk - 1) / tnChunk
+	partial := make([]float32, chunks*n)
+	forRanges(evenCuts(chunks, threads, 1), func(lo, hi int) {
+		for ch := lo; ch < hi; ch++ {
+			f(ch*tnChunk, min((ch+1)*tnChunk, rows), partial[ch*n:(ch+1)*n])
+		}
+	})
+	clear(out)
+	for ch := range chunks {
+		for i, v := range partial[ch*n : (ch+1)*n] {
+			out[i] += v
+		}
+	}
+}
+
 // GEMMTN computes C = Aᵀ·B: A m×k, B m×n, C k×n (a weight gradient).
-func GEMMTN(c, a, b *matrix.Dense) error {
+func GEMMTN(c, a, b *matrix.Dense) error { return GEMMTNDrop(c, a, b, matrix.Mask{}) }
+
+// GEMMTNDrop computes C = M(A)ᵀ·B, drawing mask m as GEMMDrop does: the
+// backward pass redraws the forward pass's mask instead of keeping it.
+func GEMMTNDrop(c, a, b *matrix.Dense, mask matrix.Mask) error {
 	if err := CheckMulTN("gemm Aᵀ·B", c, a.Rows, a.Cols, b); err != nil {
 		return err
 	}
 	c.Zero()
-	m := a.Rows
-	if m == 0 || len(c.Data) == 0 {
+	if a.Rows == 0 || len(c.Data) == 0 {
 		return nil
 	}
 	k, n := C.int64_t(a.Cols), C.int64_t(b.Cols)
-	chunks := (m + tnChunk - 1) / tnChunk
-	partial := make([]float32, chunks*len(c.Data))
-	forRanges(evenCuts(chunks, threads, 1), func(lo, hi int) {
-		for ch := lo; ch < hi; ch++ {
-			r0, r1 := ch*tnChunk, min((ch+1)*tnChunk, m)
-			C.sc_gemm_tn(f32p(a.Data), f32p(b.Data), f32p(partial[ch*len(c.Data):]), k, n, C.int64_t(r0), C.int64_t(r1))
-		}
+	cm, done := cMask(mask)
+	defer done()
+	sumChunks(c.Data, a.Rows, func(r0, r1 int, part []float32) {
+		C.sc_gemm_tn(f32p(a.Data), f32p(b.Data), f32p(part), k, n, C.int64_t(r0), C.int64_t(r1), cm)
 	})
-	for ch := 0; ch < chunks; ch++ {
-		p := partial[ch*len(c.Data) : (ch+1)*len(c.Data)]
-		for i, v := range p {
-			c.Data[i] += v
-		}
-	}
 	return nil
 }

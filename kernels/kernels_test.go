@@ -3,6 +3,7 @@ package kernels
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sancus/collectives/wire"
 	"sancus/kernels/matrix"
 	"strings"
@@ -47,18 +48,28 @@ func naiveMul(a, b *matrix.Dense) *matrix.Dense {
 
 func assertClose(t *testing.T, what string, got, want *matrix.Dense) {
 	t.Helper()
+	assertSum(t, what, got, want, 0)
+}
+
+// assertSum checks got against a float64 reference whose every element
+// sums terms products of N(0,1) values: float32 sums of that many terms
+// may drift by about terms·ε from it even when exact cancellation leaves
+// a small result.
+func assertSum(t *testing.T, what string, got, want *matrix.Dense, terms int) {
+	t.Helper()
 	if got.Rows != want.Rows || got.Cols != want.Cols {
 		t.Fatalf("%s: shape %dx%d, want %dx%d", what, got.Rows, got.Cols, want.Rows, want.Cols)
 	}
 	for i := range want.Data {
-		if d := math.Abs(float64(got.Data[i] - want.Data[i])); d > 1e-4*(1+math.Abs(float64(want.Data[i]))) {
+		if d := math.Abs(float64(got.Data[i] - want.Data[i])); d > 1e-4*(1+math.Abs(float64(want.Data[i])))+6e-8*float64(terms) {
 			t.Fatalf("%s: element %d = %g, want %g", what, i, got.Data[i], want.Data[i])
 		}
 	}
 }
 
-// Widths cover the specialised trip counts and a generic one.
-var widths = []int{1, 7, 16, 64, 33}
+// Widths cover one, two and four vectors of 16, leftover columns, and
+// widths with no full vector.
+var widths = []int{1, 7, 16, 33, 64, 80, 128}
 
 func TestSpMMMatchesDense(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -87,30 +98,101 @@ func TestSpMMMatchesDense(t *testing.T) {
 
 func TestGEMMShapes(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, n := range widths {
-		a := randDense(r, 5000, 20)
-		b := randDense(r, 20, n)
-		c := matrix.NewDense(5000, n)
+	for i, n := range widths {
+		// Inner widths: narrow, several scratch blocks, one row per block.
+		k := []int{20, 130, 20, 600, 7, 20, 33}[i]
+		rows := min(5000, 2_000_000/k)
+		a := randDense(r, rows, k)
+		b := randDense(r, k, n)
+		c := matrix.NewDense(rows, n)
 		if err := GEMM(c, a, b, false); err != nil {
 			t.Fatal(err)
 		}
-		assertClose(t, "A·B", c, naiveMul(a, b))
+		assertSum(t, "A·B", c, naiveMul(a, b), k)
 
-		g := randDense(r, 5000, n)
-		ct := matrix.NewDense(20, n)
+		g := randDense(r, rows, n)
+		ct := matrix.NewDense(k, n)
 		if err := GEMMTN(ct, a, g); err != nil {
 			t.Fatal(err)
 		}
-		assertClose(t, "Aᵀ·B", ct, naiveMul(a.T(), g))
+		assertSum(t, "Aᵀ·B", ct, naiveMul(a.T(), g), rows)
 
-		w := randDense(r, 20, n)
-		cn := matrix.NewDense(5000, 20)
+		w := randDense(r, k, n)
+		cn := matrix.NewDense(rows, k)
 		if err := GEMMNT(cn, g, w); err != nil {
 			t.Fatal(err)
 		}
-		assertClose(t, "A·Bᵀ", cn, naiveMul(g, w.T()))
+		assertSum(t, "A·Bᵀ", cn, naiveMul(g, w.T()), n)
 	}
 }
+
+// TestFusedDropoutGEMM: dropout drawn inside the products equals dropout
+// applied first, for masks by row offset and by gathered ids.
+func TestFusedDropoutGEMM(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, k := range []int{7, 48, 128, 300, 33000} { // the last: one row per scratch block
+		rows := min(3000, 1_000_000/k)
+		a, b, g := randDense(r, rows, k), randDense(r, k, 16), randDense(r, rows, 16)
+		if k > 1000 { // positive terms: float32 sums of 33000 stay within the test's tolerance
+			for _, d := range []*matrix.Dense{a, b, g} {
+				for i, v := range d.Data {
+					d.Data[i] = float32(math.Abs(float64(v)))
+				}
+			}
+		}
+		ids := make([]int64, a.Rows)
+		for i := range ids {
+			ids[i] = int64(r.IntN(1 << 40))
+		}
+		for _, m := range []matrix.Mask{{P: 0.5, Seed: 3, Stream: 9, Row0: 77}, {P: 0.2, Seed: 4, Stream: 1, IDs: ids}} {
+			dropped := matrix.NewDense(a.Rows, k)
+			Dropout(m, dropped, a)
+			c := matrix.NewDense(a.Rows, 16)
+			if err := GEMMDrop(c, a, b, m, false); err != nil {
+				t.Fatal(err)
+			}
+			assertSum(t, "M(A)·B", c, naiveMul(dropped, b), k)
+			ct := matrix.NewDense(k, 16)
+			if err := GEMMTNDrop(ct, a, g, m); err != nil {
+				t.Fatal(err)
+			}
+			assertSum(t, "M(A)ᵀ·B", ct, naiveMul(dropped.T(), g), rows)
+		}
+	}
+}
+
+// TestDenormalsFlushed: products read denormal inputs as zero (a denormal
+// operand costs an FMA a microcode assist), and leave the caller's
+// floating-point mode as it was.
+func TestDenormalsFlushed(t *testing.T) {
+	runtime.LockOSThread() // one thread runs the kernels (inline) and the check after
+	defer runtime.UnlockOSThread()
+	defer SetThreads(Threads())
+	SetThreads(1)
+	a := randCSR(rand.New(rand.NewPCG(1, 2)), 50, 40, 0.3)
+	b := matrix.NewDense(40, 16)
+	for i := range b.Data {
+		b.Data[i] = 1e-39
+	}
+	c := matrix.NewDense(50, 16)
+	if err := SpMM(c, a, b, false); err != nil {
+		t.Fatal(err)
+	}
+	d := matrix.NewDense(16, 16)
+	if err := GEMMTN(d, b, b); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range append(c.Data, d.Data...) {
+		if v != 0 {
+			t.Fatalf("element %d = %g from denormal inputs, want 0", i, v)
+		}
+	}
+	if tiny/16 == 0 { // Go's own arithmetic on this thread still keeps denormals
+		t.Fatal("the floating-point mode leaked out of the kernels")
+	}
+}
+
+var tiny = float32(1e-38) // a variable, so tiny/16 is computed at run time
 
 func TestGEMMTNIndependentOfThreads(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
@@ -119,7 +201,7 @@ func TestGEMMTNIndependentOfThreads(t *testing.T) {
 	for _, th := range []int{1, 2, 5} {
 		SetThreads(th)
 		c := matrix.NewDense(16, 8)
-		if err := GEMMTN(c, a, g); err != nil {
+		if err := GEMMTNDrop(c, a, g, matrix.Mask{P: 0.5, Seed: 1, Stream: 2}); err != nil {
 			t.Fatal(err)
 		}
 		if ref == nil {
@@ -213,22 +295,22 @@ func TestDropoutMaskIsPositional(t *testing.T) {
 
 func TestDropoutKernelsMatchKeep(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 9))
-	d := randDense(r, 37, 23)
-	a := randCSR(r, 37, 23, 0.3)
+	d := randDense(r, 37, 71)
+	a := randCSR(r, 37, 71, 0.3)
 	m := matrix.Mask{P: 0.4, Seed: 11, Stream: 5, Row0: 1000}
-	out := matrix.NewDense(37, 23)
+	out := matrix.NewDense(37, 71)
 	Dropout(m, out, d)
 	vals := make([]float32, len(a.Val))
 	DropoutCSR(m, vals, a)
 	s := m.KeepScale()
 	for i := 0; i < 37; i++ {
-		for c := 0; c < 23; c++ {
+		for c := 0; c < 71; c++ {
 			want := float32(0)
 			if m.Keep(i, c) {
-				want = d.Data[i*23+c] * s
+				want = d.Data[i*71+c] * s
 			}
-			if out.Data[i*23+c] != want {
-				t.Fatalf("dense (%d,%d) = %g want %g", i, c, out.Data[i*23+c], want)
+			if out.Data[i*71+c] != want {
+				t.Fatalf("dense (%d,%d) = %g want %g", i, c, out.Data[i*71+c], want)
 			}
 		}
 		for p := a.RowPtr[i]; p < a.RowPtr[i+1]; p++ {

@@ -1,43 +1,45 @@
 package kernels
 
+/*
+#include "cpu.h"
+*/
+import "C"
+
 import (
-	"math"
+	"unsafe"
+
 	"sancus/kernels/matrix"
 )
 
+// lossChunk is the fixed number of listed rows whose losses are summed
+// together: chunks are added in order, so the sum does not depend on the
+// thread count.
+const lossChunk = 2048
+
 // SoftmaxCE computes the summed cross-entropy over rows listed in mask and
 // writes into grad (same shape as logits) d(loss)/d(logits) scaled by
-// 1/norm; rows outside the mask get zero gradient. It also counts correct
-// argmax predictions for each of the given row sets.
+// 1/norm; rows outside the mask get zero gradient.
 func SoftmaxCE(logits *matrix.Dense, labels []int32, mask []int32, norm float64, grad *matrix.Dense) (lossSum float64) {
-	c := logits.Cols
+	var gp *C.float
 	if grad != nil {
-		grad.Zero()
+		Zero(grad.Data)
+		gp = f32p(grad.Data)
 	}
-	p := make([]float64, c)
-	for _, r := range mask {
-		row := logits.Row(int(r))
-		mx := math.Inf(-1)
-		for _, v := range row {
-			mx = max(mx, float64(v))
+	if len(mask) == 0 || logits.Cols == 0 {
+		return 0
+	}
+	zp, lp := f32p(logits.Data), (*C.int32_t)(unsafe.Pointer(&labels[0]))
+	rp := (*C.int32_t)(unsafe.Pointer(&mask[0]))
+	chunks := (len(mask) + lossChunk - 1) / lossChunk
+	part := make([]float64, chunks)
+	forRanges(evenCuts(chunks, threads, 1), func(lo, hi int) {
+		for ch := lo; ch < hi; ch++ {
+			part[ch] = float64(C.sc_softmax_ce(zp, C.int64_t(logits.Cols), lp, rp, C.int64_t(ch*lossChunk),
+				C.int64_t(min((ch+1)*lossChunk, len(mask))), C.double(norm), gp))
 		}
-		var s float64
-		for k, v := range row {
-			p[k] = math.Exp(float64(v) - mx)
-			s += p[k]
-		}
-		y := int(labels[r])
-		lossSum += -(float64(row[y]) - mx - math.Log(s))
-		if grad != nil {
-			g := grad.Row(int(r))
-			for k := range g {
-				q := p[k] / s
-				if k == y {
-					q -= 1
-				}
-				g[k] = float32(q / norm)
-			}
-		}
+	})
+	for _, v := range part {
+		lossSum += v
 	}
 	return lossSum
 }

@@ -13,11 +13,12 @@ type Operand struct {
 	sparse *matrix.CSR
 	dense  *matrix.Dense
 
-	// Dropout works on copies so the original values survive for the next epoch.
-	dropVals  []float32
-	dropDense *matrix.Dense
-	cur       *matrix.CSR   // sparse matrix with the current (possibly dropped) values
-	curDense  *matrix.Dense // dense matrix with the current values
+	// Sparse dropout works on a copy of the values so the originals
+	// survive for the next epoch; dense dropout is drawn inside the
+	// products (GEMMDrop), so a dense operand is never copied.
+	dropVals []float32
+	cur      *matrix.CSR // sparse matrix with the current (possibly dropped) values
+	mask     matrix.Mask // the current mask of a dense operand
 
 	// Aᵀ for the weight gradient: structure built once, values refreshed.
 	tr     *matrix.CSR
@@ -38,7 +39,7 @@ func NewOperand(a *matrix.CSR) *Operand {
 }
 
 // NewDenseOperand wraps a dense matrix.
-func NewDenseOperand(d *matrix.Dense) *Operand { return &Operand{dense: d, curDense: d} }
+func NewDenseOperand(d *matrix.Dense) *Operand { return &Operand{dense: d} }
 
 // Sparse is the matrix.CSR with its original values (nil when stored dense).
 func (o *Operand) Sparse() *matrix.CSR { return o.sparse }
@@ -97,15 +98,7 @@ func (o *Operand) SetDropout(m matrix.Mask) {
 		o.cur = &matrix.CSR{Rows: o.sparse.Rows, Cols: o.sparse.Cols, RowPtr: o.sparse.RowPtr, ColIdx: o.sparse.ColIdx, Val: o.dropVals}
 		return
 	}
-	if m.P <= 0 {
-		o.curDense = o.dense
-		return
-	}
-	if o.dropDense == nil {
-		o.dropDense = matrix.NewDense(o.dense.Rows, o.dense.Cols)
-	}
-	Dropout(m, o.dropDense, o.dense)
-	o.curDense = o.dropDense
+	o.mask = m
 }
 
 // Mul computes c = O·w.
@@ -113,13 +106,13 @@ func (o *Operand) Mul(c, w *matrix.Dense) error {
 	if o.sparse != nil {
 		return SpMM(c, o.cur, w, false)
 	}
-	return GEMM(c, o.curDense, w, false)
+	return GEMMDrop(c, o.dense, w, o.mask, false)
 }
 
 // MulT computes c = Oᵀ·g (a weight gradient).
 func (o *Operand) MulT(c, g *matrix.Dense) error {
 	if o.sparse == nil {
-		return GEMMTN(c, o.curDense, g)
+		return GEMMTNDrop(c, o.dense, g, o.mask)
 	}
 	if o.Rows() != g.Rows {
 		return fmt.Errorf("operand Oᵀ·G: %d rows against %d", o.Rows(), g.Rows)

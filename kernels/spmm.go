@@ -48,11 +48,19 @@ func SpMM(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool) erro
 }
 
 // SIMD reports which instruction set the kernels use on this CPU.
-func SIMD() string {
-	if C.sc_simd_level() > 0 {
-		return "avx2+fma"
+func SIMD() string { return simdNames[C.sc_simd_level()] }
+
+var simdNames = []string{"baseline", "avx2+fma", "avx512"}
+
+// LimitSIMD makes the kernels use at most the named instruction set
+// (baseline, avx2+fma, avx512), so tests and benchmarks can run every
+// level on one CPU. It is process-wide and cannot be raised again.
+func LimitSIMD(name string) {
+	for l, n := range simdNames {
+		if n == name {
+			C.sc_limit_simd(C.int(l))
+		}
 	}
-	return "baseline"
 }
 
 // Triad computes a = b + s·c (the STREAM triad) over all threads; it is the

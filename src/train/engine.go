@@ -44,6 +44,7 @@ type Engine struct {
 	clipScale float64
 	clipped   int
 	clock     clock
+	timed     *kernels.Timed  // with --profile-kernels: e.be, timing each call
 	grads     []float32       // flat gradient buffer, one allreduce per step
 	lossGrad  *matrix.Dense   // ∂loss/∂logits, where the backend computes
 	residual  []float32       // bf16 gradient allreduce: the error fed back
@@ -90,6 +91,10 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 	}
 	if e.be, err = kernels.Open(cfg.Device, local); err != nil {
 		return nil, fmt.Errorf("rank %d: %w", e.rank, err)
+	}
+	if cfg.ProfileKernels {
+		e.timed = kernels.NewTimed(e.be)
+		e.be = e.timed
 	}
 	if err := e.setup(); err != nil {
 		e.Close() // device memory and communicators taken so far

@@ -48,6 +48,9 @@ type RankStats struct {
 	CacheBytes    int64   `json:"cache_bytes"`   // what the training caches hold (wire.go)
 	CompulsoryMB  float64 `json:"compulsory_mb"` // data, layer buffers, caches, model (memory.go)
 	PeakRSSMB     float64 `json:"peak_rss_mb"`
+	// KernelMs is, with --profile-kernels, the wall time of the kernel
+	// calls by class over the whole run (training and evaluation).
+	KernelMs map[string]float64 `json:"kernel_ms,omitempty"`
 }
 
 // Result is what a run reports; rank 0 writes it as the results JSON.
@@ -400,6 +403,12 @@ func (e *Engine) finish(r *runState) error {
 	tot := e.c.Stats().Total()
 	mine := RankStats{Rank: e.rank, Rows: e.rows, ComputeSec: r.compute.Seconds(), CommSec: tot.Seconds, CommWaitSec: r.wait.Seconds(),
 		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), PeakRSSMB: PeakRSSMB()}
+	if e.timed != nil {
+		mine.KernelMs = map[string]float64{}
+		for k, d := range e.timed.Times {
+			mine.KernelMs[k] = ms(d)
+		}
+	}
 	var err error
 	res.PerRank, err = e.gatherRankStats(mine)
 	return err
@@ -555,15 +564,26 @@ func (e *Engine) gatherRankStats(mine RankStats) ([]RankStats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gathering per-rank statistics: %w", err)
 	}
-	floats, err := collectives.Allgather(e.c, []float64{mine.ComputeSec, mine.CommSec, mine.CommWaitSec, mine.PeakRSSMB, mine.CompulsoryMB})
+	f := []float64{mine.ComputeSec, mine.CommSec, mine.CommWaitSec, mine.PeakRSSMB, mine.CompulsoryMB}
+	for _, k := range kernels.TimedClasses {
+		f = append(f, mine.KernelMs[k])
+	}
+	nf := len(f)
+	floats, err := collectives.Allgather(e.c, f)
 	if err != nil {
 		return nil, fmt.Errorf("gathering per-rank statistics: %w", err)
 	}
 	out := make([]RankStats, e.P)
 	for r := range out {
-		i, f := ints[5*r:], floats[5*r:]
+		i, f := ints[5*r:], floats[nf*r:]
 		out[r] = RankStats{Rank: r, Rows: int(i[0]), BytesSent: i[1], BytesRecv: i[2], EvalBytesSent: i[3], CacheBytes: i[4],
 			ComputeSec: f[0], CommSec: f[1], CommWaitSec: f[2], PeakRSSMB: f[3], CompulsoryMB: f[4]}
+		if mine.KernelMs != nil { // every rank runs the same configuration
+			out[r].KernelMs = map[string]float64{}
+			for k, class := range kernels.TimedClasses {
+				out[r].KernelMs[class] = f[5+k]
+			}
+		}
 	}
 	return out, nil
 }

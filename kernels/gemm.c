@@ -1,0 +1,210 @@
+// Dense GEMM for a GNN's shapes: a tall-skinny A (many rows, 16 to a few
+// hundred columns) times a small B that stays in L1/L2. One register tile
+// serves both products: MR scalars a_i broadcast against one 16-float row
+// vector b, summed over a count,
+//
+//   A·B:   c[i] += A[r+i][q] · B[q]   over q  (A's rows, B's rows)
+//   Aᵀ·B:  c[i] += A[r][q+i] · B[r]   over r  (A's columns, B's rows)
+//
+// so only the strides differ. Dropout of A is drawn into a small scratch
+// block (L1/L2) right before the block is multiplied, so the dropped copy of
+// A never goes to memory, and the backward pass draws the same mask again
+// instead of keeping it.
+#include "cpu.h"
+#include "dropout_rng.h"
+#include "simd.h"
+#include <stdlib.h>
+#include <string.h>
+
+// A tile is VW = 16 columns: one zmm under AVX-512, two ymm under AVX2,
+// four xmm on baseline x86-64 (each level's native vector; wider generic
+// vectors compile to poor code). aligned(4) makes the loads unaligned.
+typedef float vf_base __attribute__((vector_size(16), aligned(4)));
+typedef float vf_avx2 __attribute__((vector_size(32), aligned(4)));
+typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
+#define VW 16
+#define NVEC(SUFFIX) (VW / (int)(sizeof(vf_##SUFFIX) / sizeof(float)))
+
+// Scratch rows of dropped A: SCRATCH floats per thread (128 KiB, in L2),
+// or one row of A when a row is wider.
+#define SCRATCH 32768
+static __thread float *scratch;
+static __thread int64_t scratch_len;
+
+static float *scratch_buf(int64_t k) {
+  const int64_t want = k > SCRATCH ? k : SCRATCH;
+  if (scratch_len < want) {
+    free(scratch);
+    scratch = aligned_alloc(64, (size_t)(want * sizeof(float) + 63) / 64 * 64);
+    scratch_len = scratch ? want : 0;
+  }
+  return scratch;
+}
+
+// block_rows is how many rows of k columns a scratch block holds (≥ 1; A
+// wider than SCRATCH columns is multiplied a row at a time).
+static int64_t block_rows(int64_t k) {
+  int64_t b = SCRATCH / (k > 0 ? k : 1);
+  return b < 1 ? 1 : b;
+}
+
+// TILE(MR) defines tile_MR: c (MR rows of ldc, one vector wide) = or +=
+// Σ_{t<cnt} a[i·ai + t·as] · b[t·bs].
+#define TILE(MR, SUFFIX, ATTR)                                                 \
+  ATTR static inline void tile##MR##_##SUFFIX(const float *restrict a, int64_t ai, int64_t as, \
+      const float *restrict b, int64_t bs, int64_t cnt, float *restrict c, int64_t ldc, int acc) { \
+    typedef vf_##SUFFIX vf;                                                    \
+    enum { NV = NVEC(SUFFIX), L = VW / NVEC(SUFFIX) };                         \
+    vf s[MR][NV];                                                              \
+    for (int i = 0; i < MR; i++)                                               \
+      for (int v = 0; v < NV; v++) s[i][v] = acc ? *(const vf *)(c + i * ldc + v * L) : (vf){0}; \
+    for (int64_t t = 0; t < cnt; t++) {                                        \
+      vf bv[NV];                                                               \
+      for (int v = 0; v < NV; v++) bv[v] = *(const vf *)(b + t * bs + v * L);  \
+      for (int i = 0; i < MR; i++) {                                           \
+        const float x = a[i * ai + t * as];                                    \
+        for (int v = 0; v < NV; v++) s[i][v] += x * bv[v];                     \
+      }                                                                        \
+    }                                                                          \
+    for (int i = 0; i < MR; i++)                                               \
+      for (int v = 0; v < NV; v++) *(vf *)(c + i * ldc + v * L) = s[i][v];     \
+  }
+
+// Columns past the last full vector, and rows past the last full tile.
+__attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t as, const float *b,
+                                           int64_t bs, int64_t cnt, float *c, int64_t ldc,
+                                           int64_t mr, int64_t w, int acc) {
+  for (int64_t i = 0; i < mr; i++)
+    for (int64_t j = 0; j < w; j++) {
+      float s = acc ? c[i * ldc + j] : 0.0f;
+      for (int64_t t = 0; t < cnt; t++) s += a[i * ai + t * as] * b[t * bs + j];
+      c[i * ldc + j] = s;
+    }
+}
+
+// panel computes rows [0, m) of C (m×n, ldc n) from a, whose row i / count
+// t element is a[i·ai + t·as], and b's rows (t·n): full tiles of MR rows,
+// then one row at a time.
+#define PANEL(MR, SUFFIX, ATTR)                                                \
+  ATTR static void panel_##SUFFIX(const float *a, int64_t ai, int64_t as, const float *b, \
+                                  int64_t cnt, float *c, int64_t m, int64_t n, int acc) { \
+    const int64_t nv = n / VW * VW;                                            \
+    int64_t i = 0;                                                             \
+    for (; i + MR <= m; i += MR) {                                             \
+      for (int64_t j = 0; j < nv; j += VW)                                     \
+        tile##MR##_##SUFFIX(a + i * ai, ai, as, b + j, n, cnt, c + i * n + j, n, acc); \
+      if (nv < n) edge(a + i * ai, ai, as, b + nv, n, cnt, c + i * n + nv, n, MR, n - nv, acc); \
+    }                                                                          \
+    for (; i < m; i++) {                                                       \
+      for (int64_t j = 0; j < nv; j += VW)                                     \
+        tile1_##SUFFIX(a + i * ai, ai, as, b + j, n, cnt, c + i * n + j, n, acc); \
+      if (nv < n) edge(a + i * ai, ai, as, b + nv, n, cnt, c + i * n + nv, n, 1, n - nv, acc); \
+    }                                                                          \
+  }
+
+// drop_rows writes rows [r0, r1) of A (k columns) with the mask applied to
+// dst, packed; dst may be A itself. The draws are the pair hashes of
+// dropout_rng.h, 16 at a time, so the loops vectorize.
+#define DROP_ROWS(SUFFIX, ATTR)                                                \
+  ATTR static void drop_rows_##SUFFIX(const float *A, float *dst, int64_t k, \
+                                      int64_t r0, int64_t r1, const sc_mask *m) { \
+    /* Signed compares: AVX2 has no unsigned one, and draws fit 16 bits. */    \
+    const int32_t thr = m->thr > 0xffff ? 0xffff : (int32_t)m->thr;            \
+    const float scale = m->scale;                                              \
+    const uint64_t seed = m->seed, stream = m->stream;                         \
+    const int64_t *ids = m->ids, row0 = m->row0;                               \
+    for (int64_t r = r0; r < r1; r++) {                                        \
+      const uint32_t key = sc_drop_key(seed, stream, (uint64_t)(ids ? ids[r] : row0 + r)); \
+      const float *a = A + r * k;                                              \
+      float *d = dst + (r - r0) * k;                                           \
+      for (int64_t c0 = 0; c0 < k; c0 += 2 * VW) {                             \
+        const int64_t w = k - c0 < 2 * VW ? k - c0 : 2 * VW;                   \
+        uint32_t h[VW];                                                        \
+        int32_t u[2 * VW];                                                     \
+        for (int j = 0; j < VW; j++) h[j] = sc_drop_hash(key, (uint32_t)(c0 / 2 + j)); \
+        for (int j = 0; j < VW; j++) u[j] = (int32_t)(h[j] & 0xffff);          \
+        for (int j = 0; j < VW; j++) u[VW + j] = (int32_t)(h[j] >> 16);        \
+        if (w == 2 * VW) {                                                     \
+          /* Kept values scaled, dropped ones and-ed to +0, a vector at a  */  \
+          /* time: each is loaded before it is stored, so d may be a.      */  \
+          typedef vf_##SUFFIX vf;                                              \
+          typedef int32_t vi __attribute__((vector_size(sizeof(vf)), aligned(4))); \
+          for (int j = 0; j < 2 * VW; j += (int)(sizeof(vf) / sizeof(float))) { \
+            const vf y = *(const vf *)(a + c0 + j) * scale;                    \
+            const vi keep = *(const vi *)(u + j) >= thr;                       \
+            *(vf *)(d + c0 + j) = (vf)((vi)y & keep);                          \
+          }                                                                    \
+        } else {                                                               \
+          for (int64_t j = 0; j < w; j++) d[c0 + j] = u[j] >= thr ? a[c0 + j] * scale : 0.0f; \
+        }                                                                      \
+      }                                                                        \
+    }                                                                          \
+  }
+
+// gemm_nn: C rows [r0, r1) = (or +=) M(A)·B. With a mask, each block of
+// rows is dropped into scratch first.
+#define GEMM_NN(SUFFIX, ATTR)                                                  \
+  ATTR static void gemm_nn_##SUFFIX(const float *A, const float *B, float *C, int64_t k, int64_t n, \
+                                    int64_t r0, int64_t r1, int acc, const sc_mask *m) { \
+    if (!m) {                                                                  \
+      panel_##SUFFIX(A + r0 * k, k, 1, B, k, C + r0 * n, r1 - r0, n, acc);     \
+      return;                                                                  \
+    }                                                                          \
+    float *buf = scratch_buf(k);                                                \
+    const int64_t br = block_rows(k);                                          \
+    for (int64_t r = r0; r < r1; r += br) {                                    \
+      const int64_t e = r + br < r1 ? r + br : r1;                             \
+      drop_rows_##SUFFIX(A, buf, k, r, e, m);                                  \
+      panel_##SUFFIX(buf, k, 1, B, k, C + r * n, e - r, n, acc);               \
+    }                                                                          \
+  }
+
+// gemm_tn: C (k×n) = M(A)ᵀ·B over rows [r0, r1), summed in row order. C's
+// rows are A's columns: tiles of MR columns of A against B's row vectors.
+#define GEMM_TN(SUFFIX, ATTR)                                                  \
+  ATTR static void gemm_tn_##SUFFIX(const float *A, const float *B, float *C, int64_t k, int64_t n, \
+                                    int64_t r0, int64_t r1, const sc_mask *m) { \
+    float *buf = m ? scratch_buf(k) : 0;                                        \
+    const int64_t br = block_rows(k);                                          \
+    for (int64_t r = r0; r < r1; r += br) {                                    \
+      const int64_t e = r + br < r1 ? r + br : r1;                             \
+      const float *a = A + r * k;                                              \
+      if (m) {                                                                 \
+        drop_rows_##SUFFIX(A, buf, k, r, e, m);                                \
+        a = buf;                                                               \
+      }                                                                        \
+      panel_##SUFFIX(a, 1, k, B + r * n, e - r, C, k, n, r > r0);              \
+    }                                                                          \
+  }
+
+#define DEFINE_GEMM(SUFFIX, ATTR, MR)                                          \
+  TILE(1, SUFFIX, ATTR)                                                        \
+  TILE(MR, SUFFIX, ATTR)                                                       \
+  PANEL(MR, SUFFIX, ATTR)                                                      \
+  DROP_ROWS(SUFFIX, ATTR)                                                      \
+  GEMM_NN(SUFFIX, ATTR)                                                        \
+  GEMM_TN(SUFFIX, ATTR)
+
+// MR·NVEC accumulators cover the FMA latency and leave registers for b
+// (16 xmm or ymm, 32 zmm).
+DEFINE_GEMM(base, , 2)
+#if defined(__x86_64__) && defined(__GNUC__)
+DEFINE_GEMM(avx2, __attribute__((target("avx2,fma"))), 6)
+DEFINE_GEMM(avx512, __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma,prefer-vector-width=512"))), 12)
+#endif
+
+void sc_gemm_nn(const float *A, const float *B, float *C, int64_t k, int64_t n, int64_t r0,
+                int64_t r1, int acc, const sc_mask *m) {
+  FLUSH_DENORMALS(PICK3(gemm_nn, A, B, C, k, n, r0, r1, acc, m));
+}
+
+void sc_gemm_tn(const float *A, const float *B, float *C, int64_t k, int64_t n, int64_t r0,
+                int64_t r1, const sc_mask *m) {
+  FLUSH_DENORMALS(PICK3(gemm_tn, A, B, C, k, n, r0, r1, m));
+}
+
+void sc_dropout_dense(const float *src, float *dst, int64_t cols, int64_t r0, int64_t r1,
+                      const sc_mask *m) {
+  // In place or not, drop_rows writes dst's rows from r0 on.
+  PICK3(drop_rows, src, dst + r0 * cols, cols, r0, r1, m);
+}

@@ -1,0 +1,94 @@
+package kernels
+
+import (
+	"time"
+
+	"sancus/kernels/matrix"
+)
+
+// Timed wraps a backend and adds the wall time of each call to the class
+// it belongs to: what an epoch's time breakdown is made of. It times the
+// call as issued, so a device backend's figures count only the launches
+// unless it synchronizes; the CPU's are the work itself.
+type Timed struct {
+	Backend
+	Times map[string]time.Duration // by TimedClasses
+}
+
+// TimedClasses are the classes Timed adds time to.
+var TimedClasses = []string{"gemm", "spmm", "dropout", "loss", "elementwise"}
+
+// NewTimed wraps be.
+func NewTimed(be Backend) *Timed { return &Timed{Backend: be, Times: map[string]time.Duration{}} }
+
+func (t *Timed) add(class string, start time.Time) { t.Times[class] += time.Since(start) }
+
+func (t *Timed) SpMM(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, acc bool) error {
+	defer t.add("spmm", time.Now())
+	return t.Backend.SpMM(c, a, b, acc)
+}
+func (t *Timed) GEMM(c, a, b *matrix.Dense, acc bool) error {
+	defer t.add("gemm", time.Now())
+	return t.Backend.GEMM(c, a, b, acc)
+}
+func (t *Timed) GEMMTN(c, a, b *matrix.Dense) error {
+	defer t.add("gemm", time.Now())
+	return t.Backend.GEMMTN(c, a, b)
+}
+func (t *Timed) GEMMNT(c, a, b *matrix.Dense) error {
+	defer t.add("gemm", time.Now())
+	return t.Backend.GEMMNT(c, a, b)
+}
+func (t *Timed) Dropout(m matrix.Mask, dst, src *matrix.Dense) {
+	defer t.add("dropout", time.Now())
+	t.Backend.Dropout(m, dst, src)
+}
+func (t *Timed) LossGrad(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64 {
+	defer t.add("loss", time.Now())
+	return t.Backend.LossGrad(logits, labels, rows, norm, grad)
+}
+func (t *Timed) AddBiasReLU(z *matrix.Dense, bias []float32, relu bool) {
+	defer t.add("elementwise", time.Now())
+	t.Backend.AddBiasReLU(z, bias, relu)
+}
+func (t *Timed) ReLUBackward(g, h *matrix.Dense) {
+	defer t.add("elementwise", time.Now())
+	t.Backend.ReLUBackward(g, h)
+}
+func (t *Timed) ColumnSums(out []float32, g *matrix.Dense) {
+	defer t.add("elementwise", time.Now())
+	t.Backend.ColumnSums(out, g)
+}
+func (t *Timed) Copy(dst, src *matrix.Dense) {
+	defer t.add("elementwise", time.Now())
+	t.Backend.Copy(dst, src)
+}
+
+// Input times the first layer's products (dropout fused in) as GEMMs, or
+// as SpMMs when the operand is kept sparse.
+func (t *Timed) Input(o *Operand) (Input, error) {
+	in, err := t.Backend.Input(o)
+	if err != nil {
+		return nil, err
+	}
+	class := "gemm"
+	if o.IsSparse() {
+		class = "spmm"
+	}
+	return timedInput{in, t, class}, nil
+}
+
+type timedInput struct {
+	Input
+	t     *Timed
+	class string
+}
+
+func (i timedInput) Mul(c, w *matrix.Dense) error {
+	defer i.t.add(i.class, time.Now())
+	return i.Input.Mul(c, w)
+}
+func (i timedInput) MulT(c, g *matrix.Dense) error {
+	defer i.t.add(i.class, time.Now())
+	return i.Input.MulT(c, g)
+}

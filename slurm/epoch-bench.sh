@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The epoch benchmark of issue 16, every figure next to its baseline from
+# the same run: ms per epoch of the 2-layer GCN (hidden 16) at P = 1, and
+# P = 2 and 4 under mpirun, with plain PyTorch on the same graph; variation-gap
+# ε_H = 0.03 against no staleness at P = 2; hidden 256 with 3 layers at P = 1
+# and 2 with the time shares of GEMM, SpMM and communication; peak RSS
+# against the compulsory bytes of every run and of prepare.
+#   usage: slurm/epoch-bench.sh DATA OUTDIR "MPIRUN [flags]" [EPOCHS]
+# Writes OUTDIR/epoch.tsv and OUTDIR/epoch.txt.
+set -euo pipefail
+data=$1 out=$2 mpirun=$3 epochs=${4:-50}
+bin=${SANCUS:-bin/sancus}
+mkdir -p "$out"
+rm -f "$out"/run-*.json "$out"/prepare-*.txt
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for np in 1 2 4; do
+	/usr/bin/time -f "%M" -o "$out/prepare-P$np.txt" "$bin" prepare --data "$data" --parts "$np" --out "$tmp/P$np" >/dev/null
+	du -sk "$tmp/P$np" | cut -f1 >>"$out/prepare-P$np.txt"
+done
+train() { # name np args...
+	local name=$1 np=$2
+	shift 2
+	$mpirun -np "$np" "$bin" train --shards "$tmp/P$np" --epochs "$epochs" --eval-every 0 --quiet --profile-kernels \
+		--out "$out/run-$name-P$np.json" "$@" </dev/null >/dev/null
+}
+for np in 1 2 4; do train gcn16 "$np"; done
+train gcn16-vargap 2 --staleness variation-gap --eps 0.03
+for np in 1 2; do train gcn256x3 "$np" --hidden 256 --layers 3; done
+torch=none
+if python3 -c 'import torch' 2>/dev/null; then
+	torch=$(python3 slurm/torch_gnn.py "$data" --seeds 1 --epochs 10 --train-only | sed -n 's/.*, \([0-9.]*\) ms\/epoch.*/\1/p')
+fi
+python3 - "$out" "$torch" <<'PY'
+import glob, json, os, sys
+out, torch = sys.argv[1], sys.argv[2]
+rows = {}
+for p in sorted(glob.glob(os.path.join(out, "run-*.json"))):
+    d = json.load(open(p))
+    r = d["result"]
+    name = os.path.basename(p)[4:-5]
+    ranks = r["per_rank"]
+    # Shares of the slowest rank's time: kernels by class, and the waits on
+    # the network (comm_wait_s); the rest is Go-side work between kernels.
+    slow = max(ranks, key=lambda x: x["compute_s"] + x["comm_wait_s"])
+    tot = 1000 * (slow["compute_s"] + slow["comm_wait_s"])
+    k = slow.get("kernel_ms", {})
+    rows[name] = dict(ms=r["mean_epoch_ms"], gemm=k.get("gemm", 0) / tot, spmm=k.get("spmm", 0) / tot,
+                      comm=1000 * slow["comm_wait_s"] / tot, rss=max(x["peak_rss_mb"] for x in ranks),
+                      comp=max(x["compulsory_mb"] for x in ranks), acc=r["final_test_acc"],
+                      mb=sum(x["bytes_sent"] for x in ranks) / len(ranks) / len(r["curve"]) / 1e6)
+with open(os.path.join(out, "epoch.tsv"), "w") as f:
+    f.write("run\tms_per_epoch\tgemm_share\tspmm_share\tcomm_wait_share\tMB_per_rank_per_epoch\tpeak_rss_mb\tcompulsory_mb\trss_over_compulsory\n")
+    for n, x in rows.items():
+        f.write("%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.0f\t%.0f\t%.2f\n" % (n, x["ms"], x["gemm"], x["spmm"], x["comm"], x["mb"], x["rss"], x["comp"], x["rss"] / x["comp"]))
+    for np in (1, 2, 4):
+        rss_kb, disk_kb = [int(v) for v in open(os.path.join(out, "prepare-P%d.txt" % np)).read().split()[-2:]]
+        f.write("prepare-P%d\t\t\t\t\t\t%.0f\t%.0f\t%.2f\n" % (np, rss_kb / 1024, disk_kb / 1024, rss_kb / disk_kb))
+lines = [open(os.path.join(out, "epoch.tsv")).read()]
+g1, g2 = rows.get("gcn16-P1"), rows.get("gcn16-P2")
+if g1 and torch != "none":
+    lines.append("GCN hidden 16, P = 1: %.2f ms/epoch; plain PyTorch %s ms/epoch (%.0fx)" % (g1["ms"], torch, float(torch) / g1["ms"]))
+v = rows.get("gcn16-vargap-P2")
+if g2 and v:
+    lines.append("variation-gap eps_H 0.03 at P = 2: %.2f ms/epoch against %.2f without staleness (%+.1f%%)" % (v["ms"], g2["ms"], 100 * (v["ms"] / g2["ms"] - 1)))
+open(os.path.join(out, "epoch.txt"), "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
