@@ -150,51 +150,39 @@ __global__ void sc_permute(const float *src, float *dst, const i64 *perm, i64 to
   if (p < total) dst[perm[p]] = src[p];
 }
 
-// Dropout masks, exactly as ../dropout.c draws them (the stream is shared:
-// ../dropout_rng.h).
+// Dropout masks, exactly as ../gemm.c and ../dropout.c draw them (the draws
+// are shared: ../dropout_rng.h).
 __device__ __forceinline__ float keep_or_zero(unsigned lane, unsigned thr, float v, float scale) {
   return lane >= thr ? v * scale : 0.f;
 }
 
-// One thread per (row, draw q): it replays the row's stream to draw q and
-// masks the four columns that draw covers.
+// One thread per (row, four columns): every column's draw is a hash of the
+// row key and the column (../dropout_rng.h), nothing replayed.
 __global__ void sc_dropout_dense(const float *src, float *dst, i64 rows, int cols, u64 seed,
                                  u64 stream, i64 row0, const i64 *ids, unsigned thr, float scale) {
-  int words = (cols + 3) / 4;
+  int quads = (cols + 3) / 4;
   i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-  i64 r = t / words;
-  int q = (int)(t - r * words);
+  i64 r = t / quads;
+  int q = (int)(t - r * quads);
   if (r >= rows) return;
-  u64 s = sc_row_key(seed, stream, (u64)(ids ? ids[r] : row0 + r));
-  u64 w = 0;
-  for (int k = 0; k <= q; k++) w = sc_next_word(&s);
+  const uint32_t key = sc_drop_key(seed, stream, (u64)(ids ? ids[r] : row0 + r));
   unsigned t16 = thr > 0xffff ? 0xffff : thr;
   for (int l = 0; l < 4; l++) {
     int c = 4 * q + l;
     if (c >= cols) break;
-    unsigned lane = (unsigned)(w >> (16 * l)) & 0xffff;
-    dst[r * cols + c] = keep_or_zero(lane, t16, src[r * cols + c], scale);
+    dst[r * cols + c] = keep_or_zero(sc_drop_draw(key, (u64)c), t16, src[r * cols + c], scale);
   }
 }
 
-// Sparse rows: one thread per row walks its sorted columns along the stream.
+// Sparse rows: one thread per row.
 __global__ void sc_dropout_csr(const i64 *rowptr, const int *col, const float *val, float *out,
                                i64 rows, u64 seed, u64 stream, i64 row0, const i64 *ids,
                                unsigned thr, float scale) {
   i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
-  u64 s = sc_row_key(seed, stream, (u64)(ids ? ids[r] : row0 + r));
-  i64 q = -1;
-  u64 w = 0;
-  for (i64 p = rowptr[r]; p < rowptr[r + 1]; p++) {
-    i64 c = col[p];
-    while (q < c / 4) {
-      w = sc_next_word(&s);
-      q++;
-    }
-    unsigned lane = (unsigned)(w >> (16 * (c & 3))) & 0xffff;
-    out[p] = keep_or_zero(lane, thr, val[p], scale);
-  }
+  const uint32_t key = sc_drop_key(seed, stream, (u64)(ids ? ids[r] : row0 + r));
+  for (i64 p = rowptr[r]; p < rowptr[r + 1]; p++)
+    out[p] = keep_or_zero(sc_drop_draw(key, (u64)col[p]), thr, val[p], scale);
 }
 
 // Softmax cross-entropy, one thread per listed row, in double as on the CPU
