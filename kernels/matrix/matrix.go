@@ -134,3 +134,15 @@ func (a *CSR) RowSlice(r0, r1 int) *CSR {
 	return &CSR{Rows: r1 - r0, Cols: a.Cols, RowPtr: rp,
 		ColIdx: a.ColIdx[base:a.RowPtr[r1]], Val: a.Val[base:a.RowPtr[r1]]}
 }
+
+// SelectRows returns the listed rows, in order, as a new CSR.
+func (a *CSR) SelectRows(rows []int32) *CSR {
+	out := &CSR{Rows: len(rows), Cols: a.Cols, RowPtr: make([]int64, len(rows)+1)}
+	for i, r := range rows {
+		p0, p1 := a.RowPtr[r], a.RowPtr[r+1]
+		out.ColIdx = append(out.ColIdx, a.ColIdx[p0:p1]...)
+		out.Val = append(out.Val, a.Val[p0:p1]...)
+		out.RowPtr[i+1] = int64(len(out.ColIdx))
+	}
+	return out
+}

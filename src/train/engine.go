@@ -34,6 +34,11 @@ type Engine struct {
 	policy staleness.Policy // for forward blocks, built once from the configuration
 	wire   [2]int           // widths of forward and gradient blocks on the wire (collectives/wire)
 	shadow bool             // the policy measures drift: keep noise-free shadows
+	// sample and sampleIn: the rows variation-gap measures drift on, and
+	// the input operand at them (drift.go).
+	sample       []int32
+	sampleIn     kernels.Input
+	sampleBlocks map[*matrix.CSR]*matrix.CSR // Â's blocks at the sample rows, by block
 
 	view   view                  // what this rank multiplies with each root's block
 	x      exchanger             // how blocks travel (chosen once, in setup)
@@ -169,6 +174,9 @@ func (e *Engine) openInput() error {
 	var err error
 	if e.input, err = e.be.Input(kernels.NewOperand(src)); err != nil {
 		return fmt.Errorf("rank %d: input on %s: %w", e.rank, e.be.Name(), err)
+	}
+	if e.shadow {
+		return e.setupDriftSample(src)
 	}
 	return nil
 }

@@ -84,7 +84,7 @@ func (L *gatLayer) transform(e *Engine, u, in *matrix.Dense, mask matrix.Mask, c
 	w := e.m.W[L.l]
 	switch {
 	case L.first && clean:
-		return e.cleanInput(u, w, mask)
+		return e.sampleIn.Mul(u, w)
 	case L.first:
 		e.input.SetDropout(mask)
 		return e.input.Mul(u, w)
@@ -100,7 +100,7 @@ func (L *gatLayer) transform(e *Engine, u, in *matrix.Dense, mask matrix.Mask, c
 func (L *gatLayer) payload(e *Engine, u []float32, pay *matrix.Dense, el []float32) {
 	al, ar, p := e.m.AttL[L.l].Data, e.m.AttR[L.l].Data, e.host(pay)
 	w := L.hf + L.h
-	kernels.ParallelRows(e.rows, func(lo, hi int) {
+	kernels.ParallelRows(pay.Rows, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			ui, pi := u[i*L.hf:(i+1)*L.hf], p[i*w:(i+1)*w]
 			copy(pi, ui)
@@ -122,11 +122,14 @@ func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
 	}
 	L.payload(e, e.host(L.u), L.pay, L.el)
 	var ref *matrix.Dense
-	if p.shadow { // the drift of the noise-free rows
-		if L.refU == nil {
-			L.refU, L.refPay = e.be.NewDense(e.rows, L.hf), e.be.NewDense(e.rows, L.hf+L.h)
+	if p.shadow { // the drift of the noise-free rows, at the drift sample
+		e.sampleBuf(&L.refU, L.hf)
+		e.sampleBuf(&L.refPay, L.hf+L.h)
+		var x *matrix.Dense
+		if !L.first {
+			x = e.sampled(in, &L.sampIn)
 		}
-		if err := L.transform(e, L.refU, orRaw(in.clean, in.h), mask, true); err != nil {
+		if err := L.transform(e, L.refU, x, mask, true); err != nil {
 			return act{}, err
 		}
 		L.payload(e, e.host(L.refU), L.refPay, nil)

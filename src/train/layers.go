@@ -45,7 +45,8 @@ type act struct{ h, clean *matrix.Dense }
 type conv struct {
 	l, din, dout    int
 	z               *matrix.Dense // output: Z, then H = ReLU(Z + b) in place
-	shadow          *matrix.Dense // noise-free Z (allocated when first used)
+	shadow          *matrix.Dense // noise-free Z at the drift sample (allocated when first used)
+	sampIn          *matrix.Dense // the layer's input at the drift sample, where it had no shadow
 	dW              *matrix.Dense
 	db              []float32
 	fwd, grad, eval *cache // nil for a layer that sends nothing
@@ -63,12 +64,8 @@ func (c *conv) cacheFor(p pass) *cache {
 	return c.eval
 }
 
-func (c *conv) shadowBuf(e *Engine) *matrix.Dense {
-	if c.shadow == nil {
-		c.shadow = e.be.NewDense(e.rows, c.dout)
-	}
-	return c.shadow
-}
+// shadowBuf is the layer's noise-free output at the drift sample.
+func (c *conv) shadowBuf(e *Engine) *matrix.Dense { return e.sampleBuf(&c.shadow, c.dout) }
 
 // newLayer picks layer l's kind: layer 1 on the precomputed ÂX needs no
 // communication; otherwise the narrower of H (aggregate first) and HW
@@ -116,15 +113,6 @@ func (e *Engine) addCachesOver(c *conv, fw, gw int, gradPolicy staleness.Policy,
 	c.grad = newCache(e.be, name+" gradient", gw, e.view.rows, grad, gradPolicy, w(e.wire[1], 3), e.rank)
 }
 
-// cleanInput is the input operand times w without dropout; mask, the
-// training mask, is put back for the backward pass.
-func (e *Engine) cleanInput(out, w *matrix.Dense, mask matrix.Mask) error {
-	e.input.SetDropout(matrix.Mask{})
-	err := e.input.Mul(out, w)
-	e.input.SetDropout(mask)
-	return err
-}
-
 // localLayer is layer 1 on the precomputed ÂX: Z = dropout(ÂX)·W, with no
 // communication at all.
 type localLayer struct{ conv }
@@ -140,7 +128,7 @@ func (L *localLayer) forward(e *Engine, p pass, _ act) (act, error) {
 	out := act{h: L.z}
 	if p.shadow {
 		out.clean = L.shadowBuf(e)
-		if err := e.cleanInput(out.clean, e.m.W[0], mask); err != nil {
+		if err := e.sampleIn.Mul(out.clean, e.m.W[0]); err != nil {
 			return act{}, err
 		}
 	}
@@ -159,7 +147,7 @@ type transformLayer struct {
 	in     *matrix.Dense // dropout(H) (hidden layers)
 	u, dU  *matrix.Dense
 	dIn    *matrix.Dense
-	refBuf *matrix.Dense // H̄·W without dropout: what variation-gap measures
+	refBuf *matrix.Dense // H̄·W without dropout at the drift sample: what variation-gap measures
 }
 
 func (L *transformLayer) kind() string { return "transform-first (send HW)" }
@@ -179,24 +167,14 @@ func (L *transformLayer) forward(e *Engine, p pass, in act) (act, error) {
 	}
 	var ref *matrix.Dense
 	if p.shadow {
-		if ref, err = L.reference(e, in, mask); err != nil {
+		ref = e.sampleBuf(&L.refBuf, L.dout)
+		if err = e.cleanRef(ref, L.first, in, w, &L.sampIn); err != nil {
 			return act{}, err
 		}
 	}
 	// U carries the owner's dropout, so there is no noise-free output
 	// without more traffic: the next layer measures on H as trained.
 	return act{h: L.z}, e.aggregate(L.cacheFor(p), p.epoch, L.z, L.u, ref, matrix.Mask{})
-}
-
-// reference is H̄·W for this rank's rows, H̄ the noise-free input.
-func (L *transformLayer) reference(e *Engine, in act, mask matrix.Mask) (*matrix.Dense, error) {
-	if L.refBuf == nil {
-		L.refBuf = e.be.NewDense(e.rows, L.dout)
-	}
-	if L.first {
-		return L.refBuf, e.cleanInput(L.refBuf, e.m.W[0], mask)
-	}
-	return L.refBuf, e.be.GEMM(L.refBuf, orRaw(in.clean, in.h), e.m.W[L.l], false)
 }
 
 // backward: Â·G at width dout, then ∇W = dropout(H)ᵀ(ÂG) and ∂H = (ÂG)Wᵀ.
@@ -228,7 +206,7 @@ func (L *aggregateLayer) kind() string { return "aggregate-first (send H)" }
 func (L *aggregateLayer) forward(e *Engine, p pass, in act) (act, error) {
 	var ref *matrix.Dense
 	if p.shadow {
-		ref = orRaw(in.clean, in.h)
+		ref = e.sampled(in, &L.sampIn)
 	}
 	c := L.cacheFor(p)
 	if err := e.aggregate(c, p.epoch, L.t, in.h, ref, e.mask(p.epoch, L.l, p.train)); err != nil {
@@ -246,27 +224,25 @@ func (L *aggregateLayer) forward(e *Engine, p pass, in act) (act, error) {
 	return out, nil
 }
 
-// cleanOutput recomputes this layer's rows from the blocks it just used
-// (fresh or cached), without the dropout mask.
+// cleanOutput recomputes this layer's rows at the drift sample from the
+// blocks it just used (fresh or cached), without the dropout mask.
 func (L *aggregateLayer) cleanOutput(e *Engine, c *cache) (*matrix.Dense, error) {
-	if L.tClean == nil {
-		L.tClean = e.be.NewDense(e.rows, L.din)
-	}
+	tClean := e.sampleBuf(&L.tClean, L.din)
 	first := true
 	for j, blk := range c.blocks {
 		if blk.NNZ() == 0 {
 			continue
 		}
-		if err := e.be.SpMM(L.tClean, blk, c.block(e.be, j), !first); err != nil {
+		if err := e.be.SpMM(tClean, e.sampleRowsOf(blk), c.block(e.be, j), !first); err != nil {
 			return nil, err
 		}
 		first = false
 	}
 	if first {
-		e.be.Zero(L.tClean)
+		e.be.Zero(tClean)
 	}
 	out := L.shadowBuf(e)
-	return out, e.be.GEMM(out, L.tClean, e.m.W[L.l], false)
+	return out, e.be.GEMM(out, tClean, e.m.W[L.l], false)
 }
 
 // backward: ∇W = TᵀG needs no communication; the input gradient Â·(G Wᵀ)

@@ -78,16 +78,8 @@ func (L *sageLayer) forward(e *Engine, p pass, in act) (act, error) {
 	}
 	var ref *matrix.Dense
 	if p.shadow { // the drift of H̄·W, H̄ without dropout
-		if L.refBuf == nil {
-			L.refBuf = e.be.NewDense(e.rows, L.dout)
-		}
-		ref = L.refBuf
-		if L.first {
-			err = e.cleanInput(ref, w, mask)
-		} else {
-			err = e.be.GEMM(ref, orRaw(in.clean, in.h), w, false)
-		}
-		if err != nil {
+		ref = e.sampleBuf(&L.refBuf, L.dout)
+		if err = e.cleanRef(ref, L.first, in, w, &L.sampIn); err != nil {
 			return act{}, err
 		}
 	}

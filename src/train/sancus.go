@@ -156,10 +156,10 @@ func (e *Engine) clip(d *matrix.Dense) {
 }
 
 // relDrift is ‖cur − ref‖_F / ‖ref‖_F, SANCUS's variation gap (∞ without a
-// reference, which forces a broadcast).
+// comparable reference, which forces a broadcast).
 func relDrift(cur, ref []float32) float64 {
 	n := kernels.FrobNorm(ref)
-	if len(ref) == 0 || n == 0 {
+	if len(ref) == 0 || n == 0 || len(cur) != len(ref) { // (a checkpoint from before the drift sample)
 		return math.Inf(1)
 	}
 	return kernels.FrobDiff(cur, ref) / n

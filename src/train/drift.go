@@ -1,0 +1,98 @@
+package train
+
+import (
+	"fmt"
+
+	"sancus/kernels"
+	"sancus/kernels/matrix"
+)
+
+// Variation-gap votes on the drift ‖H̄ − H̄_last‖_F / ‖H̄_last‖_F of a rank's
+// noise-free rows (layers.go says why not the rows as trained). Computing
+// H̄ for every row would be a second forward pass; it is computed for a
+// fixed sample of rows instead: every k-th row, at least driftSampleMin
+// of them and one in driftSampleEvery, through the same kernels on
+// row-subsets of the input and of Â's blocks.
+//
+// The sampled ratio estimates the whole block's: numerator and denominator
+// are sums over the same s rows, so with per-row squared drifts of
+// coefficient of variation v the relative error of the estimated squared
+// ratio is about v·√(2/s) (both sums' errors), and of the drift half that:
+// at s = 4096 and v ≤ 1, about 1%: far finer than the steps between
+// the drifts a vote compares with ε_H. TestSampledDriftTracksWholeBlock
+// measures it on a generated graph's embeddings.
+const (
+	driftSampleMin   = 4096
+	driftSampleEvery = 16
+)
+
+// setupDriftSample picks the sample rows and the input operand's rows at them.
+func (e *Engine) setupDriftSample(src *matrix.CSR) error {
+	e.sample = driftSampleRows(e.rows)
+	var err error
+	if e.sampleIn, err = e.be.Input(kernels.NewOperand(src.SelectRows(e.sample))); err != nil {
+		return fmt.Errorf("rank %d: drift sample on %s: %w", e.rank, e.be.Name(), err)
+	}
+	return nil
+}
+
+// driftSampleRows is the sample of n rows: every k-th.
+func driftSampleRows(n int) []int32 {
+	s := max(driftSampleMin, n/driftSampleEvery)
+	k := max(1, n/s) // so at least s rows
+	rows := make([]int32, 0, (n+k-1)/k)
+	for r := 0; r < n; r += k {
+		rows = append(rows, int32(r))
+	}
+	return rows
+}
+
+// sampleBuf returns *buf, allocated at the sample's rows and width cols.
+func (e *Engine) sampleBuf(buf **matrix.Dense, cols int) *matrix.Dense {
+	if *buf == nil || (*buf).Cols != cols {
+		*buf = e.be.NewDense(len(e.sample), cols)
+	}
+	return *buf
+}
+
+// sampled is in's noise-free rows at the sample: its shadow, or, where the
+// shadow stopped (after a residual, or a layer that sends HW), the sampled
+// rows of the activation itself, gathered into *buf.
+func (e *Engine) sampled(in act, buf **matrix.Dense) *matrix.Dense {
+	if in.clean != nil {
+		return in.clean
+	}
+	out := e.sampleBuf(buf, in.h.Cols)
+	h, o, w := e.host(in.h), e.host(out), in.h.Cols
+	for i, r := range e.sample {
+		copy(o[i*w:(i+1)*w], h[int(r)*w:int(r+1)*w])
+	}
+	e.be.Upload(out)
+	return out
+}
+
+// cleanRef writes into out the sampled rows of H̄·w: the input operand's
+// when first, else in's.
+func (e *Engine) cleanRef(out *matrix.Dense, first bool, in act, w *matrix.Dense, buf **matrix.Dense) error {
+	if first {
+		return e.sampleIn.Mul(out, w)
+	}
+	return e.be.GEMM(out, e.sampled(in, buf), w, false)
+}
+
+// sampleRowsOf is Â's block b at the sample rows, cut once per block
+// (global-batch blocks are the same every epoch).
+func (e *Engine) sampleRowsOf(b *matrix.CSR) *matrix.CSR {
+	if e.sampleBlocks == nil {
+		e.sampleBlocks = map[*matrix.CSR]*matrix.CSR{}
+	}
+	s, ok := e.sampleBlocks[b]
+	if !ok {
+		if len(e.sampleBlocks) >= 8*e.P { // cluster-batch makes new blocks every step
+			clear(e.sampleBlocks)
+		}
+		s = b.SelectRows(e.sample)
+		e.sampleBlocks[b] = s
+	}
+	return s
+}
