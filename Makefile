@@ -18,7 +18,7 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: cuda test-cuda all deps build run test test-mpi test-slurm chaos vet bench bench-kernels bench-comm bench-sancus bench-partition clean
+.PHONY: cuda test-cuda all deps build run test test-mpi test-slurm chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-sancus bench-partition clean
 
 all: build
 
@@ -78,10 +78,30 @@ chaos: build
 	SANCUS_CHAOS=24 SANCUS_CHAOS_LOG=$(CURDIR)/results/chaos/mpirun.log $(GO) test -count=1 -timeout 30m -run TestFaultInjection -v ./src/cmd/sancus
 	bash slurm/chaos-slurm.sh 6 results/chaos/slurm.log
 
-bench: bench-kernels bench-comm bench-sancus bench-partition
+bench: bench-kernels bench-epoch bench-comm bench-sancus bench-partition
 
-bench-kernels: build
-	$(BIN) bench kernels --out results/bench/kernels.json | tee results/bench/kernels.txt
+# The GEMM table sets OpenBLAS's sgemm next to every shape: Debian's
+# libopenblas-dev, linked into a benchmark build of its own (-tags openblas).
+openblas:
+	@if ! [ -e /usr/include/x86_64-linux-gnu/cblas.h -o -e /usr/include/cblas.h -o -e /usr/include/aarch64-linux-gnu/cblas.h ]; then \
+		echo "installing OpenBLAS (libopenblas-dev)"; \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq libopenblas-dev; \
+	fi
+
+# Issue 16's epoch figures: P = 1, 2, 4 against plain PyTorch, variation-gap
+# against none, hidden 256 × 3 layers with its GEMM/SpMM/communication
+# shares, peak RSS against compulsory bytes (train and prepare).
+bench-epoch: build $(DATA)/test.txt
+	bash slurm/epoch-bench.sh $(DATA) results/bench/epoch "$(MPIRUN)"
+
+# Graphs from 100k/1M to 4M/40M nodes/edges, 10 epochs at P = 1 and 2.
+bench-scale: build
+	bash slurm/scale-bench.sh data/scale results/bench/scale "$(MPIRUN)"
+
+bench-kernels: build openblas
+	$(GO) build -tags openblas -o bin/sancus-openblas ./src/cmd/sancus
+	bin/sancus-openblas bench kernels --out results/bench/kernels.json | tee results/bench/kernels.txt
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./kernels | tee results/bench/kernels-go.txt
 
 bench-comm: build

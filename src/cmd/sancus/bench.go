@@ -62,13 +62,38 @@ type KernelBench struct {
 	// (here one 64-byte line) unless it is still cached.
 	SpMMGatherGBs float64 `json:"spmm_gathered_gb_s"`
 	// The same product after a reverse Cuthill–McKee renumbering.
-	SpMMRCMGBs     float64 `json:"spmm_rcm_gb_s"`
-	SpMMRCMOfTriad float64 `json:"spmm_rcm_fraction_of_triad"`
-	EpochRCMMs     float64 `json:"epoch_rcm_ms"`
-	GEMMGflops     float64 `json:"gemm_gflop_s"`
-	EpochMs        float64 `json:"epoch_ms"`
-	EpochPlainMs   float64 `json:"epoch_plain_ms"`
+	SpMMRCMGBs     float64   `json:"spmm_rcm_gb_s"`
+	SpMMRCMOfTriad float64   `json:"spmm_rcm_fraction_of_triad"`
+	EpochRCMMs     float64   `json:"epoch_rcm_ms"`
+	GEMMGflops     float64   `json:"gemm_gflop_s"`
+	EpochMs        float64   `json:"epoch_ms"`
+	EpochPlainMs   float64   `json:"epoch_plain_ms"`
+	GEMMTable      []GEMMRow `json:"gemm_table"`
+	SpMMTable      []SpMMRow `json:"spmm_table"`
 }
+
+// GEMMRow is one GNN GEMM shape, sancus's kernel next to OpenBLAS's sgemm
+// on the same matrices (0 when the binary was built without -tags openblas).
+type GEMMRow struct {
+	Shape      string  `json:"shape"`
+	Ms         float64 `json:"ms"`
+	GFlops     float64 `json:"gflop_s"`
+	OpenBLASMs float64 `json:"openblas_ms"`
+	OfOpenBLAS float64 `json:"fraction_of_openblas"` // OpenBLAS time / ours: ≥ 1 is faster
+	MaskedMs   float64 `json:"with_dropout_ms"`      // the same product with dropout drawn inside (the first layer's)
+}
+
+// SpMMRow is Â·H at one width against the triad.
+type SpMMRow struct {
+	Width     int     `json:"width"`
+	Ms        float64 `json:"ms"`
+	GBs       float64 `json:"gb_s_compulsory"`
+	OfTriad   float64 `json:"fraction_of_triad"`
+	GatherGBs float64 `json:"gb_s_gathered"` // counting every gathered row of H
+}
+
+// blasGEMM is OpenBLAS's sgemm in a binary built with -tags openblas.
+var blasGEMM func(c, a, b *matrix.Dense, transA bool) error
 
 func benchKernels(args []string) error {
 	fs := newFlags("bench kernels", "bench kernels [--data DIR] [--out FILE]")
@@ -154,6 +179,11 @@ func benchKernels(args []string) error {
 		return err
 	}
 
+	r.SpMMTable = spmmTable(ahat, r.TriadGBs, timed, be)
+	if r.GEMMTable, err = gemmTable(ds.N, timed, be); err != nil {
+		return err
+	}
+
 	for _, run := range []struct {
 		pre bool
 		ds  *graph.Dataset
@@ -175,10 +205,88 @@ func benchKernels(args []string) error {
 		r.SpMMGBs, r.SpMMMs, 100*r.SpMMOfTriad, r.SpMMGatherGBs)
 	fmt.Printf("SpMM after RCM    %8.2f GB/s compulsory bytes (%.0f%% of triad)\n", r.SpMMRCMGBs, 100*r.SpMMRCMOfTriad)
 	fmt.Printf("GEMM n×128·128×16 %7.2f GFLOP/s\n", r.GEMMGflops)
+	fmt.Printf("\nGEMM (%d rows; OpenBLAS sgemm on the same matrices and threads)\n%-22s %9s %9s %11s %9s %13s\n", ds.N, "shape", "ms", "GFLOP/s", "OpenBLAS ms", "of OpenBLAS", "+dropout ms")
+	for _, g := range r.GEMMTable {
+		fmt.Printf("%-22s %9.2f %9.1f %11.2f %9.0f%% %13.2f\n", g.Shape, g.Ms, g.GFlops, g.OpenBLASMs, 100*g.OfOpenBLAS, g.MaskedMs)
+	}
+	fmt.Printf("\nSpMM Â·H against the triad (%.1f GB/s)\n%6s %9s %14s %9s %14s\n", r.TriadGBs, "width", "ms", "GB/s compuls.", "of triad", "GB/s gathered")
+	for _, x := range r.SpMMTable {
+		fmt.Printf("%6d %9.2f %14.2f %8.0f%% %14.2f\n", x.Width, x.Ms, x.GBs, 100*x.OfTriad, x.GatherGBs)
+	}
+	fmt.Println()
 	fmt.Printf("epoch (ÂX precomputed) %8.2f ms\n", r.EpochMs)
 	fmt.Printf("epoch (plain Â(XW))    %8.2f ms\n", r.EpochPlainMs)
 	fmt.Printf("epoch (ÂX, RCM order)  %8.2f ms\n", r.EpochRCMMs)
 	return writeJSON(*out, r)
+}
+
+// spmmTable times Â·H at the widths a GNN uses. Compulsory bytes: Â once
+// (value and column index), its row pointer, H and the output once each.
+func spmmTable(ahat *matrix.CSR, triad float64, timed func(int, func()) time.Duration, be kernels.Backend) []SpMMRow {
+	var rows []SpMMRow
+	for _, w := range []int{16, 64, 128, 256} {
+		h, out := be.NewDense(ahat.Cols, w), be.NewDense(ahat.Rows, w)
+		for i := range h.Data {
+			h.Data[i] = float32(i%7) * 0.1
+		}
+		be.Upload(h)
+		d := timed(5, func() { be.SpMM(out, ahat, h, false) })
+		bytes := float64(ahat.NNZ())*8 + float64(ahat.Rows+1)*8 + float64(ahat.Cols*w+ahat.Rows*w)*4
+		gathered := float64(ahat.NNZ())*(8+4*float64(w)) + float64(ahat.Rows*w)*4
+		rows = append(rows, SpMMRow{Width: w, Ms: ms(d), GBs: bytes / d.Seconds() / 1e9, OfTriad: bytes / d.Seconds() / 1e9 / triad,
+			GatherGBs: gathered / d.Seconds() / 1e9})
+	}
+	return rows
+}
+
+// gemmTable times the GEMM shapes of a GNN over n rows at widths 16 to 256:
+// the first layer n×128·128×w and its weight gradient (n×128)ᵀ·(n×w), and a
+// hidden layer n×w·w×w, each next to OpenBLAS on the same matrices.
+func gemmTable(n int, timed func(int, func()) time.Duration, be kernels.Backend) ([]GEMMRow, error) {
+	fill := func(d *matrix.Dense) *matrix.Dense {
+		for i := range d.Data {
+			d.Data[i] = float32(i%13)*0.01 - 0.05
+		}
+		be.Upload(d)
+		return d
+	}
+	var rows []GEMMRow
+	for _, w := range []int{16, 64, 128, 256} {
+		x, h := fill(be.NewDense(n, 128)), fill(be.NewDense(n, w))
+		for _, sh := range []struct {
+			name    string
+			a, b, c *matrix.Dense
+			tn      bool
+		}{
+			{fmt.Sprintf("n×128 · 128×%d", w), x, fill(be.NewDense(128, w)), be.NewDense(n, w), false},
+			{fmt.Sprintf("(n×128)ᵀ · n×%d", w), x, h, be.NewDense(128, w), true},
+			{fmt.Sprintf("n×%d · %d×%d", w, w, w), h, fill(be.NewDense(w, w)), be.NewDense(n, w), false},
+		} {
+			mul := func(m matrix.Mask) {
+				if sh.tn {
+					kernels.GEMMTNDrop(sh.c, sh.a, sh.b, m)
+				} else {
+					kernels.GEMMDrop(sh.c, sh.a, sh.b, m, false)
+				}
+			}
+			flops := 2 * float64(sh.a.Rows) * float64(sh.a.Cols) * float64(sh.b.Cols)
+			d := timed(5, func() { mul(matrix.Mask{}) })
+			row := GEMMRow{Shape: sh.name, Ms: ms(d), GFlops: flops / d.Seconds() / 1e9}
+			if sh.a == x {
+				row.MaskedMs = ms(timed(5, func() { mul(matrix.Mask{P: 0.5, Seed: 1, Stream: 2}) }))
+			}
+			if blasGEMM != nil {
+				var berr error
+				row.OpenBLASMs = ms(timed(5, func() { berr = blasGEMM(sh.c, sh.a, sh.b, sh.tn) }))
+				if berr != nil {
+					return nil, berr
+				}
+				row.OfOpenBLAS = row.OpenBLASMs / row.Ms
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
 }
 
 // timedBackend is what the benchmark needs beyond kernels.Backend: the

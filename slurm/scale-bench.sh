@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Scaling in graph size: generated planted graphs of 100k/1M, 400k/4M,
+# 1.6M/16M and 4M/40M nodes/edges (128 features, 16 classes), 10 epochs of
+# the 2-layer GCN at P = 1 and P = 2 under mpirun: ms/epoch, ms per million
+# nonzeros of Â, peak RSS against the compulsory bytes, and prepare's peak
+# RSS against the shards it writes.
+#   usage: slurm/scale-bench.sh DATADIR OUTDIR "MPIRUN [flags]" [SIZES]
+# SIZES: nodes:edges pairs (default the four above). Writes OUTDIR/scale.tsv.
+set -euo pipefail
+datadir=$1 out=$2 mpirun=$3
+sizes=${4:-"100000:1000000 400000:4000000 1600000:16000000 4000000:40000000"}
+bin=${SANCUS:-bin/sancus}
+mkdir -p "$out" "$datadir"
+tsv=$out/scale.tsv
+echo -e "nodes\tedges\tnnz_ahat\tP\tms_per_epoch\tms_per_M_nnz\tpeak_rss_mb\tcompulsory_mb\trss_over_compulsory\tprepare_rss_mb\tshards_mb" >"$tsv"
+for size in $sizes; do
+	n=${size%:*} m=${size#*:}
+	data=$datadir/planted-$n
+	[ -e "$data/test.txt" ] || "$bin" gen --out "$data" --nodes "$n" --edges "$m" --features 128 --classes 16 --seed 1 >/dev/null
+	for np in 1 2; do
+		shards=$datadir/planted-$n-P$np
+		rm -rf "$shards"
+		/usr/bin/time -f "%M" -o "$out/prepare.rss" "$bin" prepare --data "$data" --parts "$np" --out "$shards" >/dev/null
+		$mpirun -np "$np" "$bin" train --shards "$shards" --epochs 10 --eval-every 0 --quiet \
+			--out "$out/run-$n-P$np.json" </dev/null >/dev/null
+		python3 - "$out/run-$n-P$np.json" "$n" "$m" "$np" "$(cat "$out/prepare.rss")" "$(du -sk "$shards" | cut -f1)" >>"$tsv" <<'PY'
+import json, sys
+path, n, m, np_, prss, disk = sys.argv[1:]
+r = json.load(open(path))["result"]
+nnz = 2 * int(m) + int(n)  # symmetric edges and self loops (duplicates merged by gen are few)
+rss = max(x["peak_rss_mb"] for x in r["per_rank"])
+comp = max(x["compulsory_mb"] for x in r["per_rank"])
+ms = r["mean_epoch_ms"]
+print("%s\t%s\t%d\t%s\t%.1f\t%.2f\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f" % (n, m, nnz, np_, ms, ms / (nnz / 1e6), rss, comp, rss / comp, int(prss) / 1024, int(disk) / 1024))
+PY
+		rm -rf "$shards"
+	done
+	tail -2 "$tsv"
+done
+cat "$tsv"
