@@ -3,7 +3,9 @@
 #   make run     install what is missing, generate a graph, shard it, train on 4 MPI ranks
 #   make test    install what is missing, vet, run every test (also under mpirun -np 1, 2, 4
 #                and as Slurm batch jobs on a local single-node cluster)
-#   make bench   kernel, communication and SANCUS benchmarks into results/bench/
+#   make bench   kernel (GEMM against OpenBLAS, SpMM against the triad), epoch (against
+#                PyTorch), communication and SANCUS benchmarks into results/bench/
+#   make bench-scale  generated graphs from 100k/1M to 4M/40M nodes/edges at P = 1, 2
 
 SHELL   := /bin/bash
 GO      ?= go

@@ -21,16 +21,23 @@ done
 train() { # name np args...
 	local name=$1 np=$2
 	shift 2
-	$mpirun -np "$np" "$bin" train --shards "$tmp/P$np" --epochs "$epochs" --eval-every 0 --quiet --profile-kernels \
+	# One rank runs as a plain process: mpirun -np 1 would bind it to one
+	# core, leaving its second kernel thread nowhere to run.
+	local launch="$mpirun -np $np"
+	[ "$np" = 1 ] && launch=
+	$launch "$bin" train --shards "$tmp/P$np" --epochs "$epochs" --eval-every 0 --quiet --profile-kernels \
 		--out "$out/run-$name-P$np.json" "$@" </dev/null >/dev/null
 }
 for np in 1 2 4; do train gcn16 "$np"; done
 train gcn16-vargap 2 --staleness variation-gap --eps 0.03
 for np in 1 2; do train gcn256x3 "$np" --hidden 256 --layers 3; done
 torch=none
-if python3 -c 'import torch' 2>/dev/null; then
-	torch=$(python3 slurm/torch_gnn.py "$data" --seeds 1 --epochs 10 --train-only | sed -n 's/.*, \([0-9.]*\) ms\/epoch.*/\1/p')
-fi
+for py in python3 /usr/bin/python3; do # the first with PyTorch (pyenv's may lack it)
+	if $py -c 'import torch' 2>/dev/null; then
+		torch=$($py slurm/torch_gnn.py "$data" --seeds 1 --epochs 10 --train-only | sed -n 's/.*, \([0-9.]*\) ms\/epoch.*/\1/p')
+		break
+	fi
+done
 python3 - "$out" "$torch" <<'PY'
 import glob, json, os, sys
 out, torch = sys.argv[1], sys.argv[2]

@@ -21,7 +21,9 @@ for size in $sizes; do
 		shards=$datadir/planted-$n-P$np
 		rm -rf "$shards"
 		/usr/bin/time -f "%M" -o "$out/prepare.rss" "$bin" prepare --data "$data" --parts "$np" --out "$shards" >/dev/null
-		$mpirun -np "$np" "$bin" train --shards "$shards" --epochs 10 --eval-every 0 --quiet \
+		launch="$mpirun -np $np"
+		[ "$np" = 1 ] && launch= # mpirun -np 1 would bind the rank to one core
+		$launch "$bin" train --shards "$shards" --epochs 10 --eval-every 0 --quiet \
 			--out "$out/run-$n-P$np.json" </dev/null >/dev/null
 		python3 - "$out/run-$n-P$np.json" "$n" "$m" "$np" "$(cat "$out/prepare.rss")" "$(du -sk "$shards" | cut -f1)" >>"$tsv" <<'PY'
 import json, sys
