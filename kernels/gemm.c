@@ -84,22 +84,23 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
 
 // panel computes rows [0, m) of C (m×n, ldc n) from a, whose row i / count
 // t element is a[i·ai + t·as], and b's rows (t·n): full tiles of MR rows,
-// then one row at a time.
+// then tiles of 4, 2 and 1 (a weight gradient's m is A's width, often
+// not a multiple of MR, and a one-row tile runs at an eighth of the rate).
+#define PANEL_ROWS(R, SUFFIX)                                                  \
+  for (; i + R <= m; i += R) {                                                 \
+    for (int64_t j = 0; j < nv; j += VW)                                       \
+      tile##R##_##SUFFIX(a + i * ai, ai, as, b + j, n, cnt, c + i * n + j, n, acc); \
+    if (nv < n) edge(a + i * ai, ai, as, b + nv, n, cnt, c + i * n + nv, n, R, n - nv, acc); \
+  }
 #define PANEL(MR, SUFFIX, ATTR)                                                \
   ATTR static void panel_##SUFFIX(const float *a, int64_t ai, int64_t as, const float *b, \
                                   int64_t cnt, float *c, int64_t m, int64_t n, int acc) { \
     const int64_t nv = n / VW * VW;                                            \
     int64_t i = 0;                                                             \
-    for (; i + MR <= m; i += MR) {                                             \
-      for (int64_t j = 0; j < nv; j += VW)                                     \
-        tile##MR##_##SUFFIX(a + i * ai, ai, as, b + j, n, cnt, c + i * n + j, n, acc); \
-      if (nv < n) edge(a + i * ai, ai, as, b + nv, n, cnt, c + i * n + nv, n, MR, n - nv, acc); \
-    }                                                                          \
-    for (; i < m; i++) {                                                       \
-      for (int64_t j = 0; j < nv; j += VW)                                     \
-        tile1_##SUFFIX(a + i * ai, ai, as, b + j, n, cnt, c + i * n + j, n, acc); \
-      if (nv < n) edge(a + i * ai, ai, as, b + nv, n, cnt, c + i * n + nv, n, 1, n - nv, acc); \
-    }                                                                          \
+    PANEL_ROWS(MR, SUFFIX)                                                     \
+    PANEL_ROWS(4, SUFFIX)                                                      \
+    PANEL_ROWS(2, SUFFIX)                                                      \
+    PANEL_ROWS(1, SUFFIX)                                                      \
   }
 
 // drop_rows writes rows [r0, r1) of A (k columns) with the mask applied to
@@ -179,6 +180,8 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
 
 #define DEFINE_GEMM(SUFFIX, ATTR, MR)                                          \
   TILE(1, SUFFIX, ATTR)                                                        \
+  TILE(2, SUFFIX, ATTR)                                                        \
+  TILE(4, SUFFIX, ATTR)                                                        \
   TILE(MR, SUFFIX, ATTR)                                                       \
   PANEL(MR, SUFFIX, ATTR)                                                      \
   DROP_ROWS(SUFFIX, ATTR)                                                      \
@@ -187,7 +190,7 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
 
 // MR·NVEC accumulators cover the FMA latency and leave registers for b
 // (16 xmm or ymm, 32 zmm).
-DEFINE_GEMM(base, , 2)
+DEFINE_GEMM(base, , 3)
 #if defined(__x86_64__) && defined(__GNUC__)
 DEFINE_GEMM(avx2, __attribute__((target("avx2,fma"))), 6)
 DEFINE_GEMM(avx512, __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma,prefer-vector-width=512"))), 12)

@@ -27,12 +27,10 @@ type Operand struct {
 	trGen  int // gen that tr's values were refreshed at (-1: never)
 }
 
-// DenseThreshold is the density above which NewOperand expands a CSR.
-const DenseThreshold = 0.25
-
-// NewOperand wraps a matrix.CSR, expanding it when its density exceeds DenseThreshold.
+// NewOperand wraps a matrix.CSR, expanding it when its density exceeds
+// matrix.DenseThreshold.
 func NewOperand(a *matrix.CSR) *Operand {
-	if a.Rows > 0 && a.Cols > 0 && float64(a.NNZ()) > DenseThreshold*float64(a.Rows)*float64(a.Cols) {
+	if a.DenseEnough() {
 		return NewDenseOperand(a.ToDense())
 	}
 	return &Operand{sparse: a, cur: a}
@@ -144,4 +142,17 @@ func (o *Operand) buildTranspose() {
 			next[c]++
 		}
 	}
+}
+
+// SelectRows is the operand's listed rows, stored as the operand is.
+func (o *Operand) SelectRows(rows []int32) *Operand {
+	if o.sparse != nil {
+		sp := o.sparse.SelectRows(rows)
+		return &Operand{sparse: sp, cur: sp}
+	}
+	d := matrix.NewDense(len(rows), o.dense.Cols)
+	for i, r := range rows {
+		copy(d.Row(i), o.dense.Row(int(r)))
+	}
+	return NewDenseOperand(d)
 }

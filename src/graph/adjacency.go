@@ -108,7 +108,9 @@ func SpGEMM(a, b *matrix.CSR) (*matrix.CSR, error) {
 	acc := make([]float32, b.Cols)
 	mark := make([]bool, b.Cols)
 	var cols []int32
-	for r := 0; r < a.Rows; r++ {
+	// each returns row r's distinct columns (unsorted), with its products
+	// summed into acc when values is set; mark is left set on them.
+	each := func(r int, values bool) []int32 {
 		cols = cols[:0]
 		for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
 			k, av := a.ColIdx[p], a.Val[p]
@@ -118,17 +120,33 @@ func SpGEMM(a, b *matrix.CSR) (*matrix.CSR, error) {
 					mark[c] = true
 					cols = append(cols, c)
 				}
-				acc[c] += av * b.Val[q]
+				if values {
+					acc[c] += av * b.Val[q]
+				}
 			}
 		}
-		slices.Sort(cols)
-		for _, c := range cols {
-			out.ColIdx = append(out.ColIdx, c)
-			out.Val = append(out.Val, acc[c])
-			acc[c] = 0
+		return cols
+	}
+	// A symbolic pass counts each row's entries first, so the output is
+	// allocated once at its exact size: appending would leave up to a
+	// whole copy of it as garbage, the peak of prepare's memory.
+	for r := 0; r < a.Rows; r++ {
+		row := each(r, false)
+		for _, c := range row {
 			mark[c] = false
 		}
-		out.RowPtr[r+1] = int64(len(out.ColIdx))
+		out.RowPtr[r+1] = out.RowPtr[r] + int64(len(row))
+	}
+	nnz := out.RowPtr[a.Rows]
+	out.ColIdx, out.Val = make([]int32, nnz), make([]float32, nnz)
+	for r := 0; r < a.Rows; r++ {
+		row := each(r, true)
+		slices.Sort(row)
+		at := out.RowPtr[r]
+		for i, c := range row {
+			out.ColIdx[at+int64(i)], out.Val[at+int64(i)] = c, acc[c]
+			acc[c], mark[c] = 0, false
+		}
 	}
 	return out, nil
 }

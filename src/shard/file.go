@@ -2,9 +2,11 @@ package shard
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"math"
@@ -23,14 +25,17 @@ import (
 // version.
 //
 // body: rank, parts, n, classes, featdim, globalTrain (u64 each), offsets
-// (parts+1 × u64), P column blocks, features, AX (flag + CSR), labels, train,
+// (parts+1 × u64), P column blocks, features, AX (flag 0: none, 1: CSR, 2:
+// dense rows, cols and values, since format 6, when denser than
+// matrix.DenseThreshold: half the bytes, read straight into the matrix
+// the engine multiplies), labels, train,
 // val, test, original node ids (length-prefixed i32 arrays; no ids = the
 // original order), multi-label targets (flag + CSR, since format 4),
 // cluster count and each row's cluster (since format 5). A CSR
 // is rows, cols, nnz, then rowptr (i64), colidx (i32), values (f32).
 const (
 	magic   = "SANCUSSH"
-	Version = 5
+	Version = 6
 )
 
 // FileName is the name of rank r's shard out of parts.
@@ -80,6 +85,17 @@ func (e *enc) csr(a *matrix.CSR) {
 	e.f32s(a.Val)
 }
 
+// dense writes rows × cols values, row r filled by fill.
+func (e *enc) dense(rows, cols int, fill func(r int, row []float32)) {
+	e.u64(uint64(rows))
+	e.u64(uint64(cols))
+	row := make([]float32, cols)
+	for r := range rows {
+		fill(r, row)
+		e.f32s(row)
+	}
+}
+
 func (s *Shard) encode(w io.Writer) (int64, error) {
 	e := &enc{w: bufio.NewWriterSize(w, 1<<20)}
 	for _, v := range []int{s.Rank, s.Parts, s.N, s.Classes, s.FeatDim, s.GlobalTrain} {
@@ -92,10 +108,22 @@ func (s *Shard) encode(w io.Writer) (int64, error) {
 		e.csr(b)
 	}
 	e.csr(s.Features)
-	if s.AX != nil {
+	switch {
+	case s.AXDense != nil:
+		e.u64(2)
+		e.dense(s.AXDense.Rows, s.AXDense.Cols, func(r int, row []float32) { copy(row, s.AXDense.Row(r)) })
+	case s.AX != nil && s.AX.DenseEnough():
+		e.u64(2)
+		e.dense(s.AX.Rows, s.AX.Cols, func(r int, row []float32) {
+			clear(row)
+			for p := s.AX.RowPtr[r]; p < s.AX.RowPtr[r+1]; p++ {
+				row[s.AX.ColIdx[p]] = s.AX.Val[p]
+			}
+		})
+	case s.AX != nil:
 		e.u64(1)
 		e.csr(s.AX)
-	} else {
+	default:
 		e.u64(0)
 	}
 	e.i32s(s.Labels)
@@ -147,61 +175,92 @@ func (s *Shard) Write(dir string) error {
 	})
 }
 
+// dec decodes a body as it streams from the file, straight into the
+// arrays the shard keeps: the file is never held in memory beside them.
+// Every byte read goes through the checksums.
 type dec struct {
-	b   []byte
-	off int
-	err error
+	r         io.Reader
+	left      int64 // body bytes not read yet
+	err       error
+	buf       []byte
+	all, body hash.Hash32 // CRC-32C of header + body, and of the body alone (format 2)
 }
 
 var errShort = errors.New("truncated body")
 
-func (d *dec) u64() uint64 {
-	if d.err != nil || d.off+8 > len(d.b) {
-		d.err = errShort
-		return 0
+// read fills the next k bytes of the body into d.buf.
+func (d *dec) read(k int) []byte {
+	if d.err != nil {
+		return nil
 	}
-	v := binary.LittleEndian.Uint64(d.b[d.off:])
-	d.off += 8
-	return v
+	if int64(k) > d.left {
+		d.err = errShort
+		return nil
+	}
+	if cap(d.buf) < k {
+		d.buf = make([]byte, max(k, 1<<16))
+	}
+	b := d.buf[:k]
+	if _, err := io.ReadFull(d.r, b); err != nil {
+		d.err = err
+		return nil
+	}
+	d.left -= int64(k)
+	d.all.Write(b)
+	d.body.Write(b)
+	return b
+}
+
+func (d *dec) u64() uint64 {
+	if b := d.read(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
+	}
+	return 0
 }
 
 // count reads a length and checks it against what is left, so a corrupt
 // length cannot make us allocate terabytes.
 func (d *dec) count(elem int) int {
 	v := d.u64()
-	if d.err == nil && v > uint64(len(d.b)-d.off)/uint64(elem) {
+	if d.err == nil && v > uint64(d.left)/uint64(elem) {
 		d.err = fmt.Errorf("length %d exceeds the file", v)
 		return 0
 	}
 	return int(v)
 }
 
+// words decodes n 32-bit words, 64 KiB at a time, through put.
+func (d *dec) words(n int, put func(i int, w uint32)) {
+	for i := 0; i < n && d.err == nil; {
+		k := min(n-i, 1<<14)
+		b := d.read(4 * k)
+		for j := 0; j < k && b != nil; j++ {
+			put(i+j, binary.LittleEndian.Uint32(b[4*j:]))
+		}
+		i += k
+	}
+}
+
 func (d *dec) i32s(n int) []int32 {
-	if n == 0 {
+	if n == 0 || d.err != nil {
 		return nil
 	}
-	if d.err != nil || d.off+4*n > len(d.b) {
+	if int64(n)*4 > d.left {
 		d.err = errShort
 		return nil
 	}
 	out := make([]int32, n)
-	for i := range out {
-		out[i] = int32(binary.LittleEndian.Uint32(d.b[d.off+4*i:]))
-	}
-	d.off += 4 * n
+	d.words(n, func(i int, w uint32) { out[i] = int32(w) })
 	return out
 }
 
 func (d *dec) f32s(n int) []float32 {
-	if d.err != nil || d.off+4*n > len(d.b) {
-		d.err = errShort
+	if d.err != nil || int64(n)*4 > d.left {
+		d.err = cmp.Or(d.err, errShort)
 		return nil
 	}
 	out := make([]float32, n)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(d.b[d.off+4*i:]))
-	}
-	d.off += 4 * n
+	d.words(n, func(i int, w uint32) { out[i] = math.Float32frombits(w) })
 	return out
 }
 
@@ -226,31 +285,59 @@ func (d *dec) csr() *matrix.CSR {
 }
 
 // Read loads dir/FileName(rank, parts) and checks magic, version, checksum,
-// and that it really is rank's shard of a parts-way split.
+// and that it really is rank's shard of a parts-way split. The body is
+// decoded as it is read; a checksum mismatch found at the end discards
+// what was decoded.
 func Read(dir string, rank, parts int) (*Shard, error) {
 	path := filepath.Join(dir, FileName(rank, parts))
-	raw, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, missing(dir, path, parts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("shard %s: %w", path, err)
 	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("shard %s: %w", path, err)
+	}
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("shard %s: %s", path, fmt.Sprintf(format, args...))
 	}
-	if len(raw) < 24 || string(raw[:8]) != magic {
+	r := bufio.NewReaderSize(f, 1<<20)
+	var hdr [20]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil || string(hdr[:8]) != magic {
 		return nil, bad("not a sancus shard (bad magic)")
 	}
-	n := binary.LittleEndian.Uint64(raw[12:])
-	if uint64(len(raw)-24) != n {
-		return nil, bad("%d bytes, header promises %d (truncated, or a corrupt header)", len(raw), n+24)
+	n := binary.LittleEndian.Uint64(hdr[12:])
+	if size := st.Size(); size < 24 || uint64(size-24) != n {
+		return nil, bad("%d bytes, header promises %d (truncated, or a corrupt header)", size, n+24)
 	}
-	body, stored := raw[20:20+n], binary.LittleEndian.Uint32(raw[20+n:])
 	table := crc32.MakeTable(crc32.Castagnoli)
-	v := binary.LittleEndian.Uint32(raw[8:])
-	if got := crc32.Checksum(raw[:20+n], table); got != stored {
-		if v == 2 && crc32.Checksum(body, table) == stored {
+	d := &dec{r: r, left: int64(n), all: crc32.New(table), body: crc32.New(table)}
+	d.all.Write(hdr[:])
+	v := binary.LittleEndian.Uint32(hdr[8:])
+	var s *Shard
+	if v == Version {
+		s = d.shard()
+	}
+	// Whatever was decoded, the checksum over every byte decides first.
+	decodeErr := d.err
+	d.err = nil
+	for d.err == nil && d.left > 0 {
+		d.read(int(min(d.left, 1<<20)))
+	}
+	if d.err != nil {
+		return nil, bad("reading: %v", d.err)
+	}
+	var sum [4]byte
+	if _, err := io.ReadFull(r, sum[:]); err != nil {
+		return nil, bad("reading the checksum: %v", err)
+	}
+	stored := binary.LittleEndian.Uint32(sum[:])
+	if got := d.all.Sum32(); got != stored {
+		if v == 2 && d.body.Sum32() == stored {
 			return nil, bad("format version 2, written by an older sancus: run sancus prepare again")
 		}
 		return nil, bad("checksum mismatch (stored %08x, computed %08x): the file is corrupt", stored, got)
@@ -261,15 +348,26 @@ func Read(dir string, rank, parts int) (*Shard, error) {
 		}
 		return nil, bad("format version %d, this sancus reads %d", v, Version)
 	}
-	d := &dec{b: body}
+	if decodeErr != nil {
+		return nil, bad("%v", decodeErr)
+	}
+	if s.Parts != parts || s.Rank != rank {
+		return nil, bad("holds rank %d of %d, wanted rank %d of %d", s.Rank, s.Parts, rank, parts)
+	}
+	if err := s.check(); err != nil {
+		return nil, bad("%v", err)
+	}
+	return s, nil
+}
+
+// shard decodes a body of the current version.
+func (d *dec) shard() *Shard {
 	s := &Shard{}
 	s.Rank, s.Parts, s.N = int(d.u64()), int(d.u64()), int(d.u64())
 	s.Classes, s.FeatDim, s.GlobalTrain = int(d.u64()), int(d.u64()), int(d.u64())
-	if d.err == nil && (s.Parts != parts || s.Rank != rank) {
-		return nil, bad("holds rank %d of %d, wanted rank %d of %d", s.Rank, s.Parts, rank, parts)
-	}
-	if d.err == nil && s.Parts > 1<<20 {
-		return nil, bad("implausible part count %d", s.Parts)
+	if d.err == nil && (s.Parts < 0 || s.Parts > 1<<20) {
+		d.err = fmt.Errorf("implausible part count %d", s.Parts)
+		return s
 	}
 	s.Offsets = make([]int64, s.Parts+1)
 	for i := range s.Offsets {
@@ -280,8 +378,17 @@ func Read(dir string, rank, parts int) (*Shard, error) {
 		s.Blocks[j] = d.csr()
 	}
 	s.Features = d.csr()
-	if d.u64() == 1 {
+	switch d.u64() {
+	case 1:
 		s.AX = d.csr()
+	case 2:
+		rows, cols := d.count(1), d.count(1)
+		if d.err == nil && cols > 0 && rows > int(d.left/4)/cols {
+			d.err = fmt.Errorf("dense ÂX of %d×%d exceeds the file", rows, cols)
+		}
+		if d.err == nil {
+			s.AXDense = &matrix.Dense{Rows: rows, Cols: cols, Data: d.f32s(rows * cols)}
+		}
 	}
 	s.Labels = d.i32s(d.count(4))
 	s.Train = d.i32s(d.count(4))
@@ -295,13 +402,7 @@ func Read(dir string, rank, parts int) (*Shard, error) {
 	if s.Clusters = d.i32s(d.count(4)); len(s.Clusters) == 0 {
 		s.Clusters = nil
 	}
-	if d.err != nil {
-		return nil, bad("%v", d.err)
-	}
-	if err := s.check(); err != nil {
-		return nil, bad("%v", err)
-	}
-	return s, nil
+	return s
 }
 
 // missing explains a shard file that is not there: a file deleted from a
@@ -333,6 +434,9 @@ func (s *Shard) check() error {
 	}
 	if s.AX != nil && (s.AX.Rows != rows || s.AX.Cols != s.FeatDim) {
 		return fmt.Errorf("ÂX is %dx%d, want %dx%d", s.AX.Rows, s.AX.Cols, rows, s.FeatDim)
+	}
+	if d := s.AXDense; d != nil && (d.Rows != rows || d.Cols != s.FeatDim) {
+		return fmt.Errorf("ÂX is %dx%d, want %dx%d", d.Rows, d.Cols, rows, s.FeatDim)
 	}
 	if len(s.Labels) != rows {
 		return fmt.Errorf("%d labels for %d rows", len(s.Labels), rows)

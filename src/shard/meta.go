@@ -35,6 +35,7 @@ type Meta struct {
 	Partition         partition.Metrics `json:"partition"`
 	PartitionS        float64           `json:"partition_seconds"`
 	PeakRSSMB         float64           `json:"peak_rss_mb"`
+	CompulsoryMB      float64           `json:"compulsory_mb"` // the largest part's Â and ÂX rows and the features, held at once
 	Created           time.Time         `json:"created"`
 }
 

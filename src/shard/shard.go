@@ -24,7 +24,8 @@ type Shard struct {
 
 	Blocks      []*matrix.CSR // Blocks[j] = Â_ij, rows × rows of rank j, local column ids
 	Features    *matrix.CSR   // X_i
-	AX          *matrix.CSR   // (ÂX)_i, precomputed once; nil if not prepared
+	AX          *matrix.CSR   // (ÂX)_i, precomputed once; nil if not prepared (or if read dense)
+	AXDense     *matrix.Dense // (ÂX)_i as a shard file stores it when dense enough (then AX is nil)
 	Labels      []int32       // local rows; -1 unlabeled
 	Multi       *matrix.CSR   // multi-label targets of the local rows (nil: single-label)
 	NodeIDs     []int32       // original node id of each local row (nil: rows are in the original order)
@@ -34,6 +35,9 @@ type Shard struct {
 	Val         []int32
 	Test        []int32
 }
+
+// HasAX reports whether the shard holds the precomputed ÂX.
+func (s *Shard) HasAX() bool { return s.AX != nil || s.AXDense != nil }
 
 // Rows is the number of rows this rank owns.
 func (s *Shard) Rows() int { return int(s.Offsets[s.Rank+1] - s.Offsets[s.Rank]) }
@@ -137,21 +141,35 @@ func columnBlocks(a *matrix.CSR, off []int64) []*matrix.CSR {
 	for j := range blocks {
 		blocks[j] = &matrix.CSR{Rows: a.Rows, Cols: int(off[j+1] - off[j]), RowPtr: make([]int64, a.Rows+1)}
 	}
-	for r := 0; r < a.Rows; r++ {
-		j := 0
-		for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
-			c := int64(a.ColIdx[p])
-			for c >= off[j+1] {
-				j++
+	// Counted first, so every block is allocated once at its size.
+	each := func(f func(r, j int, c int32, v float32)) {
+		for r := 0; r < a.Rows; r++ {
+			j := 0
+			for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
+				c := int64(a.ColIdx[p])
+				for c >= off[j+1] {
+					j++
+				}
+				f(r, j, int32(c-off[j]), a.Val[p])
 			}
-			b := blocks[j]
-			b.ColIdx = append(b.ColIdx, int32(c-off[j]))
-			b.Val = append(b.Val, a.Val[p])
-		}
-		for _, b := range blocks {
-			b.RowPtr[r+1] = int64(len(b.ColIdx))
 		}
 	}
+	each(func(r, j int, _ int32, _ float32) { blocks[j].RowPtr[r+1]++ })
+	for _, b := range blocks {
+		for r := 0; r < a.Rows; r++ {
+			b.RowPtr[r+1] += b.RowPtr[r]
+		}
+		b.ColIdx, b.Val = make([]int32, b.RowPtr[a.Rows]), make([]float32, b.RowPtr[a.Rows])
+	}
+	next := make([][]int64, parts)
+	for j, b := range blocks {
+		next[j] = append([]int64(nil), b.RowPtr[:a.Rows]...)
+	}
+	each(func(r, j int, c int32, v float32) {
+		k := next[j][r]
+		blocks[j].ColIdx[k], blocks[j].Val[k] = c, v
+		next[j][r]++
+	})
 	return blocks
 }
 
@@ -165,6 +183,21 @@ type Prepared struct {
 	IDs     []int32 // IDs[new] = original node id (nil: original order)
 	nnz     int64   // nonzeros of Â (streaming preparation, where AHat is not kept)
 	opt     Options
+	// compulsory is what streaming preparation must hold at once: the
+	// largest part's rows of Â and ÂX, and the features.
+	compulsory int64
+}
+
+// CompulsoryMB is the memory streaming preparation must hold at once (0
+// for an in-memory Prepare).
+func (p *Prepared) CompulsoryMB() float64 { return float64(p.compulsory) / (1 << 20) }
+
+// csrBytes is the memory a CSR takes.
+func csrBytes(a *matrix.CSR) int64 {
+	if a == nil {
+		return 0
+	}
+	return 8*int64(len(a.RowPtr)) + 4*int64(len(a.ColIdx)) + 4*int64(len(a.Val))
 }
 
 // NNZ is the number of nonzeros of Â.

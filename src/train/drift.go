@@ -1,9 +1,6 @@
 package train
 
 import (
-	"fmt"
-
-	"sancus/kernels"
 	"sancus/kernels/matrix"
 )
 
@@ -25,16 +22,6 @@ const (
 	driftSampleMin   = 4096
 	driftSampleEvery = 16
 )
-
-// setupDriftSample picks the sample rows and the input operand's rows at them.
-func (e *Engine) setupDriftSample(src *matrix.CSR) error {
-	e.sample = driftSampleRows(e.rows)
-	var err error
-	if e.sampleIn, err = e.be.Input(kernels.NewOperand(src.SelectRows(e.sample))); err != nil {
-		return fmt.Errorf("rank %d: drift sample on %s: %w", e.rank, e.be.Name(), err)
-	}
-	return nil
-}
 
 // driftSampleRows is the sample of n rows: every k-th.
 func driftSampleRows(n int) []int32 {

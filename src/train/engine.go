@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"runtime/debug"
 	"time"
 
 	"sancus/collectives"
@@ -36,6 +37,7 @@ type Engine struct {
 	shadow bool             // the policy measures drift: keep noise-free shadows
 	// sample and sampleIn: the rows variation-gap measures drift on, and
 	// the input operand at them (drift.go).
+	axBytes      int64 // ÂX as the engine holds it, when the shard gave it as a CSR (dropped if expanded)
 	sample       []int32
 	sampleIn     kernels.Input
 	sampleBlocks map[*matrix.CSR]*matrix.CSR // Â's blocks at the sample rows, by block
@@ -164,19 +166,35 @@ func (e *Engine) setup() error {
 
 // openInput makes layer 1's operand, ÂX or X, usable on the backend.
 func (e *Engine) openInput() error {
-	src := e.s.Features
-	if e.cfg.Precompute && e.readsAX() {
-		if e.s.AX == nil {
-			return fmt.Errorf("shard %d has no precomputed ÂX: prepare it with --precompute or train with --precompute=false", e.s.Rank)
-		}
-		src = e.s.AX
+	var op *kernels.Operand
+	switch {
+	case !e.cfg.Precompute || !e.readsAX():
+		op = kernels.NewOperand(e.s.Features)
+	case e.s.AXDense != nil:
+		op = kernels.NewDenseOperand(e.s.AXDense)
+	case e.s.AX != nil:
+		op = kernels.NewOperand(e.s.AX)
+		e.axBytes = op.Bytes()
+	default:
+		return fmt.Errorf("shard %d has no precomputed ÂX: prepare it with --precompute or train with --precompute=false", e.s.Rank)
 	}
 	var err error
-	if e.input, err = e.be.Input(kernels.NewOperand(src)); err != nil {
+	if e.input, err = e.be.Input(op); err != nil {
 		return fmt.Errorf("rank %d: input on %s: %w", e.rank, e.be.Name(), err)
 	}
 	if e.shadow {
-		return e.setupDriftSample(src)
+		e.sample = driftSampleRows(e.rows)
+		if e.sampleIn, err = e.be.Input(op.SelectRows(e.sample)); err != nil {
+			return fmt.Errorf("rank %d: drift sample on %s: %w", e.rank, e.be.Name(), err)
+		}
+	}
+	if e.s.AX != nil && e.axBytes > 0 && !op.IsSparse() {
+		// ÂX expanded to dense (half the bytes of its CSR at this density)
+		// is all that is read from now on: the engine lets the CSR go (the
+		// caller's shard keeps it, if the caller keeps the shard).
+		sh := *e.s
+		sh.AX, e.s = nil, &sh
+		debug.FreeOSMemory()
 	}
 	return nil
 }

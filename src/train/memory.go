@@ -1,8 +1,8 @@
 package train
 
 // What a rank must hold, to set next to its peak resident memory: the
-// shard's data, every layer's buffers, the block caches and the model with
-// its optimizer state. Working copies beyond these (a dropout mask's
+// shard's data (ÂX as the engine keeps it: dense when dense), every layer's
+// buffers, the block caches and the model with its optimizer state. Working copies beyond these (a dropout mask's
 // copy of the input, a dense expansion of a sparse input, Aᵀ for the
 // weight gradient, transport buffers) are what the peak adds.
 
@@ -22,7 +22,10 @@ func csrBytes(a *matrix.CSR) int64 {
 // compulsoryBytes is this rank's compulsory memory.
 func (e *Engine) compulsoryBytes() int64 {
 	s := e.s
-	n := csrBytes(s.Features) + csrBytes(s.AX) + csrBytes(s.Multi)
+	n := csrBytes(s.Features) + e.axBytes + csrBytes(s.Multi)
+	if s.AXDense != nil {
+		n += 4 * int64(len(s.AXDense.Data))
+	}
 	for _, b := range s.Blocks {
 		n += csrBytes(b)
 	}

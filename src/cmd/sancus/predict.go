@@ -182,7 +182,7 @@ func predictRank(pf predictFlags, spec model.Spec, m *model.GCN, c collectives.C
 	}
 	s.Classes = spec.Classes // data may lack a class the model knows
 	cfg := train.Defaults()
-	cfg.Model, cfg.Layers, cfg.Precompute, cfg.Epochs, cfg.LocalRank = spec.Model, spec.Layers, s.AX != nil, 1, -1
+	cfg.Model, cfg.Layers, cfg.Precompute, cfg.Epochs, cfg.LocalRank = spec.Model, spec.Layers, s.HasAX(), 1, -1
 	cfg.Residual = spec.Residual
 	if spec.Layers > 1 {
 		cfg.Hidden = spec.Dims[1]
