@@ -11,12 +11,12 @@ set -euo pipefail
 data=$1 out=$2 mpirun=$3 epochs=${4:-50}
 bin=${SANCUS:-bin/sancus}
 mkdir -p "$out"
-rm -f "$out"/run-*.json "$out"/prepare-*.txt
+rm -f "$out"/run-*.json "$out"/prepare-*
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for np in 1 2 4; do
-	/usr/bin/time -f "%M" -o "$out/prepare-P$np.txt" "$bin" prepare --data "$data" --parts "$np" --out "$tmp/P$np" >/dev/null
-	du -sk "$tmp/P$np" | cut -f1 >>"$out/prepare-P$np.txt"
+	"$bin" prepare --data "$data" --parts "$np" --out "$tmp/P$np" >/dev/null
+	cp "$tmp/P$np/meta.json" "$out/prepare-P$np.json" # its peak RSS and what it must hold
 done
 train() { # name np args...
 	local name=$1 np=$2
@@ -61,8 +61,8 @@ with open(os.path.join(out, "epoch.tsv"), "w") as f:
     for n, x in rows.items():
         f.write("%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.0f\t%.0f\t%.2f\n" % (n, x["ms"], x["gemm"], x["spmm"], x["comm"], x["mb"], x["rss"], x["comp"], x["rss"] / x["comp"]))
     for np in (1, 2, 4):
-        rss_kb, disk_kb = [int(v) for v in open(os.path.join(out, "prepare-P%d.txt" % np)).read().split()[-2:]]
-        f.write("prepare-P%d\t\t\t\t\t\t%.0f\t%.0f\t%.2f\n" % (np, rss_kb / 1024, disk_kb / 1024, rss_kb / disk_kb))
+        m = json.load(open(os.path.join(out, "prepare-P%d.json" % np)))
+        f.write("prepare-P%d\t\t\t\t\t\t%.0f\t%.0f\t%.2f\n" % (np, m["peak_rss_mb"], m["compulsory_mb"], m["peak_rss_mb"] / m["compulsory_mb"]))
 lines = [open(os.path.join(out, "epoch.tsv")).read()]
 g1, g2 = rows.get("gcn16-P1"), rows.get("gcn16-P2")
 if g1 and torch != "none":

@@ -12,7 +12,7 @@ sizes=${4:-"100000:1000000 400000:4000000 1600000:16000000 4000000:40000000"}
 bin=${SANCUS:-bin/sancus}
 mkdir -p "$out" "$datadir"
 tsv=$out/scale.tsv
-echo -e "nodes\tedges\tnnz_ahat\tP\tms_per_epoch\tms_per_M_nnz\tpeak_rss_mb\tcompulsory_mb\trss_over_compulsory\tprepare_rss_mb\tshards_mb" >"$tsv"
+echo -e "nodes\tedges\tnnz_ahat\tP\tms_per_epoch\tms_per_M_nnz\tpeak_rss_mb\tcompulsory_mb\trss_over_compulsory\tprepare_rss_mb\tprepare_compulsory_mb" >"$tsv"
 for size in $sizes; do
 	n=${size%:*} m=${size#*:}
 	data=$datadir/planted-$n
@@ -20,20 +20,21 @@ for size in $sizes; do
 	for np in 1 2; do
 		shards=$datadir/planted-$n-P$np
 		rm -rf "$shards"
-		/usr/bin/time -f "%M" -o "$out/prepare.rss" "$bin" prepare --data "$data" --parts "$np" --out "$shards" >/dev/null
+		"$bin" prepare --data "$data" --parts "$np" --out "$shards" >/dev/null
 		launch="$mpirun -np $np"
 		[ "$np" = 1 ] && launch= # mpirun -np 1 would bind the rank to one core
 		$launch "$bin" train --shards "$shards" --epochs 10 --eval-every 0 --quiet \
 			--out "$out/run-$n-P$np.json" </dev/null >/dev/null
-		python3 - "$out/run-$n-P$np.json" "$n" "$m" "$np" "$(cat "$out/prepare.rss")" "$(du -sk "$shards" | cut -f1)" >>"$tsv" <<'PY'
+		python3 - "$out/run-$n-P$np.json" "$n" "$m" "$np" "$shards/meta.json" >>"$tsv" <<'PY'
 import json, sys
-path, n, m, np_, prss, disk = sys.argv[1:]
+path, n, m, np_, meta = sys.argv[1:]
+meta = json.load(open(meta))
 r = json.load(open(path))["result"]
 nnz = 2 * int(m) + int(n)  # symmetric edges and self loops (duplicates merged by gen are few)
 rss = max(x["peak_rss_mb"] for x in r["per_rank"])
 comp = max(x["compulsory_mb"] for x in r["per_rank"])
 ms = r["mean_epoch_ms"]
-print("%s\t%s\t%d\t%s\t%.1f\t%.2f\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f" % (n, m, nnz, np_, ms, ms / (nnz / 1e6), rss, comp, rss / comp, int(prss) / 1024, int(disk) / 1024))
+print("%s\t%s\t%d\t%s\t%.1f\t%.2f\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f" % (n, m, nnz, np_, ms, ms / (nnz / 1e6), rss, comp, rss / comp, meta["peak_rss_mb"], meta["compulsory_mb"]))
 PY
 		rm -rf "$shards"
 	done
