@@ -165,16 +165,17 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
 #define GEMM_TN(SUFFIX, ATTR)                                                  \
   ATTR static void gemm_tn_##SUFFIX(const float *A, const float *B, float *C, int64_t k, int64_t n, \
                                     int64_t r0, int64_t r1, const sc_mask *m) { \
-    float *buf = m ? scratch_buf(k) : 0;                                        \
+    /* The block is packed into scratch even without a mask: the tiles */    \
+    /* read it column-strided, which streams from memory at half speed. */    \
+    float *buf = scratch_buf(k);                                               \
     const int64_t br = block_rows(k);                                          \
     for (int64_t r = r0; r < r1; r += br) {                                    \
       const int64_t e = r + br < r1 ? r + br : r1;                             \
-      const float *a = A + r * k;                                              \
-      if (m) {                                                                 \
+      if (m)                                                                   \
         drop_rows_##SUFFIX(A, buf, k, r, e, m);                                \
-        a = buf;                                                               \
-      }                                                                        \
-      panel_##SUFFIX(a, 1, k, B + r * n, e - r, C, k, n, r > r0);              \
+      else                                                                     \
+        memcpy(buf, A + r * k, (size_t)((e - r) * k) * sizeof(float));        \
+      panel_##SUFFIX(buf, 1, k, B + r * n, e - r, C, k, n, r > r0);            \
     }                                                                          \
   }
 
