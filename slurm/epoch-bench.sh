@@ -55,11 +55,13 @@ for p in sorted(glob.glob(os.path.join(out, "run-*.json"))):
     rows[name] = dict(ms=r["mean_epoch_ms"], gemm=k.get("gemm", 0) / tot, spmm=k.get("spmm", 0) / tot,
                       comm=1000 * slow["comm_wait_s"] / tot, rss=max(x["peak_rss_mb"] for x in ranks),
                       comp=max(x["compulsory_mb"] for x in ranks), acc=r["final_test_acc"],
+                      base=max(x.get("base_rss_mb", 0) for x in ranks),
                       mb=sum(x["bytes_sent"] for x in ranks) / len(ranks) / len(r["curve"]) / 1e6)
 with open(os.path.join(out, "epoch.tsv"), "w") as f:
-    f.write("run\tms_per_epoch\tgemm_share\tspmm_share\tcomm_wait_share\tMB_per_rank_per_epoch\tpeak_rss_mb\tcompulsory_mb\trss_over_compulsory\n")
+    # base_rss_mb: the process before it loaded data (Go runtime, MPI).
+    f.write("run\tms_per_epoch\tgemm_share\tspmm_share\tcomm_wait_share\tMB_per_rank_per_epoch\tpeak_rss_mb\tcompulsory_mb\trss_over_compulsory\tbase_rss_mb\tabove_base_over_compulsory\n")
     for n, x in rows.items():
-        f.write("%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.0f\t%.0f\t%.2f\n" % (n, x["ms"], x["gemm"], x["spmm"], x["comm"], x["mb"], x["rss"], x["comp"], x["rss"] / x["comp"]))
+        f.write("%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.0f\t%.0f\t%.2f\t%.0f\t%.2f\n" % (n, x["ms"], x["gemm"], x["spmm"], x["comm"], x["mb"], x["rss"], x["comp"], x["rss"] / x["comp"], x["base"], (x["rss"] - x["base"]) / x["comp"]))
     for np in (1, 2, 4):
         m = json.load(open(os.path.join(out, "prepare-P%d.json" % np)))
         f.write("prepare-P%d\t\t\t\t\t\t%.0f\t%.0f\t%.2f\n" % (np, m["peak_rss_mb"], m["compulsory_mb"], m["peak_rss_mb"] / m["compulsory_mb"]))

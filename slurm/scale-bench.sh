@@ -12,7 +12,7 @@ sizes=${4:-"100000:1000000 400000:4000000 1600000:16000000 4000000:40000000"}
 bin=${SANCUS:-bin/sancus}
 mkdir -p "$out" "$datadir"
 tsv=$out/scale.tsv
-echo -e "nodes\tedges\tnnz_ahat\tP\tms_per_epoch\tms_per_M_nnz\tpeak_rss_mb\tcompulsory_mb\trss_over_compulsory\tprepare_rss_mb\tprepare_compulsory_mb" >"$tsv"
+echo -e "nodes\tedges\tnnz_ahat\tP\tms_per_epoch\tms_per_M_nnz\tpeak_rss_mb\tcompulsory_mb\trss_over_compulsory\tprepare_rss_mb\tprepare_compulsory_mb\tbase_rss_mb" >"$tsv"
 for size in $sizes; do
 	n=${size%:*} m=${size#*:}
 	data=$datadir/planted-$n
@@ -33,8 +33,9 @@ r = json.load(open(path))["result"]
 nnz = 2 * int(m) + int(n)  # symmetric edges and self loops (duplicates merged by gen are few)
 rss = max(x["peak_rss_mb"] for x in r["per_rank"])
 comp = max(x["compulsory_mb"] for x in r["per_rank"])
+base = max(x.get("base_rss_mb", 0) for x in r["per_rank"])
 ms = r["mean_epoch_ms"]
-print("%s\t%s\t%d\t%s\t%.1f\t%.2f\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f" % (n, m, nnz, np_, ms, ms / (nnz / 1e6), rss, comp, rss / comp, meta["peak_rss_mb"], meta["compulsory_mb"]))
+print("%s\t%s\t%d\t%s\t%.1f\t%.2f\t%.0f\t%.0f\t%.2f\t%.0f\t%.0f\t%.0f" % (n, m, nnz, np_, ms, ms / (nnz / 1e6), rss, comp, rss / comp, meta["peak_rss_mb"], meta["compulsory_mb"], base))
 PY
 		rm -rf "$shards"
 	done

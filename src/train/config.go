@@ -53,10 +53,11 @@ type Config struct {
 	Clip      float64
 	ClipScale float64
 
-	FreshDiagonal  bool // use the fresh own block instead of the shared cached one
-	ProfileKernels bool // time every kernel call by class (RankStats.KernelMs)
-	SkipGradients  bool // the SkipG baseline: gradient broadcasts obey the policy too
-	NativeBcast    bool // MPI_Bcast instead of the ring, for comparison
+	FreshDiagonal  bool    // use the fresh own block instead of the shared cached one
+	ProfileKernels bool    // time every kernel call by class (RankStats.KernelMs)
+	BaseRSSMB      float64 `json:"-"` // the process's resident memory before it loaded data (RankStats.BaseRSSMB)
+	SkipGradients  bool    // the SkipG baseline: gradient broadcasts obey the policy too
+	NativeBcast    bool    // MPI_Bcast instead of the ring, for comparison
 	// DenseBcast broadcasts whole blocks (SANCUS as published); by default
 	// each root sends every rank only the rows its block of Â references.
 	DenseBcast bool

@@ -48,6 +48,9 @@ type RankStats struct {
 	CacheBytes    int64   `json:"cache_bytes"`   // what the training caches hold (wire.go)
 	CompulsoryMB  float64 `json:"compulsory_mb"` // data, layer buffers, caches, model (memory.go)
 	PeakRSSMB     float64 `json:"peak_rss_mb"`
+	// BaseRSSMB is what the process held before it loaded any data: the
+	// Go runtime and, under mpirun, the MPI library and its buffers.
+	BaseRSSMB float64 `json:"base_rss_mb"`
 	// KernelMs is, with --profile-kernels, the wall time of the kernel
 	// calls by class over the whole run (training and evaluation).
 	KernelMs map[string]float64 `json:"kernel_ms,omitempty"`
@@ -402,7 +405,7 @@ func (e *Engine) finish(r *runState) error {
 	res.Clipped = e.clipped
 	tot := e.c.Stats().Total()
 	mine := RankStats{Rank: e.rank, Rows: e.rows, ComputeSec: r.compute.Seconds(), CommSec: tot.Seconds, CommWaitSec: r.wait.Seconds(),
-		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), PeakRSSMB: PeakRSSMB()}
+		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), PeakRSSMB: PeakRSSMB(), BaseRSSMB: e.cfg.BaseRSSMB}
 	if e.timed != nil {
 		mine.KernelMs = map[string]float64{}
 		for k, d := range e.timed.Times {
@@ -564,7 +567,7 @@ func (e *Engine) gatherRankStats(mine RankStats) ([]RankStats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gathering per-rank statistics: %w", err)
 	}
-	f := []float64{mine.ComputeSec, mine.CommSec, mine.CommWaitSec, mine.PeakRSSMB, mine.CompulsoryMB}
+	f := []float64{mine.ComputeSec, mine.CommSec, mine.CommWaitSec, mine.PeakRSSMB, mine.CompulsoryMB, mine.BaseRSSMB}
 	for _, k := range kernels.TimedClasses {
 		f = append(f, mine.KernelMs[k])
 	}
@@ -577,11 +580,11 @@ func (e *Engine) gatherRankStats(mine RankStats) ([]RankStats, error) {
 	for r := range out {
 		i, f := ints[5*r:], floats[nf*r:]
 		out[r] = RankStats{Rank: r, Rows: int(i[0]), BytesSent: i[1], BytesRecv: i[2], EvalBytesSent: i[3], CacheBytes: i[4],
-			ComputeSec: f[0], CommSec: f[1], CommWaitSec: f[2], PeakRSSMB: f[3], CompulsoryMB: f[4]}
+			ComputeSec: f[0], CommSec: f[1], CommWaitSec: f[2], PeakRSSMB: f[3], CompulsoryMB: f[4], BaseRSSMB: f[5]}
 		if mine.KernelMs != nil { // every rank runs the same configuration
 			out[r].KernelMs = map[string]float64{}
 			for k, class := range kernels.TimedClasses {
-				out[r].KernelMs[class] = f[5+k]
+				out[r].KernelMs[class] = f[6+k]
 			}
 		}
 	}
@@ -589,13 +592,18 @@ func (e *Engine) gatherRankStats(mine RankStats) ([]RankStats, error) {
 }
 
 // PeakRSSMB is the process's peak resident memory (VmHWM), in MB.
-func PeakRSSMB() float64 {
+func PeakRSSMB() float64 { return statusMB("VmHWM:") }
+
+// RSSMB is the process's resident memory now (VmRSS), in MB.
+func RSSMB() float64 { return statusMB("VmRSS:") }
+
+func statusMB(field string) float64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
+		if strings.HasPrefix(line, field) {
 			f := strings.Fields(line)
 			if len(f) >= 2 {
 				kb, _ := strconv.ParseFloat(f[1], 64)

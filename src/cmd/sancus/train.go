@@ -188,6 +188,7 @@ func runTrain(args []string) error {
 		return trainMPI(cfg, tf, rep)
 	}
 	setThreads(tf.threads, tf.ranks, nil)
+	cfg.BaseRSSMB = train.RSSMB()
 	var res train.Outcome
 	if tf.data != "" {
 		ds, lerr := graph.Load(tf.data, tf.load)
@@ -306,6 +307,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *Report) error {
 	if err != nil {
 		return err
 	}
+	cfg.BaseRSSMB = train.RSSMB()
 	setThreads(tf.threads, 0, c)
 	rank, size := c.Rank(), c.Size()
 	abort := func(what string, err error) error {
