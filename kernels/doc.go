@@ -1,9 +1,12 @@
-// Package kernels holds the CPU compute kernels of sancus: CSR×dense SpMM,
-// dense GEMM in the three shapes a GCN needs, fused elementwise operations
-// and a STREAM-like triad used as the bandwidth reference in benchmarks.
+// Package kernels holds the CPU compute kernels of sancus: CSR×dense SpMM
+// (cpu.c), dense GEMM in the shapes a GNN needs with dropout drawn inside
+// (gemm.c), fused elementwise operations, the loss, and a STREAM-like triad
+// used as the bandwidth reference in benchmarks. Timed wraps any backend
+// to time its calls by class.
 //
 // Kernels split their work over row ranges and run them on goroutines; the
-// inner loops are C (compiled with and without AVX2, chosen at run time).
+// inner loops are C, compiled for baseline x86-64, AVX2 and AVX-512 and
+// chosen at run time (simd.h; LimitSIMD lowers the level for tests).
 // Every kernel is deterministic: the result does not depend on the number of
 // threads, so runs can be compared bit for bit.
 package kernels

@@ -22,6 +22,8 @@
 //	wire.go      blocks encoded in fewer bits: the owner keeps what receivers decode
 //	batch.go     cluster-batch training: each step's blocks restricted to its clusters
 //	multilabel.go the sigmoid cross-entropy and micro-F1 of multi-label graphs
+//	drift.go     variation-gap's row sample: drift measured without a second forward
+//	memory.go    the compulsory bytes a rank's peak memory is set against
 //	predict.go   full-graph inference with given parameters
 //	step.go      forward, backward (activations, residuals), gradient allreduce and Adam
 //	run.go       epochs, evaluation, the agreement on metrics, the run report
