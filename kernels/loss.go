@@ -14,7 +14,7 @@ import (
 // lossChunk is the fixed number of listed rows whose losses are summed
 // together: chunks are added in order, so the sum does not depend on the
 // thread count.
-const lossChunk = 2048
+const lossChunk = 512
 
 // SoftmaxCE computes the summed cross-entropy over rows listed in mask and
 // writes into grad (same shape as logits) d(loss)/d(logits) scaled by

@@ -28,6 +28,7 @@ type cache struct {
 	log     [][]int          // epochs in which root j broadcast (SANCUS Figure 24)
 	policy  staleness.Policy // decides which roots broadcast
 	ref     []float32        // variation-gap: this rank's block when it last broadcast
+	direct  bool             // this rank's block is multiplied from the layer's rows, not copied here (ownDirect)
 	scratch *matrix.Dense    // one masked block at a time
 	wire    wireState        // how the blocks are encoded on the wire (wire.go)
 	blocks  []*matrix.CSR    // blocks[j] multiplies root j's block (Â_ij; GraphSAGE: its mean or pattern)

@@ -44,6 +44,7 @@ import (
 // this rank's block B_i. ref is what variation-gap measures this rank's
 // drift on (nil: own itself); it is read only when c's policy needs drift.
 func (e *Engine) aggregate(c *cache, epoch int, out, own, ref *matrix.Dense, mask matrix.Mask) error {
+	c.direct = e.ownDirect(c)
 	first := true
 	err := e.communicate(c, epoch, own, ref, func(j int) error {
 		if c.blocks[j].NNZ() == 0 {
@@ -75,6 +76,7 @@ func (e *Engine) communicate(c *cache, epoch int, own, ref *matrix.Dense, use fu
 		if err := e.encodeOwn(c, epoch, e.host(own), active); err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
+	case active[e.rank] && c.direct: // multiply reads own itself
 	case active[e.rank] && e.batch != nil:
 		e.copyBatchRows(c.host[e.rank], e.host(own), c.width)
 		e.be.Upload(c.dev[e.rank])
@@ -127,9 +129,11 @@ func (e *Engine) decide(c *cache, epoch int, ref *matrix.Dense) ([]bool, error) 
 // being root j's cached block (with --fresh-diagonal, this rank's own fresh
 // rows instead of the shared copy).
 func (e *Engine) multiply(c *cache, out, own *matrix.Dense, j int, mask matrix.Mask, accumulate bool) error {
-	b := c.block(e.be, j)
-	if j == e.rank && e.cfg.FreshDiagonal {
+	var b *matrix.Dense
+	if j == e.rank && (e.cfg.FreshDiagonal || c.direct) {
 		b = own
+	} else {
+		b = c.block(e.be, j)
 	}
 	if mask.P > 0 {
 		masked := c.scratch.Prefix(b.Rows)
@@ -140,6 +144,16 @@ func (e *Engine) multiply(c *cache, out, own *matrix.Dense, j int, mask matrix.M
 		return fmt.Errorf("block %d: %w", j, err)
 	}
 	return nil
+}
+
+// ownDirect reports whether aggregate may multiply this rank's block
+// straight from the layer's rows instead of its cached copy: the copy would
+// equal them (full-width values, a policy that never leaves a root stale,
+// the whole graph) and no other rank reads it (exchangers send from the
+// cache). It saves a copy of the block per product on one rank.
+func (e *Engine) ownDirect(c *cache) bool {
+	_, never := c.policy.(staleness.None)
+	return e.P == 1 && never && !c.quantized() && e.batch == nil
 }
 
 // clip scales δ_i to norm th_i = ClipScale·Clip when it is larger, before
