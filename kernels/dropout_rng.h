@@ -27,8 +27,10 @@ SC_RNG uint32_t sc_drop_key(uint64_t seed, uint64_t stream, uint64_t row) {
   return (uint32_t)k ^ (uint32_t)(k >> 32);
 }
 
-SC_RNG uint32_t sc_drop_hash(uint32_t key, uint32_t pair) {
-  uint32_t h = pair * 0x9e3779b9u ^ key;
+// sc_hash32 is a 32-bit avalanche hash of (key, i): the dropout draws and
+// the wire's rounding draws (quant.c) both come from it.
+SC_RNG uint32_t sc_hash32(uint32_t key, uint32_t i) {
+  uint32_t h = i * 0x9e3779b9u ^ key;
   h ^= h >> 16;
   h *= 0x7feb352du;
   h ^= h >> 15;
@@ -40,7 +42,7 @@ SC_RNG uint32_t sc_drop_hash(uint32_t key, uint32_t pair) {
 // sc_drop_draw is column c's 16-bit draw: pair (c/32)·16 + c%16, low half
 // for the first 16 columns of the group, high half for the next 16.
 SC_RNG uint32_t sc_drop_draw(uint32_t key, uint64_t c) {
-  const uint32_t h = sc_drop_hash(key, (uint32_t)((c >> 5) * 16 + (c & 15)));
+  const uint32_t h = sc_hash32(key, (uint32_t)((c >> 5) * 16 + (c & 15)));
   return (c & 16) ? h >> 16 : h & 0xffff;
 }
 

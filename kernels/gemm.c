@@ -122,7 +122,7 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
         const int64_t w = k - c0 < 2 * VW ? k - c0 : 2 * VW;                   \
         uint32_t h[VW];                                                        \
         int32_t u[2 * VW];                                                     \
-        for (int j = 0; j < VW; j++) h[j] = sc_drop_hash(key, (uint32_t)(c0 / 2 + j)); \
+        for (int j = 0; j < VW; j++) h[j] = sc_hash32(key, (uint32_t)(c0 / 2 + j)); \
         for (int j = 0; j < VW; j++) u[j] = (int32_t)(h[j] & 0xffff);          \
         for (int j = 0; j < VW; j++) u[VW + j] = (int32_t)(h[j] >> 16);        \
         if (w == 2 * VW) {                                                     \

@@ -75,7 +75,7 @@ func (o *Operand) NNZ() int64 {
 // Bytes is the memory the operand's values and indices take.
 func (o *Operand) Bytes() int64 {
 	if o.sparse != nil {
-		return o.sparse.NNZ()*8 + int64(len(o.sparse.RowPtr))*8
+		return o.sparse.Bytes()
 	}
 	return int64(len(o.dense.Data)) * 4
 }

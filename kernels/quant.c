@@ -83,13 +83,7 @@ static inline void unpack_codes(const uint8_t *restrict body, int64_t n, int bit
 // avalanche hash of (k, i), so every value's draw is independent of the
 // others and the loop vectorizes (wire.go's uniform is the same function).
 static inline float uniform(uint32_t k, uint32_t i) {
-  uint32_t h = i * 0x9e3779b9u ^ k;
-  h ^= h >> 16;
-  h *= 0x7feb352du;
-  h ^= h >> 15;
-  h *= 0x846ca68bu;
-  h ^= h >> 16;
-  return (float)(int32_t)(h >> 8) * (1.0f / 16777216.0f);
+  return (float)(int32_t)(sc_hash32(k, i) >> 8) * (1.0f / 16777216.0f);
 }
 
 // row_header computes a row's offset and step from its range and writes

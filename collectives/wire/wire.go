@@ -11,6 +11,7 @@ package wire
 import (
 	"fmt"
 	"math"
+	"sancus/kernels/matrix"
 	"strconv"
 	"strings"
 )
@@ -151,13 +152,7 @@ func encodeRow(dst []byte, x []float32, bits int, seed uint64) {
 // avalanche hash of (k, i), independent per value so the C kernel's loop
 // vectorizes.
 func uniform(k uint32, i int) float32 {
-	h := uint32(i)*0x9e3779b9 ^ k
-	h ^= h >> 16
-	h *= 0x7feb352d
-	h ^= h >> 15
-	h *= 0x846ca68b
-	h ^= h >> 16
-	return float32(h>>8) * (1.0 / (1 << 24))
+	return float32(matrix.Hash32(k, uint32(i))>>8) * (1.0 / (1 << 24))
 }
 
 func decodeRow(dst []float32, src []byte, bits int, add bool) {

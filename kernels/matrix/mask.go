@@ -37,19 +37,24 @@ func mix64(z uint64) uint64 {
 func (m Mask) Threshold() uint32  { return uint32(float64(m.P) * 65536) }
 func (m Mask) KeepScale() float32 { return float32(1 / (1 - float64(m.P))) }
 
-// Keep reports whether element (local row r, column c) survives: the row's
-// 32-bit key, then half of a 32-bit avalanche hash of (key, pair), columns
-// c and c+16 of each 32-column group sharing one hash (dropout_rng.h).
-func (m Mask) Keep(r, c int) bool {
-	k := mix64(m.Seed ^ mix64(m.Stream+0x632be59bd9b4e019*(m.ID(r)+1)))
-	key := uint32(k) ^ uint32(k>>32)
-	h := uint32(c>>5)*16 + uint32(c&15)
-	h = h*0x9e3779b9 ^ key
+// Hash32 is a 32-bit avalanche hash of (key, i) (dropout_rng.h's
+// sc_hash32): the dropout draws and the wire's rounding draws come from it.
+func Hash32(key, i uint32) uint32 {
+	h := i*0x9e3779b9 ^ key
 	h ^= h >> 16
 	h *= 0x7feb352d
 	h ^= h >> 15
 	h *= 0x846ca68b
 	h ^= h >> 16
+	return h
+}
+
+// Keep reports whether element (local row r, column c) survives: the row's
+// 32-bit key, then half of a 32-bit avalanche hash of (key, pair), columns
+// c and c+16 of each 32-column group sharing one hash (dropout_rng.h).
+func (m Mask) Keep(r, c int) bool {
+	k := mix64(m.Seed ^ mix64(m.Stream+0x632be59bd9b4e019*(m.ID(r)+1)))
+	h := Hash32(uint32(k)^uint32(k>>32), uint32(c>>5)*16+uint32(c&15))
 	draw := h & 0xffff
 	if c&16 != 0 {
 		draw = h >> 16

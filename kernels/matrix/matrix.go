@@ -147,6 +147,14 @@ func (a *CSR) SelectRows(rows []int32) *CSR {
 	return out
 }
 
+// Bytes is the memory a's arrays take (0 for nil).
+func (a *CSR) Bytes() int64 {
+	if a == nil {
+		return 0
+	}
+	return 8*int64(len(a.RowPtr)) + 4*int64(len(a.ColIdx)) + 4*int64(len(a.Val))
+}
+
 // DenseThreshold is the density above which a CSR is cheaper kept dense:
 // a dense value is 4 bytes and streams twice as fast as a CSR entry's 8.
 const DenseThreshold = 0.25

@@ -192,14 +192,6 @@ type Prepared struct {
 // for an in-memory Prepare).
 func (p *Prepared) CompulsoryMB() float64 { return float64(p.compulsory) / (1 << 20) }
 
-// csrBytes is the memory a CSR takes.
-func csrBytes(a *matrix.CSR) int64 {
-	if a == nil {
-		return 0
-	}
-	return 8*int64(len(a.RowPtr)) + 4*int64(len(a.ColIdx)) + 4*int64(len(a.Val))
-}
-
 // NNZ is the number of nonzeros of Â.
 func (p *Prepared) NNZ() int64 {
 	if p.AHat != nil {

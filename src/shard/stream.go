@@ -148,7 +148,7 @@ func PrepareStreaming(dataDir, outDir string, parts int, opt Options, load graph
 		if err != nil {
 			return nil, err
 		}
-		prep.compulsory = max(prep.compulsory, csrBytes(ahat)+csrBytes(ds.Features)+csrBytes(sh.AX))
+		prep.compulsory = max(prep.compulsory, ahat.Bytes()+ds.Features.Bytes()+sh.AX.Bytes())
 		opt.attachClusters(sh, perm)
 		if err := sh.Write(outDir); err != nil {
 			return nil, err

@@ -37,7 +37,7 @@ type Engine struct {
 	shadow bool             // the policy measures drift: keep noise-free shadows
 	// sample and sampleIn: the rows variation-gap measures drift on, and
 	// the input operand at them (drift.go).
-	axBytes      int64 // ÂX as the engine holds it, when the shard gave it as a CSR (dropped if expanded)
+	axBytes      int64 // ÂX as the engine holds it: its operand when layer 1 reads it, else the shard's
 	sample       []int32
 	sampleIn     kernels.Input
 	sampleBlocks map[*matrix.CSR]*matrix.CSR // Â's blocks at the sample rows, by block
@@ -167,14 +167,18 @@ func (e *Engine) setup() error {
 // openInput makes layer 1's operand, ÂX or X, usable on the backend.
 func (e *Engine) openInput() error {
 	var op *kernels.Operand
+	fromAX := e.cfg.Precompute && e.readsAX()
 	switch {
-	case !e.cfg.Precompute || !e.readsAX():
+	case !fromAX:
 		op = kernels.NewOperand(e.s.Features)
+		e.axBytes = e.s.AX.Bytes() // held, not read
+		if e.s.AXDense != nil {
+			e.axBytes += 4 * int64(len(e.s.AXDense.Data))
+		}
 	case e.s.AXDense != nil:
 		op = kernels.NewDenseOperand(e.s.AXDense)
 	case e.s.AX != nil:
 		op = kernels.NewOperand(e.s.AX)
-		e.axBytes = op.Bytes()
 	default:
 		return fmt.Errorf("shard %d has no precomputed ÂX: prepare it with --precompute or train with --precompute=false", e.s.Rank)
 	}
@@ -188,7 +192,10 @@ func (e *Engine) openInput() error {
 			return fmt.Errorf("rank %d: drift sample on %s: %w", e.rank, e.be.Name(), err)
 		}
 	}
-	if e.s.AX != nil && e.axBytes > 0 && !op.IsSparse() {
+	if fromAX {
+		e.axBytes = op.Bytes()
+	}
+	if fromAX && e.s.AX != nil && !op.IsSparse() {
 		// ÂX expanded to dense (half the bytes of its CSR at this density)
 		// is all that is read from now on: the engine lets the CSR go (the
 		// caller's shard keeps it, if the caller keeps the shard).

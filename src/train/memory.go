@@ -12,22 +12,12 @@ import (
 	"sancus/kernels/matrix"
 )
 
-func csrBytes(a *matrix.CSR) int64 {
-	if a == nil {
-		return 0
-	}
-	return 8*int64(len(a.RowPtr)) + 4*int64(len(a.ColIdx)) + 4*int64(len(a.Val))
-}
-
 // compulsoryBytes is this rank's compulsory memory.
 func (e *Engine) compulsoryBytes() int64 {
 	s := e.s
-	n := csrBytes(s.Features) + e.axBytes + csrBytes(s.Multi)
-	if s.AXDense != nil {
-		n += 4 * int64(len(s.AXDense.Data))
-	}
+	n := s.Features.Bytes() + e.axBytes + s.Multi.Bytes()
 	for _, b := range s.Blocks {
-		n += csrBytes(b)
+		n += b.Bytes()
 	}
 	n += 4 * int64(len(s.Labels)+len(s.Train)+len(s.Val)+len(s.Test)+len(s.NodeIDs)+len(s.Clusters))
 	for _, L := range e.layers {
