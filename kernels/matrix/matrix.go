@@ -147,6 +147,34 @@ func (a *CSR) SelectRows(rows []int32) *CSR {
 	return out
 }
 
+// Keep returns a with the entries outside the kept rows and columns
+// removed, its shape unchanged (nil keeps every row, or every column).
+func (a *CSR) Keep(rows, cols []bool) *CSR {
+	out := &CSR{Rows: a.Rows, Cols: a.Cols, RowPtr: make([]int64, a.Rows+1)}
+	n := 0
+	for r := range a.Rows {
+		if rows == nil || rows[r] {
+			for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
+				if cols == nil || cols[a.ColIdx[p]] {
+					n++
+				}
+			}
+		}
+	}
+	out.ColIdx, out.Val = make([]int32, 0, n), make([]float32, 0, n)
+	for r := range a.Rows {
+		if rows == nil || rows[r] {
+			for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
+				if c := a.ColIdx[p]; cols == nil || cols[c] {
+					out.ColIdx, out.Val = append(out.ColIdx, c), append(out.Val, a.Val[p])
+				}
+			}
+		}
+		out.RowPtr[r+1] = int64(len(out.ColIdx))
+	}
+	return out
+}
+
 // Bytes is the memory a's arrays take (0 for nil).
 func (a *CSR) Bytes() int64 {
 	if a == nil {

@@ -215,25 +215,12 @@ func (e *Engine) batchRows() error {
 	if b.fullInput == nil {
 		b.fullInput = e.input
 	}
-	in, err := e.be.Input(kernels.NewOperand(rowsIn(e.s.Features, b.rowIn)))
+	in, err := e.be.Input(kernels.NewOperand(e.s.Features.Keep(b.rowIn, nil)))
 	if err != nil {
 		return fmt.Errorf("batch input: %w", err)
 	}
 	e.input = in
 	return nil
-}
-
-// rowsIn is a with the rows outside keep emptied.
-func rowsIn(a *matrix.CSR, keep []bool) *matrix.CSR {
-	out := &matrix.CSR{Rows: a.Rows, Cols: a.Cols, RowPtr: make([]int64, a.Rows+1)}
-	for r := range a.Rows {
-		if keep[r] {
-			lo, hi := a.RowPtr[r], a.RowPtr[r+1]
-			out.ColIdx, out.Val = append(out.ColIdx, a.ColIdx[lo:hi]...), append(out.Val, a.Val[lo:hi]...)
-		}
-		out.RowPtr[r+1] = int64(len(out.ColIdx))
-	}
-	return out
 }
 
 // stepping reports whether a cluster batch is in force (b may be nil:

@@ -161,7 +161,7 @@ func (e *Engine) setup() error {
 			}
 		}
 	}
-	return nil
+	return e.restrictOutput()
 }
 
 // openInput makes layer 1's operand, ÂX or X, usable on the backend.

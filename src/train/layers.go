@@ -216,7 +216,7 @@ func (L *aggregateLayer) forward(e *Engine, p pass, in act) (act, error) {
 		return act{}, err
 	}
 	out := act{h: L.z}
-	if p.shadow {
+	if p.shadow && L.l < len(e.layers)-1 { // the logits' shadow has no reader
 		var err error
 		out.clean, err = L.cleanOutput(e, c)
 		return out, err

@@ -38,6 +38,9 @@ func (c *cache) bytes() int64 {
 	var n int64
 	for j := range c.host {
 		n += 4*int64(len(c.host[j])) + int64(len(c.wire.packed[j]))
+		if c.blocks[j] != c.full[j] { // the last layer's restricted blocks (output.go)
+			n += c.blocks[j].Bytes()
+		}
 	}
 	for _, d := range []*matrix.Dense{c.scratch, c.decoded} {
 		if d != nil {

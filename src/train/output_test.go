@@ -1,0 +1,115 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"sancus/collectives"
+	"sancus/src/shard"
+)
+
+// TestRestrictedOutputEqualsFull: computing the last layer only where the
+// loss reads it trains the same model as --full-output — losses to 1e-6
+// relative, accuracies exactly — for either order of the last layer,
+// with and without ÂX, under variation-gap staleness, multi-label, at
+// P = 1 and 3; and it does skip work: the last layer's training blocks
+// hold only the training rows' entries.
+func TestRestrictedOutputEqualsFull(t *testing.T) {
+	ds, _ := generated(t)
+	multi := generatedMulti(t)
+	for _, run := range []struct {
+		name   string
+		hidden int
+		pre    bool
+		vargap bool
+		multi  bool
+	}{
+		{"transform-first last layer", 16, true, false, false},
+		{"aggregate-first last layer", 4, true, false, false},
+		{"plain Â(XW), 3 ranks' drift", 16, false, true, false},
+		{"multi-label", 16, true, false, true},
+	} {
+		for _, p := range []int{1, 3} {
+			cfg := Defaults()
+			cfg.Epochs, cfg.Hidden, cfg.Precompute = 15, run.hidden, run.pre
+			if run.vargap {
+				cfg.Staleness = "variation-gap"
+			}
+			data := ds
+			if run.multi {
+				data = multi
+			}
+			full := cfg
+			full.FullOutput = true
+			want, err := RunInProcess(data, p, full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := RunInProcess(data, p, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, g := range got.Result.Curve {
+				w := want.Result.Curve[i]
+				if math.Abs(g.Loss-w.Loss) > 1e-6*w.Loss || g.ValAcc != w.ValAcc || g.TestAcc != w.TestAcc || g.Sent != w.Sent {
+					t.Fatalf("%s P=%d epoch %d: loss %.9f val %.4f test %.4f sent %d; full output %.9f %.4f %.4f %d",
+						run.name, p, g.Epoch, g.Loss, g.ValAcc, g.TestAcc, g.Sent, w.Loss, w.ValAcc, w.TestAcc, w.Sent)
+				}
+			}
+		}
+	}
+
+	// The restricted blocks: forward rows only at training rows, backward
+	// columns only at training nodes, over all ranks.
+	prep, err := shard.Prepare(ds, 3, shard.Options{Precompute: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	isTrain := make([]bool, ds.N)
+	for _, v := range ds.Train {
+		isTrain[v] = true
+	}
+	err = collectives.NewWorld(3, time.Minute).Run(func(c collectives.Comm) error {
+		s, err := prep.Shard(c.Rank())
+		if err != nil {
+			return err
+		}
+		e, err := New(Defaults(), c, s)
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		last := e.layers[len(e.layers)-1].base()
+		for j := range e.P {
+			fwd, grad, whole := last.fwd.blocks[j], last.grad.blocks[j], last.fwd.full[j]
+			for r := range whole.Rows {
+				n, want := fwd.RowPtr[r+1]-fwd.RowPtr[r], whole.RowPtr[r+1]-whole.RowPtr[r]
+				if train := isTrain[e.ownID(r)]; (train && n != want) || (!train && n != 0) {
+					return fmt.Errorf("rank %d block %d row %d (training %v): %d of %d entries", e.rank, j, r, train, n, want)
+				}
+			}
+			var kept int64
+			for _, col := range grad.ColIdx {
+				if !isTrain[e.srcID(j, int(col))] {
+					return fmt.Errorf("rank %d block %d: backward keeps column %d, not a training node", e.rank, j, col)
+				}
+				kept++
+			}
+			var trainCols int64
+			for _, col := range whole.ColIdx {
+				if isTrain[e.srcID(j, int(col))] {
+					trainCols++
+				}
+			}
+			if kept != trainCols {
+				return fmt.Errorf("rank %d block %d: backward keeps %d of the %d entries in training columns", e.rank, j, kept, trainCols)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
