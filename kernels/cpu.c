@@ -139,13 +139,18 @@ void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int
 // summed loss and writes their gradient rows (softmax − onehot)/norm into
 // grad (nil: loss only). Sums and the log are double, as in the CUDA
 // kernel; each exponential is expf of a float32 difference (within an ulp,
-// a third of exp's time: the exponentials were most of the loss).
+// a third of exp's time). Training rows are scattered, so each row is a
+// cache miss: rows are prefetched 8 ahead (the loss took half the time).
 double sc_softmax_ce(const float *z, int64_t c, const int32_t *labels, const int32_t *rows,
                      int64_t i0, int64_t i1, double norm, float *grad) {
   double loss = 0, p[c > 0 ? c : 1];
   for (int64_t i = i0; i < i1; i++) {
     const int64_t r = rows[i];
     const float *row = z + r * c;
+    if (i + 8 < i1) {
+      __builtin_prefetch(z + rows[i + 8] * c);
+      if (grad) __builtin_prefetch(grad + rows[i + 8] * c, 1);
+    }
     double mx = -INFINITY, s = 0;
     for (int64_t k = 0; k < c; k++) mx = row[k] > mx ? row[k] : mx;
     for (int64_t k = 0; k < c; k++) s += p[k] = expf(row[k] - (float)mx);
