@@ -23,6 +23,7 @@
 //	batch.go     cluster-batch training: each step's blocks restricted to its clusters
 //	multilabel.go the sigmoid cross-entropy and micro-F1 of multi-label graphs
 //	drift.go     variation-gap's row sample: drift measured without a second forward
+//	output.go    the last layer computes, and moves, only the rows the loss reads
 //	memory.go    the compulsory bytes a rank's peak memory is set against
 //	predict.go   full-graph inference with given parameters
 //	step.go      forward, backward (activations, residuals), gradient allreduce and Adam

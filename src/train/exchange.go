@@ -33,6 +33,10 @@ type cache struct {
 	wire    wireState        // how the blocks are encoded on the wire (wire.go)
 	blocks  []*matrix.CSR    // blocks[j] multiplies root j's block (Â_ij; GraphSAGE: its mean or pattern)
 	full    []*matrix.CSR    // the whole graph's blocks (blocks, outside a cluster batch)
+	// send and recv, when set, are the rows this cache's blocks read, for a
+	// sparse exchange to move instead of all it would (output.go): send[i]
+	// this rank's rows for rank i, recv[j] their positions in root j's slot.
+	send, recv [][]int32
 
 	// With --cache-bits, other roots' blocks stay as they arrived (packed
 	// in wire.packed) and are decoded into decoded, one at a time, when

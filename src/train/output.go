@@ -13,8 +13,10 @@ package train
 // are formed are formed exactly as before, and the backward terms left out
 // are products with zero rows (only the order in which the backward sums
 // its remaining terms differs). With a tenth of the nodes in training, both
-// products do a tenth of the work. Blocks travel as before, and evaluation
-// multiplies the full blocks (its own cache). --full-output turns this off.
+// products do a tenth of the work. Under the sparse exchange only the rows
+// the restricted blocks read travel: the neighbours of training rows
+// forward, training rows backward. Evaluation multiplies the full blocks
+// (its own cache). --full-output turns all of this off.
 
 import (
 	"fmt"
@@ -55,7 +57,48 @@ func (e *Engine) restrictOutput() error {
 		grad[j] = c.grad.full[j].Keep(nil, cols)
 	}
 	c.fwd.blocks, c.grad.blocks = fwd, grad
+	// Rows travel partly only as a float32 copy or one encoded afresh:
+	// --wire-delta and --cache-bits keep whole copies (as cluster batches).
+	x, sparse := e.x.(*sparseExchange)
+	if !sparse || e.cfg.WireDelta || e.cfg.CacheBits {
+		return nil
+	}
+	for _, ca := range []*cache{c.fwd, c.grad} {
+		if ca.send, ca.recv, err = e.rowsRead(ca.blocks, x.sendIdx); err != nil {
+			return fmt.Errorf("%s: %w", ca.name, err)
+		}
+	}
 	return nil
+}
+
+// rowsRead agrees with every root on the rows blocks read: recv[j] are the
+// positions in root j's slot that blocks[j] references, and send[i] this
+// rank's rows at the positions rank i asked for (sendIdx[i] maps them).
+func (e *Engine) rowsRead(blocks []*matrix.CSR, sendIdx [][]int32) (send, recv [][]int32, err error) {
+	recv = make([][]int32, e.P)
+	for j, b := range blocks {
+		if j != e.rank {
+			recv[j] = columnsUsed(b)
+		}
+	}
+	asked, err := e.askRoots(recv, e.rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	send = make([][]int32, e.P)
+	for i, pos := range asked {
+		if i == e.rank {
+			continue
+		}
+		send[i] = make([]int32, len(pos))
+		for k, p := range pos {
+			if int(p) >= len(sendIdx[i]) {
+				return nil, nil, fmt.Errorf("rank %d asked for position %d of the %d rows it holds of rank %d", i, p, len(sendIdx[i]), e.rank)
+			}
+			send[i][k] = sendIdx[i][p]
+		}
+	}
+	return send, recv, nil
 }
 
 // trainingNodes marks, by node id, the training rows of every rank (one

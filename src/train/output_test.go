@@ -13,9 +13,10 @@ import (
 // TestRestrictedOutputEqualsFull: computing the last layer only where the
 // loss reads it trains the same model as --full-output — losses to 1e-6
 // relative, accuracies exactly — for either order of the last layer,
-// with and without ÂX, under variation-gap staleness, multi-label, at
-// P = 1 and 3; and it does skip work: the last layer's training blocks
-// hold only the training rows' entries.
+// with and without ÂX, under variation-gap staleness, int8 on the wire,
+// multi-label, dense broadcasts, at P = 1 and 3; and it does skip work:
+// the last layer's training blocks hold only the training rows' entries,
+// and the sparse exchange moves fewer bytes (dense broadcasts the same).
 func TestRestrictedOutputEqualsFull(t *testing.T) {
 	ds, _ := generated(t)
 	multi := generatedMulti(t)
@@ -25,15 +26,19 @@ func TestRestrictedOutputEqualsFull(t *testing.T) {
 		pre    bool
 		vargap bool
 		multi  bool
+		wire   string
+		dense  bool
 	}{
-		{"transform-first last layer", 16, true, false, false},
-		{"aggregate-first last layer", 4, true, false, false},
-		{"plain Â(XW), 3 ranks' drift", 16, false, true, false},
-		{"multi-label", 16, true, false, true},
+		{"transform-first last layer", 16, true, false, false, "fp32", false},
+		{"aggregate-first last layer", 4, true, false, false, "fp32", false},
+		{"plain Â(XW), variation-gap", 16, false, true, false, "fp32", false},
+		{"int8 wire", 4, false, false, false, "int8", false},
+		{"multi-label", 16, true, false, true, "fp32", false},
+		{"dense broadcasts", 4, false, false, false, "fp32", true},
 	} {
 		for _, p := range []int{1, 3} {
 			cfg := Defaults()
-			cfg.Epochs, cfg.Hidden, cfg.Precompute = 15, run.hidden, run.pre
+			cfg.Epochs, cfg.Hidden, cfg.Precompute, cfg.Wire, cfg.DenseBcast = 15, run.hidden, run.pre, run.wire, run.dense
 			if run.vargap {
 				cfg.Staleness = "variation-gap"
 			}
@@ -51,13 +56,19 @@ func TestRestrictedOutputEqualsFull(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var bytes, fullBytes int64
 			for i, g := range got.Result.Curve {
 				w := want.Result.Curve[i]
 				if math.Abs(g.Loss-w.Loss) > 1e-6*w.Loss || g.ValAcc != w.ValAcc || g.TestAcc != w.TestAcc || g.Sent != w.Sent {
 					t.Fatalf("%s P=%d epoch %d: loss %.9f val %.4f test %.4f sent %d; full output %.9f %.4f %.4f %d",
 						run.name, p, g.Epoch, g.Loss, g.ValAcc, g.TestAcc, g.Sent, w.Loss, w.ValAcc, w.TestAcc, w.Sent)
 				}
+				bytes, fullBytes = bytes+g.BytesSent, fullBytes+w.BytesSent
 			}
+			if p > 1 && (run.dense != (bytes == fullBytes) || bytes > fullBytes) {
+				t.Fatalf("%s P=%d: %d bytes sent against %d with --full-output", run.name, p, bytes, fullBytes)
+			}
+			t.Logf("%s P=%d: %d bytes sent, %d with --full-output", run.name, p, bytes, fullBytes)
 		}
 	}
 

@@ -57,7 +57,6 @@ func (e *Engine) sparseView() (view, [][]int32, error) {
 	v := view{blocks: make([]*matrix.CSR, e.P), ids: make([][]int64, e.P), rows: make([]int, e.P)}
 	need := make([][]int32, e.P) // need[j]: root j's local rows this rank uses
 	sendCounts, recvCounts := make([]int, e.P), make([]int, e.P)
-	var wanted []int32
 	for j, b := range e.s.Blocks {
 		if j == e.rank {
 			v.blocks[j], v.ids[j], v.rows[j] = b, e.ownIDs, e.rows
@@ -66,41 +65,24 @@ func (e *Engine) sparseView() (view, [][]int32, error) {
 		need[j] = columnsUsed(b)
 		v.blocks[j], v.rows[j] = compactBlock(b, need[j]), len(need[j])
 		sendCounts[j] = len(need[j])
-		wanted = append(wanted, need[j]...)
 	}
-	counts, got := make([]int64, e.P), make([]int64, e.P)
-	for j, n := range sendCounts {
-		counts[j] = int64(n)
-	}
-	if err := collectives.Alltoallv(e.c, counts, ones(e.P), got, ones(e.P)); err != nil {
+	sendIdx, err := e.askRoots(need, e.rows)
+	if err != nil {
 		return v, nil, fmt.Errorf("sparse exchange set-up: %w", err)
 	}
-	for i, n := range got {
-		recvCounts[i] = int(n)
-	}
-	asked := make([]int32, sum(recvCounts))
-	if err := collectives.Alltoallv(e.c, wanted, sendCounts, asked, recvCounts); err != nil {
-		return v, nil, fmt.Errorf("sparse exchange set-up: %w", err)
-	}
-	sendIdx := make([][]int32, e.P)
-	idsOut := make([]int64, len(asked))
-	off := 0
-	for i, n := range recvCounts {
-		for k, r := range asked[off : off+n] {
-			if r < 0 || int(r) >= e.rows {
-				return v, nil, fmt.Errorf("sparse exchange set-up: rank %d asked for row %d of %d", i, r, e.rows)
-			}
-			idsOut[off+k] = e.ownID(int(r))
+	idsOut := make([]int64, 0, e.rows)
+	for i, idx := range sendIdx {
+		recvCounts[i] = len(idx)
+		for _, r := range idx {
+			idsOut = append(idsOut, e.ownID(int(r)))
 		}
-		sendIdx[i] = asked[off : off+n]
-		off += n
 	}
 	// The node ids of the rows each rank receives key its dropout masks.
-	idsIn := make([]int64, len(wanted))
+	idsIn := make([]int64, sum(sendCounts))
 	if err := collectives.Alltoallv(e.c, idsOut, recvCounts, idsIn, sendCounts); err != nil {
 		return v, nil, fmt.Errorf("sparse exchange set-up: %w", err)
 	}
-	off = 0
+	off := 0
 	for j, n := range sendCounts {
 		if j != e.rank {
 			v.ids[j] = idsIn[off : off+n]
@@ -108,6 +90,41 @@ func (e *Engine) sparseView() (view, [][]int32, error) {
 		}
 	}
 	return v, sendIdx, nil
+}
+
+// askRoots tells every root j which of its rows this rank wants (want[j],
+// indices below the root's limit, each rank's own list empty) and returns
+// what every rank i asked of this one (two all-to-alls).
+func (e *Engine) askRoots(want [][]int32, limit int) ([][]int32, error) {
+	counts, got, sendCounts := make([]int64, e.P), make([]int64, e.P), make([]int, e.P)
+	var wanted []int32
+	for j, w := range want {
+		counts[j], sendCounts[j] = int64(len(w)), len(w)
+		wanted = append(wanted, w...)
+	}
+	if err := collectives.Alltoallv(e.c, counts, ones(e.P), got, ones(e.P)); err != nil {
+		return nil, err
+	}
+	recvCounts := make([]int, e.P)
+	for i, n := range got {
+		recvCounts[i] = int(n)
+	}
+	asked := make([]int32, sum(recvCounts))
+	if err := collectives.Alltoallv(e.c, wanted, sendCounts, asked, recvCounts); err != nil {
+		return nil, err
+	}
+	out := make([][]int32, e.P)
+	off := 0
+	for i, n := range recvCounts {
+		out[i] = asked[off : off+n]
+		for _, r := range out[i] {
+			if r < 0 || int(r) >= limit {
+				return nil, fmt.Errorf("rank %d asked for row %d of %d", i, r, limit)
+			}
+		}
+		off += n
+	}
+	return out, nil
 }
 
 // sparseExchange sends each rank, from an active root, only the rows that
@@ -121,12 +138,15 @@ type sparseExchange struct {
 	recvTmp [][]byte         // cluster-batch: a root's rows before they are scattered
 }
 
-// rowSets are the rows that travel this exchange: to each rank (this
+// rowSets are the rows that travel this exchange of c: to each rank (this
 // rank's row ids) and from each root (positions among the rows held of
 // it; nil: all of them, in order).
-func (x *sparseExchange) rowSets() (send, recv [][]int32) {
-	if x.batch.stepping() {
+func (x *sparseExchange) rowSets(c *cache) (send, recv [][]int32) {
+	switch {
+	case x.batch.stepping():
 		return x.batch.send, x.batch.recv
+	case c.send != nil:
+		return c.send, c.recv
 	}
 	return x.sendIdx, nil
 }
@@ -159,7 +179,7 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 			err = fmt.Errorf("sparse exchange: %w", err)
 		}
 	}()
-	sendRows, recvRows := x.rowSets()
+	sendRows, recvRows := x.rowSets(c)
 	if recvRows != nil && x.recvTmp == nil {
 		x.recvTmp = make([][]byte, len(active))
 	}
