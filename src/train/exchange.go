@@ -28,7 +28,9 @@ type cache struct {
 	log     [][]int          // epochs in which root j broadcast (SANCUS Figure 24)
 	policy  staleness.Policy // decides which roots broadcast
 	ref     []float32        // variation-gap: this rank's block when it last broadcast
-	direct  bool             // this rank's block is multiplied from the layer's rows, not copied here (ownDirect)
+	direct  bool             // this rank's block is multiplied (and sent) from own, not copied here (ownDirect)
+	own     *matrix.Dense    // the layer's rows of this rank's block, in the product under way
+	me      int              // this rank: its slot stays untouched while direct
 	scratch *matrix.Dense    // one masked block at a time
 	wire    wireState        // how the blocks are encoded on the wire (wire.go)
 	blocks  []*matrix.CSR    // blocks[j] multiplies root j's block (Â_ij; GraphSAGE: its mean or pattern)
@@ -46,7 +48,7 @@ type cache struct {
 
 func newCache(be kernels.Backend, name string, width int, rows []int, blocks []*matrix.CSR, p staleness.Policy, w wireState, me int) *cache {
 	c := &cache{name: name, width: width, rows: rows, policy: p, blocks: blocks, full: blocks, host: make([][]float32, len(rows)),
-		dev: make([]*matrix.Dense, len(rows)), last: make([]int, len(rows)), log: make([][]int, len(rows)), wire: w}
+		dev: make([]*matrix.Dense, len(rows)), last: make([]int, len(rows)), log: make([][]int, len(rows)), wire: w, me: me}
 	c.wire.used, c.wire.add, c.wire.packed = make([]int, len(rows)), make([]bool, len(rows)), make([][]byte, len(rows))
 	c.wire.packedBits = make([]int, len(rows))
 	most := 0

@@ -32,20 +32,35 @@ func (e *Engine) compulsoryBytes() int64 {
 	return n + 4*params*4 // weights, gradients, Adam's two moments
 }
 
-// bytes is what a cache holds: its copies of the blocks, packed copies and
-// its masking and decoding buffers.
+// bytes is what a cache holds: its copies of the blocks, packed copies, its
+// restricted blocks and its masking and decoding buffers.
 func (c *cache) bytes() int64 {
-	var n int64
-	for j := range c.host {
-		n += 4*int64(len(c.host[j])) + int64(len(c.wire.packed[j]))
+	n := c.copyBytes()
+	for j := range c.blocks {
 		if c.blocks[j] != c.full[j] { // the last layer's restricted blocks (output.go)
 			n += c.blocks[j].Bytes()
 		}
 	}
-	for _, d := range []*matrix.Dense{c.scratch, c.decoded} {
-		if d != nil {
-			n += 4 * int64(d.Rows*d.Cols)
+	if c.scratch != nil {
+		n += 4 * int64(c.scratch.Rows*c.scratch.Cols)
+	}
+	return n
+}
+
+// copyBytes is what a cache's copies of the blocks take: float32 slots,
+// packed copies (receive buffers, or --cache-bits' only copies) and a
+// packed cache's one-block decoding buffer. A rank's own slot that is
+// never written (ownDirect) is not counted: its pages are never touched.
+func (c *cache) copyBytes() int64 {
+	var n int64
+	for j := range c.host {
+		if j == c.me && c.direct {
+			continue
 		}
+		n += 4*int64(len(c.host[j])) + int64(len(c.wire.packed[j]))
+	}
+	if c.decoded != nil {
+		n += 4 * int64(len(c.decoded.Data))
 	}
 	return n
 }

@@ -522,22 +522,14 @@ func (e *Engine) quantErr(ep int) (sum, n float64) {
 	return sum, n
 }
 
-// cacheBytes is what the training caches (forward and gradient) take:
-// float32 slots, packed copies (receive buffers, or --cache-bits' only
-// copies) and a packed cache's one-block decoding buffer. (Evaluation's
-// caches are float32 always.)
+// cacheBytes is what the training caches' copies of the blocks take
+// (forward and gradient; evaluation's caches are float32 always).
 func (e *Engine) cacheBytes() int64 {
 	var n int64
 	for _, L := range e.layers {
 		for _, c := range []*cache{L.base().fwd, L.base().grad} {
-			if c == nil {
-				continue
-			}
-			for j := range c.host {
-				n += 4*int64(len(c.host[j])) + int64(len(c.wire.packed[j]))
-			}
-			if c.decoded != nil {
-				n += 4 * int64(len(c.decoded.Data))
+			if c != nil {
+				n += c.copyBytes()
 			}
 		}
 	}

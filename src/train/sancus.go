@@ -44,7 +44,7 @@ import (
 // this rank's block B_i. ref is what variation-gap measures this rank's
 // drift on (nil: own itself); it is read only when c's policy needs drift.
 func (e *Engine) aggregate(c *cache, epoch int, out, own, ref *matrix.Dense, mask matrix.Mask) error {
-	c.direct = e.ownDirect(c)
+	c.direct, c.own = e.ownDirect(c), own
 	first := true
 	err := e.communicate(c, epoch, own, ref, func(j int) error {
 		if c.blocks[j].NNZ() == 0 {
@@ -149,11 +149,13 @@ func (e *Engine) multiply(c *cache, out, own *matrix.Dense, j int, mask matrix.M
 // ownDirect reports whether aggregate may multiply this rank's block
 // straight from the layer's rows instead of its cached copy: the copy would
 // equal them (full-width values, a policy that never leaves a root stale,
-// the whole graph) and no other rank reads it (exchangers send from the
-// cache). It saves a copy of the block per product on one rank.
+// the whole graph) and no other rank reads it, or the exchange sends from
+// the layer's rows too (the sparse exchange packs the rows it sends). It
+// saves a copy of the block per product.
 func (e *Engine) ownDirect(c *cache) bool {
 	_, never := c.policy.(staleness.None)
-	return e.P == 1 && never && !c.quantized() && e.batch == nil
+	_, sparse := e.x.(*sparseExchange)
+	return (e.P == 1 || sparse) && never && !c.quantized() && e.batch == nil
 }
 
 // clip scales δ_i to norm th_i = ClipScale·Clip when it is larger, before

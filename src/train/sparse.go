@@ -211,9 +211,13 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 	}
 	if active[me] {
 		src, rb := collectives.Bytes(c.host[me]), 4*c.width
-		if c.quantized() {
+		switch {
+		case c.quantized():
 			src, rb = c.wire.own, c.rowBytes(me)
-		} else {
+		case c.direct: // no copy in the cache: the layer's rows themselves
+			x.be.Download(c.own)
+			src = collectives.Bytes(c.own.Data[:c.rows[me]*c.width])
+		default:
 			x.be.Download(c.dev[me])
 		}
 		out := x.sendBufs(rb)
