@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 
 	"sancus/kernels/matrix"
@@ -124,6 +125,7 @@ func PrepareStreaming(dataDir, outDir string, parts int, opt Options, load graph
 		for r := 0; r < a.Rows; r++ {
 			deg[off[q]+int64(r)] = a.RowPtr[r+1] - a.RowPtr[r]
 		}
+		releasePart()
 	}
 	dinv := make([]float64, n)
 	for i, d := range deg {
@@ -157,9 +159,15 @@ func PrepareStreaming(dataDir, outDir string, parts int, opt Options, load graph
 			opt.OnShard(sh)
 		}
 		prep.nnz += ahat.NNZ()
+		releasePart()
 	}
 	return prep, nil
 }
+
+// releasePart returns a finished part's arrays to the system before the
+// next part allocates its own: the collector would otherwise keep them as
+// free heap beside the next part's (a part's arrays are the peak).
+func releasePart() { debug.FreeOSMemory() }
 
 // streamingRanges cuts [0, n) into parts ranges of about equal nonzeros of Â
 // from one pass of degrees (duplicate edges in the file count twice here,
