@@ -135,7 +135,7 @@ type sparseExchange struct {
 	sendIdx [][]int32        // sendIdx[i]: this rank's rows that rank i needs
 	packed  map[int][][]byte // per row size in bytes: the rows packed for each rank
 	batch   *batchState      // cluster-batch training: only the batch's rows travel
-	recvTmp [][]byte         // cluster-batch: a root's rows before they are scattered
+	recvTmp [][]byte         // a partial exchange (cluster batch, restricted last layer): a root's rows before they are scattered
 }
 
 // rowSets are the rows that travel this exchange of c: to each rank (this
