@@ -21,13 +21,8 @@ func TestCUDAMatchesCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	gen := graph.GenConfig{Model: "planted", Nodes: 20000, Edges: 200000, Features: 128, FeatureNNZ: 16,
-		Classes: 16, PIn: 0.4, FeatureSig: 0.3, TrainFrac: 0.1, ValFrac: 0.1, Seed: 3}
-	if err := graph.Generate(dir, gen); err != nil {
-		t.Fatal(err)
-	}
-	planted, err := graph.Load(dir, graph.LoadOptions{NormalizeFeatures: true})
+	planted, err := generate(t.TempDir(), graph.GenConfig{Model: "planted", Nodes: 20000, Edges: 200000, Features: 128, FeatureNNZ: 16,
+		Classes: 16, PIn: 0.4, FeatureSig: 0.3, TrainFrac: 0.1, ValFrac: 0.1, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,13 +15,8 @@ import (
 // embeddings ReLU(ÂX·W) of a 60k-node generated graph whose weights moved by
 // 1% to 10%, as they do between broadcasts.
 func TestSampledDriftTracksWholeBlock(t *testing.T) {
-	dir := t.TempDir()
-	cfg := graph.GenConfig{Model: "planted", Nodes: 60000, Edges: 300000, Features: 64, FeatureNNZ: 8,
-		Classes: 8, PIn: 0.5, FeatureSig: 0.4, TrainFrac: 0.1, ValFrac: 0.1, Seed: 5}
-	if err := graph.Generate(dir, cfg); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := graph.Load(dir, graph.LoadOptions{NormalizeFeatures: true})
+	ds, err := generate(t.TempDir(), graph.GenConfig{Model: "planted", Nodes: 60000, Edges: 300000, Features: 64, FeatureNNZ: 8,
+		Classes: 8, PIn: 0.5, FeatureSig: 0.4, TrainFrac: 0.1, ValFrac: 0.1, Seed: 5})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,13 +49,9 @@ type testGraph struct {
 
 func (g *testGraph) get(t testing.TB, cfg graph.GenConfig) (*graph.Dataset, string) {
 	g.once.Do(func() {
-		if g.dir, g.err = os.MkdirTemp("", "sancus-train-test-"); g.err != nil {
-			return
+		if g.dir, g.err = os.MkdirTemp("", "sancus-train-test-"); g.err == nil {
+			g.ds, g.err = generate(g.dir, cfg)
 		}
-		if g.err = graph.Generate(g.dir, cfg); g.err != nil {
-			return
-		}
-		g.ds, g.err = graph.Load(g.dir, graph.LoadOptions{NormalizeFeatures: true})
 	})
 	if g.err != nil {
 		t.Fatal(g.err)
@@ -64,6 +60,15 @@ func (g *testGraph) get(t testing.TB, cfg graph.GenConfig) (*graph.Dataset, stri
 }
 
 var plainGraph, multiGraph testGraph
+
+// generate writes the graph cfg describes into dir and loads it as
+// training reads it (features normalized).
+func generate(dir string, cfg graph.GenConfig) (*graph.Dataset, error) {
+	if err := graph.Generate(dir, cfg); err != nil {
+		return nil, err
+	}
+	return graph.Load(dir, graph.LoadOptions{NormalizeFeatures: true})
+}
 
 // generated is a small planted-partition graph (2,000 nodes, 12,000 edges,
 // 64 binary features, 7 classes): tests of the engine's invariants need a
