@@ -53,6 +53,52 @@ type Input interface {
 	MulT(c, g *matrix.Dense) error
 }
 
+// RowProducts is what a backend may add: products at a list of rows, for a
+// consumer that reads only those (the loss reads the training rows).
+// A·B and A·Bᵀ write the listed rows of C and leave the rest; Aᵀ·B sums
+// over the listed rows of A and B. Find it with RowsOf; a backend without
+// it computes every row.
+type RowProducts interface {
+	GEMMRows(c, a, b *matrix.Dense, rows []int32) error
+	GEMMNTRows(c, a, b *matrix.Dense, rows []int32) error
+	GEMMTNRows(c, a, b *matrix.Dense, rows []int32) error
+}
+
+// RowInput is what an Input may add: its products at a list of rows, as
+// RowProducts' (O·W at the listed rows, Oᵀ·G summed over them), with the
+// operand's dropout. The CPU's dense operands have it; find it with
+// InputRowsOf.
+type RowInput interface {
+	MulRows(c, w *matrix.Dense, rows []int32) error
+	MulTRows(c, g *matrix.Dense, rows []int32) error
+}
+
+// InputRowsOf returns in's row products, if it has them (timed too).
+func InputRowsOf(in Input) (RowInput, bool) {
+	inner := in
+	if t, ok := in.(timedInput); ok {
+		inner = t.Input
+	}
+	if _, ok := inner.(RowInput); !ok {
+		return nil, false
+	}
+	ri, ok := in.(RowInput)
+	return ri, ok
+}
+
+// RowsOf returns be's row products, if it has them (through Timed too).
+func RowsOf(be Backend) (RowProducts, bool) {
+	inner := be
+	if t, ok := be.(*Timed); ok {
+		inner = t.Backend
+	}
+	if _, ok := inner.(RowProducts); !ok {
+		return nil, false
+	}
+	rp, ok := be.(RowProducts)
+	return rp, ok
+}
+
 // Opener makes a backend for the device of a rank (its local rank picks
 // the device).
 type Opener func(localRank int) (Backend, error)
@@ -95,6 +141,9 @@ func (CPU) SpMM(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, acc bool) error
 func (CPU) GEMM(c, a, b *matrix.Dense, acc bool) error             { return GEMM(c, a, b, acc) }
 func (CPU) GEMMTN(c, a, b *matrix.Dense) error                     { return GEMMTN(c, a, b) }
 func (CPU) GEMMNT(c, a, b *matrix.Dense) error                     { return GEMMNT(c, a, b) }
+func (CPU) GEMMRows(c, a, b *matrix.Dense, rows []int32) error     { return GEMMRows(c, a, b, rows) }
+func (CPU) GEMMNTRows(c, a, b *matrix.Dense, rows []int32) error   { return GEMMNTRows(c, a, b, rows) }
+func (CPU) GEMMTNRows(c, a, b *matrix.Dense, rows []int32) error   { return GEMMTNRows(c, a, b, rows) }
 func (CPU) AddBiasReLU(z *matrix.Dense, bias []float32, relu bool) { AddBiasReLU(z, bias, relu) }
 func (CPU) ReLUBackward(g, h *matrix.Dense)                        { ReLUBackward(g, h) }
 func (CPU) Dropout(m matrix.Mask, dst, src *matrix.Dense)          { Dropout(m, dst, src) }
@@ -104,9 +153,14 @@ func (CPU) LossGrad(logits *matrix.Dense, labels, rows []int32, norm float64, gr
 }
 func (CPU) Norm(d *matrix.Dense) float64     { return FrobNorm(d.Data) }
 func (CPU) Scale(d *matrix.Dense, s float32) { Scale(d.Data, s) }
-func (CPU) Input(o *Operand) (Input, error)  { return o, nil }
-func (CPU) Err() error                       { return nil }
-func (CPU) Close() error                     { return nil }
+func (CPU) Input(o *Operand) (Input, error) {
+	if o.IsSparse() {
+		return o, nil
+	}
+	return denseInput{o}, nil
+}
+func (CPU) Err() error   { return nil }
+func (CPU) Close() error { return nil }
 
 // Sync, Triad and Device serve the kernel benchmark.
 func (CPU) Sync() error                            { return nil }

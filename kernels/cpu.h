@@ -20,6 +20,11 @@ void sc_gemm_nn(const float *A, const float *B, float *C, int64_t k, int64_t n,
                 int64_t r0, int64_t r1, int acc, const sc_mask *m);
 void sc_gemm_tn(const float *A, const float *B, float *C, int64_t k, int64_t n,
                 int64_t r0, int64_t r1, const sc_mask *m);
+// The same at the rows listed only (rows[0..cnt)); tn's C is the sum over them.
+void sc_gemm_nn_rows(const float *A, const float *B, float *C, int64_t k, int64_t n,
+                     const int32_t *rows, int64_t cnt, const sc_mask *m);
+void sc_gemm_tn_rows(const float *A, const float *B, float *C, int64_t k, int64_t n,
+                     const int32_t *rows, int64_t cnt, const sc_mask *m);
 void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int64_t i1);
 int sc_simd_level(void);
 void sc_limit_simd(int level); // tests: run a lower level on this CPU

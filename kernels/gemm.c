@@ -104,20 +104,22 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
   }
 
 // drop_rows writes rows [r0, r1) of A (k columns) with the mask applied to
-// dst, packed; dst may be A itself. The draws are the pair hashes of
-// dropout_rng.h, 16 at a time, so the loops vectorize.
+// dst, packed; dst may be A itself. With a list, it writes rows list[r0..r1)
+// instead. The draws are the pair hashes of dropout_rng.h, 16 at a time, so
+// the loops vectorize.
 #define DROP_ROWS(SUFFIX, ATTR)                                                \
-  ATTR static void drop_rows_##SUFFIX(const float *A, float *dst, int64_t k, \
-                                      int64_t r0, int64_t r1, const sc_mask *m) { \
+  ATTR static void drop_rows_##SUFFIX(const float *A, float *dst, int64_t k, int64_t r0, \
+                                      int64_t r1, const sc_mask *m, const int32_t *list) { \
     /* Signed compares: AVX2 has no unsigned one, and draws fit 16 bits. */    \
     const int32_t thr = m->thr > 0xffff ? 0xffff : (int32_t)m->thr;            \
     const float scale = m->scale;                                              \
     const uint64_t seed = m->seed, stream = m->stream;                         \
     const int64_t *ids = m->ids, row0 = m->row0;                               \
-    for (int64_t r = r0; r < r1; r++) {                                        \
+    for (int64_t i = r0; i < r1; i++) {                                        \
+      const int64_t r = list ? list[i] : i;                                    \
       const uint32_t key = sc_drop_key(seed, stream, (uint64_t)(ids ? ids[r] : row0 + r)); \
       const float *a = A + r * k;                                              \
-      float *d = dst + (r - r0) * k;                                           \
+      float *d = dst + (i - r0) * k;                                           \
       for (int64_t c0 = 0; c0 < k; c0 += 2 * VW) {                             \
         const int64_t w = k - c0 < 2 * VW ? k - c0 : 2 * VW;                   \
         uint32_t h[VW];                                                        \
@@ -155,7 +157,7 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
     const int64_t br = block_rows(k);                                          \
     for (int64_t r = r0; r < r1; r += br) {                                    \
       const int64_t e = r + br < r1 ? r + br : r1;                             \
-      drop_rows_##SUFFIX(A, buf, k, r, e, m);                                  \
+      drop_rows_##SUFFIX(A, buf, k, r, e, m, NULL);                                  \
       panel_##SUFFIX(buf, k, 1, B, k, C + r * n, e - r, n, acc);               \
     }                                                                          \
   }
@@ -172,10 +174,55 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
     for (int64_t r = r0; r < r1; r += br) {                                    \
       const int64_t e = r + br < r1 ? r + br : r1;                             \
       if (m)                                                                   \
-        drop_rows_##SUFFIX(A, buf, k, r, e, m);                                \
+        drop_rows_##SUFFIX(A, buf, k, r, e, m, NULL);                                \
       else                                                                     \
         memcpy(buf, A + r * k, (size_t)((e - r) * k) * sizeof(float));        \
       panel_##SUFFIX(buf, 1, k, B + r * n, e - r, C, k, n, r > r0);            \
+    }                                                                          \
+  }
+
+// Row lists, for a consumer that reads only some rows (the loss reads the
+// training rows): blocks of the listed rows of A (dropped, with a mask) and,
+// for Aᵀ·B, of B are gathered into scratch and multiplied as a packed
+// panel; A·B's rows are scattered back, so C's other rows are left as they
+// were. Each listed row of A·B is formed exactly as the full product forms it.
+static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_t cnt, float *dst) {
+  for (int64_t i = 0; i < cnt; i++)
+    memcpy(dst + i * w, src + (int64_t)rows[i] * w, (size_t)w * sizeof(float));
+}
+#define GEMM_ROWS(SUFFIX, ATTR)                                                \
+  ATTR static void gather_a_##SUFFIX(const float *A, int64_t k, const int32_t *rows, int64_t r, \
+                                     int64_t e, const sc_mask *m, float *dst) { \
+    if (m)                                                                     \
+      drop_rows_##SUFFIX(A, dst, k, r, e, m, rows);                            \
+    else                                                                       \
+      gather_rows(A, k, rows + r, e - r, dst);                                 \
+  }                                                                            \
+  ATTR static void gemm_nn_rows_##SUFFIX(const float *A, const float *B, float *C, int64_t k, \
+                                         int64_t n, const int32_t *rows, int64_t cnt, \
+                                         const sc_mask *m) {                   \
+    float *buf = scratch_buf(k + n);                                           \
+    const int64_t br = block_rows(k + n);                                      \
+    for (int64_t r = 0; r < cnt; r += br) {                                    \
+      const int64_t e = r + br < cnt ? r + br : cnt;                           \
+      float *out = buf + (e - r) * k;                                          \
+      gather_a_##SUFFIX(A, k, rows, r, e, m, buf);                             \
+      panel_##SUFFIX(buf, k, 1, B, k, out, e - r, n, 0);                       \
+      for (int64_t i = r; i < e; i++)                                          \
+        memcpy(C + (int64_t)rows[i] * n, out + (i - r) * n, (size_t)n * sizeof(float)); \
+    }                                                                          \
+  }                                                                            \
+  ATTR static void gemm_tn_rows_##SUFFIX(const float *A, const float *B, float *C, int64_t k, \
+                                         int64_t n, const int32_t *rows, int64_t cnt, \
+                                         const sc_mask *m) {                   \
+    float *buf = scratch_buf(k + n);                                           \
+    const int64_t br = block_rows(k + n);                                      \
+    for (int64_t r = 0; r < cnt; r += br) {                                    \
+      const int64_t e = r + br < cnt ? r + br : cnt;                           \
+      float *bb = buf + (e - r) * k;                                           \
+      gather_a_##SUFFIX(A, k, rows, r, e, m, buf);                             \
+      gather_rows(B, n, rows + r, e - r, bb);                                  \
+      panel_##SUFFIX(buf, 1, k, bb, e - r, C, k, n, r > 0);                    \
     }                                                                          \
   }
 
@@ -187,7 +234,8 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
   PANEL(MR, SUFFIX, ATTR)                                                      \
   DROP_ROWS(SUFFIX, ATTR)                                                      \
   GEMM_NN(SUFFIX, ATTR)                                                        \
-  GEMM_TN(SUFFIX, ATTR)
+  GEMM_TN(SUFFIX, ATTR)                                                        \
+  GEMM_ROWS(SUFFIX, ATTR)
 
 // MR·NVEC accumulators cover the FMA latency and leave registers for b
 // (16 xmm or ymm, 32 zmm).
@@ -207,8 +255,18 @@ void sc_gemm_tn(const float *A, const float *B, float *C, int64_t k, int64_t n, 
   FLUSH_DENORMALS(PICK3(gemm_tn, A, B, C, k, n, r0, r1, m));
 }
 
+void sc_gemm_nn_rows(const float *A, const float *B, float *C, int64_t k, int64_t n,
+                     const int32_t *rows, int64_t cnt, const sc_mask *m) {
+  FLUSH_DENORMALS(PICK3(gemm_nn_rows, A, B, C, k, n, rows, cnt, m));
+}
+
+void sc_gemm_tn_rows(const float *A, const float *B, float *C, int64_t k, int64_t n,
+                     const int32_t *rows, int64_t cnt, const sc_mask *m) {
+  FLUSH_DENORMALS(PICK3(gemm_tn_rows, A, B, C, k, n, rows, cnt, m));
+}
+
 void sc_dropout_dense(const float *src, float *dst, int64_t cols, int64_t r0, int64_t r1,
                       const sc_mask *m) {
   // In place or not, drop_rows writes dst's rows from r0 on.
-  PICK3(drop_rows, src, dst + r0 * cols, cols, r0, r1, m);
+  PICK3(drop_rows, src, dst + r0 * cols, cols, r0, r1, m, NULL);
 }

@@ -4,7 +4,11 @@ package kernels
 #include "cpu.h"
 */
 import "C"
-import "sancus/kernels/matrix"
+import (
+	"fmt"
+
+	"sancus/kernels/matrix"
+)
 
 // GEMM computes C = A·B (or C += A·B): A m×k, B k×n, C m×n. It is tuned for
 // the GNN shape: many rows, narrow k and n, so B stays in L1/L2.
@@ -90,6 +94,78 @@ func GEMMTNDrop(c, a, b *matrix.Dense, mask matrix.Mask) error {
 	defer done()
 	sumChunks(c.Data, a.Rows, func(r0, r1 int, part []float32) {
 		C.sc_gemm_tn(f32p(a.Data), f32p(b.Data), f32p(part), k, n, C.int64_t(r0), C.int64_t(r1), cm)
+	})
+	return nil
+}
+
+// checkRows checks a row list against the rows it indexes.
+func checkRows(what string, rows []int32, n int) error {
+	for i, r := range rows {
+		if r < 0 || int(r) >= n {
+			return fmt.Errorf("%s: row list entry %d is %d, outside 0..%d", what, i, r, n-1)
+		}
+	}
+	return nil
+}
+
+// GEMMRows computes C = A·B at the listed rows only; C's other rows are
+// left as they are. Each listed row is formed exactly as GEMM forms it.
+func GEMMRows(c, a, b *matrix.Dense, rows []int32) error {
+	return GEMMRowsDrop(c, a, b, matrix.Mask{}, rows)
+}
+
+// GEMMRowsDrop is GEMMRows of M(A), the mask drawn as GEMMDrop draws it.
+func GEMMRowsDrop(c, a, b *matrix.Dense, m matrix.Mask, rows []int32) error {
+	if err := CheckMul("gemm at rows", c, a.Rows, a.Cols, b); err != nil {
+		return err
+	}
+	if err := checkRows("gemm at rows", rows, a.Rows); err != nil {
+		return err
+	}
+	if len(rows) == 0 || c.Cols == 0 {
+		return nil
+	}
+	k, n := C.int64_t(a.Cols), C.int64_t(b.Cols)
+	cm, done := cMask(m)
+	defer done()
+	forRanges(evenCuts(len(rows), threads, 256), func(lo, hi int) {
+		C.sc_gemm_nn_rows(f32p(a.Data), f32p(b.Data), f32p(c.Data), k, n, (*C.int32_t)(&rows[lo]), C.int64_t(hi-lo), cm)
+	})
+	return nil
+}
+
+// GEMMNTRows computes C = A·Bᵀ at the listed rows only.
+func GEMMNTRows(c, a, b *matrix.Dense, rows []int32) error {
+	if err := CheckMulNT("gemm A·Bᵀ at rows", c, a, b); err != nil {
+		return err
+	}
+	return GEMMRows(c, a, b.T(), rows)
+}
+
+// GEMMTNRows computes C = Aᵀ·B summed over the listed rows of A and B only:
+// GEMMTN of A and B with every other row zero, summed in list order by
+// fixed chunks (the same for any thread count).
+func GEMMTNRows(c, a, b *matrix.Dense, rows []int32) error {
+	return GEMMTNRowsDrop(c, a, b, matrix.Mask{}, rows)
+}
+
+// GEMMTNRowsDrop is GEMMTNRows of M(A), the mask drawn as GEMMDrop draws it.
+func GEMMTNRowsDrop(c, a, b *matrix.Dense, m matrix.Mask, rows []int32) error {
+	if err := CheckMulTN("gemm Aᵀ·B at rows", c, a.Rows, a.Cols, b); err != nil {
+		return err
+	}
+	if err := checkRows("gemm Aᵀ·B at rows", rows, a.Rows); err != nil {
+		return err
+	}
+	c.Zero()
+	if len(rows) == 0 || len(c.Data) == 0 {
+		return nil
+	}
+	k, n := C.int64_t(a.Cols), C.int64_t(b.Cols)
+	cm, done := cMask(m)
+	defer done()
+	sumChunks(c.Data, len(rows), func(r0, r1 int, part []float32) {
+		C.sc_gemm_tn_rows(f32p(a.Data), f32p(b.Data), f32p(part), k, n, (*C.int32_t)(&rows[r0]), C.int64_t(r1-r0), cm)
 	})
 	return nil
 }

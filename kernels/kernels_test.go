@@ -126,6 +126,81 @@ func TestGEMMShapes(t *testing.T) {
 	}
 }
 
+func fill(d *matrix.Dense, v float32) {
+	for i := range d.Data {
+		d.Data[i] = v
+	}
+}
+
+// TestGEMMRows: the products at a row list form each listed row exactly as
+// the full products do (dropout drawn inside them too) and leave the other
+// rows alone; Aᵀ·B over the list is the full Aᵀ·B with every other row zero.
+func TestGEMMRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, k := range []int{7, 16, 130, 40000} { // the last: one row per scratch block
+		n, rows := 16, min(3000, 400_000/k)
+		a, b, g, w := randDense(r, rows, k), randDense(r, k, n), randDense(r, rows, n), randDense(r, k, n)
+		list := r.Perm(rows)[:rows/3] // unsorted, as training rows may be
+		at := make([]int32, len(list))
+		listed := make([]bool, rows)
+		for i, x := range list {
+			at[i], listed[x] = int32(x), true
+		}
+		check := func(what string, got, full *matrix.Dense) {
+			t.Helper()
+			for i := range got.Rows {
+				for j := range got.Cols {
+					v, want := got.Data[i*got.Cols+j], float32(-7) // untouched
+					if listed[i] {
+						want = full.Data[i*full.Cols+j]
+					}
+					if v != want {
+						t.Fatalf("k=%d %s: row %d (listed %v) column %d is %g, want %g", k, what, i, listed[i], j, v, want)
+					}
+				}
+			}
+		}
+		mask := matrix.Mask{P: 0.5, Seed: 3, Stream: 4, Row0: 100}
+		full, got := matrix.NewDense(rows, n), matrix.NewDense(rows, n)
+		fill(got, -7)
+		if err := GEMMDrop(full, a, b, mask, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := GEMMRowsDrop(got, a, b, mask, at); err != nil {
+			t.Fatal(err)
+		}
+		check("M(A)·B", got, full)
+		fullNT, gotNT := matrix.NewDense(rows, k), matrix.NewDense(rows, k)
+		fill(gotNT, -7)
+		if err := GEMMNT(fullNT, g, w); err != nil {
+			t.Fatal(err)
+		}
+		if err := GEMMNTRows(gotNT, g, w, at); err != nil {
+			t.Fatal(err)
+		}
+		check("A·Bᵀ", gotNT, fullNT)
+
+		zeroed := matrix.NewDense(rows, n)
+		for _, x := range list {
+			copy(zeroed.Data[x*n:(x+1)*n], g.Data[x*n:(x+1)*n])
+		}
+		tn := matrix.NewDense(k, n)
+		if err := GEMMTNRows(tn, a, g, at); err != nil {
+			t.Fatal(err)
+		}
+		assertSum(t, "Aᵀ·B at rows", tn, naiveMul(a.T(), zeroed), len(list))
+		dropped := matrix.NewDense(rows, k)
+		Dropout(mask, dropped, a)
+		if err := GEMMTNRowsDrop(tn, a, g, mask, at); err != nil {
+			t.Fatal(err)
+		}
+		assertSum(t, "M(A)ᵀ·B at rows", tn, naiveMul(dropped.T(), zeroed), len(list))
+	}
+	if err := GEMMRows(matrix.NewDense(4, 2), matrix.NewDense(4, 3), matrix.NewDense(3, 2), []int32{0, 4}); err == nil || !strings.Contains(err.Error(), "entry 1 is 4") {
+		t.Fatalf("a row past the end: %v", err)
+	}
+}
+
 // TestFusedDropoutGEMM: dropout drawn inside the products equals dropout
 // applied first, for masks by row offset and by gathered ids.
 func TestFusedDropoutGEMM(t *testing.T) {

@@ -156,3 +156,15 @@ func (o *Operand) SelectRows(rows []int32) *Operand {
 	}
 	return NewDenseOperand(d)
 }
+
+// denseInput is a dense operand on the CPU: the products at a row list
+// draw its mask inside them, as Mul and MulT do.
+type denseInput struct{ *Operand }
+
+func (d denseInput) MulRows(c, w *matrix.Dense, rows []int32) error {
+	return GEMMRowsDrop(c, d.dense, w, d.mask, rows)
+}
+
+func (d denseInput) MulTRows(c, g *matrix.Dense, rows []int32) error {
+	return GEMMTNRowsDrop(c, d.dense, g, d.mask, rows)
+}

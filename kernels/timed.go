@@ -39,6 +39,21 @@ func (t *Timed) GEMMNT(c, a, b *matrix.Dense) error {
 	defer t.add("gemm", time.Now())
 	return t.Backend.GEMMNT(c, a, b)
 }
+
+// The row products time the wrapped backend's (RowsOf finds them only
+// where it has them).
+func (t *Timed) GEMMRows(c, a, b *matrix.Dense, rows []int32) error {
+	defer t.add("gemm", time.Now())
+	return t.Backend.(RowProducts).GEMMRows(c, a, b, rows)
+}
+func (t *Timed) GEMMNTRows(c, a, b *matrix.Dense, rows []int32) error {
+	defer t.add("gemm", time.Now())
+	return t.Backend.(RowProducts).GEMMNTRows(c, a, b, rows)
+}
+func (t *Timed) GEMMTNRows(c, a, b *matrix.Dense, rows []int32) error {
+	defer t.add("gemm", time.Now())
+	return t.Backend.(RowProducts).GEMMTNRows(c, a, b, rows)
+}
 func (t *Timed) Dropout(m matrix.Mask, dst, src *matrix.Dense) {
 	defer t.add("dropout", time.Now())
 	t.Backend.Dropout(m, dst, src)
@@ -91,4 +106,12 @@ func (i timedInput) Mul(c, w *matrix.Dense) error {
 func (i timedInput) MulT(c, g *matrix.Dense) error {
 	defer i.t.add(i.class, time.Now())
 	return i.Input.MulT(c, g)
+}
+func (i timedInput) MulRows(c, w *matrix.Dense, rows []int32) error {
+	defer i.t.add(i.class, time.Now())
+	return i.Input.(RowInput).MulRows(c, w, rows)
+}
+func (i timedInput) MulTRows(c, g *matrix.Dense, rows []int32) error {
+	defer i.t.add(i.class, time.Now())
+	return i.Input.(RowInput).MulTRows(c, g, rows)
 }
