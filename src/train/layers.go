@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"sancus/collectives/wire"
+	"sancus/kernels"
 	"sancus/kernels/matrix"
 	"sancus/src/staleness"
 )
@@ -115,20 +116,32 @@ func (e *Engine) addCachesOver(c *conv, fw, gw int, gradPolicy staleness.Policy,
 
 // localLayer is layer 1 on the precomputed ÂX: Z = dropout(ÂX)·W, with no
 // communication at all.
-type localLayer struct{ conv }
+type localLayer struct {
+	conv
+	// ri, when set (output.go), multiplies in training at the rows the
+	// restricted last layer reads (forward) and writes (backward) alone.
+	ri            kernels.RowInput
+	read, written []int32
+}
 
 func (L *localLayer) kind() string { return "local (precomputed ÂX)" }
 
 func (L *localLayer) forward(e *Engine, p pass, _ act) (act, error) {
 	mask := e.mask(p.epoch, 0, p.train)
 	e.input.SetDropout(mask)
-	if err := e.input.Mul(L.z, e.m.W[0]); err != nil {
+	var err error
+	if p.train && L.ri != nil {
+		err = L.ri.MulRows(L.z, e.m.W[0], L.read)
+	} else {
+		err = e.input.Mul(L.z, e.m.W[0])
+	}
+	if err != nil {
 		return act{}, err
 	}
 	out := act{h: L.z}
 	if p.shadow {
 		out.clean = L.shadowBuf(e)
-		if err := e.sampleIn.Mul(out.clean, e.m.W[0]); err != nil {
+		if err = e.sampleIn.Mul(out.clean, e.m.W[0]); err != nil {
 			return act{}, err
 		}
 	}
@@ -136,6 +149,9 @@ func (L *localLayer) forward(e *Engine, p pass, _ act) (act, error) {
 }
 
 func (L *localLayer) backward(e *Engine, _ int, g *matrix.Dense) (*matrix.Dense, error) {
+	if L.ri != nil {
+		return nil, L.ri.MulTRows(L.dW, g, L.written)
+	}
 	return nil, e.input.MulT(L.dW, g)
 }
 
@@ -199,6 +215,10 @@ type aggregateLayer struct {
 	conv
 	t, dT, dIn *matrix.Dense
 	tClean     *matrix.Dense
+	// rp, when the last layer is restricted (output.go) on a backend with
+	// row products, multiplies at the training rows (at) alone.
+	rp kernels.RowProducts
+	at []int32
 }
 
 func (L *aggregateLayer) kind() string { return "aggregate-first (send H)" }
@@ -212,12 +232,17 @@ func (L *aggregateLayer) forward(e *Engine, p pass, in act) (act, error) {
 	if err := e.aggregate(c, p.epoch, L.t, in.h, ref, e.mask(p.epoch, L.l, p.train)); err != nil {
 		return act{}, err
 	}
-	if err := e.be.GEMM(L.z, L.t, e.m.W[L.l], false); err != nil {
+	var err error
+	if p.train && L.rp != nil {
+		err = L.rp.GEMMRows(L.z, L.t, e.m.W[L.l], L.at)
+	} else {
+		err = e.be.GEMM(L.z, L.t, e.m.W[L.l], false)
+	}
+	if err != nil {
 		return act{}, err
 	}
 	out := act{h: L.z}
 	if p.shadow && L.l < len(e.layers)-1 { // the logits' shadow has no reader
-		var err error
 		out.clean, err = L.cleanOutput(e, c)
 		return out, err
 	}
@@ -248,11 +273,22 @@ func (L *aggregateLayer) cleanOutput(e *Engine, c *cache) (*matrix.Dense, error)
 // backward: ∇W = TᵀG needs no communication; the input gradient Â·(G Wᵀ)
 // does, at the narrower width din.
 func (L *aggregateLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
-	if err := e.be.GEMMTN(L.dW, L.t, g); err != nil {
-		return nil, err
-	}
-	if err := e.be.GEMMNT(L.dT, g, e.m.W[L.l]); err != nil {
-		return nil, err
+	if L.rp != nil {
+		// G is zero off the training rows, so ∇W has no terms there and ∂T
+		// is zero there: never written, ∂T's other rows stay as allocated.
+		if err := L.rp.GEMMTNRows(L.dW, L.t, g, L.at); err != nil {
+			return nil, err
+		}
+		if err := L.rp.GEMMNTRows(L.dT, g, e.m.W[L.l], L.at); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := e.be.GEMMTN(L.dW, L.t, g); err != nil {
+			return nil, err
+		}
+		if err := e.be.GEMMNT(L.dT, g, e.m.W[L.l]); err != nil {
+			return nil, err
+		}
 	}
 	e.clip(L.dT)
 	return L.dIn, e.aggregate(L.grad, epoch, L.dIn, L.dT, nil, matrix.Mask{})

@@ -13,7 +13,9 @@ package train
 // are formed are formed exactly as before, and the backward terms left out
 // are products with zero rows (only the order in which the backward sums
 // its remaining terms differs). With a tenth of the nodes in training, both
-// products do a tenth of the work. Under the sparse exchange only the rows
+// products do a tenth of the work. Aggregating first, the products with W
+// (Z = T·W, ∇W = TᵀG, ∂T = G·Wᵀ) run at the training rows alone too, on a
+// backend with row products (kernels.RowsOf). Under the sparse exchange only the rows
 // the restricted blocks read travel: the neighbours of training rows
 // forward, training rows backward. Evaluation multiplies the full blocks
 // (its own cache). --full-output turns all of this off.
@@ -22,6 +24,7 @@ import (
 	"fmt"
 
 	"sancus/collectives"
+	"sancus/kernels"
 	"sancus/kernels/matrix"
 )
 
@@ -57,18 +60,70 @@ func (e *Engine) restrictOutput() error {
 		grad[j] = c.grad.full[j].Keep(nil, cols)
 	}
 	c.fwd.blocks, c.grad.blocks = fwd, grad
+	// Aggregating first, the layer's products with W read its rows alone:
+	// they need only the training rows too, where the backend can.
+	if agg, ok := last.(*aggregateLayer); ok {
+		if rp, ok := kernels.RowsOf(e.be); ok {
+			agg.rp, agg.at = rp, e.s.Train
+		}
+	}
 	// Rows travel partly only as a float32 copy or one encoded afresh:
 	// --wire-delta and --cache-bits keep whole copies (as cluster batches).
 	x, sparse := e.x.(*sparseExchange)
-	if !sparse || e.cfg.WireDelta || e.cfg.CacheBits {
-		return nil
-	}
-	for _, ca := range []*cache{c.fwd, c.grad} {
-		if ca.send, ca.recv, err = e.rowsRead(ca.blocks, x.sendIdx); err != nil {
-			return fmt.Errorf("%s: %w", ca.name, err)
+	if sparse && !e.cfg.WireDelta && !e.cfg.CacheBits {
+		for _, ca := range []*cache{c.fwd, c.grad} {
+			if ca.send, ca.recv, err = e.rowsRead(ca.blocks, x.sendIdx); err != nil {
+				return fmt.Errorf("%s: %w", ca.name, err)
+			}
 		}
 	}
+	e.restrictInput(c)
 	return nil
+}
+
+// restrictInput lets layer 1 on the precomputed ÂX multiply only the rows
+// the restricted last layer uses: forward, the rows its blocks read (this
+// rank's own block's columns and the rows other ranks asked for); backward,
+// the rows its gradient blocks write (∂H is zero on all others). Layer 1's
+// other rows are then left as they were, so this holds only where nothing
+// else reads them: two layers without a residual, rows that travel only as
+// asked (one rank, or the sparse exchange's row sets), and no policy that
+// measures the blocks' values (variation-gap).
+func (e *Engine) restrictInput(c *conv) {
+	first, ok := e.layers[0].(*localLayer)
+	if !ok || len(e.layers) != 2 || e.cfg.Residual || e.cfg.Staleness == "variation-gap" || (e.P > 1 && c.fwd.send == nil) {
+		return
+	}
+	ri, ok := kernels.InputRowsOf(e.input)
+	if !ok {
+		return
+	}
+	read, written := make([]bool, e.rows), make([]bool, e.rows)
+	for _, col := range c.fwd.blocks[e.rank].ColIdx {
+		read[col] = true
+	}
+	for _, rows := range c.fwd.send {
+		for _, r := range rows {
+			read[r] = true
+		}
+	}
+	for _, b := range c.grad.blocks {
+		for r := range b.Rows {
+			written[r] = written[r] || b.RowPtr[r+1] > b.RowPtr[r]
+		}
+	}
+	first.ri, first.read, first.written = ri, listed(read), listed(written)
+}
+
+// listed is the indices set in marks, in order.
+func listed(marks []bool) []int32 {
+	var out []int32
+	for i, m := range marks {
+		if m {
+			out = append(out, int32(i))
+		}
+	}
+	return out
 }
 
 // rowsRead agrees with every root on the rows blocks read: recv[j] are the

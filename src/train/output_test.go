@@ -87,11 +87,19 @@ func TestRestrictedOutputEqualsFull(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		e, err := New(Defaults(), c, s)
+		cfg := Defaults()
+		cfg.Hidden = 4 // aggregate first: its products with W run at the training rows
+		e, err := New(cfg, c, s)
 		if err != nil {
 			return err
 		}
 		defer e.Close()
+		if agg, ok := e.layers[len(e.layers)-1].(*aggregateLayer); !ok || agg.rp == nil || len(agg.at) != len(s.Train) {
+			return fmt.Errorf("rank %d: the last layer (%s) does not multiply at the training rows", e.rank, e.layers[len(e.layers)-1].kind())
+		}
+		if first, ok := e.layers[0].(*localLayer); !ok || first.ri == nil || len(first.read) == 0 || len(first.written) == 0 {
+			return fmt.Errorf("rank %d: layer 1 (%s) does not multiply at the rows the last layer uses", e.rank, e.layers[0].kind())
+		}
 		last := e.layers[len(e.layers)-1].base()
 		for j := range e.P {
 			fwd, grad, whole := last.fwd.blocks[j], last.grad.blocks[j], last.fwd.full[j]
