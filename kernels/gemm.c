@@ -157,9 +157,71 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
     const int64_t br = block_rows(k);                                          \
     for (int64_t r = r0; r < r1; r += br) {                                    \
       const int64_t e = r + br < r1 ? r + br : r1;                             \
-      drop_rows_##SUFFIX(A, buf, k, r, e, m, NULL);                                  \
+      drop_rows_##SUFFIX(A, buf, k, r, e, m, NULL);                            \
       panel_##SUFFIX(buf, k, 1, B, k, C + r * n, e - r, n, acc);               \
     }                                                                          \
+  }
+
+// A weight gradient with a narrow B (n ≤ 32, as G of a GNN's hidden 16) is
+// formed transposed, Cᵀ (n×k) = Bᵀ·A: JB of B's values broadcast against KV
+// vectors of A's row, so each A vector loaded serves JB FMAs (the tiles
+// above load a broadcast per FMA, and read A column-strided). Every
+// element is the same chain of FMAs in the same row order, so the result
+// is bitwise the same; Cᵀ is kept per thread and transposed into C at the end.
+static __thread float *ctb;
+static __thread int64_t ctb_len;
+
+static float *ct_buf(int64_t len) {
+  if (ctb_len < len) {
+    free(ctb);
+    ctb = aligned_alloc(64, (size_t)(len * sizeof(float) + 63) / 64 * 64);
+    ctb_len = ctb ? len : 0;
+  }
+  return ctb;
+}
+
+static void transpose_into(float *C, const float *ct, int64_t k, int64_t n) {
+  for (int64_t q = 0; q < k; q++)
+    for (int64_t j = 0; j < n; j++) C[q * n + j] = ct[j * k + q];
+}
+
+// TPANEL: ct (n×k) = or += Σ_{t<cnt} b[t·n + j] · a[t·k + q], a packed.
+#define TPANEL(SUFFIX, ATTR, JB, KV)                                           \
+  ATTR static void tpanel_##SUFFIX(const float *restrict a, const float *restrict b, int64_t cnt, \
+                                   float *restrict ct, int64_t k, int64_t n, int acc) { \
+    typedef vf_##SUFFIX vf;                                                    \
+    enum { NV = NVEC(SUFFIX), L = VW / NVEC(SUFFIX), W = KV * NV };            \
+    for (int64_t j0 = 0; j0 < n; j0 += JB)                                     \
+      for (int64_t q0 = 0; q0 < k; q0 += KV * VW) {                            \
+        vf s[JB][W];                                                           \
+        float *c = ct + j0 * k + q0;                                           \
+        for (int j = 0; j < JB; j++)                                           \
+          for (int v = 0; v < W; v++) s[j][v] = acc ? *(const vf *)(c + j * k + v * L) : (vf){0}; \
+        for (int64_t t = 0; t < cnt; t++) {                                    \
+          vf av[W];                                                            \
+          for (int v = 0; v < W; v++) av[v] = *(const vf *)(a + t * k + q0 + v * L); \
+          for (int j = 0; j < JB; j++) {                                       \
+            const float x = b[t * n + j0 + j];                                 \
+            for (int v = 0; v < W; v++) s[j][v] += x * av[v];                  \
+          }                                                                    \
+        }                                                                      \
+        for (int j = 0; j < JB; j++)                                           \
+          for (int v = 0; v < W; v++) *(vf *)(c + j * k + v * L) = s[j][v];    \
+      }                                                                        \
+  }                                                                            \
+  static int transposed_##SUFFIX(int64_t k, int64_t n) {                       \
+    return n <= 32 && n % JB == 0 && k % (KV * VW) == 0;                       \
+  }
+
+// tn_block adds one packed block of M(A) (cnt×k) times B's rows (cnt×n) to
+// C, or to Cᵀ in ct when the shape is formed transposed.
+#define TN_BLOCK(SUFFIX, ATTR)                                                 \
+  ATTR static void tn_block_##SUFFIX(const float *a, const float *b, int64_t cnt, float *C, \
+                                     float *ct, int64_t k, int64_t n, int acc) { \
+    if (ct)                                                                    \
+      tpanel_##SUFFIX(a, b, cnt, ct, k, n, acc);                               \
+    else                                                                       \
+      panel_##SUFFIX(a, 1, k, b, cnt, C, k, n, acc);                           \
   }
 
 // gemm_tn: C (k×n) = M(A)ᵀ·B over rows [r0, r1), summed in row order. C's
@@ -170,15 +232,18 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
     /* The block is packed into scratch even without a mask: the tiles */    \
     /* read it column-strided, which streams from memory at half speed. */    \
     float *buf = scratch_buf(k);                                               \
+    float *ct = transposed_##SUFFIX(k, n) ? ct_buf(k * n) : NULL;              \
     const int64_t br = block_rows(k);                                          \
     for (int64_t r = r0; r < r1; r += br) {                                    \
       const int64_t e = r + br < r1 ? r + br : r1;                             \
       if (m)                                                                   \
-        drop_rows_##SUFFIX(A, buf, k, r, e, m, NULL);                                \
+        drop_rows_##SUFFIX(A, buf, k, r, e, m, NULL);                          \
       else                                                                     \
         memcpy(buf, A + r * k, (size_t)((e - r) * k) * sizeof(float));        \
-      panel_##SUFFIX(buf, 1, k, B + r * n, e - r, C, k, n, r > r0);            \
+      tn_block_##SUFFIX(buf, B + r * n, e - r, C, ct, k, n, r > r0);           \
     }                                                                          \
+    if (ct && r1 > r0)                                                         \
+      transpose_into(C, ct, k, n);                                             \
   }
 
 // Row lists, for a consumer that reads only some rows (the loss reads the
@@ -216,33 +281,39 @@ static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_
                                          int64_t n, const int32_t *rows, int64_t cnt, \
                                          const sc_mask *m) {                   \
     float *buf = scratch_buf(k + n);                                           \
+    float *ct = transposed_##SUFFIX(k, n) ? ct_buf(k * n) : NULL;              \
     const int64_t br = block_rows(k + n);                                      \
     for (int64_t r = 0; r < cnt; r += br) {                                    \
       const int64_t e = r + br < cnt ? r + br : cnt;                           \
       float *bb = buf + (e - r) * k;                                           \
       gather_a_##SUFFIX(A, k, rows, r, e, m, buf);                             \
       gather_rows(B, n, rows + r, e - r, bb);                                  \
-      panel_##SUFFIX(buf, 1, k, bb, e - r, C, k, n, r > 0);                    \
+      tn_block_##SUFFIX(buf, bb, e - r, C, ct, k, n, r > 0);                   \
     }                                                                          \
+    if (ct && cnt > 0)                                                         \
+      transpose_into(C, ct, k, n);                                             \
   }
 
-#define DEFINE_GEMM(SUFFIX, ATTR, MR)                                          \
+#define DEFINE_GEMM(SUFFIX, ATTR, MR, JB, KV)                                  \
   TILE(1, SUFFIX, ATTR)                                                        \
   TILE(2, SUFFIX, ATTR)                                                        \
   TILE(4, SUFFIX, ATTR)                                                        \
   TILE(MR, SUFFIX, ATTR)                                                       \
   PANEL(MR, SUFFIX, ATTR)                                                      \
+  TPANEL(SUFFIX, ATTR, JB, KV)                                                 \
+  TN_BLOCK(SUFFIX, ATTR)                                                       \
   DROP_ROWS(SUFFIX, ATTR)                                                      \
   GEMM_NN(SUFFIX, ATTR)                                                        \
   GEMM_TN(SUFFIX, ATTR)                                                        \
   GEMM_ROWS(SUFFIX, ATTR)
 
-// MR·NVEC accumulators cover the FMA latency and leave registers for b
-// (16 xmm or ymm, 32 zmm).
-DEFINE_GEMM(base, , 3)
+// MR·NVEC accumulators cover the FMA latency and leave registers for b;
+// the transposed tile's JB·KV·NVEC accumulators leave room for KV·NVEC
+// vectors of A and JB broadcasts (16 xmm or ymm, 32 zmm).
+DEFINE_GEMM(base, , 3, 2, 1)
 #if defined(__x86_64__) && defined(__GNUC__)
-DEFINE_GEMM(avx2, __attribute__((target("avx2,fma"))), 6)
-DEFINE_GEMM(avx512, __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma,prefer-vector-width=512"))), 12)
+DEFINE_GEMM(avx2, __attribute__((target("avx2,fma"))), 6, 2, 2)
+DEFINE_GEMM(avx512, __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma,prefer-vector-width=512"))), 12, 4, 4)
 #endif
 
 void sc_gemm_nn(const float *A, const float *B, float *C, int64_t k, int64_t n, int64_t r0,

@@ -98,9 +98,11 @@ func TestSpMMMatchesDense(t *testing.T) {
 
 func TestGEMMShapes(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for i, n := range widths {
-		// Inner widths: narrow, several scratch blocks, one row per block.
-		k := []int{20, 130, 20, 600, 7, 20, 33}[i]
+	// Inner widths: narrow, several scratch blocks, one row per block; then
+	// a narrow B with k a multiple of 64, whose Aᵀ·B is formed transposed.
+	ks := []int{20, 130, 20, 600, 7, 20, 33, 128, 256, 64}
+	for i, n := range append(widths, 16, 32, 8) {
+		k := ks[i]
 		rows := min(5000, 2_000_000/k)
 		a := randDense(r, rows, k)
 		b := randDense(r, k, n)
