@@ -54,7 +54,7 @@ type Config struct {
 	ClipScale float64
 
 	FreshDiagonal  bool    // use the fresh own block instead of the shared cached one
-	FullOutput     bool    // the last layer's training products at every row, not only where the loss reads (output.go)
+	FullOutput     bool    // every row in training (the last layer, layer 1 on ÂX), not only the rows the loss reads (output.go)
 	ProfileKernels bool    // time every kernel call by class (RankStats.KernelMs)
 	BaseRSSMB      float64 `json:"-"` // the process's resident memory before it loaded data (RankStats.BaseRSSMB)
 	SkipGradients  bool    // the SkipG baseline: gradient broadcasts obey the policy too

@@ -112,7 +112,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.Float64Var(&cfg.Clip, "clip", cfg.Clip, "per-rank gradient clipping threshold th (0: off)")
 	fs.Float64Var(&cfg.ClipScale, "clip-scale", cfg.ClipScale, "th_i = clip-scale·th (0: √P, as in SANCUS)")
 	fs.BoolVar(&cfg.FreshDiagonal, "fresh-diagonal", cfg.FreshDiagonal, "multiply a rank's own block with its fresh rows instead of the shared cached copy")
-	fs.BoolVar(&cfg.FullOutput, "full-output", cfg.FullOutput, "compute the last layer at every row in training, not only at the training rows the loss reads (the same losses; for comparisons)")
+	fs.BoolVar(&cfg.FullOutput, "full-output", cfg.FullOutput, "compute every row in training: the last layer, and layer 1 on ÂX, not only the rows the loss reads (the same losses; for comparisons)")
 	fs.BoolVar(&cfg.ProfileKernels, "profile-kernels", false, "time kernel calls by class (gemm, spmm, dropout, loss, elementwise) into the results' per-rank kernel_ms")
 	fs.BoolVar(&cfg.SkipGradients, "skip-gradients", cfg.SkipGradients, "SkipG baseline: let the staleness policy skip gradient broadcasts too")
 	fs.BoolVar(&cfg.DenseBcast, "dense-bcast", cfg.DenseBcast, "broadcast whole blocks (SANCUS as published) instead of sending each rank only the rows it uses")
