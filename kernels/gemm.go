@@ -98,8 +98,12 @@ func GEMMTNDrop(c, a, b *matrix.Dense, mask matrix.Mask) error {
 	return nil
 }
 
-// checkRows checks a row list against the rows it indexes.
-func checkRows(what string, rows []int32, n int) error {
+// checkRows passes on a product's shape error, else checks its row list
+// against the n rows it indexes.
+func checkRows(shapes error, what string, rows []int32, n int) error {
+	if shapes != nil {
+		return shapes
+	}
 	for i, r := range rows {
 		if r < 0 || int(r) >= n {
 			return fmt.Errorf("%s: row list entry %d is %d, outside 0..%d", what, i, r, n-1)
@@ -116,10 +120,8 @@ func GEMMRows(c, a, b *matrix.Dense, rows []int32) error {
 
 // GEMMRowsDrop is GEMMRows of M(A), the mask drawn as GEMMDrop draws it.
 func GEMMRowsDrop(c, a, b *matrix.Dense, m matrix.Mask, rows []int32) error {
-	if err := CheckMul("gemm at rows", c, a.Rows, a.Cols, b); err != nil {
-		return err
-	}
-	if err := checkRows("gemm at rows", rows, a.Rows); err != nil {
+	const what = "gemm at rows"
+	if err := checkRows(CheckMul(what, c, a.Rows, a.Cols, b), what, rows, a.Rows); err != nil {
 		return err
 	}
 	if len(rows) == 0 || c.Cols == 0 {
@@ -151,10 +153,8 @@ func GEMMTNRows(c, a, b *matrix.Dense, rows []int32) error {
 
 // GEMMTNRowsDrop is GEMMTNRows of M(A), the mask drawn as GEMMDrop draws it.
 func GEMMTNRowsDrop(c, a, b *matrix.Dense, m matrix.Mask, rows []int32) error {
-	if err := CheckMulTN("gemm Aᵀ·B at rows", c, a.Rows, a.Cols, b); err != nil {
-		return err
-	}
-	if err := checkRows("gemm Aᵀ·B at rows", rows, a.Rows); err != nil {
+	const what = "gemm Aᵀ·B at rows"
+	if err := checkRows(CheckMulTN(what, c, a.Rows, a.Cols, b), what, rows, a.Rows); err != nil {
 		return err
 	}
 	c.Zero()

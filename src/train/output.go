@@ -86,12 +86,13 @@ func (e *Engine) restrictOutput() error {
 // rank's own block's columns and the rows other ranks asked for); backward,
 // the rows its gradient blocks write (∂H is zero on all others). Layer 1's
 // other rows are then left as they were, so this holds only where nothing
-// else reads them: two layers without a residual, rows that travel only as
-// asked (one rank, or the sparse exchange's row sets), and no policy that
-// measures the blocks' values (variation-gap).
+// else reads them: two layers without a residual, and rows that travel
+// only as asked (one rank, or the sparse exchange's row sets).
+// Variation-gap reads layer 1's noise-free shadow at its own sample rows,
+// computed from the whole operand, so its votes are unchanged.
 func (e *Engine) restrictInput(c *conv) {
 	first, ok := e.layers[0].(*localLayer)
-	if !ok || len(e.layers) != 2 || e.cfg.Residual || e.cfg.Staleness == "variation-gap" || (e.P > 1 && c.fwd.send == nil) {
+	if !ok || len(e.layers) != 2 || e.cfg.Residual || (e.P > 1 && c.fwd.send == nil) {
 		return
 	}
 	ri, ok := kernels.InputRowsOf(e.input)

@@ -32,6 +32,7 @@ func TestRestrictedOutputEqualsFull(t *testing.T) {
 		{"transform-first last layer", 16, true, false, false, "fp32", false},
 		{"aggregate-first last layer", 4, true, false, false, "fp32", false},
 		{"plain Â(XW), variation-gap", 16, false, true, false, "fp32", false},
+		{"ÂX, variation-gap", 4, true, true, false, "fp32", false},
 		{"int8 wire", 4, false, false, false, "int8", false},
 		{"multi-label", 16, true, false, true, "fp32", false},
 		{"dense broadcasts", 4, false, false, false, "fp32", true},
@@ -40,7 +41,7 @@ func TestRestrictedOutputEqualsFull(t *testing.T) {
 			cfg := Defaults()
 			cfg.Epochs, cfg.Hidden, cfg.Precompute, cfg.Wire, cfg.DenseBcast = 15, run.hidden, run.pre, run.wire, run.dense
 			if run.vargap {
-				cfg.Staleness = "variation-gap"
+				cfg.Staleness, cfg.Eps = "variation-gap", 0.3 // loose enough to skip within 15 epochs
 			}
 			data := ds
 			if run.multi {
@@ -57,6 +58,7 @@ func TestRestrictedOutputEqualsFull(t *testing.T) {
 				t.Fatal(err)
 			}
 			var bytes, fullBytes int64
+			skipped := 0
 			for i, g := range got.Result.Curve {
 				w := want.Result.Curve[i]
 				if math.Abs(g.Loss-w.Loss) > 1e-6*w.Loss || g.ValAcc != w.ValAcc || g.TestAcc != w.TestAcc || g.Sent != w.Sent {
@@ -64,6 +66,10 @@ func TestRestrictedOutputEqualsFull(t *testing.T) {
 						run.name, p, g.Epoch, g.Loss, g.ValAcc, g.TestAcc, g.Sent, w.Loss, w.ValAcc, w.TestAcc, w.Sent)
 				}
 				bytes, fullBytes = bytes+g.BytesSent, fullBytes+w.BytesSent
+				skipped += g.Skipped
+			}
+			if run.vargap && p > 1 && skipped == 0 { // else the votes compared above decided nothing
+				t.Fatalf("%s P=%d: variation-gap skipped no broadcast", run.name, p)
 			}
 			if p > 1 && (run.dense != (bytes == fullBytes) || bytes > fullBytes) {
 				t.Fatalf("%s P=%d: %d bytes sent against %d with --full-output", run.name, p, bytes, fullBytes)
