@@ -251,9 +251,16 @@ static void transpose_into(float *C, const float *ct, int64_t k, int64_t n) {
 // for Aᵀ·B, of B are gathered into scratch and multiplied as a packed
 // panel; A·B's rows are scattered back, so C's other rows are left as they
 // were. Each listed row of A·B is formed exactly as the full product forms it.
+// copy_row copies one row of w floats; a width of one tile (a GNN's hidden
+// 16) is a fixed-size copy the compiler inlines, not a call per row.
+static inline void copy_row(float *dst, const float *src, int64_t w) {
+  if (w == VW)
+    memcpy(dst, src, VW * sizeof(float));
+  else
+    memcpy(dst, src, (size_t)w * sizeof(float));
+}
 static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_t cnt, float *dst) {
-  for (int64_t i = 0; i < cnt; i++)
-    memcpy(dst + i * w, src + (int64_t)rows[i] * w, (size_t)w * sizeof(float));
+  for (int64_t i = 0; i < cnt; i++) copy_row(dst + i * w, src + (int64_t)rows[i] * w, w);
 }
 #define GEMM_ROWS(SUFFIX, ATTR)                                                \
   ATTR static void gather_a_##SUFFIX(const float *A, int64_t k, const int32_t *rows, int64_t r, \
@@ -273,8 +280,7 @@ static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_
       float *out = buf + (e - r) * k;                                          \
       gather_a_##SUFFIX(A, k, rows, r, e, m, buf);                             \
       panel_##SUFFIX(buf, k, 1, B, k, out, e - r, n, 0);                       \
-      for (int64_t i = r; i < e; i++)                                          \
-        memcpy(C + (int64_t)rows[i] * n, out + (i - r) * n, (size_t)n * sizeof(float)); \
+      for (int64_t i = r; i < e; i++) copy_row(C + (int64_t)rows[i] * n, out + (i - r) * n, n); \
     }                                                                          \
   }                                                                            \
   ATTR static void gemm_tn_rows_##SUFFIX(const float *A, const float *B, float *C, int64_t k, \

@@ -15,7 +15,8 @@ package train
 // its remaining terms differs). With a tenth of the nodes in training, both
 // products do a tenth of the work. Aggregating first, the products with W
 // (Z = T·W, ∇W = TᵀG, ∂T = G·Wᵀ) run at the training rows alone too, on a
-// backend with row products (kernels.RowsOf). Under the sparse exchange only the rows
+// backend with row products (kernels.RowsOf), and layer 1 on ÂX at the rows
+// these blocks use (restrictInput). Under the sparse exchange only the rows
 // the restricted blocks read travel: the neighbours of training rows
 // forward, training rows backward. Evaluation multiplies the full blocks
 // (its own cache). --full-output turns all of this off.
