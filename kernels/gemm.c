@@ -28,18 +28,24 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
 // Scratch rows of dropped A: SCRATCH floats per thread (128 KiB, in L2),
 // or one row of A when a row is wider.
 #define SCRATCH 32768
-static __thread float *scratch;
-static __thread int64_t scratch_len;
+// A per-thread buffer of at least want floats, kept for the next call.
+typedef struct {
+  float *p;
+  int64_t len;
+} sc_buf;
 
-static float *scratch_buf(int64_t k) {
-  const int64_t want = k > SCRATCH ? k : SCRATCH;
-  if (scratch_len < want) {
-    free(scratch);
-    scratch = aligned_alloc(64, (size_t)(want * sizeof(float) + 63) / 64 * 64);
-    scratch_len = scratch ? want : 0;
+static float *grow(sc_buf *b, int64_t want) {
+  if (b->len < want) {
+    free(b->p);
+    b->p = aligned_alloc(64, (size_t)(want * sizeof(float) + 63) / 64 * 64);
+    b->len = b->p ? want : 0;
   }
-  return scratch;
+  return b->p;
 }
+
+static __thread sc_buf scratch;
+
+static float *scratch_buf(int64_t k) { return grow(&scratch, k > SCRATCH ? k : SCRATCH); }
 
 // block_rows is how many rows of k columns a scratch block holds (≥ 1; A
 // wider than SCRATCH columns is multiplied a row at a time).
@@ -168,17 +174,7 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
 // above load a broadcast per FMA, and read A column-strided). Every
 // element is the same chain of FMAs in the same row order, so the result
 // is bitwise the same; Cᵀ is kept per thread and transposed into C at the end.
-static __thread float *ctb;
-static __thread int64_t ctb_len;
-
-static float *ct_buf(int64_t len) {
-  if (ctb_len < len) {
-    free(ctb);
-    ctb = aligned_alloc(64, (size_t)(len * sizeof(float) + 63) / 64 * 64);
-    ctb_len = ctb ? len : 0;
-  }
-  return ctb;
-}
+static __thread sc_buf ctb;
 
 static void transpose_into(float *C, const float *ct, int64_t k, int64_t n) {
   for (int64_t q = 0; q < k; q++)
@@ -229,18 +225,21 @@ static void transpose_into(float *C, const float *ct, int64_t k, int64_t n) {
 #define GEMM_TN(SUFFIX, ATTR)                                                  \
   ATTR static void gemm_tn_##SUFFIX(const float *A, const float *B, float *C, int64_t k, int64_t n, \
                                     int64_t r0, int64_t r1, const sc_mask *m) { \
-    /* The block is packed into scratch even without a mask: the tiles */    \
-    /* read it column-strided, which streams from memory at half speed. */    \
+    /* Without a mask the block is still packed for the MR-column tiles: */  \
+    /* they read it column-strided, which streams from memory at half speed. */ \
     float *buf = scratch_buf(k);                                               \
-    float *ct = transposed_##SUFFIX(k, n) ? ct_buf(k * n) : NULL;              \
+    float *ct = transposed_##SUFFIX(k, n) ? grow(&ctb, k * n) : NULL;              \
     const int64_t br = block_rows(k);                                          \
     for (int64_t r = r0; r < r1; r += br) {                                    \
       const int64_t e = r + br < r1 ? r + br : r1;                             \
+      const float *a = buf;                                                    \
       if (m)                                                                   \
         drop_rows_##SUFFIX(A, buf, k, r, e, m, NULL);                          \
+      else if (ct) /* the transposed tile reads rows: A as it is */            \
+        a = A + r * k;                                                         \
       else                                                                     \
         memcpy(buf, A + r * k, (size_t)((e - r) * k) * sizeof(float));        \
-      tn_block_##SUFFIX(buf, B + r * n, e - r, C, ct, k, n, r > r0);           \
+      tn_block_##SUFFIX(a, B + r * n, e - r, C, ct, k, n, r > r0);             \
     }                                                                          \
     if (ct && r1 > r0)                                                         \
       transpose_into(C, ct, k, n);                                             \
@@ -287,7 +286,7 @@ static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_
                                          int64_t n, const int32_t *rows, int64_t cnt, \
                                          const sc_mask *m) {                   \
     float *buf = scratch_buf(k + n);                                           \
-    float *ct = transposed_##SUFFIX(k, n) ? ct_buf(k * n) : NULL;              \
+    float *ct = transposed_##SUFFIX(k, n) ? grow(&ctb, k * n) : NULL;              \
     const int64_t br = block_rows(k + n);                                      \
     for (int64_t r = 0; r < cnt; r += br) {                                    \
       const int64_t e = r + br < cnt ? r + br : cnt;                           \

@@ -216,9 +216,8 @@ type aggregateLayer struct {
 	t, dT, dIn *matrix.Dense
 	tClean     *matrix.Dense
 	// rp, when the last layer is restricted (output.go) on a backend with
-	// row products, multiplies at the training rows (at) alone.
+	// row products, multiplies at the training rows (e.s.Train) alone.
 	rp kernels.RowProducts
-	at []int32
 }
 
 func (L *aggregateLayer) kind() string { return "aggregate-first (send H)" }
@@ -234,7 +233,7 @@ func (L *aggregateLayer) forward(e *Engine, p pass, in act) (act, error) {
 	}
 	var err error
 	if p.train && L.rp != nil {
-		err = L.rp.GEMMRows(L.z, L.t, e.m.W[L.l], L.at)
+		err = L.rp.GEMMRows(L.z, L.t, e.m.W[L.l], e.s.Train)
 	} else {
 		err = e.be.GEMM(L.z, L.t, e.m.W[L.l], false)
 	}
@@ -276,10 +275,10 @@ func (L *aggregateLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matri
 	if L.rp != nil {
 		// G is zero off the training rows, so ∇W has no terms there and ∂T
 		// is zero there: never written, ∂T's other rows stay as allocated.
-		if err := L.rp.GEMMTNRows(L.dW, L.t, g, L.at); err != nil {
+		if err := L.rp.GEMMTNRows(L.dW, L.t, g, e.s.Train); err != nil {
 			return nil, err
 		}
-		if err := L.rp.GEMMNTRows(L.dT, g, e.m.W[L.l], L.at); err != nil {
+		if err := L.rp.GEMMNTRows(L.dT, g, e.m.W[L.l], e.s.Train); err != nil {
 			return nil, err
 		}
 	} else {

@@ -65,7 +65,7 @@ func (e *Engine) restrictOutput() error {
 	// they need only the training rows too, where the backend can.
 	if agg, ok := last.(*aggregateLayer); ok {
 		if rp, ok := kernels.RowsOf(e.be); ok {
-			agg.rp, agg.at = rp, e.s.Train
+			agg.rp = rp
 		}
 	}
 	// Rows travel partly only as a float32 copy or one encoded afresh:
