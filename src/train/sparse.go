@@ -27,13 +27,7 @@ func columnsUsed(b *matrix.CSR) []int32 {
 	for _, c := range b.ColIdx {
 		seen[c] = true
 	}
-	var out []int32
-	for c, s := range seen {
-		if s {
-			out = append(out, int32(c))
-		}
-	}
-	return out
+	return listed(seen)
 }
 
 // compactBlock renumbers b's columns to their positions in cols.
