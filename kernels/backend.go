@@ -53,19 +53,23 @@ type Input interface {
 	MulT(c, g *matrix.Dense) error
 }
 
-// RowProducts is what a backend may add: products at a list of rows, for a
-// consumer that reads only those (the loss reads the training rows).
-// A·B and A·Bᵀ write the listed rows of C and leave the rest; Aᵀ·B sums
-// over the listed rows of A and B. Find it with RowsOf; a backend without
-// it computes every row.
-type RowProducts interface {
+// RowOps is what a backend may add: the operations of a layer whose
+// consumer reads only some rows (the loss reads the training rows), at a
+// list of them. A·B and A·Bᵀ write the listed rows of C and leave the rest;
+// Aᵀ·B and column sums sum over the listed rows; the bias and the loss
+// gradient are written at the listed rows alone. Find it with RowsOf; a
+// backend without it computes every row.
+type RowOps interface {
 	GEMMRows(c, a, b *matrix.Dense, rows []int32) error
 	GEMMNTRows(c, a, b *matrix.Dense, rows []int32) error
 	GEMMTNRows(c, a, b *matrix.Dense, rows []int32) error
+	AddBiasReLURows(z *matrix.Dense, bias []float32, relu bool, rows []int32) error
+	ColumnSumsRows(out []float32, g *matrix.Dense, rows []int32) error
+	LossGradRows(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64
 }
 
 // RowInput is what an Input may add: its products at a list of rows, as
-// RowProducts' (O·W at the listed rows, Oᵀ·G summed over them), with the
+// RowOps' (O·W at the listed rows, Oᵀ·G summed over them), with the
 // operand's dropout. The CPU's dense operands have it; find it with
 // InputRowsOf.
 type RowInput interface {
@@ -86,16 +90,16 @@ func InputRowsOf(in Input) (RowInput, bool) {
 	return ri, ok
 }
 
-// RowsOf returns be's row products, if it has them (through Timed too).
-func RowsOf(be Backend) (RowProducts, bool) {
+// RowsOf returns be's row operations, if it has them (through Timed too).
+func RowsOf(be Backend) (RowOps, bool) {
 	inner := be
 	if t, ok := be.(*Timed); ok {
 		inner = t.Backend
 	}
-	if _, ok := inner.(RowProducts); !ok {
+	if _, ok := inner.(RowOps); !ok {
 		return nil, false
 	}
-	rp, ok := be.(RowProducts)
+	rp, ok := be.(RowOps)
 	return rp, ok
 }
 
@@ -145,9 +149,18 @@ func (CPU) GEMMRows(c, a, b *matrix.Dense, rows []int32) error     { return GEMM
 func (CPU) GEMMNTRows(c, a, b *matrix.Dense, rows []int32) error   { return GEMMNTRows(c, a, b, rows) }
 func (CPU) GEMMTNRows(c, a, b *matrix.Dense, rows []int32) error   { return GEMMTNRows(c, a, b, rows) }
 func (CPU) AddBiasReLU(z *matrix.Dense, bias []float32, relu bool) { AddBiasReLU(z, bias, relu) }
-func (CPU) ReLUBackward(g, h *matrix.Dense)                        { ReLUBackward(g, h) }
-func (CPU) Dropout(m matrix.Mask, dst, src *matrix.Dense)          { Dropout(m, dst, src) }
-func (CPU) ColumnSums(out []float32, g *matrix.Dense)              { ColumnSums(out, g) }
+func (CPU) AddBiasReLURows(z *matrix.Dense, bias []float32, relu bool, rows []int32) error {
+	return AddBiasReLURows(z, bias, relu, rows)
+}
+func (CPU) ColumnSumsRows(out []float32, g *matrix.Dense, rows []int32) error {
+	return ColumnSumsRows(out, g, rows)
+}
+func (CPU) LossGradRows(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64 {
+	return SoftmaxCERows(logits, labels, rows, norm, grad)
+}
+func (CPU) ReLUBackward(g, h *matrix.Dense)               { ReLUBackward(g, h) }
+func (CPU) Dropout(m matrix.Mask, dst, src *matrix.Dense) { Dropout(m, dst, src) }
+func (CPU) ColumnSums(out []float32, g *matrix.Dense)     { ColumnSums(out, g) }
 func (CPU) LossGrad(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64 {
 	return SoftmaxCE(logits, labels, rows, norm, grad)
 }

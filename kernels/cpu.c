@@ -74,10 +74,12 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
   }
 
 #define DEFINE_KERNELS(SUFFIX, ATTR)                                          \
+  /* Rows [r0, r1), or rows list[r0..r1) with a list. */                     \
   ATTR static void bias_relu_##SUFFIX(float *restrict z, const float *restrict bias, \
-                                      int64_t n, int64_t r0, int64_t r1, int relu) { \
-    for (int64_t r = r0; r < r1; r++) {                                        \
-      float *restrict row = z + r * n;                                         \
+                                      int64_t n, int64_t r0, int64_t r1, int relu, \
+                                      const int32_t *list) {                   \
+    for (int64_t i = r0; i < r1; i++) {                                        \
+      float *restrict row = z + (list ? list[i] : i) * n;                      \
       if (relu)                                                                \
         for (int64_t c = 0; c < n; c++) { const float v = row[c] + bias[c]; row[c] = v > 0.0f ? v : 0.0f; }  \
       else                                                                     \
@@ -125,8 +127,9 @@ void sc_spmm(const int64_t *rowptr, const int32_t *col, const float *val,
              const float *B, float *C, int64_t n, int64_t r0, int64_t r1, int acc) {
   FLUSH_DENORMALS(PICK3(spmm, rowptr, col, val, B, C, n, r0, r1, acc));
 }
-void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1, int relu) {
-  PICK(bias_relu, z, bias, n, r0, r1, relu);
+void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1, int relu,
+                  const int32_t *rows) {
+  PICK(bias_relu, z, bias, n, r0, r1, relu, rows);
 }
 void sc_relu_backward(float *g, const float *h, int64_t i0, int64_t i1) {
   PICK(relu_backward, g, h, i0, i1);
@@ -164,9 +167,12 @@ double sc_softmax_ce(const float *z, int64_t c, const int32_t *labels, const int
   return loss;
 }
 
-// Column sums of rows [r0, r1) of g (n wide) into out.
-void sc_column_sums(const float *g, int64_t n, int64_t r0, int64_t r1, float *out) {
+// Column sums of rows [r0, r1) of g (n wide), or of rows[r0..r1), into out.
+void sc_column_sums(const float *g, int64_t n, int64_t r0, int64_t r1, const int32_t *rows,
+                    float *out) {
   for (int64_t j = 0; j < n; j++) out[j] = 0;
-  for (int64_t r = r0; r < r1; r++)
-    for (int64_t j = 0; j < n; j++) out[j] += g[r * n + j];
+  for (int64_t i = r0; i < r1; i++) {
+    const float *row = g + (rows ? rows[i] : i) * n;
+    for (int64_t j = 0; j < n; j++) out[j] += row[j];
+  }
 }

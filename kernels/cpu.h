@@ -34,8 +34,11 @@ void sc_dropout_csr(const int64_t *rowptr, const int32_t *col, const float *val,
                     int64_t r0, int64_t r1, const sc_mask *m);
 double sc_softmax_ce(const float *z, int64_t c, const int32_t *labels, const int32_t *rows,
                      int64_t i0, int64_t i1, double norm, float *grad);
-void sc_column_sums(const float *g, int64_t n, int64_t r0, int64_t r1, float *out);
-void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1, int relu);
+// rows (nil: r0..r1 themselves) lists the rows at positions [r0, r1).
+void sc_column_sums(const float *g, int64_t n, int64_t r0, int64_t r1, const int32_t *rows,
+                    float *out);
+void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1, int relu,
+                  const int32_t *rows);
 void sc_relu_backward(float *g, const float *h, int64_t i0, int64_t i1);
 void sc_quant_rows(const float *x, const float *ref, int64_t r0, int64_t r1, int64_t width,
                    int bits, uint64_t key, const uint64_t *rowhash, uint8_t *dst, float *dec,

@@ -12,17 +12,33 @@ import (
 
 // AddBiasReLU adds bias to every row of z and, if relu is set, clamps at 0,
 // in one pass (z becomes the layer output).
-func AddBiasReLU(z *matrix.Dense, bias []float32, relu bool) {
-	if z.Rows == 0 || z.Cols == 0 {
+func AddBiasReLU(z *matrix.Dense, bias []float32, relu bool) { addBiasReLU(z, bias, relu, nil) }
+
+// AddBiasReLURows is AddBiasReLU at the listed rows only.
+func AddBiasReLURows(z *matrix.Dense, bias []float32, relu bool, rows []int32) error {
+	if err := checkRows(nil, "bias at rows", rows, z.Rows); err != nil {
+		return err
+	}
+	addBiasReLU(z, bias, relu, rows)
+	return nil
+}
+
+// addBiasReLU works on the listed rows (nil: every row).
+func addBiasReLU(z *matrix.Dense, bias []float32, relu bool, rows []int32) {
+	n := z.Rows
+	if rows != nil {
+		n = len(rows)
+	}
+	if n == 0 || z.Cols == 0 {
 		return
 	}
 	r := C.int(0)
 	if relu {
 		r = 1
 	}
-	zp, bp := f32p(z.Data), f32p(bias)
-	forRanges(evenCuts(z.Rows, threads, 2048), func(lo, hi int) {
-		C.sc_bias_relu(zp, bp, C.int64_t(z.Cols), C.int64_t(lo), C.int64_t(hi), r)
+	zp, bp, lp := f32p(z.Data), f32p(bias), i32p(rows)
+	forRanges(evenCuts(n, threads, 2048), func(lo, hi int) {
+		C.sc_bias_relu(zp, bp, C.int64_t(z.Cols), C.int64_t(lo), C.int64_t(hi), r, lp)
 	})
 }
 
@@ -38,13 +54,30 @@ func ReLUBackward(g, h *matrix.Dense) {
 }
 
 // ColumnSums adds every row of g into out (len g.Cols): a bias gradient.
-func ColumnSums(out []float32, g *matrix.Dense) {
+func ColumnSums(out []float32, g *matrix.Dense) { columnSums(out, g, nil) }
+
+// ColumnSumsRows adds the listed rows of g into out, in list order by fixed
+// chunks (the same for any thread count).
+func ColumnSumsRows(out []float32, g *matrix.Dense, rows []int32) error {
+	if err := checkRows(nil, "column sums at rows", rows, g.Rows); err != nil {
+		return err
+	}
+	columnSums(out, g, rows)
+	return nil
+}
+
+func columnSums(out []float32, g *matrix.Dense, rows []int32) {
 	clear(out)
-	if g.Rows == 0 || g.Cols == 0 {
+	n := g.Rows
+	if rows != nil {
+		n = len(rows)
+	}
+	if n == 0 || g.Cols == 0 {
 		return
 	}
-	sumChunks(out, g.Rows, func(r0, r1 int, part []float32) {
-		C.sc_column_sums(f32p(g.Data), C.int64_t(g.Cols), C.int64_t(r0), C.int64_t(r1), f32p(part))
+	lp := i32p(rows)
+	sumChunks(out, n, func(r0, r1 int, part []float32) {
+		C.sc_column_sums(f32p(g.Data), C.int64_t(g.Cols), C.int64_t(r0), C.int64_t(r1), lp, f32p(part))
 	})
 }
 

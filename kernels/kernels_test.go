@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -197,8 +198,52 @@ func TestGEMMRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertSum(t, "M(A)ᵀ·B at rows", tn, naiveMul(dropped.T(), zeroed), len(list))
+
+		// The bias, column sums and the loss at the listed rows.
+		bias := randDense(r, 1, n).Data
+		for _, relu := range []bool{false, true} {
+			fullB, gotB := matrix.NewDense(rows, n), matrix.NewDense(rows, n)
+			copy(fullB.Data, g.Data)
+			for i := range list {
+				copy(gotB.Row(list[i]), g.Row(list[i]))
+			}
+			for i := range rows {
+				if !listed[i] {
+					fill(&matrix.Dense{Rows: 1, Cols: n, Data: gotB.Row(i)}, -7)
+				}
+			}
+			AddBiasReLU(fullB, bias, relu)
+			if err := AddBiasReLURows(gotB, bias, relu, at); err != nil {
+				t.Fatal(err)
+			}
+			check(fmt.Sprintf("bias (relu %v)", relu), gotB, fullB)
+		}
+		sums := make([]float32, n)
+		if err := ColumnSumsRows(sums, g, at); err != nil {
+			t.Fatal(err)
+		}
+		ones := matrix.NewDense(1, rows)
+		fill(ones, 1)
+		assertSum(t, "column sums at rows", &matrix.Dense{Rows: 1, Cols: n, Data: sums}, naiveMul(ones, zeroed), len(list))
+		labels := make([]int32, rows)
+		for i := range labels {
+			labels[i] = int32(r.IntN(n))
+		}
+		fullG, gotG := matrix.NewDense(rows, n), matrix.NewDense(rows, n)
+		fill(gotG, -7)
+		lossFull := SoftmaxCE(g, labels, at, 3, fullG)
+		if loss := SoftmaxCERows(g, labels, at, 3, gotG); loss != lossFull {
+			t.Fatalf("k=%d loss at rows: %g, want %g", k, loss, lossFull)
+		}
+		check("loss gradient", gotG, fullG)
 	}
 	if err := GEMMRows(matrix.NewDense(4, 2), matrix.NewDense(4, 3), matrix.NewDense(3, 2), []int32{0, 4}); err == nil || !strings.Contains(err.Error(), "entry 1 is 4") {
+		t.Fatalf("a row past the end: %v", err)
+	}
+	if err := AddBiasReLURows(matrix.NewDense(4, 2), make([]float32, 2), true, []int32{-1}); err == nil || !strings.Contains(err.Error(), "entry 0 is -1") {
+		t.Fatalf("a negative row: %v", err)
+	}
+	if err := ColumnSumsRows(make([]float32, 2), matrix.NewDense(4, 2), []int32{1, 9}); err == nil || !strings.Contains(err.Error(), "entry 1 is 9") {
 		t.Fatalf("a row past the end: %v", err)
 	}
 }

@@ -20,9 +20,18 @@ const lossChunk = 512
 // writes into grad (same shape as logits) d(loss)/d(logits) scaled by
 // 1/norm; rows outside the mask get zero gradient.
 func SoftmaxCE(logits *matrix.Dense, labels []int32, mask []int32, norm float64, grad *matrix.Dense) (lossSum float64) {
-	var gp *C.float
 	if grad != nil {
 		Zero(grad.Data)
+	}
+	return SoftmaxCERows(logits, labels, mask, norm, grad)
+}
+
+// SoftmaxCERows is SoftmaxCE that writes grad at the listed rows only: its
+// other rows are left as they are (a caller that writes no other row keeps
+// them zero without a pass over them).
+func SoftmaxCERows(logits *matrix.Dense, labels []int32, mask []int32, norm float64, grad *matrix.Dense) (lossSum float64) {
+	var gp *C.float
+	if grad != nil {
 		gp = f32p(grad.Data)
 	}
 	if len(mask) == 0 || logits.Cols == 0 {

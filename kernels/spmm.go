@@ -18,6 +18,13 @@ func f32p(s []float32) *C.float {
 	return (*C.float)(unsafe.Pointer(&s[0]))
 }
 
+func i32p(s []int32) *C.int32_t {
+	if len(s) == 0 {
+		return nil
+	}
+	return (*C.int32_t)(unsafe.Pointer(&s[0]))
+}
+
 // SpMM computes C = A·B, or C += A·B when accumulate is set.
 // A is m×k matrix.CSR, B is k×n dense, C is m×n dense.
 func SpMM(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool) error {

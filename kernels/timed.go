@@ -40,19 +40,31 @@ func (t *Timed) GEMMNT(c, a, b *matrix.Dense) error {
 	return t.Backend.GEMMNT(c, a, b)
 }
 
-// The row products time the wrapped backend's (RowsOf finds them only
+// The row operations time the wrapped backend's (RowsOf finds them only
 // where it has them).
 func (t *Timed) GEMMRows(c, a, b *matrix.Dense, rows []int32) error {
 	defer t.add("gemm", time.Now())
-	return t.Backend.(RowProducts).GEMMRows(c, a, b, rows)
+	return t.Backend.(RowOps).GEMMRows(c, a, b, rows)
 }
 func (t *Timed) GEMMNTRows(c, a, b *matrix.Dense, rows []int32) error {
 	defer t.add("gemm", time.Now())
-	return t.Backend.(RowProducts).GEMMNTRows(c, a, b, rows)
+	return t.Backend.(RowOps).GEMMNTRows(c, a, b, rows)
 }
 func (t *Timed) GEMMTNRows(c, a, b *matrix.Dense, rows []int32) error {
 	defer t.add("gemm", time.Now())
-	return t.Backend.(RowProducts).GEMMTNRows(c, a, b, rows)
+	return t.Backend.(RowOps).GEMMTNRows(c, a, b, rows)
+}
+func (t *Timed) AddBiasReLURows(z *matrix.Dense, bias []float32, relu bool, rows []int32) error {
+	defer t.add("elementwise", time.Now())
+	return t.Backend.(RowOps).AddBiasReLURows(z, bias, relu, rows)
+}
+func (t *Timed) ColumnSumsRows(out []float32, g *matrix.Dense, rows []int32) error {
+	defer t.add("elementwise", time.Now())
+	return t.Backend.(RowOps).ColumnSumsRows(out, g, rows)
+}
+func (t *Timed) LossGradRows(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64 {
+	defer t.add("loss", time.Now())
+	return t.Backend.(RowOps).LossGradRows(logits, labels, rows, norm, grad)
 }
 func (t *Timed) Dropout(m matrix.Mask, dst, src *matrix.Dense) {
 	defer t.add("dropout", time.Now())

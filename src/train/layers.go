@@ -215,9 +215,6 @@ type aggregateLayer struct {
 	conv
 	t, dT, dIn *matrix.Dense
 	tClean     *matrix.Dense
-	// rp, when the last layer is restricted (output.go) on a backend with
-	// row products, multiplies at the training rows (e.s.Train) alone.
-	rp kernels.RowProducts
 }
 
 func (L *aggregateLayer) kind() string { return "aggregate-first (send H)" }
@@ -232,8 +229,8 @@ func (L *aggregateLayer) forward(e *Engine, p pass, in act) (act, error) {
 		return act{}, err
 	}
 	var err error
-	if p.train && L.rp != nil {
-		err = L.rp.GEMMRows(L.z, L.t, e.m.W[L.l], e.s.Train)
+	if ro := e.rowsAt(L.l); p.train && ro != nil {
+		err = ro.GEMMRows(L.z, L.t, e.m.W[L.l], e.s.Train)
 	} else {
 		err = e.be.GEMM(L.z, L.t, e.m.W[L.l], false)
 	}
@@ -272,13 +269,13 @@ func (L *aggregateLayer) cleanOutput(e *Engine, c *cache) (*matrix.Dense, error)
 // backward: ∇W = TᵀG needs no communication; the input gradient Â·(G Wᵀ)
 // does, at the narrower width din.
 func (L *aggregateLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
-	if L.rp != nil {
+	if ro := e.rowsAt(L.l); ro != nil {
 		// G is zero off the training rows, so ∇W has no terms there and ∂T
 		// is zero there: never written, ∂T's other rows stay as allocated.
-		if err := L.rp.GEMMTNRows(L.dW, L.t, g, e.s.Train); err != nil {
+		if err := ro.GEMMTNRows(L.dW, L.t, g, e.s.Train); err != nil {
 			return nil, err
 		}
-		if err := L.rp.GEMMNTRows(L.dT, g, e.m.W[L.l], e.s.Train); err != nil {
+		if err := ro.GEMMNTRows(L.dT, g, e.m.W[L.l], e.s.Train); err != nil {
 			return nil, err
 		}
 	} else {

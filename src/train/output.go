@@ -13,9 +13,11 @@ package train
 // are formed are formed exactly as before, and the backward terms left out
 // are products with zero rows (only the order in which the backward sums
 // its remaining terms differs). With a tenth of the nodes in training, both
-// products do a tenth of the work. Aggregating first, the products with W
-// (Z = T·W, ∇W = TᵀG, ∂T = G·Wᵀ) run at the training rows alone too, on a
-// backend with row products (kernels.RowsOf), and layer 1 on ÂX at the rows
+// products do a tenth of the work. On a backend with row operations
+// (kernels.RowsOf) the bias, the loss gradient (whose other rows stay zero:
+// nothing else writes it) and the bias gradient are taken at the training
+// rows alone, and so, aggregating first, are the products with W (Z = T·W,
+// ∇W = TᵀG, ∂T = G·Wᵀ); layer 1 on ÂX runs at the rows
 // these blocks use (restrictInput). Under the sparse exchange only the rows
 // the restricted blocks read travel: the neighbours of training rows
 // forward, training rows backward. Evaluation multiplies the full blocks
@@ -28,6 +30,16 @@ import (
 	"sancus/kernels"
 	"sancus/kernels/matrix"
 )
+
+// rowsAt is the row operations layer l runs at the training rows in a
+// training pass: the restricted last layer's (nil for every other layer, or
+// when every row is computed).
+func (e *Engine) rowsAt(l int) kernels.RowOps {
+	if l != len(e.layers)-1 {
+		return nil
+	}
+	return e.rowOps
+}
 
 // restrictOutput gives the last layer's training caches the restricted
 // blocks: a GCN layer (either order of Â· and ·W) in global-batch training.
@@ -61,12 +73,11 @@ func (e *Engine) restrictOutput() error {
 		grad[j] = c.grad.full[j].Keep(nil, cols)
 	}
 	c.fwd.blocks, c.grad.blocks = fwd, grad
-	// Aggregating first, the layer's products with W read its rows alone:
-	// they need only the training rows too, where the backend can.
-	if agg, ok := last.(*aggregateLayer); ok {
-		if rp, ok := kernels.RowsOf(e.be); ok {
-			agg.rp = rp
-		}
+	// The bias, the loss gradient and the bias gradient are needed at the
+	// training rows alone, and so, aggregating first, are the products
+	// with W: where the backend can, only those rows are computed.
+	if ro, ok := kernels.RowsOf(e.be); ok {
+		e.rowOps = ro
 	}
 	// Rows travel partly only as a float32 copy or one encoded afresh:
 	// --wire-delta and --cache-bits keep whole copies (as cluster batches).

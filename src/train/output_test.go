@@ -100,7 +100,7 @@ func TestRestrictedOutputEqualsFull(t *testing.T) {
 			return err
 		}
 		defer e.Close()
-		if agg, ok := e.layers[len(e.layers)-1].(*aggregateLayer); !ok || agg.rp == nil {
+		if _, ok := e.layers[len(e.layers)-1].(*aggregateLayer); !ok || e.rowOps == nil {
 			return fmt.Errorf("rank %d: the last layer (%s) does not multiply at the training rows", e.rank, e.layers[len(e.layers)-1].kind())
 		}
 		if first, ok := e.layers[0].(*localLayer); !ok || first.ri == nil || len(first.read) == 0 || len(first.written) == 0 {

@@ -285,7 +285,11 @@ func (e *Engine) trainStep(ep int) (float64, error) {
 		lossSum = e.bceLossGrad(logits)
 	} else {
 		rows, n := e.trainRows()
-		lossSum = e.be.LossGrad(logits, e.s.Labels, rows, float64(n), e.lossGrad)
+		if ro := e.rowsAt(len(e.layers) - 1); ro != nil { // its other rows are zero, as allocated
+			lossSum = ro.LossGradRows(logits, e.s.Labels, rows, float64(n), e.lossGrad)
+		} else {
+			lossSum = e.be.LossGrad(logits, e.s.Labels, rows, float64(n), e.lossGrad)
+		}
 	}
 	if err := e.backward(ep, e.lossGrad); err != nil {
 		return 0, err

@@ -23,7 +23,14 @@ func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
 			return nil, fmt.Errorf("forward layer %d: %w", l+1, err)
 		}
 		hidden := l < len(e.layers)-1
-		e.activate(a.h, l, hidden)
+		if ro := e.rowsAt(l); train && ro != nil { // the logits are read at the training rows alone
+			err = ro.AddBiasReLURows(a.h, e.m.B[l], false, e.s.Train)
+		} else {
+			e.activate(a.h, l, hidden)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("forward layer %d: %w", l+1, err)
+		}
 		if a.clean != nil {
 			e.activate(a.clean, l, hidden)
 		}
@@ -87,7 +94,13 @@ func (e *Engine) backward(epoch int, g *matrix.Dense) error {
 	skip := false // e.skip holds ∂L/∂H_{l+1}, which a residual carries to H_l
 	for l := len(e.layers) - 1; l >= 0; l-- {
 		L := e.layers[l]
-		e.be.ColumnSums(L.base().db, g)
+		if ro := e.rowsAt(l); ro != nil { // g is zero off the training rows
+			if err := ro.ColumnSumsRows(L.base().db, g, e.s.Train); err != nil {
+				return fmt.Errorf("backward layer %d: %w", l+1, err)
+			}
+		} else {
+			e.be.ColumnSums(L.base().db, g)
+		}
 		dIn, err := L.backward(e, epoch, g)
 		if err != nil {
 			return fmt.Errorf("backward layer %d: %w", l+1, err)
