@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,7 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sancus/kernels/matrix"
-	"slices"
+	"sort"
+	"strings"
 )
 
 // Dataset is a whole graph in memory: what `sancus prepare` splits into
@@ -290,13 +290,21 @@ func RandomSplit(labels []int32, train, val float64, seed uint64) (tr, va, te []
 
 // ReadFeatures reads an N×F features.mtx into CSR (duplicates summed).
 func ReadFeatures(path string, n int) (*matrix.CSR, error) {
-	type ent struct {
-		r, c int32
-		v    float32
-	}
-	var ents []ent
-	h, err := ReadMTX(path, func(r, c int, v float64) error {
-		ents = append(ents, ent{int32(r), int32(c), float32(v)})
+	// Entries are kept as they come (row, column, value) and placed into
+	// rows after; both are sized once from the size line, since appending
+	// would hold up to twice them at prepare's first peak. A size line
+	// larger than the file could hold is not trusted that far.
+	var rs, cs []int32
+	var vs []float32
+	h, err := ReadMTXSized(path, func(h MTXHeader) error {
+		hint := min(h.NNZ, 1<<26)
+		if st, err := os.Stat(path); err == nil && !strings.HasSuffix(path, ".gz") {
+			hint = min(h.NNZ, int(st.Size()/4)) // an entry line takes at least "1 1\n"
+		}
+		rs, cs, vs = make([]int32, 0, hint), make([]int32, 0, hint), make([]float32, 0, hint)
+		return nil
+	}, func(r, c int, v float64) error {
+		rs, cs, vs = append(rs, int32(r)), append(cs, int32(c)), append(vs, float32(v))
 		return nil
 	})
 	if err != nil {
@@ -309,52 +317,58 @@ func ReadFeatures(path string, n int) (*matrix.CSR, error) {
 		return nil, errorfFile(path, "features must be a general matrix, got %s", h.Symmetry)
 	}
 	a := &matrix.CSR{Rows: h.Rows, Cols: h.Cols, RowPtr: make([]int64, h.Rows+1)}
-	for _, e := range ents {
-		a.RowPtr[e.r+1]++
+	for _, r := range rs {
+		a.RowPtr[r+1]++
 	}
 	for i := 0; i < h.Rows; i++ {
 		a.RowPtr[i+1] += a.RowPtr[i]
 	}
-	a.ColIdx = make([]int32, len(ents))
-	a.Val = make([]float32, len(ents))
+	a.ColIdx = make([]int32, len(rs))
+	a.Val = make([]float32, len(rs))
 	next := append([]int64(nil), a.RowPtr[:h.Rows]...)
-	for _, e := range ents {
-		a.ColIdx[next[e.r]] = e.c
-		a.Val[next[e.r]] = e.v
-		next[e.r]++
+	for i, r := range rs {
+		a.ColIdx[next[r]] = cs[i]
+		a.Val[next[r]] = vs[i]
+		next[r]++
 	}
 	return canonical(a), nil
 }
 
-// canonical sorts the columns of each row and sums duplicates.
+// canonical sorts the columns of each row and sums duplicates (in the
+// order they came), in place: a's arrays are reused.
 func canonical(a *matrix.CSR) *matrix.CSR {
-	out := &matrix.CSR{Rows: a.Rows, Cols: a.Cols, RowPtr: make([]int64, a.Rows+1)}
-	out.ColIdx = make([]int32, 0, len(a.ColIdx))
-	out.Val = make([]float32, 0, len(a.Val))
-	idx := []int{}
+	w := int64(0)
+	lo := a.RowPtr[0]
 	for r := 0; r < a.Rows; r++ {
-		lo, hi := a.RowPtr[r], a.RowPtr[r+1]
-		idx = idx[:0]
+		hi := a.RowPtr[r+1]
+		sort.Stable(byCol{a.ColIdx[lo:hi], a.Val[lo:hi]})
+		start := w
 		for p := lo; p < hi; p++ {
-			idx = append(idx, int(p))
-		}
-		sortByCol(idx, a.ColIdx)
-		for _, p := range idx {
-			c := a.ColIdx[p]
-			if n := len(out.ColIdx); int64(n) > out.RowPtr[r] && out.ColIdx[n-1] == c {
-				out.Val[n-1] += a.Val[p]
+			if w > start && a.ColIdx[w-1] == a.ColIdx[p] {
+				a.Val[w-1] += a.Val[p]
 				continue
 			}
-			out.ColIdx = append(out.ColIdx, c)
-			out.Val = append(out.Val, a.Val[p])
+			a.ColIdx[w], a.Val[w] = a.ColIdx[p], a.Val[p]
+			w++
 		}
-		out.RowPtr[r+1] = int64(len(out.ColIdx))
+		a.RowPtr[r+1], lo = w, hi
 	}
-	return out
+	a.RowPtr[0] = 0
+	a.ColIdx, a.Val = a.ColIdx[:w], a.Val[:w]
+	return a
 }
 
-func sortByCol(idx []int, col []int32) {
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(col[a], col[b]) })
+// byCol sorts a row's entries by column, values alongside.
+type byCol struct {
+	col []int32
+	val []float32
+}
+
+func (b byCol) Len() int           { return len(b.col) }
+func (b byCol) Less(i, j int) bool { return b.col[i] < b.col[j] }
+func (b byCol) Swap(i, j int) {
+	b.col[i], b.col[j] = b.col[j], b.col[i]
+	b.val[i], b.val[j] = b.val[j], b.val[i]
 }
 
 // Identity returns the n×n identity (one-hot features for featureless graphs).

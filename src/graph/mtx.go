@@ -18,6 +18,12 @@ type MTXHeader struct {
 // It checks the banner, the size line, index ranges, numbers and the entry
 // count.
 func ReadMTX(path string, fn func(r, c int, v float64) error) (MTXHeader, error) {
+	return ReadMTXSized(path, nil, fn)
+}
+
+// ReadMTXSized is ReadMTX that calls sized (if set) with the header as soon
+// as the size line is read, before any entry: a reader can allocate once.
+func ReadMTXSized(path string, sized func(MTXHeader) error, fn func(r, c int, v float64) error) (MTXHeader, error) {
 	var h MTXHeader
 	l, err := openLines(path)
 	if err != nil {
@@ -48,7 +54,7 @@ func ReadMTX(path string, fn func(r, c int, v float64) error) (MTXHeader, error)
 	default:
 		return h, l.errorf("unsupported symmetry %q (want general or symmetric)", h.Symmetry)
 	}
-	sized := false
+	hasSize := false
 	count := 0
 	for l.next() {
 		t := strings.TrimSpace(l.text)
@@ -56,7 +62,7 @@ func ReadMTX(path string, fn func(r, c int, v float64) error) (MTXHeader, error)
 			continue
 		}
 		f := strings.Fields(t)
-		if !sized {
+		if !hasSize {
 			if len(f) != 3 {
 				return h, l.errorf("size line needs 3 integers (rows cols entries), got %q", t)
 			}
@@ -73,7 +79,12 @@ func ReadMTX(path string, fn func(r, c int, v float64) error) (MTXHeader, error)
 			if h.Rows < 0 || h.Cols < 0 || h.NNZ < 0 {
 				return h, l.errorf("negative size in %q", t)
 			}
-			sized = true
+			hasSize = true
+			if sized != nil {
+				if err := sized(h); err != nil {
+					return h, l.errorf("%v", err)
+				}
+			}
 			continue
 		}
 		want := 3
@@ -114,7 +125,7 @@ func ReadMTX(path string, fn func(r, c int, v float64) error) (MTXHeader, error)
 	if err := l.err(); err != nil {
 		return h, err
 	}
-	if !sized {
+	if !hasSize {
 		return h, l.eofErrorf("no size line")
 	}
 	if count != h.NNZ {
