@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sancus/kernels/matrix"
 	"strconv"
 	"strings"
 	"testing"
@@ -282,4 +284,23 @@ func TestNonFiniteValuesAndBadSplits(t *testing.T) {
 	write(t, dir, "train.txt", "0\n2\n")
 	_, err = Load(dir, LoadOptions{})
 	wantErr(t, err, filepath.Join(dir, "test.txt"), 0, "node 2 is also in train.txt")
+}
+
+// Features come back with each row's columns sorted and duplicates summed;
+// a size line declaring more entries than the file can hold is an error
+// naming the file, not an allocation of what it declares.
+func TestReadFeaturesCanonical(t *testing.T) {
+	dir := t.TempDir()
+	p := write(t, dir, "f.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 6\n2 3 1.5\n1 4 2\n2 1 -1\n1 2 3\n2 3 0.25\n3 4 7\n")
+	a, err := ReadFeatures(p, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &matrix.CSR{Rows: 3, Cols: 4, RowPtr: []int64{0, 2, 4, 5}, ColIdx: []int32{1, 3, 0, 2, 3}, Val: []float32{3, 2, -1, 1.75, 7}}
+	if !reflect.DeepEqual(a, want) {
+		t.Fatalf("got %+v, want %+v", a, want)
+	}
+	p = write(t, dir, "huge.mtx", "%%MatrixMarket matrix coordinate pattern general\n2 2 1000000000000\n1 1\n2 2\n")
+	_, err = ReadFeatures(p, 2)
+	wantErr(t, err, p, 0, "2 entries, the size line declares 1000000000000")
 }
