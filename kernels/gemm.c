@@ -54,17 +54,48 @@ static int64_t block_rows(int64_t k) {
   return b < 1 ? 1 : b;
 }
 
+// sc_pf walks the cache lines of the next block of A's rows (rows [i, e),
+// or rows list[i..e)), one line per call: the tiles issue it once per step,
+// so the next block streams into L2 while this one is multiplied. Without
+// it a core alternates between waiting on memory (dropping a block into
+// scratch) and computing (the tiles): prefetched, the two overlap, and the
+// masked products of a GNN's first layer run about a quarter faster.
+typedef struct {
+  const char *base;
+  const int32_t *list;
+  int64_t i, e, row_bytes, off;
+} sc_pf;
+
+static inline void pf_next(sc_pf *p) {
+  if (p->i >= p->e) return;
+  __builtin_prefetch(p->base + (p->list ? p->list[p->i] : p->i) * p->row_bytes + p->off, 0, 2);
+  if ((p->off += 64) >= p->row_bytes) p->off = 0, p->i++;
+}
+
+// next_block is the cursor over rows [e, min(e + br, end)) of A (k wide),
+// or over those positions of list.
+static sc_pf next_block(const float *A, const int32_t *list, int64_t k, int64_t e, int64_t br, int64_t end) {
+  return (sc_pf){(const char *)A, list, e, e + br < end ? e + br : end, k * (int64_t)sizeof(float), 0};
+}
+
+// narrow_pf is p for a product of at most two tiles' width (n ≤ 32), and
+// none for a wider one: its tiles run long enough per block that the
+// prefetches only cost (up to a quarter of n×256's weight gradient).
+static sc_pf *narrow_pf(sc_pf *p, int64_t n) { return n <= 2 * VW ? p : NULL; }
+
 // TILE(MR) defines tile_MR: c (MR rows of ldc, one vector wide) = or +=
-// Σ_{t<cnt} a[i·ai + t·as] · b[t·bs].
+// Σ_{t<cnt} a[i·ai + t·as] · b[t·bs], prefetching a line per step with pf.
 #define TILE(MR, SUFFIX, ATTR)                                                 \
   ATTR static inline void tile##MR##_##SUFFIX(const float *restrict a, int64_t ai, int64_t as, \
-      const float *restrict b, int64_t bs, int64_t cnt, float *restrict c, int64_t ldc, int acc) { \
+      const float *restrict b, int64_t bs, int64_t cnt, float *restrict c, int64_t ldc, int acc, \
+      sc_pf *pf) {                                                             \
     typedef vf_##SUFFIX vf;                                                    \
     enum { NV = NVEC(SUFFIX), L = VW / NVEC(SUFFIX) };                         \
     vf s[MR][NV];                                                              \
     for (int i = 0; i < MR; i++)                                               \
       for (int v = 0; v < NV; v++) s[i][v] = acc ? *(const vf *)(c + i * ldc + v * L) : (vf){0}; \
     for (int64_t t = 0; t < cnt; t++) {                                        \
+      if (pf) pf_next(pf);                                                     \
       vf bv[NV];                                                               \
       for (int v = 0; v < NV; v++) bv[v] = *(const vf *)(b + t * bs + v * L);  \
       for (int i = 0; i < MR; i++) {                                           \
@@ -95,12 +126,12 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
 #define PANEL_ROWS(R, SUFFIX)                                                  \
   for (; i + R <= m; i += R) {                                                 \
     for (int64_t j = 0; j < nv; j += VW)                                       \
-      tile##R##_##SUFFIX(a + i * ai, ai, as, b + j, n, cnt, c + i * n + j, n, acc); \
+      tile##R##_##SUFFIX(a + i * ai, ai, as, b + j, n, cnt, c + i * n + j, n, acc, pf); \
     if (nv < n) edge(a + i * ai, ai, as, b + nv, n, cnt, c + i * n + nv, n, R, n - nv, acc); \
   }
 #define PANEL(MR, SUFFIX, ATTR)                                                \
   ATTR static void panel_##SUFFIX(const float *a, int64_t ai, int64_t as, const float *b, \
-                                  int64_t cnt, float *c, int64_t m, int64_t n, int acc) { \
+                                  int64_t cnt, float *c, int64_t m, int64_t n, int acc, sc_pf *pf) { \
     const int64_t nv = n / VW * VW;                                            \
     int64_t i = 0;                                                             \
     PANEL_ROWS(MR, SUFFIX)                                                     \
@@ -156,15 +187,16 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
   ATTR static void gemm_nn_##SUFFIX(const float *A, const float *B, float *C, int64_t k, int64_t n, \
                                     int64_t r0, int64_t r1, int acc, const sc_mask *m) { \
     if (!m) {                                                                  \
-      panel_##SUFFIX(A + r0 * k, k, 1, B, k, C + r0 * n, r1 - r0, n, acc);     \
+      panel_##SUFFIX(A + r0 * k, k, 1, B, k, C + r0 * n, r1 - r0, n, acc, NULL); \
       return;                                                                  \
     }                                                                          \
     float *buf = scratch_buf(k);                                                \
     const int64_t br = block_rows(k);                                          \
     for (int64_t r = r0; r < r1; r += br) {                                    \
       const int64_t e = r + br < r1 ? r + br : r1;                             \
+      sc_pf pf = next_block(A, NULL, k, e, br, r1);                            \
       drop_rows_##SUFFIX(A, buf, k, r, e, m, NULL);                            \
-      panel_##SUFFIX(buf, k, 1, B, k, C + r * n, e - r, n, acc);               \
+      panel_##SUFFIX(buf, k, 1, B, k, C + r * n, e - r, n, acc, narrow_pf(&pf, n)); \
     }                                                                          \
   }
 
@@ -184,7 +216,7 @@ static void transpose_into(float *C, const float *ct, int64_t k, int64_t n) {
 // TPANEL: ct (n×k) = or += Σ_{t<cnt} b[t·n + j] · a[t·k + q], a packed.
 #define TPANEL(SUFFIX, ATTR, JB, KV)                                           \
   ATTR static void tpanel_##SUFFIX(const float *restrict a, const float *restrict b, int64_t cnt, \
-                                   float *restrict ct, int64_t k, int64_t n, int acc) { \
+                                   float *restrict ct, int64_t k, int64_t n, int acc, sc_pf *pf) { \
     typedef vf_##SUFFIX vf;                                                    \
     enum { NV = NVEC(SUFFIX), L = VW / NVEC(SUFFIX), W = KV * NV };            \
     for (int64_t j0 = 0; j0 < n; j0 += JB)                                     \
@@ -194,6 +226,7 @@ static void transpose_into(float *C, const float *ct, int64_t k, int64_t n) {
         for (int j = 0; j < JB; j++)                                           \
           for (int v = 0; v < W; v++) s[j][v] = acc ? *(const vf *)(c + j * k + v * L) : (vf){0}; \
         for (int64_t t = 0; t < cnt; t++) {                                    \
+          if (pf) pf_next(pf);                                                 \
           vf av[W];                                                            \
           for (int v = 0; v < W; v++) av[v] = *(const vf *)(a + t * k + q0 + v * L); \
           for (int j = 0; j < JB; j++) {                                       \
@@ -213,11 +246,11 @@ static void transpose_into(float *C, const float *ct, int64_t k, int64_t n) {
 // C, or to Cᵀ in ct when the shape is formed transposed.
 #define TN_BLOCK(SUFFIX, ATTR)                                                 \
   ATTR static void tn_block_##SUFFIX(const float *a, const float *b, int64_t cnt, float *C, \
-                                     float *ct, int64_t k, int64_t n, int acc) { \
+                                     float *ct, int64_t k, int64_t n, int acc, sc_pf *pf) { \
     if (ct)                                                                    \
-      tpanel_##SUFFIX(a, b, cnt, ct, k, n, acc);                               \
+      tpanel_##SUFFIX(a, b, cnt, ct, k, n, acc, pf);                           \
     else                                                                       \
-      panel_##SUFFIX(a, 1, k, b, cnt, C, k, n, acc);                           \
+      panel_##SUFFIX(a, 1, k, b, cnt, C, k, n, acc, pf);                       \
   }
 
 // gemm_tn: C (k×n) = M(A)ᵀ·B over rows [r0, r1), summed in row order. C's
@@ -239,7 +272,8 @@ static void transpose_into(float *C, const float *ct, int64_t k, int64_t n) {
         a = A + r * k;                                                         \
       else                                                                     \
         memcpy(buf, A + r * k, (size_t)((e - r) * k) * sizeof(float));        \
-      tn_block_##SUFFIX(a, B + r * n, e - r, C, ct, k, n, r > r0);             \
+      sc_pf pf = next_block(A, NULL, k, e, br, r1);                            \
+      tn_block_##SUFFIX(a, B + r * n, e - r, C, ct, k, n, r > r0, narrow_pf(&pf, n)); \
     }                                                                          \
     if (ct && r1 > r0)                                                         \
       transpose_into(C, ct, k, n);                                             \
@@ -277,8 +311,9 @@ static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_
     for (int64_t r = 0; r < cnt; r += br) {                                    \
       const int64_t e = r + br < cnt ? r + br : cnt;                           \
       float *out = buf + (e - r) * k;                                          \
+      sc_pf pf = next_block(A, rows, k, e, br, cnt);                           \
       gather_a_##SUFFIX(A, k, rows, r, e, m, buf);                             \
-      panel_##SUFFIX(buf, k, 1, B, k, out, e - r, n, 0);                       \
+      panel_##SUFFIX(buf, k, 1, B, k, out, e - r, n, 0, narrow_pf(&pf, n)); \
       for (int64_t i = r; i < e; i++) copy_row(C + (int64_t)rows[i] * n, out + (i - r) * n, n); \
     }                                                                          \
   }                                                                            \
@@ -293,7 +328,8 @@ static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_
       float *bb = buf + (e - r) * k;                                           \
       gather_a_##SUFFIX(A, k, rows, r, e, m, buf);                             \
       gather_rows(B, n, rows + r, e - r, bb);                                  \
-      tn_block_##SUFFIX(buf, bb, e - r, C, ct, k, n, r > 0);                   \
+      sc_pf pf = next_block(A, rows, k, e, br, cnt);                           \
+      tn_block_##SUFFIX(buf, bb, e - r, C, ct, k, n, r > 0, narrow_pf(&pf, n)); \
     }                                                                          \
     if (ct && cnt > 0)                                                         \
       transpose_into(C, ct, k, n);                                             \
