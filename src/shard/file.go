@@ -249,7 +249,7 @@ func (d *dec) i32s(n int) []int32 {
 		d.err = errShort
 		return nil
 	}
-	out := make([]int32, n)
+	out := matrix.Make[int32](n)
 	d.words(n, func(i int, w uint32) { out[i] = int32(w) })
 	return out
 }
@@ -259,7 +259,7 @@ func (d *dec) f32s(n int) []float32 {
 		d.err = cmp.Or(d.err, errShort)
 		return nil
 	}
-	out := make([]float32, n)
+	out := matrix.Make[float32](n)
 	d.words(n, func(i int, w uint32) { out[i] = math.Float32frombits(w) })
 	return out
 }
@@ -270,7 +270,7 @@ func (d *dec) csr() *matrix.CSR {
 	if d.err != nil {
 		return nil
 	}
-	a := &matrix.CSR{Rows: rows, Cols: cols, RowPtr: make([]int64, rows+1)}
+	a := &matrix.CSR{Rows: rows, Cols: cols, RowPtr: matrix.Make[int64](rows + 1)}
 	for i := range a.RowPtr {
 		a.RowPtr[i] = int64(d.u64())
 	}

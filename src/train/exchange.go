@@ -58,7 +58,7 @@ func newCache(be kernels.Backend, name string, width int, rows []int, blocks []*
 		if w.keepPacked && j != me {
 			continue
 		}
-		c.host[j] = make([]float32, r*width)
+		c.host[j] = matrix.Make[float32](r * width)
 		c.dev[j] = be.Mirror(c.host[j], r, width)
 	}
 	c.scratch = be.NewDense(most, width)

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package matrix
+
+import "unsafe"
+
+func adviseHuge(unsafe.Pointer, uintptr) {}
