@@ -55,11 +55,12 @@ type Input interface {
 
 // RowOps is what a backend may add: the operations of a layer whose
 // consumer reads only some rows (the loss reads the training rows), at a
-// list of them. A·B and A·Bᵀ write the listed rows of C and leave the rest;
+// list of them. Â·H, A·B and A·Bᵀ write the listed rows of C and leave the rest;
 // Aᵀ·B and column sums sum over the listed rows; the bias and the loss
 // gradient are written at the listed rows alone. Find it with RowsOf; a
 // backend without it computes every row.
 type RowOps interface {
+	SpMMRows(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, rows []int32, accumulate bool) error
 	GEMMRows(c, a, b *matrix.Dense, rows []int32) error
 	GEMMNTRows(c, a, b *matrix.Dense, rows []int32) error
 	GEMMTNRows(c, a, b *matrix.Dense, rows []int32) error
@@ -142,9 +143,12 @@ func (CPU) Zero(d *matrix.Dense)        { d.Zero() }
 func (CPU) SpMM(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, acc bool) error {
 	return SpMM(c, a, b, acc)
 }
-func (CPU) GEMM(c, a, b *matrix.Dense, acc bool) error             { return GEMM(c, a, b, acc) }
-func (CPU) GEMMTN(c, a, b *matrix.Dense) error                     { return GEMMTN(c, a, b) }
-func (CPU) GEMMNT(c, a, b *matrix.Dense) error                     { return GEMMNT(c, a, b) }
+func (CPU) GEMM(c, a, b *matrix.Dense, acc bool) error { return GEMM(c, a, b, acc) }
+func (CPU) GEMMTN(c, a, b *matrix.Dense) error         { return GEMMTN(c, a, b) }
+func (CPU) GEMMNT(c, a, b *matrix.Dense) error         { return GEMMNT(c, a, b) }
+func (CPU) SpMMRows(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, rows []int32, acc bool) error {
+	return SpMMRows(c, a, b, rows, acc)
+}
 func (CPU) GEMMRows(c, a, b *matrix.Dense, rows []int32) error     { return GEMMRows(c, a, b, rows) }
 func (CPU) GEMMNTRows(c, a, b *matrix.Dense, rows []int32) error   { return GEMMNTRows(c, a, b, rows) }
 func (CPU) GEMMTNRows(c, a, b *matrix.Dense, rows []int32) error   { return GEMMTNRows(c, a, b, rows) }

@@ -46,17 +46,22 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
     }                                                                          \
   }
 
-// spmm: rows [r0, r1) of C = (or +=) A·B, B n wide: tiles of up to NVMAX
-// vectors per pass over a row's nonzeros, leftover columns (n % 16) plain.
+// spmm: rows [r0, r1) of C = (or +=) A·B, or rows list[r0..r1), B n wide:
+// tiles of up to NVMAX vectors per pass over a row's nonzeros, leftover
+// columns (n % 16) plain.
 #define SPMM(NVMAX, SUFFIX, ATTR)                                              \
   SPMM_TILE(1, 4, SUFFIX, ATTR)                                                \
   SPMM_TILE(2, 2, SUFFIX, ATTR)                                                \
   SPMM_TILE(4, 2, SUFFIX, ATTR)                                                \
   ATTR static void spmm_##SUFFIX(const int64_t *rowptr, const int32_t *col, const float *val, \
                                  const float *B, float *C, int64_t n, int64_t r0, int64_t r1, \
-                                 int acc_in) {                                 \
-    const int64_t nv = n / VW * VW, pf_end = rowptr[r1];                       \
-    for (int64_t r = r0; r < r1; r++) {                                        \
+                                 int acc_in, const int32_t *list) {            \
+    if (r1 <= r0) return;                                                      \
+    /* Prefetches run ahead over the nonzeros up to the last row's end: */     \
+    /* with an ascending list past empty rows, the next listed rows'. */       \
+    const int64_t nv = n / VW * VW, pf_end = rowptr[(list ? list[r1 - 1] : r1 - 1) + 1]; \
+    for (int64_t i = r0; i < r1; i++) {                                        \
+      const int64_t r = list ? list[i] : i;                                    \
       float *c = C + r * n;                                                    \
       const int64_t p0 = rowptr[r], p1 = rowptr[r + 1];                        \
       int64_t t = 0;                                                           \
@@ -124,8 +129,9 @@ void sc_limit_simd(int l) { (void)l; }
 #endif
 
 void sc_spmm(const int64_t *rowptr, const int32_t *col, const float *val,
-             const float *B, float *C, int64_t n, int64_t r0, int64_t r1, int acc) {
-  FLUSH_DENORMALS(PICK3(spmm, rowptr, col, val, B, C, n, r0, r1, acc));
+             const float *B, float *C, int64_t n, int64_t r0, int64_t r1, int acc,
+             const int32_t *rows) {
+  FLUSH_DENORMALS(PICK3(spmm, rowptr, col, val, B, C, n, r0, r1, acc, rows));
 }
 void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1, int relu,
                   const int32_t *rows) {

@@ -13,8 +13,10 @@ typedef struct {
   float scale;
 } sc_mask;
 
+// rows (nil: r0..r1 themselves) lists the rows at positions [r0, r1).
 void sc_spmm(const int64_t *rowptr, const int32_t *col, const float *val,
-             const float *B, float *C, int64_t n, int64_t r0, int64_t r1, int acc);
+             const float *B, float *C, int64_t n, int64_t r0, int64_t r1, int acc,
+             const int32_t *rows);
 // m (nil: none) is dropout applied to A's rows as they are read.
 void sc_gemm_nn(const float *A, const float *B, float *C, int64_t k, int64_t n,
                 int64_t r0, int64_t r1, int acc, const sc_mask *m);

@@ -92,7 +92,45 @@ func TestSpMMMatchesDense(t *testing.T) {
 				want.Data[i] *= 2
 			}
 			assertClose(t, "spmm accumulate", c, want)
+
+			// At a row list (ascending, as the engine's, and not): the
+			// listed rows as SpMM forms them, bit for bit; the rest untouched.
+			for _, at := range [][]int32{{0, 5, 6, 100, 299}, {250, 3, 17}} {
+				got := matrix.NewDense(300, n)
+				fill(got, -7)
+				if err := SpMM(c, a, b, false); err != nil {
+					t.Fatal(err)
+				}
+				for pass, acc := range []bool{false, true} {
+					if err := SpMMRows(got, a, b, at, acc); err != nil {
+						t.Fatal(err)
+					}
+					if acc {
+						if err := SpMM(c, a, b, true); err != nil {
+							t.Fatal(err)
+						}
+					}
+					listed := map[int]bool{}
+					for _, x := range at {
+						listed[int(x)] = true
+					}
+					for i := range 300 {
+						for j := range n {
+							v, w := got.Data[i*n+j], float32(-7)
+							if listed[i] {
+								w = c.Data[i*n+j]
+							}
+							if v != w {
+								t.Fatalf("spmm at rows %v (pass %d): row %d column %d is %g, want %g", at, pass, i, j, v, w)
+							}
+						}
+					}
+				}
+			}
 		}
+	}
+	if err := SpMMRows(matrix.NewDense(3, 2), randCSR(r, 3, 4, 0.5), matrix.NewDense(4, 2), []int32{3}, false); err == nil || !strings.Contains(err.Error(), "entry 0 is 3") {
+		t.Fatalf("a row past the end: %v", err)
 	}
 	SetThreads(2)
 }

@@ -31,8 +31,28 @@ func SpMM(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool) erro
 	if err := CheckMul("spmm", c, a.Rows, a.Cols, b); err != nil {
 		return err
 	}
-	if a.Rows == 0 || b.Cols == 0 {
-		return nil
+	spmm(c, a, b, accumulate, nil)
+	return nil
+}
+
+// SpMMRows is SpMM at the listed rows of C (and A) only: C's other rows are
+// left as they are. For a block whose other rows are empty it skips the
+// pass that would write them zero; an ascending list lets the gathers of
+// the next listed rows be prefetched.
+func SpMMRows(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, rows []int32, accumulate bool) error {
+	const what = "spmm at rows"
+	if err := checkRows(CheckMul(what, c, a.Rows, a.Cols, b), what, rows, a.Rows); err != nil {
+		return err
+	}
+	spmm(c, a, b, accumulate, rows)
+	return nil
+}
+
+// spmm runs the kernel at the listed rows (nil: every row), split by
+// nonzeros (listed rows: by count).
+func spmm(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool, rows []int32) {
+	if a.Rows == 0 || b.Cols == 0 || (rows != nil && len(rows) == 0) {
+		return
 	}
 	acc := C.int(0)
 	if accumulate {
@@ -45,13 +65,15 @@ func SpMM(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool) erro
 		valp = f32p(a.Val)
 	}
 	rowp := (*C.int64_t)(unsafe.Pointer(&a.RowPtr[0]))
-	bp := f32p(b.Data)
-	cp := f32p(c.Data)
+	bp, cp, lp := f32p(b.Data), f32p(c.Data), i32p(rows)
 	n := C.int64_t(b.Cols)
-	forRanges(nnzCuts(a.RowPtr, threads), func(lo, hi int) {
-		C.sc_spmm(rowp, colp, valp, bp, cp, n, C.int64_t(lo), C.int64_t(hi), acc)
+	cuts := nnzCuts(a.RowPtr, threads)
+	if rows != nil {
+		cuts = evenCuts(len(rows), threads, 256)
+	}
+	forRanges(cuts, func(lo, hi int) {
+		C.sc_spmm(rowp, colp, valp, bp, cp, n, C.int64_t(lo), C.int64_t(hi), acc, lp)
 	})
-	return nil
 }
 
 // SIMD reports which instruction set the kernels use on this CPU.

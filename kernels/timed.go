@@ -42,6 +42,10 @@ func (t *Timed) GEMMNT(c, a, b *matrix.Dense) error {
 
 // The row operations time the wrapped backend's (RowsOf finds them only
 // where it has them).
+func (t *Timed) SpMMRows(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, rows []int32, acc bool) error {
+	defer t.add("spmm", time.Now())
+	return t.Backend.(RowOps).SpMMRows(c, a, b, rows, acc)
+}
 func (t *Timed) GEMMRows(c, a, b *matrix.Dense, rows []int32) error {
 	defer t.add("gemm", time.Now())
 	return t.Backend.(RowOps).GEMMRows(c, a, b, rows)

@@ -39,6 +39,11 @@ type cache struct {
 	// sparse exchange to move instead of all it would (output.go): send[i]
 	// this rank's rows for rank i, recv[j] their positions in root j's slot.
 	send, recv [][]int32
+	// outRows, when set, are the only rows of the output the blocks have
+	// entries in, ascending (the restricted last layer's training rows,
+	// output.go): the products form those alone and leave the others
+	// unwritten.
+	outRows []int32
 
 	// With --cache-bits, other roots' blocks stay as they arrived (packed
 	// in wire.packed) and are decoded into decoded, one at a time, when

@@ -14,9 +14,10 @@ package train
 // are products with zero rows (only the order in which the backward sums
 // its remaining terms differs). With a tenth of the nodes in training, both
 // products do a tenth of the work. On a backend with row operations
-// (kernels.RowsOf) the bias, the loss gradient (whose other rows stay zero:
-// nothing else writes it) and the bias gradient are taken at the training
-// rows alone, and so, aggregating first, are the products with W (Z = T·W,
+// (kernels.RowsOf) the forward product writes the training rows alone (not
+// zeros into the others), the bias, the loss gradient (whose other rows stay
+// zero: nothing else writes it) and the bias gradient are taken there
+// alone, and so, aggregating first, are the products with W (Z = T·W,
 // ∇W = TᵀG, ∂T = G·Wᵀ); layer 1 on ÂX runs at the rows
 // these blocks use (restrictInput). Under the sparse exchange only the rows
 // the restricted blocks read travel: the neighbours of training rows
@@ -25,6 +26,7 @@ package train
 
 import (
 	"fmt"
+	"slices"
 
 	"sancus/collectives"
 	"sancus/kernels"
@@ -77,7 +79,7 @@ func (e *Engine) restrictOutput() error {
 	// training rows alone, and so, aggregating first, are the products
 	// with W: where the backend can, only those rows are computed.
 	if ro, ok := kernels.RowsOf(e.be); ok {
-		e.rowOps = ro
+		e.rowOps, c.fwd.outRows = ro, slices.Sorted(slices.Values(e.s.Train))
 	}
 	// Rows travel partly only as a float32 copy or one encoded afresh:
 	// --wire-delta and --cache-bits keep whole copies (as cluster batches).

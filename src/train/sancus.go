@@ -140,7 +140,13 @@ func (e *Engine) multiply(c *cache, out, own *matrix.Dense, j int, mask matrix.M
 		e.be.Dropout(e.maskFor(mask, j), masked, b)
 		b = masked
 	}
-	if err := e.be.SpMM(out, c.blocks[j], b, accumulate); err != nil {
+	var err error
+	if c.outRows != nil {
+		err = e.rowOps.SpMMRows(out, c.blocks[j], b, c.outRows, accumulate)
+	} else {
+		err = e.be.SpMM(out, c.blocks[j], b, accumulate)
+	}
+	if err != nil {
 		return fmt.Errorf("block %d: %w", j, err)
 	}
 	return nil
