@@ -101,10 +101,24 @@ func NormalizeRows(a *matrix.CSR, row0 int64, dinv []float64) *matrix.CSR {
 // SpGEMM computes A·B for two CSR matrices (used once, for ÂX) with a dense
 // accumulator per row.
 func SpGEMM(a, b *matrix.CSR) (*matrix.CSR, error) {
-	if a.Cols != b.Rows {
-		return nil, fmt.Errorf("spgemm: %dx%d · %dx%d", a.Rows, a.Cols, b.Rows, b.Cols)
+	return SpGEMMBlocks([]*matrix.CSR{a}, []int64{0, int64(a.Cols)}, b)
+}
+
+// SpGEMMBlocks computes A·B for A given as column blocks side by side:
+// blocks[j] holds A's columns off[j] .. off[j+1], numbered from 0. Each
+// row's products are summed in A's column order, as SpGEMM of the whole A
+// sums them, so the result is the same bit for bit.
+func SpGEMMBlocks(blocks []*matrix.CSR, off []int64, b *matrix.CSR) (*matrix.CSR, error) {
+	if len(blocks) == 0 || len(off) != len(blocks)+1 || off[len(blocks)] != int64(b.Rows) {
+		return nil, fmt.Errorf("spgemm: %d column blocks with %d offsets against %d rows of B", len(blocks), len(off), b.Rows)
 	}
-	out := &matrix.CSR{Rows: a.Rows, Cols: b.Cols, RowPtr: make([]int64, a.Rows+1)}
+	rows := blocks[0].Rows
+	for j, blk := range blocks {
+		if blk.Rows != rows || int64(blk.Cols) != off[j+1]-off[j] {
+			return nil, fmt.Errorf("spgemm: block %d is %dx%d, want %dx%d", j, blk.Rows, blk.Cols, rows, off[j+1]-off[j])
+		}
+	}
+	out := &matrix.CSR{Rows: rows, Cols: b.Cols, RowPtr: make([]int64, rows+1)}
 	acc := make([]float32, b.Cols)
 	mark := make([]bool, b.Cols)
 	var cols []int32
@@ -112,16 +126,18 @@ func SpGEMM(a, b *matrix.CSR) (*matrix.CSR, error) {
 	// summed into acc when values is set; mark is left set on them.
 	each := func(r int, values bool) []int32 {
 		cols = cols[:0]
-		for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
-			k, av := a.ColIdx[p], a.Val[p]
-			for q := b.RowPtr[k]; q < b.RowPtr[k+1]; q++ {
-				c := b.ColIdx[q]
-				if !mark[c] {
-					mark[c] = true
-					cols = append(cols, c)
-				}
-				if values {
-					acc[c] += av * b.Val[q]
+		for j, a := range blocks {
+			for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
+				k, av := int64(a.ColIdx[p])+off[j], a.Val[p]
+				for q := b.RowPtr[k]; q < b.RowPtr[k+1]; q++ {
+					c := b.ColIdx[q]
+					if !mark[c] {
+						mark[c] = true
+						cols = append(cols, c)
+					}
+					if values {
+						acc[c] += av * b.Val[q]
+					}
 				}
 			}
 		}
@@ -130,16 +146,16 @@ func SpGEMM(a, b *matrix.CSR) (*matrix.CSR, error) {
 	// A symbolic pass counts each row's entries first, so the output is
 	// allocated once at its exact size: appending would leave up to a
 	// whole copy of it as garbage, the peak of prepare's memory.
-	for r := 0; r < a.Rows; r++ {
+	for r := 0; r < rows; r++ {
 		row := each(r, false)
 		for _, c := range row {
 			mark[c] = false
 		}
 		out.RowPtr[r+1] = out.RowPtr[r] + int64(len(row))
 	}
-	nnz := out.RowPtr[a.Rows]
+	nnz := out.RowPtr[rows]
 	out.ColIdx, out.Val = make([]int32, nnz), make([]float32, nnz)
-	for r := 0; r < a.Rows; r++ {
+	for r := 0; r < rows; r++ {
 		row := each(r, true)
 		slices.Sort(row)
 		at := out.RowPtr[r]

@@ -99,16 +99,16 @@ func Split(ds *graph.Dataset, ahat, ax *matrix.CSR, off []int64, ids []int32, ra
 	if ax != nil {
 		axRows = ax.RowSlice(lo, hi)
 	}
-	return newShard(ds, ahat.RowSlice(lo, hi), axRows, off, ids, rank), nil
+	return newShard(ds, columnBlocks(ahat.RowSlice(lo, hi), off), axRows, off, ids, rank), nil
 }
 
 // newShard assembles rank's shard from its rows of Â and of ÂX (nil when
 // not precomputed), columns global; ids are the original node ids in the
 // prepared order (nil: unchanged).
-func newShard(ds *graph.Dataset, ahatRows, axRows *matrix.CSR, off []int64, ids []int32, rank int) *Shard {
+func newShard(ds *graph.Dataset, blocks []*matrix.CSR, axRows *matrix.CSR, off []int64, ids []int32, rank int) *Shard {
 	lo, hi := int(off[rank]), int(off[rank+1])
 	s := &Shard{Rank: rank, Parts: len(off) - 1, N: ds.N, Offsets: off, Classes: ds.Classes, FeatDim: ds.Features.Cols}
-	s.Blocks = columnBlocks(ahatRows, off)
+	s.Blocks = blocks
 	s.Features = ds.Features.RowSlice(lo, hi)
 	s.AX = axRows
 	s.Labels = append([]int32(nil), ds.Labels[lo:hi]...)

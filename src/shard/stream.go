@@ -145,12 +145,16 @@ func PrepareStreaming(dataDir, outDir string, parts int, opt Options, load graph
 		if err != nil {
 			return nil, err
 		}
-		ahat := graph.NormalizeRows(a, off[q], dinv)
-		sh, err := splitRows(ds, ahat, off, perm, q, opt.Precompute)
+		sh, err := splitRows(ds, graph.NormalizeRows(a, off[q], dinv), off, perm, q, opt.Precompute)
 		if err != nil {
 			return nil, err
 		}
-		prep.compulsory = max(prep.compulsory, ahat.Bytes()+ds.Features.Bytes()+sh.AX.Bytes())
+		var blockBytes int64
+		for _, b := range sh.Blocks {
+			blockBytes += b.Bytes()
+			prep.nnz += b.NNZ()
+		}
+		prep.compulsory = max(prep.compulsory, blockBytes+ds.Features.Bytes()+sh.AX.Bytes())
 		opt.attachClusters(sh, perm)
 		if err := sh.Write(outDir); err != nil {
 			return nil, err
@@ -158,7 +162,6 @@ func PrepareStreaming(dataDir, outDir string, parts int, opt Options, load graph
 		if opt.OnShard != nil {
 			opt.OnShard(sh)
 		}
-		prep.nnz += ahat.NNZ()
 		releasePart()
 	}
 	return prep, nil
@@ -252,14 +255,19 @@ func loadBucket(path string, lo, hi int64, n int) (*matrix.CSR, error) {
 	return a, nil
 }
 
-// splitRows builds rank q's shard from its rows of Â (columns global).
+// splitRows builds rank q's shard from its rows of Â (columns global). The
+// rows are cut into the shard's column blocks first and ÂX is formed from
+// the blocks, so the rows can go before ÂX is allocated: prepare never
+// holds Â's rows twice beside ÂX.
 func splitRows(ds *graph.Dataset, ahatRows *matrix.CSR, off []int64, ids []int32, q int, precompute bool) (*Shard, error) {
+	blocks := columnBlocks(ahatRows, off) // ahatRows is not read after this
+	releasePart()
 	var ax *matrix.CSR
 	if precompute {
 		var err error
-		if ax, err = graph.SpGEMM(ahatRows, ds.Features); err != nil {
+		if ax, err = graph.SpGEMMBlocks(blocks, off, ds.Features); err != nil {
 			return nil, err
 		}
 	}
-	return newShard(ds, ahatRows, ax, off, ids, q), nil
+	return newShard(ds, blocks, ax, off, ids, q), nil
 }
