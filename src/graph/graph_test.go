@@ -304,3 +304,25 @@ func TestReadFeaturesCanonical(t *testing.T) {
 	_, err = ReadFeatures(p, 2)
 	wantErr(t, err, p, 0, "2 entries, the size line declares 1000000000000")
 }
+
+// Column blocks that do not tile B's rows are refused, naming the block.
+func TestSpGEMMBlocksShapes(t *testing.T) {
+	x := Identity(4)
+	a := &matrix.CSR{Rows: 2, Cols: 2, RowPtr: []int64{0, 1, 2}, ColIdx: []int32{0, 1}, Val: []float32{1, 2}}
+	if _, err := SpGEMMBlocks([]*matrix.CSR{a, a}, []int64{0, 2, 3}, x); err == nil || !strings.Contains(err.Error(), "offsets against 4 rows") {
+		t.Fatalf("offsets short of B's rows: %v", err)
+	}
+	b := &matrix.CSR{Rows: 2, Cols: 1, RowPtr: []int64{0, 0, 1}, ColIdx: []int32{0}, Val: []float32{3}}
+	if _, err := SpGEMMBlocks([]*matrix.CSR{a, b}, []int64{0, 2, 4}, x); err == nil || !strings.Contains(err.Error(), "block 1 is 2x1, want 2x2") {
+		t.Fatalf("a block narrower than its range: %v", err)
+	}
+	b.Cols = 2
+	c, err := SpGEMMBlocks([]*matrix.CSR{a, b}, []int64{0, 2, 4}, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &matrix.CSR{Rows: 2, Cols: 4, RowPtr: []int64{0, 1, 3}, ColIdx: []int32{0, 1, 2}, Val: []float32{1, 2, 3}}
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("got %+v, want %+v", c, want)
+	}
+}
