@@ -55,6 +55,7 @@ type Engine struct {
 	grads     []float32       // flat gradient buffer, one allreduce per step
 	lossGrad  *matrix.Dense   // ∂loss/∂logits, where the backend computes
 	rowOps    kernels.RowOps  // the restricted last layer's operations at the training rows (output.go; nil: every row)
+	outRows   []int32         // those rows, ascending
 	residual  []float32       // bf16 gradient allreduce: the error fed back
 	batch     *batchState     // cluster-batch training (nil: global-batch)
 	res       []*matrix.Dense // --residual: layer l's output act(Z_l) + H_l (nil: no skip)

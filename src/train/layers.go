@@ -230,7 +230,7 @@ func (L *aggregateLayer) forward(e *Engine, p pass, in act) (act, error) {
 	}
 	var err error
 	if ro := e.rowsAt(L.l); p.train && ro != nil {
-		err = ro.GEMMRows(L.z, L.t, e.m.W[L.l], e.s.Train)
+		err = ro.GEMMRows(L.z, L.t, e.m.W[L.l], e.outRows)
 	} else {
 		err = e.be.GEMM(L.z, L.t, e.m.W[L.l], false)
 	}
@@ -272,10 +272,10 @@ func (L *aggregateLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matri
 	if ro := e.rowsAt(L.l); ro != nil {
 		// G is zero off the training rows, so ∇W has no terms there and ∂T
 		// is zero there: never written, ∂T's other rows stay as allocated.
-		if err := ro.GEMMTNRows(L.dW, L.t, g, e.s.Train); err != nil {
+		if err := ro.GEMMTNRows(L.dW, L.t, g, e.outRows); err != nil {
 			return nil, err
 		}
-		if err := ro.GEMMNTRows(L.dT, g, e.m.W[L.l], e.s.Train); err != nil {
+		if err := ro.GEMMNTRows(L.dT, g, e.m.W[L.l], e.outRows); err != nil {
 			return nil, err
 		}
 	} else {

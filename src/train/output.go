@@ -33,9 +33,10 @@ import (
 	"sancus/kernels/matrix"
 )
 
-// rowsAt is the row operations layer l runs at the training rows in a
-// training pass: the restricted last layer's (nil for every other layer, or
-// when every row is computed).
+// rowsAt is the row operations layer l runs at the training rows
+// (e.outRows, in ascending order for locality) in a training pass: the
+// restricted last layer's (nil for every other layer, or when every row is
+// computed).
 func (e *Engine) rowsAt(l int) kernels.RowOps {
 	if l != len(e.layers)-1 {
 		return nil
@@ -79,7 +80,8 @@ func (e *Engine) restrictOutput() error {
 	// training rows alone, and so, aggregating first, are the products
 	// with W: where the backend can, only those rows are computed.
 	if ro, ok := kernels.RowsOf(e.be); ok {
-		e.rowOps, c.fwd.outRows = ro, slices.Sorted(slices.Values(e.s.Train))
+		e.rowOps, e.outRows = ro, slices.Sorted(slices.Values(e.s.Train))
+		c.fwd.outRows = e.outRows
 	}
 	// Rows travel partly only as a float32 copy or one encoded afresh:
 	// --wire-delta and --cache-bits keep whole copies (as cluster batches).

@@ -286,7 +286,7 @@ func (e *Engine) trainStep(ep int) (float64, error) {
 	} else {
 		rows, n := e.trainRows()
 		if ro := e.rowsAt(len(e.layers) - 1); ro != nil { // its other rows are zero, as allocated
-			lossSum = ro.LossGradRows(logits, e.s.Labels, rows, float64(n), e.lossGrad)
+			lossSum = ro.LossGradRows(logits, e.s.Labels, e.outRows, float64(n), e.lossGrad)
 		} else {
 			lossSum = e.be.LossGrad(logits, e.s.Labels, rows, float64(n), e.lossGrad)
 		}

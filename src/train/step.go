@@ -24,7 +24,7 @@ func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
 		}
 		hidden := l < len(e.layers)-1
 		if ro := e.rowsAt(l); train && ro != nil { // the logits are read at the training rows alone
-			err = ro.AddBiasReLURows(a.h, e.m.B[l], false, e.s.Train)
+			err = ro.AddBiasReLURows(a.h, e.m.B[l], false, e.outRows)
 		} else {
 			e.activate(a.h, l, hidden)
 		}
@@ -95,7 +95,7 @@ func (e *Engine) backward(epoch int, g *matrix.Dense) error {
 	for l := len(e.layers) - 1; l >= 0; l-- {
 		L := e.layers[l]
 		if ro := e.rowsAt(l); ro != nil { // g is zero off the training rows
-			if err := ro.ColumnSumsRows(L.base().db, g, e.s.Train); err != nil {
+			if err := ro.ColumnSumsRows(L.base().db, g, e.outRows); err != nil {
 				return fmt.Errorf("backward layer %d: %w", l+1, err)
 			}
 		} else {
