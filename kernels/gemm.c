@@ -58,8 +58,8 @@ static int64_t block_rows(int64_t k) {
 // or rows list[i..e)), one line per call: the tiles issue it once per step,
 // so the next block streams into L2 while this one is multiplied. Without
 // it a core alternates between waiting on memory (dropping a block into
-// scratch) and computing (the tiles): prefetched, the two overlap, and the
-// masked products of a GNN's first layer run about a quarter faster.
+// scratch) and computing (the tiles): prefetched, the two overlap. Layer
+// 1's two GEMMs on the 100k graph's ÂX took 8.7 → 7.5 ms per epoch.
 typedef struct {
   const char *base;
   const int32_t *list;
