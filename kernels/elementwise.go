@@ -23,12 +23,18 @@ func AddBiasReLURows(z *matrix.Dense, bias []float32, relu bool, rows []int32) e
 	return nil
 }
 
+// rowsIn is how many rows a kernel at a row list visits: the list's
+// length, or all of them without a list.
+func rowsIn(rows []int32, all int) int {
+	if rows != nil {
+		return len(rows)
+	}
+	return all
+}
+
 // addBiasReLU works on the listed rows (nil: every row).
 func addBiasReLU(z *matrix.Dense, bias []float32, relu bool, rows []int32) {
-	n := z.Rows
-	if rows != nil {
-		n = len(rows)
-	}
+	n := rowsIn(rows, z.Rows)
 	if n == 0 || z.Cols == 0 {
 		return
 	}
@@ -68,10 +74,7 @@ func ColumnSumsRows(out []float32, g *matrix.Dense, rows []int32) error {
 
 func columnSums(out []float32, g *matrix.Dense, rows []int32) {
 	clear(out)
-	n := g.Rows
-	if rows != nil {
-		n = len(rows)
-	}
+	n := rowsIn(rows, g.Rows)
 	if n == 0 || g.Cols == 0 {
 		return
 	}

@@ -51,7 +51,7 @@ func SpMMRows(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, rows []int32, acc
 // spmm runs the kernel at the listed rows (nil: every row), split by
 // nonzeros (listed rows: by count).
 func spmm(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool, rows []int32) {
-	if a.Rows == 0 || b.Cols == 0 || (rows != nil && len(rows) == 0) {
+	if rowsIn(rows, a.Rows) == 0 || b.Cols == 0 {
 		return
 	}
 	acc := C.int(0)
