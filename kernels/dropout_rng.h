@@ -29,13 +29,21 @@ SC_RNG uint32_t sc_drop_key(uint64_t seed, uint64_t stream, uint64_t row) {
 
 // sc_hash32 is a 32-bit avalanche hash of (key, i): the dropout draws and
 // the wire's rounding draws (quant.c) both come from it.
+// SC_HASH32 is its body, for a scalar or a vector of lanes (gemm.c's
+// drop_rows hashes 16 at a time in registers).
+#define SC_HASH32(h, key, i)                                                   \
+  do {                                                                         \
+    (h) = (i) * 0x9e3779b9u ^ (key);                                           \
+    (h) ^= (h) >> 16;                                                          \
+    (h) *= 0x7feb352du;                                                        \
+    (h) ^= (h) >> 15;                                                          \
+    (h) *= 0x846ca68bu;                                                        \
+    (h) ^= (h) >> 16;                                                          \
+  } while (0)
+
 SC_RNG uint32_t sc_hash32(uint32_t key, uint32_t i) {
-  uint32_t h = i * 0x9e3779b9u ^ key;
-  h ^= h >> 16;
-  h *= 0x7feb352du;
-  h ^= h >> 15;
-  h *= 0x846ca68bu;
-  h ^= h >> 16;
+  uint32_t h;
+  SC_HASH32(h, key, i);
   return h;
 }
 

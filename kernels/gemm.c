@@ -25,9 +25,16 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
 #define VW 16
 #define NVEC(SUFFIX) (VW / (int)(sizeof(vf_##SUFFIX) / sizeof(float)))
 
-// Scratch rows of dropped A: SCRATCH floats per thread (128 KiB, in L2),
-// or one row of A when a row is wider.
+// Scratch blocks of dropped A, per thread: SCRATCH floats (128 KiB, in L2)
+// for a wide product. A narrow one (n ≤ 32, whose next block is prefetched
+// while this one is multiplied) takes NARROW_SCRATCH floats (16 KiB): the
+// prefetched block is still in L1 when it is dropped, and layer 1's two
+// GEMMs on a 400k-row ÂX took 15.2 → 12.3 and 12.6 → 11.3 ms with the
+// cursor below (2 threads). Blocks are whole tiles of BLOCK_MR rows
+// (every level's MR divides it) where a row is narrow enough.
 #define SCRATCH 32768
+#define NARROW_SCRATCH 4096
+#define BLOCK_MR 12
 // A per-thread buffer of at least want floats, kept for the next call.
 typedef struct {
   float *p;
@@ -45,37 +52,59 @@ static float *grow(sc_buf *b, int64_t want) {
 
 static __thread sc_buf scratch;
 
-static float *scratch_buf(int64_t k) { return grow(&scratch, k > SCRATCH ? k : SCRATCH); }
+static float *scratch_buf(int64_t floats) { return grow(&scratch, floats); }
 
-// block_rows is how many rows of k columns a scratch block holds (≥ 1; A
-// wider than SCRATCH columns is multiplied a row at a time).
-static int64_t block_rows(int64_t k) {
-  int64_t b = SCRATCH / (k > 0 ? k : 1);
-  return b < 1 ? 1 : b;
+// block_rows is how many rows w floats wide a scratch block holds, for a
+// product n wide: a multiple of BLOCK_MR when that many fit, at least
+// BLOCK_MR for a narrow product (Cora's 1,433 features, say), and at least
+// one row for a wide one.
+static int64_t block_rows(int64_t w, int64_t n) {
+  const int64_t narrow = n <= 2 * VW;
+  int64_t b = (narrow ? NARROW_SCRATCH : SCRATCH) / (w > 0 ? w : 1);
+  if (b >= BLOCK_MR) b = b / BLOCK_MR * BLOCK_MR;
+  return b > BLOCK_MR || !narrow ? (b > 1 ? b : 1) : BLOCK_MR;
 }
 
 // sc_pf walks the cache lines of the next block of A's rows (rows [i, e),
 // or rows list[i..e)), one line per call: the tiles issue it once per step,
 // so the next block streams into L2 while this one is multiplied. Without
 // it a core alternates between waiting on memory (dropping a block into
-// scratch) and computing (the tiles): prefetched, the two overlap. Layer
-// 1's two GEMMs on the 100k graph's ÂX took 8.7 → 7.5 ms per epoch.
+// scratch) and computing (the tiles): prefetched, the two overlap. A tile
+// walks a copy of the cursor in registers: read through the pointer, its
+// fields were reloaded and stored every step, a dependency through memory
+// that halved the tile's rate.
 typedef struct {
+  const char *line, *end; // the run of lines being walked: one row, or the whole block
   const char *base;
   const int32_t *list;
-  int64_t i, e, row_bytes, off;
+  int64_t i, e, row_bytes;
 } sc_pf;
 
-static inline void pf_next(sc_pf *p) {
+// pf_row starts the next listed row's run (the end of a run is rare: out of line).
+static inline void pf_row(sc_pf *p) {
   if (p->i >= p->e) return;
-  __builtin_prefetch(p->base + (p->list ? p->list[p->i] : p->i) * p->row_bytes + p->off, 0, 2);
-  if ((p->off += 64) >= p->row_bytes) p->off = 0, p->i++;
+  p->line = p->base + (int64_t)p->list[p->i++] * p->row_bytes;
+  p->end = p->line + p->row_bytes;
+  __builtin_prefetch(p->line, 0, 2);
+  p->line += 64;
+}
+
+static inline void pf_next(sc_pf *p) {
+  if (p->line < p->end) {
+    __builtin_prefetch(p->line, 0, 2);
+    p->line += 64;
+  } else if (p->list) {
+    pf_row(p);
+  }
 }
 
 // next_block is the cursor over rows [e, min(e + br, end)) of A (k wide),
-// or over those positions of list.
+// or over those positions of list: without a list the rows are one run.
 static sc_pf next_block(const float *A, const int32_t *list, int64_t k, int64_t e, int64_t br, int64_t end) {
-  return (sc_pf){(const char *)A, list, e, e + br < end ? e + br : end, k * (int64_t)sizeof(float), 0};
+  const int64_t last = e + br < end ? e + br : end, rb = k * (int64_t)sizeof(float);
+  const char *base = (const char *)A;
+  if (list) return (sc_pf){NULL, NULL, base, list, e, last, rb};
+  return (sc_pf){base + e * rb, base + (last > e ? last : e) * rb, base, NULL, 0, 0, rb};
 }
 
 // narrow_pf is p for a product of at most two tiles' width (n ≤ 32), and
@@ -94,8 +123,9 @@ static sc_pf *narrow_pf(sc_pf *p, int64_t n) { return n <= 2 * VW ? p : NULL; }
     vf s[MR][NV];                                                              \
     for (int i = 0; i < MR; i++)                                               \
       for (int v = 0; v < NV; v++) s[i][v] = acc ? *(const vf *)(c + i * ldc + v * L) : (vf){0}; \
+    sc_pf q = pf ? *pf : (sc_pf){0};                                           \
     for (int64_t t = 0; t < cnt; t++) {                                        \
-      if (pf) pf_next(pf);                                                     \
+      pf_next(&q);                                                             \
       vf bv[NV];                                                               \
       for (int v = 0; v < NV; v++) bv[v] = *(const vf *)(b + t * bs + v * L);  \
       for (int i = 0; i < MR; i++) {                                           \
@@ -103,6 +133,7 @@ static sc_pf *narrow_pf(sc_pf *p, int64_t n) { return n <= 2 * VW ? p : NULL; }
         for (int v = 0; v < NV; v++) s[i][v] += x * bv[v];                     \
       }                                                                        \
     }                                                                          \
+    if (pf) *pf = q;                                                           \
     for (int i = 0; i < MR; i++)                                               \
       for (int v = 0; v < NV; v++) *(vf *)(c + i * ldc + v * L) = s[i][v];     \
   }
@@ -142,42 +173,48 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
 
 // drop_rows writes rows [r0, r1) of A (k columns) with the mask applied to
 // dst, packed; dst may be A itself. With a list, it writes rows list[r0..r1)
-// instead. The draws are the pair hashes of dropout_rng.h, 16 at a time, so
-// the loops vectorize.
+// instead. The draws are the pair hashes of dropout_rng.h (sc_hash32 and
+// sc_drop_draw, written out here on vectors so they stay in registers).
 #define DROP_ROWS(SUFFIX, ATTR)                                                \
   ATTR static void drop_rows_##SUFFIX(const float *A, float *dst, int64_t k, int64_t r0, \
                                       int64_t r1, const sc_mask *m, const int32_t *list) { \
+    typedef vf_##SUFFIX vf;                                                    \
+    typedef uint32_t vu __attribute__((vector_size(sizeof(vf))));              \
+    typedef int32_t vi __attribute__((vector_size(sizeof(vf)), aligned(4)));   \
+    enum { NV = NVEC(SUFFIX), L = VW / NVEC(SUFFIX) };                         \
     /* Signed compares: AVX2 has no unsigned one, and draws fit 16 bits. */    \
     const int32_t thr = m->thr > 0xffff ? 0xffff : (int32_t)m->thr;            \
     const float scale = m->scale;                                              \
     const uint64_t seed = m->seed, stream = m->stream;                         \
     const int64_t *ids = m->ids, row0 = m->row0;                               \
+    vu lane;                                                                   \
+    for (int j = 0; j < L; j++) lane[j] = (uint32_t)j;                         \
     for (int64_t i = r0; i < r1; i++) {                                        \
       const int64_t r = list ? list[i] : i;                                    \
       const uint32_t key = sc_drop_key(seed, stream, (uint64_t)(ids ? ids[r] : row0 + r)); \
       const float *a = A + r * k;                                              \
       float *d = dst + (i - r0) * k;                                           \
-      for (int64_t c0 = 0; c0 < k; c0 += 2 * VW) {                             \
-        const int64_t w = k - c0 < 2 * VW ? k - c0 : 2 * VW;                   \
-        uint32_t h[VW];                                                        \
-        int32_t u[2 * VW];                                                     \
-        for (int j = 0; j < VW; j++) h[j] = sc_hash32(key, (uint32_t)(c0 / 2 + j)); \
-        for (int j = 0; j < VW; j++) u[j] = (int32_t)(h[j] & 0xffff);          \
-        for (int j = 0; j < VW; j++) u[VW + j] = (int32_t)(h[j] >> 16);        \
-        if (w == 2 * VW) {                                                     \
-          /* Kept values scaled, dropped ones and-ed to +0, a vector at a  */  \
-          /* time: each is loaded before it is stored, so d may be a.      */  \
-          typedef vf_##SUFFIX vf;                                              \
-          typedef int32_t vi __attribute__((vector_size(sizeof(vf)), aligned(4))); \
-          for (int j = 0; j < 2 * VW; j += (int)(sizeof(vf) / sizeof(float))) { \
-            const vf y = *(const vf *)(a + c0 + j) * scale;                    \
-            const vi keep = *(const vi *)(u + j) >= thr;                       \
-            *(vf *)(d + c0 + j) = (vf)((vi)y & keep);                          \
-          }                                                                    \
-        } else {                                                               \
-          for (int64_t j = 0; j < w; j++) d[c0 + j] = u[j] >= thr ? a[c0 + j] * scale : 0.0f; \
+      int64_t c0 = 0;                                                          \
+      /* Groups of 32 columns: VW pair hashes, computed in registers; a     */ \
+      /* hash's low half draws for column c0 + p, its high half for       */ \
+      /* c0 + 16 + p. Kept values scaled, dropped ones and-ed to +0; each */ \
+      /* vector is loaded before it is stored, so d may be a.              */ \
+      for (; c0 + L <= k; c0 += 2 * VW) {                                      \
+        vu h[NV];                                                              \
+        for (int v = 0; v < NV; v++) {                                         \
+          SC_HASH32(h[v], key, lane + (uint32_t)(c0 / 2 + v * L));             \
         }                                                                      \
+        for (int v = 0; v < 2 * NV; v++) {                                     \
+          const int64_t c = c0 + v * L;                                        \
+          if (c + L > k) break;                                                \
+          const vi u = (vi)(v < NV ? h[v] & 0xffff : h[v - NV] >> 16);         \
+          const vf y = *(const vf *)(a + c) * scale;                           \
+          *(vf *)(d + c) = (vf)((vi)y & (u >= thr));                           \
+        }                                                                      \
+        if (c0 + 2 * VW > k) break; /* a partial group: its rest below */      \
       }                                                                        \
+      for (int64_t c = c0 + (k - c0) / L * L; c < k; c++)                     \
+        d[c] = (int32_t)sc_drop_draw(key, (uint64_t)c) >= thr ? a[c] * scale : 0.0f; \
     }                                                                          \
   }
 
@@ -190,8 +227,8 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
       panel_##SUFFIX(A + r0 * k, k, 1, B, k, C + r0 * n, r1 - r0, n, acc, NULL); \
       return;                                                                  \
     }                                                                          \
-    float *buf = scratch_buf(k);                                                \
-    const int64_t br = block_rows(k);                                          \
+    const int64_t br = block_rows(k, n);                                       \
+    float *buf = scratch_buf(br * k);                                          \
     for (int64_t r = r0; r < r1; r += br) {                                    \
       const int64_t e = r + br < r1 ? r + br : r1;                             \
       sc_pf pf = next_block(A, NULL, k, e, br, r1);                            \
@@ -219,6 +256,7 @@ static void transpose_into(float *C, const float *ct, int64_t k, int64_t n) {
                                    float *restrict ct, int64_t k, int64_t n, int acc, sc_pf *pf) { \
     typedef vf_##SUFFIX vf;                                                    \
     enum { NV = NVEC(SUFFIX), L = VW / NVEC(SUFFIX), W = KV * NV };            \
+    sc_pf q = pf ? *pf : (sc_pf){0};                                           \
     for (int64_t j0 = 0; j0 < n; j0 += JB)                                     \
       for (int64_t q0 = 0; q0 < k; q0 += KV * VW) {                            \
         vf s[JB][W];                                                           \
@@ -226,7 +264,7 @@ static void transpose_into(float *C, const float *ct, int64_t k, int64_t n) {
         for (int j = 0; j < JB; j++)                                           \
           for (int v = 0; v < W; v++) s[j][v] = acc ? *(const vf *)(c + j * k + v * L) : (vf){0}; \
         for (int64_t t = 0; t < cnt; t++) {                                    \
-          if (pf) pf_next(pf);                                                 \
+          pf_next(&q);                                                         \
           vf av[W];                                                            \
           for (int v = 0; v < W; v++) av[v] = *(const vf *)(a + t * k + q0 + v * L); \
           for (int j = 0; j < JB; j++) {                                       \
@@ -237,6 +275,7 @@ static void transpose_into(float *C, const float *ct, int64_t k, int64_t n) {
         for (int j = 0; j < JB; j++)                                           \
           for (int v = 0; v < W; v++) *(vf *)(c + j * k + v * L) = s[j][v];    \
       }                                                                        \
+    if (pf) *pf = q;                                                           \
   }                                                                            \
   static int transposed_##SUFFIX(int64_t k, int64_t n) {                       \
     return n <= 32 && n % JB == 0 && k % (KV * VW) == 0;                       \
@@ -260,9 +299,9 @@ static void transpose_into(float *C, const float *ct, int64_t k, int64_t n) {
                                     int64_t r0, int64_t r1, const sc_mask *m) { \
     /* Without a mask the block is still packed for the MR-column tiles: */  \
     /* they read it column-strided, which streams from memory at half speed. */ \
-    float *buf = scratch_buf(k);                                               \
+    const int64_t br = block_rows(k, n);                                       \
     float *ct = transposed_##SUFFIX(k, n) ? grow(&ctb, k * n) : NULL;              \
-    const int64_t br = block_rows(k);                                          \
+    float *buf = scratch_buf(br * k);                                          \
     for (int64_t r = r0; r < r1; r += br) {                                    \
       const int64_t e = r + br < r1 ? r + br : r1;                             \
       const float *a = buf;                                                    \
@@ -306,8 +345,8 @@ static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_
   ATTR static void gemm_nn_rows_##SUFFIX(const float *A, const float *B, float *C, int64_t k, \
                                          int64_t n, const int32_t *rows, int64_t cnt, \
                                          const sc_mask *m) {                   \
-    float *buf = scratch_buf(k + n);                                           \
-    const int64_t br = block_rows(k + n);                                      \
+    const int64_t br = block_rows(k + n, n);                                   \
+    float *buf = scratch_buf(br * (k + n));                                    \
     for (int64_t r = 0; r < cnt; r += br) {                                    \
       const int64_t e = r + br < cnt ? r + br : cnt;                           \
       float *out = buf + (e - r) * k;                                          \
@@ -320,9 +359,9 @@ static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_
   ATTR static void gemm_tn_rows_##SUFFIX(const float *A, const float *B, float *C, int64_t k, \
                                          int64_t n, const int32_t *rows, int64_t cnt, \
                                          const sc_mask *m) {                   \
-    float *buf = scratch_buf(k + n);                                           \
+    const int64_t br = block_rows(k + n, n);                                   \
     float *ct = transposed_##SUFFIX(k, n) ? grow(&ctb, k * n) : NULL;              \
-    const int64_t br = block_rows(k + n);                                      \
+    float *buf = scratch_buf(br * (k + n));                                    \
     for (int64_t r = 0; r < cnt; r += br) {                                    \
       const int64_t e = r + br < cnt ? r + br : cnt;                           \
       float *bb = buf + (e - r) * k;                                           \
