@@ -69,6 +69,13 @@ type RowOps interface {
 	LossGradRows(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64
 }
 
+// Fused is what a backend may add: dropout's backward and ReLU's in one
+// pass over ∂H, leaving what the two calls would. Find it with FusedOf; a
+// backend without it makes the two calls.
+type Fused interface {
+	DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense)
+}
+
 // RowInput is what an Input may add: its products at a list of rows, as
 // RowOps' (O·W at the listed rows, Oᵀ·G summed over them), with the
 // operand's dropout. The CPU's dense operands have it; find it with
@@ -92,16 +99,24 @@ func InputRowsOf(in Input) (RowInput, bool) {
 }
 
 // RowsOf returns be's row operations, if it has them (through Timed too).
-func RowsOf(be Backend) (RowOps, bool) {
+func RowsOf(be Backend) (RowOps, bool) { return optional[RowOps](be) }
+
+// FusedOf returns be's fused operations, if it has them (through Timed too).
+func FusedOf(be Backend) (Fused, bool) { return optional[Fused](be) }
+
+// optional returns be as T where the backend itself implements T: Timed
+// implements every optional interface, but only forwards what it wraps.
+func optional[T any](be Backend) (T, bool) {
+	var none T
 	inner := be
 	if t, ok := be.(*Timed); ok {
 		inner = t.Backend
 	}
-	if _, ok := inner.(RowOps); !ok {
-		return nil, false
+	if _, ok := inner.(T); !ok {
+		return none, false
 	}
-	rp, ok := be.(RowOps)
-	return rp, ok
+	got, ok := be.(T)
+	return got, ok
 }
 
 // Opener makes a backend for the device of a rank (its local rank picks
@@ -162,9 +177,10 @@ func (CPU) ColumnSumsRows(out []float32, g *matrix.Dense, rows []int32) error {
 func (CPU) LossGradRows(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64 {
 	return SoftmaxCERows(logits, labels, rows, norm, grad)
 }
-func (CPU) ReLUBackward(g, h *matrix.Dense)               { ReLUBackward(g, h) }
-func (CPU) Dropout(m matrix.Mask, dst, src *matrix.Dense) { Dropout(m, dst, src) }
-func (CPU) ColumnSums(out []float32, g *matrix.Dense)     { ColumnSums(out, g) }
+func (CPU) ReLUBackward(g, h *matrix.Dense)                       { ReLUBackward(g, h) }
+func (CPU) DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense) { DropoutReLUBackward(m, g, h) }
+func (CPU) Dropout(m matrix.Mask, dst, src *matrix.Dense)         { Dropout(m, dst, src) }
+func (CPU) ColumnSums(out []float32, g *matrix.Dense)             { ColumnSums(out, g) }
 func (CPU) LossGrad(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64 {
 	return SoftmaxCE(logits, labels, rows, norm, grad)
 }

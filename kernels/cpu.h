@@ -32,6 +32,8 @@ int sc_simd_level(void);
 void sc_limit_simd(int level); // tests: run a lower level on this CPU
 void sc_dropout_dense(const float *src, float *dst, int64_t cols, int64_t r0, int64_t r1,
                       const sc_mask *m);
+void sc_dropout_relu_backward(float *g, const float *h, int64_t cols, int64_t r0, int64_t r1,
+                              const sc_mask *m);
 void sc_dropout_csr(const int64_t *rowptr, const int32_t *col, const float *val, float *out,
                     int64_t r0, int64_t r1, const sc_mask *m);
 double sc_softmax_ce(const float *z, int64_t c, const int32_t *labels, const int32_t *rows,

@@ -50,6 +50,24 @@ func Dropout(m matrix.Mask, dst, src *matrix.Dense) {
 	})
 }
 
+// DropoutReLUBackward sets g = M(g) where h > 0 and 0 elsewhere, in one
+// pass: Dropout(m, g, g) and then ReLUBackward(g, h), bit for bit.
+func DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense) {
+	if m.P <= 0 {
+		ReLUBackward(g, h)
+		return
+	}
+	if len(g.Data) == 0 {
+		return
+	}
+	cm, done := cMask(m)
+	defer done()
+	gp, hp := f32p(g.Data), f32p(h.Data)
+	forRanges(evenCuts(g.Rows, threads, 1024), func(lo, hi int) {
+		C.sc_dropout_relu_backward(gp, hp, C.int64_t(g.Cols), C.int64_t(lo), C.int64_t(hi), cm)
+	})
+}
+
 // DropoutCSR writes into vals the values of a with the mask applied (same
 // sparsity structure; dropped entries become 0).
 func DropoutCSR(m matrix.Mask, vals []float32, a *matrix.CSR) {

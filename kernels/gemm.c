@@ -374,6 +374,17 @@ static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_
       transpose_into(C, ct, k, n);                                             \
   }
 
+#define DROP_RELU(SUFFIX, ATTR)                                                \
+  ATTR static void drop_relu_##SUFFIX(float *g, const float *h, int64_t cols, int64_t r0, \
+                                      int64_t r1, const sc_mask *m) {          \
+    const int64_t br = NARROW_SCRATCH / (cols > 0 ? cols : 1) + 1;             \
+    for (int64_t r = r0; r < r1; r += br) {                                    \
+      const int64_t e = r + br < r1 ? r + br : r1;                             \
+      drop_rows_##SUFFIX(g, g + r * cols, cols, r, e, m, NULL);                \
+      for (int64_t i = r * cols; i < e * cols; i++) g[i] = h[i] > 0.0f ? g[i] : 0.0f; \
+    }                                                                          \
+  }
+
 #define DEFINE_GEMM(SUFFIX, ATTR, MR, JB, KV)                                  \
   TILE(1, SUFFIX, ATTR)                                                        \
   TILE(2, SUFFIX, ATTR)                                                        \
@@ -383,6 +394,7 @@ static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_
   TPANEL(SUFFIX, ATTR, JB, KV)                                                 \
   TN_BLOCK(SUFFIX, ATTR)                                                       \
   DROP_ROWS(SUFFIX, ATTR)                                                      \
+  DROP_RELU(SUFFIX, ATTR)                                                      \
   GEMM_NN(SUFFIX, ATTR)                                                        \
   GEMM_TN(SUFFIX, ATTR)                                                        \
   GEMM_ROWS(SUFFIX, ATTR)
@@ -420,4 +432,12 @@ void sc_dropout_dense(const float *src, float *dst, int64_t cols, int64_t r0, in
                       const sc_mask *m) {
   // In place or not, drop_rows writes dst's rows from r0 on.
   PICK3(drop_rows, src, dst + r0 * cols, cols, r0, r1, m, NULL);
+}
+
+// sc_dropout_relu_backward is dropout's backward then ReLU's on rows
+// [r0, r1) of g, in place: g = M(g) where h > 0, else 0. Blocks of rows are
+// dropped, then clamped while still in L1: one pass over g instead of two.
+void sc_dropout_relu_backward(float *g, const float *h, int64_t cols, int64_t r0, int64_t r1,
+                              const sc_mask *m) {
+  PICK3(drop_relu, g, h, cols, r0, r1, m);
 }

@@ -453,6 +453,30 @@ func TestDropoutMaskIsPositional(t *testing.T) {
 	}
 }
 
+func TestDropoutReLUBackwardIsBoth(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 1))
+	for _, cols := range []int{16, 71, 128} {
+		for _, m := range []matrix.Mask{{}, {P: 0.5, Seed: 3, Stream: 9, Row0: 40}, {P: 0.2, Seed: 3, Stream: 9}} {
+			g, h := randDense(r, 600, cols), randDense(r, 600, cols) // h: half of it ≤ 0
+			if m.P == 0.2 {
+				m.IDs = make([]int64, g.Rows)
+				for i := range m.IDs {
+					m.IDs[i] = int64(7 * i)
+				}
+			}
+			want := g.Clone()
+			Dropout(m, want, want)
+			ReLUBackward(want, h)
+			DropoutReLUBackward(m, g, h)
+			for i, v := range g.Data {
+				if math.Float32bits(v) != math.Float32bits(want.Data[i]) {
+					t.Fatalf("cols %d p %g: element %d is %g, the two passes give %g", cols, m.P, i, v, want.Data[i])
+				}
+			}
+		}
+	}
+}
+
 func TestDropoutKernelsMatchKeep(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 9))
 	d := randDense(r, 37, 71)

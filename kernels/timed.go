@@ -86,6 +86,10 @@ func (t *Timed) ReLUBackward(g, h *matrix.Dense) {
 	defer t.add("elementwise", time.Now())
 	t.Backend.ReLUBackward(g, h)
 }
+func (t *Timed) DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense) {
+	defer t.add("dropout", time.Now())
+	t.Backend.(Fused).DropoutReLUBackward(m, g, h)
+}
 func (t *Timed) ColumnSums(out []float32, g *matrix.Dense) {
 	defer t.add("elementwise", time.Now())
 	t.Backend.ColumnSums(out, g)

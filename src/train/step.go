@@ -7,6 +7,7 @@ import (
 
 	"sancus/collectives"
 	"sancus/collectives/wire"
+	"sancus/kernels"
 	"sancus/kernels/matrix"
 )
 
@@ -106,7 +107,13 @@ func (e *Engine) backward(epoch int, g *matrix.Dense) error {
 			return fmt.Errorf("backward layer %d: %w", l+1, err)
 		}
 		if l > 0 {
-			e.be.Dropout(e.mask(epoch, l, true), dIn, dIn) // dropout's backward is the same mask
+			mask := e.mask(epoch, l, true) // dropout's backward is the same mask
+			if f, ok := kernels.FusedOf(e.be); ok && !skip && !e.hasResidual(l-1) && e.cfg.Model != "gat" {
+				f.DropoutReLUBackward(mask, dIn, e.layers[l-1].base().z) // one pass for the two below
+				g = dIn
+				continue
+			}
+			e.be.Dropout(mask, dIn, dIn)
 			if skip {
 				e.addInto(dIn, e.skip)
 				skip = false
