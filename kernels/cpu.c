@@ -140,6 +140,18 @@ void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1
 void sc_relu_backward(float *g, const float *h, int64_t i0, int64_t i1) {
   PICK(relu_backward, g, h, i0, i1);
 }
+// sc_first_bad_row is the index of the first entry of rows outside
+// [0, n), or -1: a branch-free pass first (it vectorizes), then a search
+// only when something is wrong.
+int64_t sc_first_bad_row(const int32_t *rows, int64_t cnt, int64_t n) {
+  uint32_t bad = 0;
+  const uint32_t lim = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+  for (int64_t i = 0; i < cnt; i++) bad |= (uint32_t)rows[i] >= lim;
+  if (!bad) return -1;
+  for (int64_t i = 0; i < cnt; i++)
+    if ((uint32_t)rows[i] >= lim) return i;
+  return -1;
+}
 void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int64_t i1) {
   PICK(triad, a, b, c, s, i0, i1);
 }
