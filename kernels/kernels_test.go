@@ -673,3 +673,34 @@ func TestSoftmaxCEMatchesFloat64(t *testing.T) {
 		}
 	}
 }
+
+// TestNNZCuts: each cut is the first row at which the rows before it hold
+// t/parts of the nonzeros (plus one per row), as a scan over the rows finds.
+func TestNNZCuts(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	for _, rows := range []int{1, 7, 5000, 20000} {
+		rowptr := make([]int64, rows+1)
+		for i := range rows {
+			rowptr[i+1] = rowptr[i] + int64(r.IntN(3)*r.IntN(3)) // empty rows too
+		}
+		for _, parts := range []int{1, 2, 3, 8} {
+			got := nnzCuts(rowptr, parts)
+			total := rowptr[rows] + int64(rows)
+			if got[0] != 0 || got[len(got)-1] != rows {
+				t.Fatalf("rows %d parts %d: cuts %v do not span the rows", rows, parts, got)
+			}
+			if total < 4096 || parts == 1 {
+				continue
+			}
+			for k := 1; k < parts; k++ {
+				target, want := total*int64(k)/int64(parts), 0
+				for want < rows && rowptr[want]+int64(want) < target {
+					want++
+				}
+				if got[k] != want {
+					t.Fatalf("rows %d parts %d: cut %d at %d, want %d", rows, parts, k, got[k], want)
+				}
+			}
+		}
+	}
+}
