@@ -57,7 +57,7 @@ type Input interface {
 // consumer reads only some rows (the loss reads the training rows), at a
 // list of them. Â·H, A·B and A·Bᵀ write the listed rows of C and leave the rest;
 // Aᵀ·B and column sums sum over the listed rows; the bias and the loss
-// gradient are written at the listed rows alone. Find it with RowsOf; a
+// gradient are written at the listed rows alone, and so is dropout. Find it with RowsOf; a
 // backend without it computes every row.
 type RowOps interface {
 	SpMMRows(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, rows []int32, accumulate bool) error
@@ -67,6 +67,7 @@ type RowOps interface {
 	AddBiasReLURows(z *matrix.Dense, bias []float32, relu bool, rows []int32) error
 	ColumnSumsRows(out []float32, g *matrix.Dense, rows []int32) error
 	LossGradRows(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64
+	DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32) error
 }
 
 // Fused is what a backend may add: dropout's backward and ReLU's in one
@@ -176,6 +177,9 @@ func (CPU) ColumnSumsRows(out []float32, g *matrix.Dense, rows []int32) error {
 }
 func (CPU) LossGradRows(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64 {
 	return SoftmaxCERows(logits, labels, rows, norm, grad)
+}
+func (CPU) DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32) error {
+	return DropoutRows(m, dst, src, rows)
 }
 func (CPU) ReLUBackward(g, h *matrix.Dense)                       { ReLUBackward(g, h) }
 func (CPU) DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense) { DropoutReLUBackward(m, g, h) }

@@ -6,6 +6,7 @@ package kernels
 import "C"
 
 import (
+	"fmt"
 	"runtime"
 	"unsafe"
 
@@ -48,6 +49,35 @@ func Dropout(m matrix.Mask, dst, src *matrix.Dense) {
 	forRanges(evenCuts(src.Rows, threads, 1024), func(lo, hi int) {
 		C.sc_dropout_dense(sp, dp, C.int64_t(src.Cols), C.int64_t(lo), C.int64_t(hi), cm)
 	})
+}
+
+// DropoutRows sets dst = src ⊙ mask / (1−p) at the listed rows alone (each
+// drawn as Dropout draws it); dst's other rows are left as they are.
+func DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32) error {
+	const what = "dropout at rows"
+	var shapes error
+	if dst.Rows != src.Rows || dst.Cols != src.Cols {
+		shapes = fmt.Errorf("%s: %d×%d into %d×%d", what, src.Rows, src.Cols, dst.Rows, dst.Cols)
+	}
+	if err := checkRows(shapes, what, rows, src.Rows); err != nil {
+		return err
+	}
+	if len(rows) == 0 || src.Cols == 0 {
+		return nil
+	}
+	if m.P <= 0 {
+		for _, r := range rows {
+			copy(dst.Row(int(r)), src.Row(int(r)))
+		}
+		return nil
+	}
+	cm, done := cMask(m)
+	defer done()
+	sp, dp := f32p(src.Data), f32p(dst.Data)
+	forRanges(evenCuts(len(rows), threads, 1024), func(lo, hi int) {
+		C.sc_dropout_rows(sp, dp, C.int64_t(src.Cols), (*C.int32_t)(&rows[lo]), C.int64_t(hi-lo), cm)
+	})
+	return nil
 }
 
 // DropoutReLUBackward sets g = M(g) where h > 0 and 0 elsewhere, in one

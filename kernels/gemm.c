@@ -173,11 +173,12 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
 
 // drop_rows writes rows [r0, r1) of A (k columns) with the mask applied to
 // dst, packed; dst may be A itself. With a list, it writes rows list[r0..r1)
-// instead. The draws are the pair hashes of dropout_rng.h (sc_hash32 and
+// instead, packed, or in_place: each at its own row of dst. The draws are the pair hashes of dropout_rng.h (sc_hash32 and
 // sc_drop_draw, written out here on vectors so they stay in registers).
 #define DROP_ROWS(SUFFIX, ATTR)                                                \
   ATTR static void drop_rows_##SUFFIX(const float *A, float *dst, int64_t k, int64_t r0, \
-                                      int64_t r1, const sc_mask *m, const int32_t *list) { \
+                                      int64_t r1, const sc_mask *m, const int32_t *list, \
+                                      int in_place) {                          \
     typedef vf_##SUFFIX vf;                                                    \
     typedef uint32_t vu __attribute__((vector_size(sizeof(vf))));              \
     typedef int32_t vi __attribute__((vector_size(sizeof(vf)), aligned(4)));   \
@@ -193,7 +194,7 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
       const int64_t r = list ? list[i] : i;                                    \
       const uint32_t key = sc_drop_key(seed, stream, (uint64_t)(ids ? ids[r] : row0 + r)); \
       const float *a = A + r * k;                                              \
-      float *d = dst + (i - r0) * k;                                           \
+      float *d = dst + (in_place ? r : i - r0) * k;                            \
       int64_t c0 = 0;                                                          \
       /* Groups of 32 columns: VW pair hashes, computed in registers; a     */ \
       /* hash's low half draws for column c0 + p, its high half for       */ \
@@ -232,7 +233,7 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
     for (int64_t r = r0; r < r1; r += br) {                                    \
       const int64_t e = r + br < r1 ? r + br : r1;                             \
       sc_pf pf = next_block(A, NULL, k, e, br, r1);                            \
-      drop_rows_##SUFFIX(A, buf, k, r, e, m, NULL);                            \
+      drop_rows_##SUFFIX(A, buf, k, r, e, m, NULL, 0);                         \
       panel_##SUFFIX(buf, k, 1, B, k, C + r * n, e - r, n, acc, narrow_pf(&pf, n)); \
     }                                                                          \
   }
@@ -306,7 +307,7 @@ static void transpose_into(float *C, const float *ct, int64_t k, int64_t n) {
       const int64_t e = r + br < r1 ? r + br : r1;                             \
       const float *a = buf;                                                    \
       if (m)                                                                   \
-        drop_rows_##SUFFIX(A, buf, k, r, e, m, NULL);                          \
+        drop_rows_##SUFFIX(A, buf, k, r, e, m, NULL, 0);                       \
       else if (ct) /* the transposed tile reads rows: A as it is */            \
         a = A + r * k;                                                         \
       else                                                                     \
@@ -338,7 +339,7 @@ static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_
   ATTR static void gather_a_##SUFFIX(const float *A, int64_t k, const int32_t *rows, int64_t r, \
                                      int64_t e, const sc_mask *m, float *dst) { \
     if (m)                                                                     \
-      drop_rows_##SUFFIX(A, dst, k, r, e, m, rows);                            \
+      drop_rows_##SUFFIX(A, dst, k, r, e, m, rows, 0);                         \
     else                                                                       \
       gather_rows(A, k, rows + r, e - r, dst);                                 \
   }                                                                            \
@@ -380,7 +381,7 @@ static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_
     const int64_t br = NARROW_SCRATCH / (cols > 0 ? cols : 1) + 1;             \
     for (int64_t r = r0; r < r1; r += br) {                                    \
       const int64_t e = r + br < r1 ? r + br : r1;                             \
-      drop_rows_##SUFFIX(g, g + r * cols, cols, r, e, m, NULL);                \
+      drop_rows_##SUFFIX(g, g + r * cols, cols, r, e, m, NULL, 0);             \
       for (int64_t i = r * cols; i < e * cols; i++) g[i] = h[i] > 0.0f ? g[i] : 0.0f; \
     }                                                                          \
   }
@@ -431,7 +432,14 @@ void sc_gemm_tn_rows(const float *A, const float *B, float *C, int64_t k, int64_
 void sc_dropout_dense(const float *src, float *dst, int64_t cols, int64_t r0, int64_t r1,
                       const sc_mask *m) {
   // In place or not, drop_rows writes dst's rows from r0 on.
-  PICK3(drop_rows, src, dst + r0 * cols, cols, r0, r1, m, NULL);
+  PICK3(drop_rows, src, dst + r0 * cols, cols, r0, r1, m, NULL, 0);
+}
+
+// sc_dropout_rows drops the listed rows of src into the same rows of dst
+// (rows[0..cnt)), leaving dst's other rows as they are.
+void sc_dropout_rows(const float *src, float *dst, int64_t cols, const int32_t *rows, int64_t cnt,
+                     const sc_mask *m) {
+  PICK3(drop_rows, src, dst, cols, 0, cnt, m, rows, 1);
 }
 
 // sc_dropout_relu_backward is dropout's backward then ReLU's on rows

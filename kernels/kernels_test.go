@@ -477,6 +477,44 @@ func TestDropoutReLUBackwardIsBoth(t *testing.T) {
 	}
 }
 
+// TestDropoutRows: dropout at a row list writes those rows exactly as
+// Dropout does (masks by row offset and by ids) and leaves the others.
+func TestDropoutRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 2))
+	src := randDense(r, 3000, 16)
+	rows := []int32{2999, 5, 6, 7, 100, 2048, 0}
+	for _, m := range []matrix.Mask{{P: 0.5, Seed: 2, Stream: 7, Row0: 300}, {P: 0.3, Seed: 2, Stream: 7, IDs: make([]int64, 3000)}, {}} {
+		for i := range m.IDs {
+			m.IDs[i] = int64(3*i + 1)
+		}
+		want := matrix.NewDense(3000, 16)
+		Dropout(m, want, src)
+		got := matrix.NewDense(3000, 16)
+		fill(got, -7)
+		if err := DropoutRows(m, got, src, rows); err != nil {
+			t.Fatal(err)
+		}
+		listed := map[int]bool{}
+		for _, row := range rows {
+			listed[int(row)] = true
+		}
+		for i := range 3000 {
+			for c := range 16 {
+				w := want.Row(i)[c]
+				if !listed[i] {
+					w = -7
+				}
+				if g := got.Row(i)[c]; math.Float32bits(g) != math.Float32bits(w) {
+					t.Fatalf("p %g row %d col %d: %g, want %g", m.P, i, c, g, w)
+				}
+			}
+		}
+	}
+	if err := DropoutRows(matrix.Mask{P: 0.5}, src, src, []int32{3000}); err == nil || !strings.Contains(err.Error(), "entry 0 is 3000") {
+		t.Fatalf("a row past the end: %v", err)
+	}
+}
+
 func TestDropoutKernelsMatchKeep(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 9))
 	d := randDense(r, 37, 71)

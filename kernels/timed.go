@@ -70,6 +70,10 @@ func (t *Timed) LossGradRows(logits *matrix.Dense, labels, rows []int32, norm fl
 	defer t.add("loss", time.Now())
 	return t.Backend.(RowOps).LossGradRows(logits, labels, rows, norm, grad)
 }
+func (t *Timed) DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32) error {
+	defer t.add("dropout", time.Now())
+	return t.Backend.(RowOps).DropoutRows(m, dst, src, rows)
+}
 func (t *Timed) Dropout(m matrix.Mask, dst, src *matrix.Dense) {
 	defer t.add("dropout", time.Now())
 	t.Backend.Dropout(m, dst, src)

@@ -44,6 +44,9 @@ type cache struct {
 	// output.go): the products form those alone and leave the others
 	// unwritten.
 	outRows []int32
+	// read, when set, are the rows of each root's slot the blocks read,
+	// ascending: dropout draws only those (output.go).
+	read [][]int32
 
 	// With --cache-bits, other roots' blocks stay as they arrived (packed
 	// in wire.packed) and are decoded into decoded, one at a time, when

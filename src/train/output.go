@@ -18,11 +18,12 @@ package train
 // zeros into the others), the bias, the loss gradient (whose other rows stay
 // zero: nothing else writes it) and the bias gradient are taken there
 // alone, and so, aggregating first, are the products with W (Z = T·W,
-// ∇W = TᵀG, ∂T = G·Wᵀ); layer 1 on ÂX runs at the rows
-// these blocks use (restrictInput). Under the sparse exchange only the rows
-// the restricted blocks read travel: the neighbours of training rows
-// forward, training rows backward. Evaluation multiplies the full blocks
-// (its own cache). --full-output turns all of this off.
+// ∇W = TᵀG, ∂T = G·Wᵀ); dropout draws only the rows the restricted
+// blocks read, and layer 1 on ÂX runs at those rows (restrictInput).
+// Under the sparse exchange only the rows the restricted blocks read
+// travel: the neighbours of training rows forward, training rows backward.
+// Evaluation multiplies the full blocks (its own cache). --full-output
+// turns all of this off.
 
 import (
 	"fmt"
@@ -82,6 +83,10 @@ func (e *Engine) restrictOutput() error {
 	if ro, ok := kernels.RowsOf(e.be); ok {
 		e.rowOps, e.outRows = ro, slices.Sorted(slices.Values(e.s.Train))
 		c.fwd.outRows = e.outRows
+		c.fwd.read = make([][]int32, e.P)
+		for j, b := range fwd {
+			c.fwd.read[j] = columnsUsed(b)
+		}
 	}
 	// Rows travel partly only as a float32 copy or one encoded afresh:
 	// --wire-delta and --cache-bits keep whole copies (as cluster batches).

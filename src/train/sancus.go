@@ -137,7 +137,13 @@ func (e *Engine) multiply(c *cache, out, own *matrix.Dense, j int, mask matrix.M
 	}
 	if mask.P > 0 {
 		masked := c.scratch.Prefix(b.Rows)
-		e.be.Dropout(e.maskFor(mask, j), masked, b)
+		if c.read != nil { // the other rows are never read: left undrawn
+			if err := e.rowOps.DropoutRows(e.maskFor(mask, j), masked, b, c.read[j]); err != nil {
+				return fmt.Errorf("block %d: %w", j, err)
+			}
+		} else {
+			e.be.Dropout(e.maskFor(mask, j), masked, b)
+		}
 		b = masked
 	}
 	var err error
