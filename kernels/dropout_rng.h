@@ -29,11 +29,11 @@ SC_RNG uint32_t sc_drop_key(uint64_t seed, uint64_t stream, uint64_t row) {
 
 // sc_hash32 is a 32-bit avalanche hash of (key, i): the dropout draws and
 // the wire's rounding draws (quant.c) both come from it.
-// SC_HASH32 is its body, for a scalar or a vector of lanes (gemm.c's
-// drop_rows hashes 16 at a time in registers).
-#define SC_HASH32(h, key, i)                                                   \
+// SC_HASH32_MIX is its body after the first product, for a scalar or a
+// vector of lanes (gemm.c's drop_rows hashes 16 at a time in registers,
+// forming the product as a sum).
+#define SC_HASH32_MIX(h)                                                       \
   do {                                                                         \
-    (h) = (i) * 0x9e3779b9u ^ (key);                                           \
     (h) ^= (h) >> 16;                                                          \
     (h) *= 0x7feb352du;                                                        \
     (h) ^= (h) >> 15;                                                          \
@@ -42,8 +42,8 @@ SC_RNG uint32_t sc_drop_key(uint64_t seed, uint64_t stream, uint64_t row) {
   } while (0)
 
 SC_RNG uint32_t sc_hash32(uint32_t key, uint32_t i) {
-  uint32_t h;
-  SC_HASH32(h, key, i);
+  uint32_t h = i * 0x9e3779b9u ^ key;
+  SC_HASH32_MIX(h);
   return h;
 }
 

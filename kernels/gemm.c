@@ -183,13 +183,18 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
     typedef uint32_t vu __attribute__((vector_size(sizeof(vf))));              \
     typedef int32_t vi __attribute__((vector_size(sizeof(vf)), aligned(4)));   \
     enum { NV = NVEC(SUFFIX), L = VW / NVEC(SUFFIX) };                         \
-    /* Signed compares: AVX2 has no unsigned one, and draws fit 16 bits. */    \
+    /* Low halves compare signed (AVX2 has no unsigned compare; they fit */   \
+    /* 16 bits), high halves unsigned in place (h ≥ thr·2¹⁶).            */   \
     const int32_t thr = m->thr > 0xffff ? 0xffff : (int32_t)m->thr;            \
     const float scale = m->scale;                                              \
     const uint64_t seed = m->seed, stream = m->stream;                         \
     const int64_t *ids = m->ids, row0 = m->row0;                               \
-    vu lane;                                                                   \
-    for (int j = 0; j < L; j++) lane[j] = (uint32_t)j;                         \
+    /* The hash's first product, (pair index)·K, as a sum: pair c0/2 + v·L + */ \
+    /* lane gives (c0/2)·K + lk[v], exact in 32-bit arithmetic.             */ \
+    vu lk[NV];                                                                 \
+    for (int v = 0; v < NV; v++)                                               \
+      for (int j = 0; j < L; j++) lk[v][j] = (uint32_t)(v * L + j) * 0x9e3779b9u; \
+    const vu thr_hi = (vu){0} + ((uint32_t)thr << 16);                         \
     for (int64_t i = r0; i < r1; i++) {                                        \
       const int64_t r = list ? list[i] : i;                                    \
       const uint32_t key = sc_drop_key(seed, stream, (uint64_t)(ids ? ids[r] : row0 + r)); \
@@ -203,14 +208,16 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
       for (; c0 + L <= k; c0 += 2 * VW) {                                      \
         vu h[NV];                                                              \
         for (int v = 0; v < NV; v++) {                                         \
-          SC_HASH32(h[v], key, lane + (uint32_t)(c0 / 2 + v * L));             \
+          vu x = (lk[v] + (uint32_t)(c0 / 2) * 0x9e3779b9u) ^ key;             \
+          SC_HASH32_MIX(x);                                                    \
+          h[v] = x;                                                            \
         }                                                                      \
         for (int v = 0; v < 2 * NV; v++) {                                     \
           const int64_t c = c0 + v * L;                                        \
           if (c + L > k) break;                                                \
-          const vi u = (vi)(v < NV ? h[v] & 0xffff : h[v - NV] >> 16);         \
+          const vi keep = v < NV ? (vi)(h[v] & 0xffff) >= thr : (vi)(h[v - NV] >= thr_hi); \
           const vf y = *(const vf *)(a + c) * scale;                           \
-          *(vf *)(d + c) = (vf)((vi)y & (u >= thr));                           \
+          *(vf *)(d + c) = (vf)((vi)y & keep);                                 \
         }                                                                      \
         if (c0 + 2 * VW > k) break; /* a partial group: its rest below */      \
       }                                                                        \
