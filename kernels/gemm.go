@@ -6,6 +6,7 @@ package kernels
 import "C"
 import (
 	"fmt"
+	"sync"
 
 	"sancus/kernels/matrix"
 )
@@ -62,19 +63,28 @@ const tnChunk = 4096
 func sumChunks(out []float32, rows int, f func(r0, r1 int, part []float32)) {
 	n := len(out)
 	chunks := (rows + tnChunk - 1) / tnChunk
-	partial := make([]float32, chunks*n)
+	if chunks == 0 || n == 0 {
+		clear(out)
+		return
+	}
+	buf := partials.Get().(*[]float32)
+	defer partials.Put(buf)
+	if cap(*buf) < chunks*n {
+		*buf = make([]float32, chunks*n)
+	}
+	partial := (*buf)[:chunks*n]
 	forRanges(evenCuts(chunks, threads, 1), func(lo, hi int) {
 		for ch := lo; ch < hi; ch++ {
 			f(ch*tnChunk, min((ch+1)*tnChunk, rows), partial[ch*n:(ch+1)*n])
 		}
 	})
-	clear(out)
-	for ch := range chunks {
-		for i, v := range partial[ch*n : (ch+1)*n] {
-			out[i] += v
-		}
-	}
+	C.sc_sum_chunks(f32p(out), f32p(partial), C.int64_t(chunks), C.int64_t(n))
 }
+
+// partials are sumChunks' buffers, kept between calls: a weight gradient
+// is formed every epoch, and fresh partial sums were most of an epoch's
+// garbage (a long run's heap grew by them until the collector ran).
+var partials = sync.Pool{New: func() any { return new([]float32) }}
 
 // GEMMTN computes C = Aᵀ·B: A m×k, B m×n, C k×n (a weight gradient).
 func GEMMTN(c, a, b *matrix.Dense) error { return GEMMTNDrop(c, a, b, matrix.Mask{}) }
