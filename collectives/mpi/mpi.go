@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -108,17 +109,18 @@ func (m *Comm) serve(errc chan<- error) {
 // do runs f on the MPI thread and waits for it, aborting the job if it does
 // not finish within the timeout (a dead or hung peer).
 func (m *Comm) do(op string, f func() C.int) error {
-	done := make(chan C.int, 1)
-	m.calls <- func() { done <- f() }
-	t := time.NewTimer(m.timeout)
-	defer t.Stop()
+	w := waiters.Get().(*waiter)
+	m.calls <- func() { w.done <- f() }
+	w.timer.Reset(m.timeout)
 	select {
-	case rc := <-done:
+	case rc := <-w.done:
+		w.timer.Stop()
+		waiters.Put(w)
 		if err := mpiErr(rc); err != nil {
 			return &collectives.Error{Rank: m.rank, Op: op, Err: err}
 		}
 		return nil
-	case <-t.C:
+	case <-w.timer.C:
 		fmt.Fprintf(os.Stderr, "sancus: rank %d: %s timed out after %v (a peer died or hangs); aborting the job\n", m.rank, op, m.timeout)
 		// The MPI thread is stuck in the call, so abort from here: a
 		// best-effort MPI_Abort, then exit so the launcher tears down the rest.
@@ -127,6 +129,19 @@ func (m *Comm) do(op string, f func() C.int) error {
 		return nil
 	}
 }
+
+// A waiter is one call's result channel and watchdog timer, kept for the
+// next call: a fresh pair per call was most of an epoch's garbage.
+type waiter struct {
+	done  chan C.int
+	timer *time.Timer
+}
+
+var waiters = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &waiter{done: make(chan C.int, 1), timer: t}
+}}
 
 // Split partitions the communicator (MPI_Comm_split): ranks passing the
 // same color form a new communicator, ordered by key. It shares this
