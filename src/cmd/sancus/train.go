@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -155,6 +156,13 @@ func runTrain(args []string) error {
 	if (tf.data == "") == (tf.shards == "") {
 		return fmt.Errorf("give exactly one of --data or --shards")
 	}
+	// Training holds its arrays from set-up to the end, and each epoch
+	// leaves a few KB of garbage. At the default target the heap grows to
+	// twice what is live before the collector runs: a P = 2 rank on the
+	// 100k graph went from 109 to 149 MB of peak RSS over 400 epochs. A 10%
+	// target bounds it near what is live, for a collection every thousand
+	// epochs or so (a few ms each: the large arrays hold no pointers).
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	if !fs.Changed("eps") {
 		cfg.Eps = staleness.DefaultEps(cfg.Staleness)
 	}
