@@ -742,3 +742,24 @@ func TestNNZCuts(t *testing.T) {
 		}
 	}
 }
+
+// TestWeightGradientKeepsNoGarbage: a weight gradient's partial sums are
+// reused, not made per call (they were most of an epoch's garbage, and a
+// long run's heap grew by them).
+func TestWeightGradientKeepsNoGarbage(t *testing.T) {
+	a, g, dw := matrix.NewDense(100000, 128), matrix.NewDense(100000, 16), matrix.NewDense(128, 16)
+	GEMMTN(dw, a, g)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 20 {
+		if err := GEMMTN(dw, a, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	// 25 chunks of 128×16 partial sums are 200 KB a call; goroutines and
+	// closures are a few hundred bytes.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<10 {
+		t.Fatalf("20 weight gradients allocated %d KB", grew>>10)
+	}
+}
