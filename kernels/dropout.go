@@ -43,12 +43,18 @@ func Dropout(m matrix.Mask, dst, src *matrix.Dense) {
 	if len(src.Data) == 0 {
 		return
 	}
-	cm, done := cMask(m)
-	defer done()
 	sp, dp := f32p(src.Data), f32p(dst.Data)
-	forRanges(evenCuts(src.Rows, threads, 1024), func(lo, hi int) {
+	masked(m, src.Rows, func(cm *C.sc_mask, lo, hi int) {
 		C.sc_dropout_dense(sp, dp, C.int64_t(src.Cols), C.int64_t(lo), C.int64_t(hi), cm)
 	})
+}
+
+// masked runs f over ranges of [0, n) on the kernel threads with m as the
+// kernels read it.
+func masked(m matrix.Mask, n int, f func(cm *C.sc_mask, lo, hi int)) {
+	cm, done := cMask(m)
+	defer done()
+	forRanges(evenCuts(n, threads, 1024), func(lo, hi int) { f(cm, lo, hi) })
 }
 
 // DropoutRows sets dst = src ⊙ mask / (1−p) at the listed rows alone (each
@@ -71,10 +77,8 @@ func DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32) error {
 		}
 		return nil
 	}
-	cm, done := cMask(m)
-	defer done()
 	sp, dp := f32p(src.Data), f32p(dst.Data)
-	forRanges(evenCuts(len(rows), threads, 1024), func(lo, hi int) {
+	masked(m, len(rows), func(cm *C.sc_mask, lo, hi int) {
 		C.sc_dropout_rows(sp, dp, C.int64_t(src.Cols), (*C.int32_t)(&rows[lo]), C.int64_t(hi-lo), cm)
 	})
 	return nil
@@ -90,10 +94,8 @@ func DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense) {
 	if len(g.Data) == 0 {
 		return
 	}
-	cm, done := cMask(m)
-	defer done()
 	gp, hp := f32p(g.Data), f32p(h.Data)
-	forRanges(evenCuts(g.Rows, threads, 1024), func(lo, hi int) {
+	masked(m, g.Rows, func(cm *C.sc_mask, lo, hi int) {
 		C.sc_dropout_relu_backward(gp, hp, C.int64_t(g.Cols), C.int64_t(lo), C.int64_t(hi), cm)
 	})
 }

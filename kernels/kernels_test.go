@@ -110,21 +110,7 @@ func TestSpMMMatchesDense(t *testing.T) {
 							t.Fatal(err)
 						}
 					}
-					listed := map[int]bool{}
-					for _, x := range at {
-						listed[int(x)] = true
-					}
-					for i := range 300 {
-						for j := range n {
-							v, w := got.Data[i*n+j], float32(-7)
-							if listed[i] {
-								w = c.Data[i*n+j]
-							}
-							if v != w {
-								t.Fatalf("spmm at rows %v (pass %d): row %d column %d is %g, want %g", at, pass, i, j, v, w)
-							}
-						}
-					}
+					checkAtRows(t, fmt.Sprintf("spmm at rows %v (pass %d)", at, pass), got, c, at)
 				}
 			}
 		}
@@ -173,6 +159,27 @@ func fill(d *matrix.Dense, v float32) {
 	}
 }
 
+// checkAtRows fails unless got's listed rows equal full's and its other
+// rows still hold the -7 they were filled with.
+func checkAtRows(t *testing.T, what string, got, full *matrix.Dense, rows []int32) {
+	t.Helper()
+	listed := make([]bool, got.Rows)
+	for _, r := range rows {
+		listed[r] = true
+	}
+	for i := range got.Rows {
+		for j := range got.Cols {
+			v, want := got.Data[i*got.Cols+j], float32(-7)
+			if listed[i] {
+				want = full.Data[i*full.Cols+j]
+			}
+			if v != want {
+				t.Fatalf("%s: row %d (listed %v) column %d is %g, want %g", what, i, listed[i], j, v, want)
+			}
+		}
+	}
+}
+
 // TestGEMMRows: the products at a row list form each listed row exactly as
 // the full products do (dropout drawn inside them too) and leave the other
 // rows alone; Aᵀ·B over the list is the full Aᵀ·B with every other row zero.
@@ -189,17 +196,7 @@ func TestGEMMRows(t *testing.T) {
 		}
 		check := func(what string, got, full *matrix.Dense) {
 			t.Helper()
-			for i := range got.Rows {
-				for j := range got.Cols {
-					v, want := got.Data[i*got.Cols+j], float32(-7) // untouched
-					if listed[i] {
-						want = full.Data[i*full.Cols+j]
-					}
-					if v != want {
-						t.Fatalf("k=%d %s: row %d (listed %v) column %d is %g, want %g", k, what, i, listed[i], j, v, want)
-					}
-				}
-			}
+			checkAtRows(t, fmt.Sprintf("k=%d %s", k, what), got, full, at)
 		}
 		mask := matrix.Mask{P: 0.5, Seed: 3, Stream: 4, Row0: 100}
 		full, got := matrix.NewDense(rows, n), matrix.NewDense(rows, n)
@@ -494,21 +491,7 @@ func TestDropoutRows(t *testing.T) {
 		if err := DropoutRows(m, got, src, rows); err != nil {
 			t.Fatal(err)
 		}
-		listed := map[int]bool{}
-		for _, row := range rows {
-			listed[int(row)] = true
-		}
-		for i := range 3000 {
-			for c := range 16 {
-				w := want.Row(i)[c]
-				if !listed[i] {
-					w = -7
-				}
-				if g := got.Row(i)[c]; math.Float32bits(g) != math.Float32bits(w) {
-					t.Fatalf("p %g row %d col %d: %g, want %g", m.P, i, c, g, w)
-				}
-			}
-		}
+		checkAtRows(t, fmt.Sprintf("dropout at rows, p %g", m.P), got, want, rows)
 	}
 	if err := DropoutRows(matrix.Mask{P: 0.5}, src, src, []int32{3000}); err == nil || !strings.Contains(err.Error(), "entry 0 is 3000") {
 		t.Fatalf("a row past the end: %v", err)
