@@ -28,10 +28,11 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
 // Scratch blocks of dropped A, per thread: SCRATCH floats (128 KiB, in L2)
 // for a wide product. A narrow one (n ≤ 32, whose next block is prefetched
 // while this one is multiplied) takes NARROW_SCRATCH floats (16 KiB): the
-// prefetched block is still in L1 when it is dropped, and layer 1's two
-// GEMMs on a 400k-row ÂX took 15.2 → 12.3 and 12.6 → 11.3 ms with the
-// cursor below (2 threads). Blocks are whole tiles of BLOCK_MR rows
-// (every level's MR divides it) where a row is narrow enough.
+// prefetched block is still in L1 when it is dropped. With the cursor
+// below and drop_rows' hash in registers, layer 1's two GEMMs on a
+// 400k-row ÂX took 15.2 → 12.3 and 12.6 → 11.3 ms (2 threads). Blocks are
+// whole tiles of BLOCK_MR rows (every level's MR divides it) where a row
+// is narrow enough.
 #define SCRATCH 32768
 #define NARROW_SCRATCH 4096
 #define BLOCK_MR 12
@@ -55,14 +56,16 @@ static __thread sc_buf scratch;
 static float *scratch_buf(int64_t floats) { return grow(&scratch, floats); }
 
 // block_rows is how many rows w floats wide a scratch block holds, for a
-// product n wide: a multiple of BLOCK_MR when that many fit, at least
-// BLOCK_MR for a narrow product (Cora's 1,433 features, say), and at least
-// one row for a wide one.
+// product n wide: NARROW_SCRATCH's worth for a narrow product, SCRATCH's
+// for a wide one or where fewer than BLOCK_MR rows would fit (Cora's 1,433
+// features: 12 rows), rounded down to whole tiles, and one row when even
+// that is wider than SCRATCH.
 static int64_t block_rows(int64_t w, int64_t n) {
-  const int64_t narrow = n <= 2 * VW;
-  int64_t b = (narrow ? NARROW_SCRATCH : SCRATCH) / (w > 0 ? w : 1);
+  const int64_t ww = w > 0 ? w : 1;
+  int64_t b = (n <= 2 * VW ? NARROW_SCRATCH : SCRATCH) / ww;
+  if (b < BLOCK_MR) b = SCRATCH / ww;
   if (b >= BLOCK_MR) b = b / BLOCK_MR * BLOCK_MR;
-  return b > BLOCK_MR || !narrow ? (b > 1 ? b : 1) : BLOCK_MR;
+  return b > 1 ? b : 1;
 }
 
 // sc_pf walks the cache lines of the next block of A's rows (rows [i, e),
@@ -71,8 +74,8 @@ static int64_t block_rows(int64_t w, int64_t n) {
 // it a core alternates between waiting on memory (dropping a block into
 // scratch) and computing (the tiles): prefetched, the two overlap. A tile
 // walks a copy of the cursor in registers: read through the pointer, its
-// fields were reloaded and stored every step, a dependency through memory
-// that halved the tile's rate.
+// fields were loaded and stored every step, a dependency through memory
+// (a 400k-row product from cache took 13% longer).
 typedef struct {
   const char *line, *end; // the run of lines being walked: one row, or the whole block
   const char *base;
@@ -80,7 +83,7 @@ typedef struct {
   int64_t i, e, row_bytes;
 } sc_pf;
 
-// pf_row starts the next listed row's run (the end of a run is rare: out of line).
+// pf_row starts the next listed row's run.
 static inline void pf_row(sc_pf *p) {
   if (p->i >= p->e) return;
   p->line = p->base + (int64_t)p->list[p->i++] * p->row_bytes;
@@ -172,8 +175,9 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
   }
 
 // drop_rows writes rows [r0, r1) of A (k columns) with the mask applied to
-// dst, packed; dst may be A itself. With a list, it writes rows list[r0..r1)
-// instead, packed, or in_place: each at its own row of dst. The draws are the pair hashes of dropout_rng.h (sc_hash32 and
+// dst, packed; dst may be A itself. With a list, it writes rows
+// list[r0..r1) instead, packed, or in_place: each at its own row of dst.
+// The draws are the pair hashes of dropout_rng.h (sc_hash32 and
 // sc_drop_draw, written out here on vectors so they stay in registers).
 #define DROP_ROWS(SUFFIX, ATTR)                                                \
   ATTR static void drop_rows_##SUFFIX(const float *A, float *dst, int64_t k, int64_t r0, \
