@@ -55,10 +55,10 @@ type Input interface {
 
 // RowOps is what a backend may add: the operations of a layer whose
 // consumer reads only some rows (the loss reads the training rows), at a
-// list of them. Â·H, A·B and A·Bᵀ write the listed rows of C and leave the rest;
-// Aᵀ·B and column sums sum over the listed rows; the bias and the loss
-// gradient are written at the listed rows alone, and so is dropout. Find it with RowsOf; a
-// backend without it computes every row.
+// list of them. Â·H, A·B and A·Bᵀ write the listed rows of C and leave the
+// rest; Aᵀ·B and column sums sum over the listed rows; the bias, the loss
+// gradient and dropout are written at the listed rows alone. Find it with
+// RowsOf; a backend without it computes every row.
 type RowOps interface {
 	SpMMRows(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, rows []int32, accumulate bool) error
 	GEMMRows(c, a, b *matrix.Dense, rows []int32) error

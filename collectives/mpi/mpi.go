@@ -131,7 +131,8 @@ func (m *Comm) do(op string, f func() C.int) error {
 }
 
 // A waiter is one call's result channel and watchdog timer, kept for the
-// next call: a fresh pair per call was most of an epoch's garbage.
+// next call: a fresh pair per call was most of the garbage an epoch left
+// once the weight gradients kept their partial sums.
 type waiter struct {
 	done  chan C.int
 	timer *time.Timer
