@@ -140,14 +140,6 @@ void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1
 void sc_relu_backward(float *g, const float *h, int64_t i0, int64_t i1) {
   PICK(relu_backward, g, h, i0, i1);
 }
-// sc_sum_chunks sets out[i] to the sum of partial[ch·n + i] over chunks in
-// chunk order (the same order for any thread count).
-void sc_sum_chunks(float *out, const float *partial, int64_t chunks, int64_t n) {
-  for (int64_t i = 0; i < n; i++) out[i] = 0.0f;
-  for (int64_t ch = 0; ch < chunks; ch++)
-    for (int64_t i = 0; i < n; i++) out[i] += partial[ch * n + i];
-}
-
 // sc_first_bad_row is the index of the first entry of rows outside
 // [0, n), or -1: a branch-free pass first (it vectorizes), then a search
 // only when something is wrong.

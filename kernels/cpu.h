@@ -27,7 +27,6 @@ void sc_gemm_nn_rows(const float *A, const float *B, float *C, int64_t k, int64_
                      const int32_t *rows, int64_t cnt, const sc_mask *m);
 void sc_gemm_tn_rows(const float *A, const float *B, float *C, int64_t k, int64_t n,
                      const int32_t *rows, int64_t cnt, const sc_mask *m);
-void sc_sum_chunks(float *out, const float *partial, int64_t chunks, int64_t n);
 int64_t sc_first_bad_row(const int32_t *rows, int64_t cnt, int64_t n);
 void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int64_t i1);
 int sc_simd_level(void);

@@ -78,7 +78,8 @@ func sumChunks(out []float32, rows int, f func(r0, r1 int, part []float32)) {
 			f(ch*tnChunk, min((ch+1)*tnChunk, rows), partial[ch*n:(ch+1)*n])
 		}
 	})
-	C.sc_sum_chunks(f32p(out), f32p(partial), C.int64_t(chunks), C.int64_t(n))
+	// The partials summed in chunk order, as the column sums of a chunks×n matrix.
+	C.sc_column_sums(f32p(partial), C.int64_t(n), 0, C.int64_t(chunks), nil, f32p(out))
 }
 
 // partials are sumChunks' buffers, kept between calls: a weight gradient

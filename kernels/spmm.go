@@ -67,9 +67,11 @@ func spmm(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool, rows
 	rowp := (*C.int64_t)(unsafe.Pointer(&a.RowPtr[0]))
 	bp, cp, lp := f32p(b.Data), f32p(c.Data), i32p(rows)
 	n := C.int64_t(b.Cols)
-	cuts := nnzCuts(a.RowPtr, threads)
+	var cuts []int
 	if rows != nil {
 		cuts = evenCuts(len(rows), threads, 256)
+	} else {
+		cuts = nnzCuts(a.RowPtr, threads)
 	}
 	forRanges(cuts, func(lo, hi int) {
 		C.sc_spmm(rowp, colp, valp, bp, cp, n, C.int64_t(lo), C.int64_t(hi), acc, lp)
