@@ -99,6 +99,23 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
   ATTR static void triad_##SUFFIX(float *a, const float *b, const float *c,    \
                                   float s, int64_t i0, int64_t i1) {           \
     for (int64_t i = i0; i < i1; i++) a[i] = b[i] + s * c[i];                  \
+  }                                                                            \
+  /* Four independent sums, so the adds keep up with the loads. */             \
+  ATTR static void sum_##SUFFIX(const float *a, int64_t i0, int64_t i1, int64_t reps, \
+                                double *out) {                                 \
+    typedef vf_##SUFFIX vf;                                                    \
+    enum { L = sizeof(vf) / sizeof(float) };                                   \
+    double t = 0;                                                              \
+    for (int64_t r = 0; r < reps; r++) {                                       \
+      vf s[4] = {{0}};                                                         \
+      int64_t i = i0;                                                          \
+      for (; i + 4 * L <= i1; i += 4 * L)                                      \
+        for (int u = 0; u < 4; u++) s[u] += *(const vf *)(a + i + u * L);     \
+      for (int u = 0; u < 4; u++)                                              \
+        for (int l = 0; l < L; l++) t += s[u][l];                              \
+      for (; i < i1; i++) t += a[i];                                           \
+    }                                                                          \
+    *out = t;                                                                  \
   }
 
 DEFINE_KERNELS(base, )
@@ -154,6 +171,11 @@ int64_t sc_first_bad_row(const int32_t *rows, int64_t cnt, int64_t n) {
 }
 void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int64_t i1) {
   PICK(triad, a, b, c, s, i0, i1);
+}
+double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps) {
+  double s;
+  PICK(sum, a, i0, i1, reps, &s);
+  return s;
 }
 
 // Softmax cross-entropy of the listed rows [i0, i1) of rows: returns their

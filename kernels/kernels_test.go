@@ -726,6 +726,24 @@ func TestNNZCuts(t *testing.T) {
 	}
 }
 
+// TestSumRepeated: every element is read once per repeat, whatever the
+// split and level (small integers, so any order of the adds is exact).
+func TestSumRepeated(t *testing.T) {
+	for _, n := range []int{0, 1, 63, 64, 65, 1 << 14, 3<<14 + 7} {
+		x := make([]float32, n)
+		want := 0.0
+		for i := range x {
+			x[i] = float32(i%5 - 1)
+			want += float64(x[i])
+		}
+		for _, reps := range []int{1, 3} {
+			if got := SumRepeated(x, reps); got != float64(reps)*want {
+				t.Errorf("n %d, %d repeats: sum %g, want %g", n, reps, got, float64(reps)*want)
+			}
+		}
+	}
+}
+
 // TestWeightGradientKeepsNoGarbage: a weight gradient's partial sums are
 // reused, not made per call (they were most of an epoch's garbage, and a
 // long run's heap grew by them).

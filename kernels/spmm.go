@@ -7,8 +7,10 @@ package kernels
 import "C"
 
 import (
-	"sancus/kernels/matrix"
+	"slices"
 	"unsafe"
+
+	"sancus/kernels/matrix"
 )
 
 func f32p(s []float32) *C.float {
@@ -100,4 +102,23 @@ func Triad(a, b, c []float32, s float32) {
 	forRanges(evenCuts(len(a), threads, 1<<14), func(lo, hi int) {
 		C.sc_triad(f32p(a), f32p(b), f32p(c), C.float(s), C.int64_t(lo), C.int64_t(hi))
 	})
+}
+
+// SumRepeated returns reps·Σx, each thread reading its part of x reps
+// times in order: the sequential read rate it reaches on an array the size
+// of H bounds what an SpMM's gathers from H can reach (the kernel
+// benchmark's ceiling column). The repeats stay inside the kernel, so a
+// small array's rate is not the threads' hand-off.
+func SumRepeated(x []float32, reps int) float64 {
+	cuts := evenCuts(len(x), threads, 1<<14)
+	parts := make([]float64, len(cuts)-1)
+	forRanges(cuts, func(lo, hi int) {
+		t, _ := slices.BinarySearch(cuts, lo)
+		parts[t] = float64(C.sc_sum(f32p(x), C.int64_t(lo), C.int64_t(hi), C.int64_t(reps)))
+	})
+	var s float64
+	for _, p := range parts {
+		s += p
+	}
+	return s
 }

@@ -70,6 +70,11 @@ type KernelBench struct {
 	EpochPlainMs   float64   `json:"epoch_plain_ms"`
 	GEMMTable      []GEMMRow `json:"gemm_table"`
 	SpMMTable      []SpMMRow `json:"spmm_table"`
+	// Sequential read rates (CPU) of an array the size of this graph's ÂX
+	// and of one 40x larger (the 4M-node graph's ÂX): what the GEMMs of
+	// layer 1 stream per epoch, from cache and from memory.
+	ReadAXGBs    float64 `json:"read_ax_gb_s,omitempty"`
+	ReadLargeGBs float64 `json:"read_40x_ax_gb_s,omitempty"`
 }
 
 // GEMMRow is one GNN GEMM shape, sancus's kernel next to OpenBLAS's sgemm
@@ -90,6 +95,13 @@ type SpMMRow struct {
 	GBs       float64 `json:"gb_s_compulsory"`
 	OfTriad   float64 `json:"fraction_of_triad"`
 	GatherGBs float64 `json:"gb_s_gathered"` // counting every gathered row of H
+	// SeqReadGBs is the rate the CPU reads an array the size of H in order:
+	// the gathers' ceiling (scattered rows come no faster than sequential
+	// ones from the same level of the memory). CeilingOfTriad is the share
+	// of the triad the compulsory bytes would reach if every gather ran at
+	// that rate.
+	SeqReadGBs     float64 `json:"gb_s_sequential_read_of_h,omitempty"`
+	CeilingOfTriad float64 `json:"ceiling_fraction_of_triad,omitempty"`
 }
 
 // blasGEMM is OpenBLAS's sgemm in a binary built with -tags openblas.
@@ -184,6 +196,16 @@ func benchKernels(args []string) error {
 	}
 
 	r.SpMMTable = spmmTable(ahat, r.TriadGBs, timed, be)
+	if *device == "cpu" {
+		for i := range r.SpMMTable {
+			x := &r.SpMMTable[i]
+			x.SeqReadGBs = readRate(ahat.Cols * x.Width)
+			gatherSec := float64(ahat.NNZ()) * 4 * float64(x.Width) / (x.SeqReadGBs * 1e9)
+			x.CeilingOfTriad = x.GBs * (x.Ms / 1e3) / gatherSec / r.TriadGBs
+		}
+		r.ReadAXGBs = readRate(ds.N * 128)
+		r.ReadLargeGBs = readRate(40 * ds.N * 128)
+	}
 	if r.GEMMTable, err = gemmTable(ds.N, timed, be); err != nil {
 		return err
 	}
@@ -213,9 +235,14 @@ func benchKernels(args []string) error {
 	for _, g := range r.GEMMTable {
 		fmt.Printf("%-22s %9.2f %9.1f %11.2f %9.0f%% %13.2f\n", g.Shape, g.Ms, g.GFlops, g.OpenBLASMs, 100*g.OfOpenBLAS, g.MaskedMs)
 	}
-	fmt.Printf("\nSpMM Â·H against the triad (%.1f GB/s)\n%6s %9s %14s %9s %14s\n", r.TriadGBs, "width", "ms", "GB/s compuls.", "of triad", "GB/s gathered")
+	fmt.Printf("\nSpMM Â·H against the triad (%.1f GB/s); ceiling: the compulsory bytes' share of the triad\nif every gathered row came at the rate an array the size of H is read in order\n", r.TriadGBs)
+	fmt.Printf("%6s %9s %14s %9s %14s %14s %9s\n", "width", "ms", "GB/s compuls.", "of triad", "GB/s gathered", "GB/s seq. read", "ceiling")
 	for _, x := range r.SpMMTable {
-		fmt.Printf("%6d %9.2f %14.2f %8.0f%% %14.2f\n", x.Width, x.Ms, x.GBs, 100*x.OfTriad, x.GatherGBs)
+		fmt.Printf("%6d %9.2f %14.2f %8.0f%% %14.2f %14.2f %8.0f%%\n", x.Width, x.Ms, x.GBs, 100*x.OfTriad, x.GatherGBs, x.SeqReadGBs, 100*x.CeilingOfTriad)
+	}
+	if r.ReadAXGBs > 0 {
+		fmt.Printf("\nsequential read   %8.2f GB/s of an array ÂX's size (%.0f MB), %.2f GB/s of one 40x larger\n",
+			r.ReadAXGBs, float64(ds.N*128*4)/1e6, r.ReadLargeGBs)
 	}
 	fmt.Println()
 	fmt.Printf("epoch (ÂX precomputed) %8.2f ms\n", r.EpochMs)
@@ -241,6 +268,18 @@ func spmmTable(ahat *matrix.CSR, triad float64, timed func(int, func()) time.Dur
 			GatherGBs: gathered / d.Seconds() / 1e9})
 	}
 	return rows
+}
+
+// readRate is the best rate, over 10 timings, at which the CPU reads an
+// array of n floats in order (small arrays read several times per timing).
+func readRate(n int) float64 {
+	x := make([]float32, n)
+	for i := range x { // untouched pages would all read the one zero page
+		x[i] = 1
+	}
+	reps := max(1, (256<<20)/(4*n))
+	d := best(10, func() { kernels.SumRepeated(x, reps) })
+	return float64(4*n*reps) / d.Seconds() / 1e9
 }
 
 // gemmTable times the GEMM shapes of a GNN over n rows at widths 16 to 256:
