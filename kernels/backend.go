@@ -71,10 +71,11 @@ type RowOps interface {
 }
 
 // Fused is what a backend may add: dropout's backward and ReLU's in one
-// pass over ∂H, leaving what the two calls would. Find it with FusedOf; a
-// backend without it makes the two calls.
+// pass over ∂H, leaving what the two calls would, and with sums the bias
+// gradient ColumnSums would form from the result. Find it with FusedOf; a
+// backend without it makes the calls.
 type Fused interface {
-	DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense)
+	DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense, sums []float32)
 }
 
 // RowInput is what an Input may add: its products at a list of rows, as
@@ -181,10 +182,12 @@ func (CPU) LossGradRows(logits *matrix.Dense, labels, rows []int32, norm float64
 func (CPU) DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32) error {
 	return DropoutRows(m, dst, src, rows)
 }
-func (CPU) ReLUBackward(g, h *matrix.Dense)                       { ReLUBackward(g, h) }
-func (CPU) DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense) { DropoutReLUBackward(m, g, h) }
-func (CPU) Dropout(m matrix.Mask, dst, src *matrix.Dense)         { Dropout(m, dst, src) }
-func (CPU) ColumnSums(out []float32, g *matrix.Dense)             { ColumnSums(out, g) }
+func (CPU) ReLUBackward(g, h *matrix.Dense) { ReLUBackward(g, h) }
+func (CPU) DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense, sums []float32) {
+	DropoutReLUBackward(m, g, h, sums)
+}
+func (CPU) Dropout(m matrix.Mask, dst, src *matrix.Dense) { Dropout(m, dst, src) }
+func (CPU) ColumnSums(out []float32, g *matrix.Dense)     { ColumnSums(out, g) }
 func (CPU) LossGrad(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64 {
 	return SoftmaxCE(logits, labels, rows, norm, grad)
 }

@@ -85,18 +85,33 @@ func DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32) error {
 }
 
 // DropoutReLUBackward sets g = M(g) where h > 0 and 0 elsewhere, in one
-// pass: Dropout(m, g, g) and then ReLUBackward(g, h), bit for bit.
-func DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense) {
+// pass: Dropout(m, g, g) and then ReLUBackward(g, h), bit for bit. With
+// sums (len g.Cols) it also sets sums to ColumnSums of the result, bit for
+// bit (the same chunks added in the same order): the bias gradient of the
+// layer below, read while the rows are in cache.
+func DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense, sums []float32) {
 	if m.P <= 0 {
 		ReLUBackward(g, h)
+		if sums != nil {
+			ColumnSums(sums, g)
+		}
 		return
 	}
-	if len(g.Data) == 0 {
+	if len(g.Data) == 0 || g.Cols == 0 {
+		clear(sums)
 		return
 	}
-	gp, hp := f32p(g.Data), f32p(h.Data)
-	masked(m, g.Rows, func(cm *C.sc_mask, lo, hi int) {
-		C.sc_dropout_relu_backward(gp, hp, C.int64_t(g.Cols), C.int64_t(lo), C.int64_t(hi), cm)
+	gp, hp, cols := f32p(g.Data), f32p(h.Data), C.int64_t(g.Cols)
+	if sums == nil {
+		masked(m, g.Rows, func(cm *C.sc_mask, lo, hi int) {
+			C.sc_dropout_relu_backward(gp, hp, cols, C.int64_t(lo), C.int64_t(hi), cm, nil)
+		})
+		return
+	}
+	cm, done := cMask(m)
+	defer done()
+	sumChunks(sums, g.Rows, func(r0, r1 int, part []float32) {
+		C.sc_dropout_relu_backward(gp, hp, cols, C.int64_t(r0), C.int64_t(r1), cm, f32p(part))
 	})
 }
 

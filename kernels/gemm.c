@@ -388,12 +388,17 @@ static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_
 
 #define DROP_RELU(SUFFIX, ATTR)                                                \
   ATTR static void drop_relu_##SUFFIX(float *g, const float *h, int64_t cols, int64_t r0, \
-                                      int64_t r1, const sc_mask *m) {          \
+                                      int64_t r1, const sc_mask *m, float *restrict sums) { \
     const int64_t br = NARROW_SCRATCH / (cols > 0 ? cols : 1) + 1;             \
+    if (sums)                                                                  \
+      for (int64_t j = 0; j < cols; j++) sums[j] = 0.0f;                       \
     for (int64_t r = r0; r < r1; r += br) {                                    \
       const int64_t e = r + br < r1 ? r + br : r1;                             \
       drop_rows_##SUFFIX(g, g + r * cols, cols, r, e, m, NULL, 0);             \
       for (int64_t i = r * cols; i < e * cols; i++) g[i] = h[i] > 0.0f ? g[i] : 0.0f; \
+      if (sums) /* row by row, as sc_column_sums adds them */                  \
+        for (int64_t i = r; i < e; i++)                                        \
+          for (int64_t j = 0; j < cols; j++) sums[j] += g[i * cols + j];       \
     }                                                                          \
   }
 
@@ -456,7 +461,10 @@ void sc_dropout_rows(const float *src, float *dst, int64_t cols, const int32_t *
 // sc_dropout_relu_backward is dropout's backward then ReLU's on rows
 // [r0, r1) of g, in place: g = M(g) where h > 0, else 0. Blocks of rows are
 // dropped, then clamped while still in L1: one pass over g instead of two.
+// With sums (cols wide), it also sets them to the column sums of the rows
+// it wrote, added in row order as sc_column_sums adds them: a bias
+// gradient without a third pass.
 void sc_dropout_relu_backward(float *g, const float *h, int64_t cols, int64_t r0, int64_t r1,
-                              const sc_mask *m) {
-  PICK3(drop_relu, g, h, cols, r0, r1, m);
+                              const sc_mask *m, float *sums) {
+  PICK3(drop_relu, g, h, cols, r0, r1, m, sums);
 }

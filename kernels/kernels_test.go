@@ -452,9 +452,10 @@ func TestDropoutMaskIsPositional(t *testing.T) {
 
 func TestDropoutReLUBackwardIsBoth(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 1))
-	for _, cols := range []int{16, 71, 128} {
+	for _, shape := range [][2]int{{600, 16}, {600, 71}, {600, 128}, {9000, 16}} { // 9000 rows: three of ColumnSums' chunks
+		rows, cols := shape[0], shape[1]
 		for _, m := range []matrix.Mask{{}, {P: 0.5, Seed: 3, Stream: 9, Row0: 40}, {P: 0.2, Seed: 3, Stream: 9}} {
-			g, h := randDense(r, 600, cols), randDense(r, 600, cols) // h: half of it ≤ 0
+			g, h := randDense(r, rows, cols), randDense(r, rows, cols) // h: half of it ≤ 0
 			if m.P == 0.2 {
 				m.IDs = make([]int64, g.Rows)
 				for i := range m.IDs {
@@ -464,10 +465,27 @@ func TestDropoutReLUBackwardIsBoth(t *testing.T) {
 			want := g.Clone()
 			Dropout(m, want, want)
 			ReLUBackward(want, h)
-			DropoutReLUBackward(m, g, h)
-			for i, v := range g.Data {
-				if math.Float32bits(v) != math.Float32bits(want.Data[i]) {
-					t.Fatalf("cols %d p %g: element %d is %g, the two passes give %g", cols, m.P, i, v, want.Data[i])
+			wantSums := make([]float32, cols)
+			ColumnSums(wantSums, want)
+			for _, withSums := range []bool{false, true} {
+				got := g.Clone()
+				var sums []float32
+				if withSums {
+					sums = make([]float32, cols)
+					for j := range sums {
+						sums[j] = float32(j) // overwritten, not added to
+					}
+				}
+				DropoutReLUBackward(m, got, h, sums)
+				for i, v := range got.Data {
+					if math.Float32bits(v) != math.Float32bits(want.Data[i]) {
+						t.Fatalf("%d×%d p %g: element %d is %g, the two passes give %g", rows, cols, m.P, i, v, want.Data[i])
+					}
+				}
+				for j, v := range sums {
+					if math.Float32bits(v) != math.Float32bits(wantSums[j]) {
+						t.Fatalf("%d×%d p %g: column sum %d is %g, ColumnSums gives %g", rows, cols, m.P, j, v, wantSums[j])
+					}
 				}
 			}
 		}

@@ -90,9 +90,9 @@ func (t *Timed) ReLUBackward(g, h *matrix.Dense) {
 	defer t.add("elementwise", time.Now())
 	t.Backend.ReLUBackward(g, h)
 }
-func (t *Timed) DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense) {
+func (t *Timed) DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense, sums []float32) {
 	defer t.add("dropout", time.Now())
-	t.Backend.(Fused).DropoutReLUBackward(m, g, h)
+	t.Backend.(Fused).DropoutReLUBackward(m, g, h, sums)
 }
 func (t *Timed) ColumnSums(out []float32, g *matrix.Dense) {
 	defer t.add("elementwise", time.Now())

@@ -92,16 +92,18 @@ func (e *Engine) activationBackward(g, h *matrix.Dense) {
 // backward propagates g = ∂L/∂logits and leaves every weight and bias
 // gradient of this rank's rows in the layers (before the allreduce).
 func (e *Engine) backward(epoch int, g *matrix.Dense) error {
-	skip := false // e.skip holds ∂L/∂H_{l+1}, which a residual carries to H_l
+	skip := false   // e.skip holds ∂L/∂H_{l+1}, which a residual carries to H_l
+	summed := false // the fused pass below has formed layer l's bias gradient
 	for l := len(e.layers) - 1; l >= 0; l-- {
 		L := e.layers[l]
 		if ro := e.rowsAt(l); ro != nil { // g is zero off the training rows
 			if err := ro.ColumnSumsRows(L.base().db, g, e.outRows); err != nil {
 				return fmt.Errorf("backward layer %d: %w", l+1, err)
 			}
-		} else {
+		} else if !summed {
 			e.be.ColumnSums(L.base().db, g)
 		}
+		summed = false
 		dIn, err := L.backward(e, epoch, g)
 		if err != nil {
 			return fmt.Errorf("backward layer %d: %w", l+1, err)
@@ -109,8 +111,12 @@ func (e *Engine) backward(epoch int, g *matrix.Dense) error {
 		if l > 0 {
 			mask := e.mask(epoch, l, true) // dropout's backward is the same mask
 			if f, ok := kernels.FusedOf(e.be); ok && !skip && !e.hasResidual(l-1) && e.cfg.Model != "gat" {
-				f.DropoutReLUBackward(mask, dIn, e.layers[l-1].base().z) // one pass for the two below
-				g = dIn
+				// One pass for the two calls below and the bias gradient
+				// of layer l-1 (formed where rowsAt(l-1) is nil: l-1 is
+				// not the last layer).
+				below := e.layers[l-1].base()
+				f.DropoutReLUBackward(mask, dIn, below.z, below.db)
+				g, summed = dIn, true
 				continue
 			}
 			e.be.Dropout(mask, dIn, dIn)
