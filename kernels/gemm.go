@@ -6,6 +6,7 @@ package kernels
 import "C"
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"sancus/kernels/matrix"
@@ -67,12 +68,8 @@ func sumChunks(out []float32, rows int, f func(r0, r1 int, part []float32)) {
 		clear(out)
 		return
 	}
-	buf := partials.Get().(*[]float32)
-	defer partials.Put(buf)
-	if cap(*buf) < chunks*n {
-		*buf = make([]float32, chunks*n)
-	}
-	partial := (*buf)[:chunks*n]
+	partial := partials.get(chunks * n)
+	defer partials.put(partial)
 	forRanges(evenCuts(chunks, threads, 1), func(lo, hi int) {
 		for ch := lo; ch < hi; ch++ {
 			f(ch*tnChunk, min((ch+1)*tnChunk, rows), partial[ch*n:(ch+1)*n])
@@ -84,8 +81,46 @@ func sumChunks(out []float32, rows int, f func(r0, r1 int, part []float32)) {
 
 // partials are sumChunks' buffers, kept between calls: a weight gradient
 // is formed every epoch, and fresh partial sums were most of an epoch's
-// garbage (a long run's heap grew by them until the collector ran).
-var partials = sync.Pool{New: func() any { return new([]float32) }}
+// garbage (a long run's heap grew by them until the collector ran). A
+// sync.Pool lost them whenever the caller moved to another P, or the
+// collector ran twice: there are as many as calls run at once, so a plain
+// free list keeps them all.
+var partials freeList
+
+type freeList struct {
+	mu   sync.Mutex
+	free [][]float32
+}
+
+// get returns the smallest free buffer that holds n, or a new one in place
+// of a free one too small (so the list holds no more buffers than calls
+// have run at once).
+func (l *freeList) get(n int) []float32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	best := -1
+	for i, b := range l.free {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(l.free[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		if k := len(l.free); k > 0 {
+			l.free[k-1] = nil
+			l.free = l.free[:k-1]
+		}
+		return make([]float32, n)
+	}
+	b := l.free[best]
+	l.free = slices.Delete(l.free, best, best+1)
+	return b[:n]
+}
+
+func (l *freeList) put(b []float32) {
+	l.mu.Lock()
+	l.free = append(l.free, b)
+	l.mu.Unlock()
+}
 
 // GEMMTN computes C = Aᵀ·B: A m×k, B m×n, C k×n (a weight gradient).
 func GEMMTN(c, a, b *matrix.Dense) error { return GEMMTNDrop(c, a, b, matrix.Mask{}) }
