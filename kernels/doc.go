@@ -1,10 +1,12 @@
 // Package kernels holds the CPU compute kernels of sancus: CSR×dense SpMM
 // (cpu.c), dense GEMM in the shapes a GNN needs with dropout drawn inside
 // (gemm.c), fused elementwise operations, the loss, and a STREAM-like triad
-// used as the bandwidth reference in benchmarks. The CPU backend also has
-// the optional row operations (RowOps, RowInput): GEMMs, the bias, column
-// sums and the loss gradient at a list of rows, for a consumer that reads
-// only those. Timed wraps any backend to time its calls by class.
+// and an in-order read (SumRepeated) used as bandwidth references in
+// benchmarks. The CPU backend also has the optional row operations
+// (RowOps, RowInput): GEMMs, the bias, column sums and the loss gradient at
+// a list of rows, for a consumer that reads only those; and the fused
+// passes (Fused): dropout's and ReLU's backward with the bias gradient in
+// one pass. Timed wraps any backend to time its calls by class.
 //
 // Kernels split their work over row ranges and run them on goroutines; the
 // inner loops are C, compiled for baseline x86-64, AVX2 and AVX-512 and
