@@ -96,8 +96,9 @@ type SpMMRow struct {
 	OfTriad   float64 `json:"fraction_of_triad"`
 	GatherGBs float64 `json:"gb_s_gathered"` // counting every gathered row of H
 	// SeqReadGBs is the rate the CPU reads an array the size of H in order:
-	// the gathers' ceiling (scattered rows come no faster than sequential
-	// ones from the same level of the memory). CeilingOfTriad is the share
+	// the gathers' ceiling, since scattered rows come no faster than
+	// sequential ones from the same level of the memory (an H small enough
+	// to sit partly in L2 can beat it there). CeilingOfTriad is the share
 	// of the triad the compulsory bytes would reach if every gather ran at
 	// that rate.
 	SeqReadGBs     float64 `json:"gb_s_sequential_read_of_h,omitempty"`
