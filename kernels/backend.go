@@ -85,6 +85,9 @@ type Fused interface {
 type RowInput interface {
 	MulRows(c, w *matrix.Dense, rows []int32) error
 	MulTRows(c, g *matrix.Dense, rows []int32) error
+	// MulRowsBiasReLU is MulRows, then AddBiasReLURows at the same rows,
+	// in one pass.
+	MulRowsBiasReLU(c, w *matrix.Dense, bias []float32, rows []int32) error
 }
 
 // InputRowsOf returns in's row products, if it has them (timed too).

@@ -24,7 +24,7 @@ void sc_gemm_tn(const float *A, const float *B, float *C, int64_t k, int64_t n,
                 int64_t r0, int64_t r1, const sc_mask *m);
 // The same at the rows listed only (rows[0..cnt)); tn's C is the sum over them.
 void sc_gemm_nn_rows(const float *A, const float *B, float *C, int64_t k, int64_t n,
-                     const int32_t *rows, int64_t cnt, const sc_mask *m);
+                     const int32_t *rows, int64_t cnt, const sc_mask *m, const float *bias);
 void sc_gemm_tn_rows(const float *A, const float *B, float *C, int64_t k, int64_t n,
                      const int32_t *rows, int64_t cnt, const sc_mask *m);
 int64_t sc_first_bad_row(const int32_t *rows, int64_t cnt, int64_t n);

@@ -356,7 +356,7 @@ static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_
   }                                                                            \
   ATTR static void gemm_nn_rows_##SUFFIX(const float *A, const float *B, float *C, int64_t k, \
                                          int64_t n, const int32_t *rows, int64_t cnt, \
-                                         const sc_mask *m) {                   \
+                                         const sc_mask *m, const float *bias) { \
     const int64_t br = block_rows(k + n, n);                                   \
     float *buf = scratch_buf(br * (k + n));                                    \
     for (int64_t r = 0; r < cnt; r += br) {                                    \
@@ -365,7 +365,20 @@ static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_
       sc_pf pf = next_block(A, rows, k, e, br, cnt);                           \
       gather_a_##SUFFIX(A, k, rows, r, e, m, buf);                             \
       panel_##SUFFIX(buf, k, 1, B, k, out, e - r, n, 0, narrow_pf(&pf, n)); \
-      for (int64_t i = r; i < e; i++) copy_row(C + (int64_t)rows[i] * n, out + (i - r) * n, n); \
+      if (!bias) {                                                             \
+        for (int64_t i = r; i < e; i++) copy_row(C + (int64_t)rows[i] * n, out + (i - r) * n, n); \
+        continue;                                                              \
+      }                                                                        \
+      /* Bias and ReLU as the rows are written: cpu.c's bias_relu, in its */ \
+      /* (IEEE) mode, so the rows are what it would leave.                */ \
+      HONOR_DENORMALS(for (int64_t i = r; i < e; i++) {                        \
+        float *restrict d = C + (int64_t)rows[i] * n;                          \
+        const float *restrict o = out + (i - r) * n;                           \
+        for (int64_t j = 0; j < n; j++) {                                      \
+          const float v = o[j] + bias[j];                                      \
+          d[j] = v > 0.0f ? v : 0.0f;                                          \
+        }                                                                      \
+      });                                                                      \
     }                                                                          \
   }                                                                            \
   ATTR static void gemm_tn_rows_##SUFFIX(const float *A, const float *B, float *C, int64_t k, \
@@ -435,9 +448,10 @@ void sc_gemm_tn(const float *A, const float *B, float *C, int64_t k, int64_t n, 
   FLUSH_DENORMALS(PICK3(gemm_tn, A, B, C, k, n, r0, r1, m));
 }
 
+// With bias, each listed row of C is written as ReLU(row + bias).
 void sc_gemm_nn_rows(const float *A, const float *B, float *C, int64_t k, int64_t n,
-                     const int32_t *rows, int64_t cnt, const sc_mask *m) {
-  FLUSH_DENORMALS(PICK3(gemm_nn_rows, A, B, C, k, n, rows, cnt, m));
+                     const int32_t *rows, int64_t cnt, const sc_mask *m, const float *bias) {
+  FLUSH_DENORMALS(PICK3(gemm_nn_rows, A, B, C, k, n, rows, cnt, m, bias));
 }
 
 void sc_gemm_tn_rows(const float *A, const float *B, float *C, int64_t k, int64_t n,

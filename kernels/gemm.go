@@ -168,8 +168,19 @@ func GEMMRows(c, a, b *matrix.Dense, rows []int32) error {
 
 // GEMMRowsDrop is GEMMRows of M(A), the mask drawn as GEMMDrop draws it.
 func GEMMRowsDrop(c, a, b *matrix.Dense, m matrix.Mask, rows []int32) error {
+	return GEMMRowsDropBiasReLU(c, a, b, m, nil, rows)
+}
+
+// GEMMRowsDropBiasReLU is GEMMRowsDrop with, when bias is not nil, the
+// bias added and ReLU applied to each listed row as it is written: what
+// AddBiasReLURows would then leave there, without another pass over C.
+func GEMMRowsDropBiasReLU(c, a, b *matrix.Dense, m matrix.Mask, bias []float32, rows []int32) error {
 	const what = "gemm at rows"
-	if err := checkRows(CheckMul(what, c, a.Rows, a.Cols, b), what, rows, a.Rows); err != nil {
+	shapes := CheckMul(what, c, a.Rows, a.Cols, b)
+	if shapes == nil && bias != nil && len(bias) != c.Cols {
+		shapes = fmt.Errorf("%s: bias of %d for %d columns", what, len(bias), c.Cols)
+	}
+	if err := checkRows(shapes, what, rows, a.Rows); err != nil {
 		return err
 	}
 	if len(rows) == 0 || c.Cols == 0 {
@@ -179,7 +190,7 @@ func GEMMRowsDrop(c, a, b *matrix.Dense, m matrix.Mask, rows []int32) error {
 	cm, done := cMask(m)
 	defer done()
 	forRanges(evenCuts(len(rows), threads, 256), func(lo, hi int) {
-		C.sc_gemm_nn_rows(f32p(a.Data), f32p(b.Data), f32p(c.Data), k, n, (*C.int32_t)(&rows[lo]), C.int64_t(hi-lo), cm)
+		C.sc_gemm_nn_rows(f32p(a.Data), f32p(b.Data), f32p(c.Data), k, n, (*C.int32_t)(&rows[lo]), C.int64_t(hi-lo), cm, f32p(bias))
 	})
 	return nil
 }

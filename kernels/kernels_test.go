@@ -180,6 +180,31 @@ func checkAtRows(t *testing.T, what string, got, full *matrix.Dense, rows []int3
 	}
 }
 
+// TestGEMMRowsBiasReLUKeepsDenormals: the fused bias and ReLU run in IEEE
+// mode, as AddBiasReLU does, though the product flushes denormals.
+func TestGEMMRowsBiasReLUKeepsDenormals(t *testing.T) {
+	a := &matrix.Dense{Rows: 1, Cols: 1, Data: []float32{2e-38}} // normal, as is a·1
+	b := &matrix.Dense{Rows: 1, Cols: 1, Data: []float32{1}}
+	bias := []float32{-1.5e-38}
+	want, got := matrix.NewDense(1, 1), matrix.NewDense(1, 1)
+	if err := GEMM(want, a, b, false); err != nil {
+		t.Fatal(err)
+	}
+	AddBiasReLU(want, bias, true)
+	if want.Data[0] == 0 {
+		t.Fatal("the reference flushed the denormal sum: this test checks nothing")
+	}
+	if err := GEMMRowsDropBiasReLU(got, a, b, matrix.Mask{}, bias, []int32{0}); err != nil {
+		t.Fatal(err)
+	}
+	if math.Float32bits(got.Data[0]) != math.Float32bits(want.Data[0]) {
+		t.Fatalf("fused bias and ReLU gave %g, AddBiasReLU %g", got.Data[0], want.Data[0])
+	}
+	if err := GEMMRowsDropBiasReLU(got, a, b, matrix.Mask{}, []float32{1, 2}, []int32{0}); err == nil {
+		t.Fatal("a bias of the wrong length was accepted")
+	}
+}
+
 // TestGEMMRows: the products at a row list form each listed row exactly as
 // the full products do (dropout drawn inside them too) and leave the other
 // rows alone; Aᵀ·B over the list is the full Aᵀ·B with every other row zero.
@@ -253,6 +278,13 @@ func TestGEMMRows(t *testing.T) {
 			}
 			check(fmt.Sprintf("bias (relu %v)", relu), gotB, fullB)
 		}
+		fused, fullF := matrix.NewDense(rows, n), full.Clone()
+		fill(fused, -7)
+		AddBiasReLU(fullF, bias, true)
+		if err := GEMMRowsDropBiasReLU(fused, a, b, mask, bias, at); err != nil {
+			t.Fatal(err)
+		}
+		check("ReLU(M(A)·B + bias)", fused, fullF)
 		sums := make([]float32, n)
 		if err := ColumnSumsRows(sums, g, at); err != nil {
 			t.Fatal(err)

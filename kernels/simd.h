@@ -35,7 +35,17 @@ int sc_simd_level(void); // 0 baseline, 1 AVX2+FMA, 2 AVX-512 (F, DQ, BW, VL)
     body;                                              \
     _mm_setcsr(csr_);                                  \
   } while (0)
+// HONOR_DENORMALS runs body in IEEE mode inside a FLUSH_DENORMALS kernel:
+// an epilogue that must equal an elementwise kernel run outside one.
+#define HONOR_DENORMALS(body)                          \
+  do {                                                 \
+    const unsigned csr_ = _mm_getcsr();                \
+    _mm_setcsr(csr_ & ~0x8040u);                       \
+    body;                                              \
+    _mm_setcsr(csr_);                                  \
+  } while (0)
 #else
 #define FLUSH_DENORMALS(body) body
+#define HONOR_DENORMALS(body) body
 #endif
 #endif

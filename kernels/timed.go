@@ -135,6 +135,10 @@ func (i timedInput) MulRows(c, w *matrix.Dense, rows []int32) error {
 	defer i.t.add(i.class, time.Now())
 	return i.Input.(RowInput).MulRows(c, w, rows)
 }
+func (i timedInput) MulRowsBiasReLU(c, w *matrix.Dense, bias []float32, rows []int32) error {
+	defer i.t.add(i.class, time.Now())
+	return i.Input.(RowInput).MulRowsBiasReLU(c, w, bias, rows)
+}
 func (i timedInput) MulTRows(c, g *matrix.Dense, rows []int32) error {
 	defer i.t.add(i.class, time.Now())
 	return i.Input.(RowInput).MulTRows(c, g, rows)

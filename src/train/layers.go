@@ -40,7 +40,12 @@ type pass struct {
 // of H differ by ~40% even when nothing is learned. So each layer also
 // computes its own rows locally from the same inputs with every mask off,
 // where it can without more traffic. It costs compute, never bytes.
-type act struct{ h, clean *matrix.Dense }
+// activated: h already holds the activation of Z + b at every row that
+// is read (the layer applied it as it wrote them).
+type act struct {
+	h, clean  *matrix.Dense
+	activated bool
+}
 
 // conv is what every layer kind shares.
 type conv struct {
@@ -119,9 +124,11 @@ func (e *Engine) addCachesOver(c *conv, fw, gw int, gradPolicy staleness.Policy,
 type localLayer struct {
 	conv
 	// ri, when set (output.go), multiplies in training at the rows the
-	// restricted last layer reads (forward) and writes (backward) alone.
+	// restricted last layer reads (forward) and writes (backward) alone;
+	// fused, it adds the bias and ReLU there as it writes them.
 	ri            kernels.RowInput
 	read, written []int32
+	fused         bool
 }
 
 func (L *localLayer) kind() string { return "local (precomputed ÂX)" }
@@ -130,15 +137,19 @@ func (L *localLayer) forward(e *Engine, p pass, _ act) (act, error) {
 	mask := e.mask(p.epoch, 0, p.train)
 	e.input.SetDropout(mask)
 	var err error
-	if p.train && L.ri != nil {
+	fused := p.train && L.ri != nil && L.fused
+	switch {
+	case fused:
+		err = L.ri.MulRowsBiasReLU(L.z, e.m.W[0], e.m.B[0], L.read)
+	case p.train && L.ri != nil:
 		err = L.ri.MulRows(L.z, e.m.W[0], L.read)
-	} else {
+	default:
 		err = e.input.Mul(L.z, e.m.W[0])
 	}
 	if err != nil {
 		return act{}, err
 	}
-	out := act{h: L.z}
+	out := act{h: L.z, activated: fused}
 	if p.shadow {
 		out.clean = L.shadowBuf(e)
 		if err = e.sampleIn.Mul(out.clean, e.m.W[0]); err != nil {

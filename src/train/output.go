@@ -110,7 +110,9 @@ func (e *Engine) restrictOutput() error {
 // else reads them: two layers without a residual, and rows that travel
 // only as asked (one rank, or the sparse exchange's row sets).
 // Variation-gap reads layer 1's noise-free shadow at its own sample rows,
-// computed from the whole operand, so its votes are unchanged.
+// computed from the whole operand, so its votes are unchanged. Layer 1's
+// other rows are left without bias and ReLU too: they are read only where
+// ∂H is zero (dropout's and ReLU's backward), which leaves them zero.
 func (e *Engine) restrictInput(c *conv) {
 	first, ok := e.layers[0].(*localLayer)
 	if !ok || len(e.layers) != 2 || e.cfg.Residual || (e.P > 1 && c.fwd.send == nil) {
@@ -135,6 +137,10 @@ func (e *Engine) restrictInput(c *conv) {
 		}
 	}
 	first.ri, first.read, first.written = ri, listed(read), listed(written)
+	// Its bias and ReLU can then be applied as its rows are written: no
+	// other row is read. Not where the rank's whole block is encoded for
+	// the wire (its scales would see the other rows change).
+	first.fused = e.cfg.Model != "gat" && !c.fwd.quantized()
 }
 
 // listed is the indices set in marks, in order.

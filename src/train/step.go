@@ -24,9 +24,11 @@ func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
 			return nil, fmt.Errorf("forward layer %d: %w", l+1, err)
 		}
 		hidden := l < len(e.layers)-1
-		if ro := e.rowsAt(l); train && ro != nil { // the logits are read at the training rows alone
+		switch ro := e.rowsAt(l); {
+		case a.activated: // the layer added its bias and ReLU as it wrote its rows
+		case train && ro != nil: // the logits are read at the training rows alone
 			err = ro.AddBiasReLURows(a.h, e.m.B[l], false, e.outRows)
-		} else {
+		default:
 			e.activate(a.h, l, hidden)
 		}
 		if err != nil {
