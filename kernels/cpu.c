@@ -1,6 +1,7 @@
 // SpMM and the elementwise kernels. Each is written once as an inline body
 // and compiled per instruction set (simd.h picks at run time); GEMM and
 // dense dropout are in gemm.c.
+#include "activation.h"
 #include "cpu.h"
 #include "simd.h"
 #include <math.h>
@@ -86,7 +87,7 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
     for (int64_t i = r0; i < r1; i++) {                                        \
       float *restrict row = z + (list ? list[i] : i) * n;                      \
       if (relu)                                                                \
-        for (int64_t c = 0; c < n; c++) { const float v = row[c] + bias[c]; row[c] = v > 0.0f ? v : 0.0f; }  \
+        SC_BIAS_RELU(row, row, bias, n)                                        \
       else                                                                     \
         for (int64_t c = 0; c < n; c++) row[c] += bias[c];                     \
     }                                                                          \

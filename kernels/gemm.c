@@ -10,6 +10,7 @@
 // block (L1/L2) right before the block is multiplied, so the dropped copy of
 // A never goes to memory, and the backward pass draws the same mask again
 // instead of keeping it.
+#include "activation.h"
 #include "cpu.h"
 #include "dropout_rng.h"
 #include "simd.h"
@@ -372,12 +373,7 @@ static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_
       /* Bias and ReLU as the rows are written: cpu.c's bias_relu, in its */ \
       /* (IEEE) mode, so the rows are what it would leave.                */ \
       HONOR_DENORMALS(for (int64_t i = r; i < e; i++) {                        \
-        float *restrict d = C + (int64_t)rows[i] * n;                          \
-        const float *restrict o = out + (i - r) * n;                           \
-        for (int64_t j = 0; j < n; j++) {                                      \
-          const float v = o[j] + bias[j];                                      \
-          d[j] = v > 0.0f ? v : 0.0f;                                          \
-        }                                                                      \
+        SC_BIAS_RELU(C + (int64_t)rows[i] * n, out + (i - r) * n, bias, n)     \
       });                                                                      \
     }                                                                          \
   }                                                                            \
