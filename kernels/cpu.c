@@ -36,7 +36,9 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
         const float *b = B + (int64_t)col[p + u] * n + t;                      \
         for (int v = 0; v < NW; v++) s[u][v] += val[p + u] * *(const vf *)(b + v * L); \
       }                                                                        \
-    for (; p < p1; p++) {                                                      \
+    for (; p < p1; p++) { /* short rows (a backward over a few columns) too */ \
+      const int64_t q = p + PF_DIST < pf_end ? p + PF_DIST : p;                \
+      for (int v = 0; v < NV; v++) __builtin_prefetch(B + (int64_t)col[q] * n + t + v * VW); \
       const float *b = B + (int64_t)col[p] * n + t;                            \
       for (int v = 0; v < NW; v++) s[0][v] += val[p] * *(const vf *)(b + v * L); \
     }                                                                          \
