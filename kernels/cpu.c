@@ -160,6 +160,41 @@ void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1
 void sc_relu_backward(float *g, const float *h, int64_t i0, int64_t i1) {
   PICK(relu_backward, g, h, i0, i1);
 }
+// Rows of w bytes moved between a block and a packed buffer (the sparse
+// exchange's send and receive). The listed rows are scattered through the
+// block, so each is a cache miss: the row ROW_PF entries ahead is
+// prefetched, every line of it (a GNN's 16-float row is one line). Without
+// it the per-row copies took 8% of a 1.6M-node epoch at P = 2.
+#define ROW_PF 8
+static inline void prefetch_row(const char *p, int64_t w, int write) {
+  for (int64_t b = 0; b < w; b += 64) {
+    if (write)
+      __builtin_prefetch(p + b, 1);
+    else
+      __builtin_prefetch(p + b, 0);
+  }
+}
+static inline void move_row(char *restrict dst, const char *restrict src, int64_t w) {
+  if (w == 64)
+    memcpy(dst, src, 64);
+  else
+    memcpy(dst, src, (size_t)w);
+}
+void sc_gather_rows(char *restrict dst, const char *restrict src, const int32_t *rows,
+                    int64_t cnt, int64_t w) {
+  for (int64_t k = 0; k < cnt; k++) {
+    if (k + ROW_PF < cnt) prefetch_row(src + (int64_t)rows[k + ROW_PF] * w, w, 0);
+    move_row(dst + k * w, src + (int64_t)rows[k] * w, w);
+  }
+}
+void sc_scatter_rows(char *restrict dst, const char *restrict src, const int32_t *rows,
+                     int64_t cnt, int64_t w) {
+  for (int64_t k = 0; k < cnt; k++) {
+    if (k + ROW_PF < cnt) prefetch_row(dst + (int64_t)rows[k + ROW_PF] * w, w, 1);
+    move_row(dst + (int64_t)rows[k] * w, src + k * w, w);
+  }
+}
+
 // sc_first_bad_row is the index of the first entry of rows outside
 // [0, n), or -1: a branch-free pass first (it vectorizes), then a search
 // only when something is wrong.

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -812,5 +813,57 @@ func TestWeightGradientKeepsNoGarbage(t *testing.T) {
 	// closures are a few hundred bytes.
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<10 {
 		t.Fatalf("20 weight gradients allocated %d KB", grew>>10)
+	}
+}
+
+// GatherRows and ScatterRows move exactly the listed rows, for a GNN's
+// one-line rows and for widths that are not whole cache lines, and refuse
+// a row outside the block or a packed buffer too short.
+func TestGatherScatterRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, w := range []int{64, 12, 200} {
+		const n = 1000
+		block := make([]byte, n*w)
+		for i := range block {
+			block[i] = byte(r.IntN(256))
+		}
+		var rows []int32
+		for i := range n {
+			if r.IntN(3) == 0 {
+				rows = append(rows, int32(i))
+			}
+		}
+		r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+		packed := make([]byte, len(rows)*w)
+		if err := GatherRows(packed, block, rows, w); err != nil {
+			t.Fatal(err)
+		}
+		back := make([]byte, len(block))
+		if err := ScatterRows(back, packed, rows, w); err != nil {
+			t.Fatal(err)
+		}
+		listed := make([]bool, n)
+		for k, row := range rows {
+			listed[row] = true
+			if !bytes.Equal(packed[k*w:(k+1)*w], block[int(row)*w:int(row+1)*w]) {
+				t.Fatalf("w=%d: packed row %d is not block row %d", w, k, row)
+			}
+		}
+		for i := range n {
+			want := block[i*w : (i+1)*w]
+			if !listed[i] {
+				want = make([]byte, w) // never written
+			}
+			if !bytes.Equal(back[i*w:(i+1)*w], want) {
+				t.Fatalf("w=%d: scattered row %d wrong (listed %v)", w, i, listed[i])
+			}
+		}
+	}
+	block, packed := make([]byte, 10*64), make([]byte, 2*64)
+	if err := GatherRows(packed, block, []int32{3, 10}, 64); err == nil || !strings.Contains(err.Error(), "entry 1 is 10") {
+		t.Errorf("row past the block: %v", err)
+	}
+	if err := ScatterRows(block, packed[:64], []int32{3, 4}, 64); err == nil || !strings.Contains(err.Error(), "need 128 bytes") {
+		t.Errorf("short packed buffer: %v", err)
 	}
 }

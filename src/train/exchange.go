@@ -95,20 +95,17 @@ func (c *cache) block(be kernels.Backend, j int) *matrix.Dense {
 
 // scatter makes root j's received rows (buf) the cached copies of the rows
 // at positions pos (a cluster batch's part of the block).
-func (c *cache) scatter(be kernels.Backend, j int, buf []byte, pos []int32) {
-	w, h := c.width, c.host[j]
+func (c *cache) scatter(be kernels.Backend, j int, buf []byte, pos []int32) error {
 	if c.quantized() { // decoded in one call, then placed
-		c.wire.rows = grow(c.wire.rows, len(pos)*w)
-		decode(c.wire.rows, buf, w, c.wire.used[j], false)
-		for k, p := range pos {
-			copy(h[int(p)*w:(int(p)+1)*w], c.wire.rows[k*w:(k+1)*w])
-		}
-	} else {
-		for k, p := range pos {
-			copy(collectives.Bytes(h[int(p)*w:(int(p)+1)*w]), buf[4*k*w:4*(k+1)*w])
-		}
+		c.wire.rows = grow(c.wire.rows, len(pos)*c.width)
+		decode(c.wire.rows, buf, c.width, c.wire.used[j], false)
+		buf = collectives.Bytes(c.wire.rows)
+	}
+	if err := kernels.ScatterRows(collectives.Bytes(c.host[j]), buf, pos, 4*c.width); err != nil {
+		return fmt.Errorf("block %d: %w", j, err)
 	}
 	be.Upload(c.dev[j])
+	return nil
 }
 
 // arrived makes root j's received rows (buf) its cached copy.

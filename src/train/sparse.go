@@ -219,8 +219,8 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 			if i == me || len(idx) == 0 {
 				continue
 			}
-			for k, r := range idx {
-				copy(out[i][k*rb:(k+1)*rb], src[int(r)*rb:(int(r)+1)*rb])
+			if err := kernels.GatherRows(out[i], src, idx, rb); err != nil {
+				return 0, err
 			}
 			s, err := x.comm.Isend(out[i][:len(idx)*rb], i, tagSparse)
 			if err != nil {
@@ -239,10 +239,10 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 			if err != nil {
 				return wait, err
 			}
-			if recvRows != nil {
-				c.scatter(x.be, j, bufs[j], recvRows[j])
-			} else {
+			if recvRows == nil {
 				c.arrived(x.be, j, bufs[j])
+			} else if err = c.scatter(x.be, j, bufs[j], recvRows[j]); err != nil {
+				return wait, err
 			}
 		}
 		if err = use(j); err != nil {

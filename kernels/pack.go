@@ -1,0 +1,45 @@
+package kernels
+
+/*
+#include "cpu.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// GatherRows packs the listed rows of block, each w bytes, into packed in
+// list order (packed's k-th row = block's row rows[k]); ScatterRows puts
+// them back. They are the sparse exchange's packing and unpacking: the
+// rows lie scattered through a large block, and the C loops prefetch the
+// rows ahead, which a Go copy per row cannot.
+func GatherRows(packed, block []byte, rows []int32, w int) error {
+	if err := checkMove("gather rows", packed, block, rows, w); err != nil || len(rows) == 0 {
+		return err
+	}
+	C.sc_gather_rows((*C.char)(unsafe.Pointer(&packed[0])), (*C.char)(unsafe.Pointer(&block[0])),
+		(*C.int32_t)(&rows[0]), C.int64_t(len(rows)), C.int64_t(w))
+	return nil
+}
+
+// ScatterRows writes packed's k-th row (w bytes) to block's row rows[k].
+func ScatterRows(block, packed []byte, rows []int32, w int) error {
+	if err := checkMove("scatter rows", packed, block, rows, w); err != nil || len(rows) == 0 {
+		return err
+	}
+	C.sc_scatter_rows((*C.char)(unsafe.Pointer(&block[0])), (*C.char)(unsafe.Pointer(&packed[0])),
+		(*C.int32_t)(&rows[0]), C.int64_t(len(rows)), C.int64_t(w))
+	return nil
+}
+
+func checkMove(what string, packed, block []byte, rows []int32, w int) error {
+	if w <= 0 {
+		return fmt.Errorf("%s: row size %d bytes", what, w)
+	}
+	if len(packed) < len(rows)*w {
+		return fmt.Errorf("%s: %d rows of %d bytes need %d bytes packed, have %d", what, len(rows), w, len(rows)*w, len(packed))
+	}
+	return checkRows(nil, what, rows, len(block)/w)
+}
