@@ -161,10 +161,12 @@ void sc_relu_backward(float *g, const float *h, int64_t i0, int64_t i1) {
   PICK(relu_backward, g, h, i0, i1);
 }
 // Rows of w bytes moved between a block and a packed buffer (the sparse
-// exchange's send and receive). The listed rows are scattered through the
-// block, so each is a cache miss: the row ROW_PF entries ahead is
-// prefetched, every line of it (a GNN's 16-float row is one line). Without
-// it the per-row copies took 8% of a 1.6M-node epoch at P = 2.
+// exchange's send and receive). A Go copy per row (a call to memmove each)
+// took 7.8% of a 1.6M-node epoch at P = 2; these loops take 6.8%, most of
+// it the misses on rows spread through a block far larger than the caches.
+// The row ROW_PF entries ahead is prefetched, every line of it (a GNN's
+// 16-float row is one line); an ascending list gains little from it, a
+// shuffled one about a fifth.
 #define ROW_PF 8
 static inline void prefetch_row(const char *p, int64_t w, int write) {
   for (int64_t b = 0; b < w; b += 64) {
