@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"sancus/collectives"
 	"sancus/kernels"
 	"sancus/src/atomicfile"
 )
@@ -95,10 +96,19 @@ func restoreCache(be kernels.Backend, c *cache, s ckptLayer) error {
 			c.wire.packed[j], c.wire.packedBits[j] = s.Packed[j], s.PackedBits[j]
 			continue
 		}
-		if len(s.Bufs[j]) != len(c.host[j]) {
-			return fmt.Errorf("%s: block %d has %d values, run expects %d", c.name, j, len(s.Bufs[j]), len(c.host[j]))
+		buf := s.Bufs[j]
+		if c.held != nil && c.held[j] != nil && len(buf) == c.heldOf[j]*c.width && len(buf) != len(c.host[j]) {
+			// Written when the slot held all of the view's rows: keep the held ones.
+			if err := kernels.GatherRows(collectives.Bytes(c.host[j]), collectives.Bytes(buf), c.held[j], 4*c.width); err != nil {
+				return fmt.Errorf("%s: block %d: %w", c.name, j, err)
+			}
+			be.Upload(c.dev[j])
+			continue
 		}
-		copy(c.host[j], s.Bufs[j])
+		if len(buf) != len(c.host[j]) {
+			return fmt.Errorf("%s: block %d has %d values, run expects %d", c.name, j, len(buf), len(c.host[j]))
+		}
+		copy(c.host[j], buf)
 		be.Upload(c.dev[j])
 	}
 	copy(c.last, s.Last)

@@ -5,6 +5,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sancus/kernels"
+	"sancus/kernels/matrix"
+	"sancus/src/staleness"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -96,5 +100,37 @@ func TestResumeRefusesAnotherRun(t *testing.T) {
 	_, err = RunInProcess(ds, 2, cfg)
 	if err == nil || !strings.Contains(err.Error(), "checksum mismatch") {
 		t.Fatalf("corrupt checkpoint: %v", err)
+	}
+}
+
+// A checkpoint written when a restricted cache's slots held all of the
+// view's rows resumes into slots that hold only the rows read: the held
+// rows are taken from it, in their new order; a size that is neither is
+// refused with the block named.
+func TestRestoreIntoHeldSlots(t *testing.T) {
+	be := kernels.CPU{}
+	const width = 2
+	// Rank 0's view holds 5 rows of root 1; its block reads rows 1 and 3.
+	blocks := []*matrix.CSR{
+		{Rows: 1, Cols: 1, RowPtr: []int64{0, 1}, ColIdx: []int32{0}, Val: []float32{1}},
+		{Rows: 1, Cols: 5, RowPtr: []int64{0, 2}, ColIdx: []int32{1, 3}, Val: []float32{1, 1}},
+	}
+	c := newCache(be, "test", width, []int{1, 5}, slices.Clone(blocks), staleness.None{}, wireState{}, 0)
+	if err := c.hold(be, [][]int32{nil, {1, 3}}, [][]int64{{0}, {10, 11, 12, 13, 14}}); err != nil {
+		t.Fatal(err)
+	}
+	if c.rows[1] != 2 || !slices.Equal(c.ids[1], []int64{11, 13}) || !slices.Equal(c.blocks[1].ColIdx, []int32{0, 1}) {
+		t.Fatalf("held slot: rows %d ids %v columns %v", c.rows[1], c.ids[1], c.blocks[1].ColIdx)
+	}
+	old := ckptLayer{Bufs: [][]float32{{7, 7}, {0, 0, 1, 1, 2, 2, 3, 3, 4, 4}}, Last: []int{3, 3}}
+	if err := restoreCache(be, c, old); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.host[1], []float32{1, 1, 3, 3}) || !slices.Equal(c.host[0], []float32{7, 7}) {
+		t.Fatalf("restored slots %v %v", c.host[0], c.host[1])
+	}
+	old.Bufs[1] = old.Bufs[1][:6]
+	if err := restoreCache(be, c, old); err == nil || !strings.Contains(err.Error(), "block 1 has 6 values, run expects 4") {
+		t.Fatalf("a checkpoint of another size: %v", err)
 	}
 }

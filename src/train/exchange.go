@@ -35,10 +35,15 @@ type cache struct {
 	wire    wireState        // how the blocks are encoded on the wire (wire.go)
 	blocks  []*matrix.CSR    // blocks[j] multiplies root j's block (Â_ij; GraphSAGE: its mean or pattern)
 	full    []*matrix.CSR    // the whole graph's blocks (blocks, outside a cluster batch)
-	// send and recv, when set, are the rows this cache's blocks read, for a
-	// sparse exchange to move instead of all it would (output.go): send[i]
-	// this rank's rows for rank i, recv[j] their positions in root j's slot.
-	send, recv [][]int32
+	// send, when set, are this rank's rows for each rank that its blocks
+	// read, for a sparse exchange to move instead of all it would; the
+	// slots of the other roots then hold only those rows (hold, output.go):
+	// held[j] are their positions in root j's slot of the view, heldOf[j]
+	// rows, and ids[j] their node ids.
+	send   [][]int32
+	held   [][]int32
+	heldOf []int
+	ids    [][]int64
 	// outRows, when set, are the only rows of the output the blocks have
 	// entries in, ascending (the restricted last layer's training rows,
 	// output.go): the products form those alone and leave the others

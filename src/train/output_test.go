@@ -115,8 +115,16 @@ func TestRestrictedOutputEqualsFull(t *testing.T) {
 					return fmt.Errorf("rank %d block %d row %d (training %v): %d of %d entries", e.rank, j, r, train, n, want)
 				}
 			}
+			for _, c := range []*cache{last.fwd, last.grad} { // P = 3 under the sparse exchange: held slots
+				if c.held == nil || (j != e.rank && c.rows[j] != len(columnsUsed(c.blocks[j]))) {
+					return fmt.Errorf("rank %d %s: slot %d holds %d rows (held %v), its block reads %d", e.rank, c.name, j, c.rows[j], c.held != nil, len(columnsUsed(c.blocks[j])))
+				}
+			}
 			var kept int64
 			for _, col := range grad.ColIdx {
+				if held := last.grad.held; held != nil && held[j] != nil {
+					col = held[j][col] // the slot holds only the rows read (hold)
+				}
 				if !isTrain[e.srcID(j, int(col))] {
 					return fmt.Errorf("rank %d block %d: backward keeps column %d, not a training node", e.rank, j, col)
 				}

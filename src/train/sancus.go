@@ -136,13 +136,17 @@ func (e *Engine) multiply(c *cache, out, own *matrix.Dense, j int, mask matrix.M
 		b = c.block(e.be, j)
 	}
 	if mask.P > 0 {
+		m := e.maskFor(mask, j)
+		if c.ids != nil && c.ids[j] != nil { // the slot holds some of the view's rows (hold)
+			m.IDs = c.ids[j]
+		}
 		masked := c.scratch.Prefix(b.Rows)
 		if c.read != nil { // the other rows are never read: left undrawn
-			if err := e.rowOps.DropoutRows(e.maskFor(mask, j), masked, b, c.read[j]); err != nil {
+			if err := e.rowOps.DropoutRows(m, masked, b, c.read[j]); err != nil {
 				return fmt.Errorf("block %d: %w", j, err)
 			}
 		} else {
-			e.be.Dropout(e.maskFor(mask, j), masked, b)
+			e.be.Dropout(m, masked, b)
 		}
 		b = masked
 	}

@@ -129,7 +129,7 @@ type sparseExchange struct {
 	sendIdx [][]int32        // sendIdx[i]: this rank's rows that rank i needs
 	packed  map[int][][]byte // per row size in bytes: the rows packed for each rank
 	batch   *batchState      // cluster-batch training: only the batch's rows travel
-	recvTmp [][]byte         // a partial exchange (cluster batch, restricted last layer): a root's rows before they are scattered
+	recvTmp [][]byte         // a cluster batch's exchange: a root's rows before they are scattered
 }
 
 // rowSets are the rows that travel this exchange of c: to each rank (this
@@ -139,8 +139,8 @@ func (x *sparseExchange) rowSets(c *cache) (send, recv [][]int32) {
 	switch {
 	case x.batch.stepping():
 		return x.batch.send, x.batch.recv
-	case c.send != nil:
-		return c.send, c.recv
+	case c.send != nil: // received straight into the slots, which hold just these rows
+		return c.send, nil
 	}
 	return x.sendIdx, nil
 }
