@@ -32,8 +32,10 @@ deps:
 		$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq libopenmpi-dev openmpi-bin; \
 	fi
 
+# sancus-report (the charts, behind `sancus report`) is built next to sancus.
 build: deps
 	$(GO) build -o $(BIN) ./src/cmd/sancus
+	$(GO) build -o $(dir $(BIN))sancus-report ./src/cmd/sancus-report
 
 $(DATA)/test.txt: | build
 	$(BIN) gen --out $(DATA) --nodes 100000 --edges 1000000 --features 128 --classes 16 --seed 1
@@ -54,6 +56,9 @@ vet: deps
 	@# The engine talks to a Comm, never to MPI: it must build without libmpi.
 	@if $(GO) list -deps -test ./src/train | grep -q 'sancus/collectives/mpi'; then \
 		echo "src/train depends on the MPI transport"; exit 1; fi
+	@# Every rank runs sancus: gonum/plot's start-up (5.6 MB resident) stays in sancus-report.
+	@if $(GO) list -deps ./src/cmd/sancus | grep -q 'gonum.org/v1/plot'; then \
+		echo "src/cmd/sancus links gonum/plot: charts belong to sancus-report"; exit 1; fi
 
 test: vet test-mpi test-slurm
 	$(GO) test -count=1 -timeout 20m ./...

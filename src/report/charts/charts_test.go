@@ -1,6 +1,8 @@
-package report
+package charts
 
 import (
+	"sancus/src/report"
+
 	"encoding/json"
 	"image/png"
 	"os"
@@ -13,9 +15,9 @@ import (
 )
 
 // TestReportFromRuns: real run results become a CSV row each and PNGs that
-// decode, including a scaling plot for runs of one graph at several P.
+// decode (the whole of sancus report), including a scaling plot for runs of one graph at several P.
 func TestReportFromRuns(t *testing.T) {
-	ds, err := graph.Load("../../../shared/datasets/cora", graph.LoadOptions{NormalizeFeatures: true})
+	ds, err := graph.Load("../../../../shared/datasets/cora", graph.LoadOptions{NormalizeFeatures: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,27 +29,27 @@ func TestReportFromRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := json.Marshal(Run{Dataset: "cora", Nodes: ds.N, Config: cfg, Result: out.Result})
+		b, _ := json.Marshal(report.Run{Dataset: "cora", Nodes: ds.N, Config: cfg, Result: out.Result})
 		os.WriteFile(filepath.Join(dir, "run"+string(rune('0'+p))+".json"), b, 0o644)
 	}
 	os.WriteFile(filepath.Join(dir, "meta.json"), []byte(`{"parts": 2}`), 0o644) // not a run: skipped
-	runs, err := Load(dir)
+	runs, err := report.Load(dir)
 	if err != nil || len(runs) != 2 {
 		t.Fatalf("loaded %d runs: %v", len(runs), err)
 	}
-	rows := Summarize(runs)
+	rows := report.Summarize(runs)
 	if rows[1].MBSentPerEpoch <= 0 || rows[1].SkippedFraction != 0.5 || rows[0].MBSentPerEpoch != 0 {
 		t.Fatalf("rows %+v %+v", rows[0], rows[1])
 	}
 	csv := filepath.Join(dir, "summary.csv")
-	if err := WriteCSV(csv, rows); err != nil {
+	if err := report.WriteCSV(csv, rows); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(csv)
 	if lines := strings.Count(string(b), "\n"); lines != 3 {
 		t.Fatalf("summary.csv has %d lines:\n%s", lines, b)
 	}
-	pngs, err := Plots(dir, runs)
+	pngs, err := Write(dir, runs)
 	if err != nil {
 		t.Fatal(err)
 	}

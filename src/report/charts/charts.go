@@ -1,6 +1,12 @@
-package report
+// Package charts draws result runs as PNG charts (gonum/plot). It is a
+// package, and sancus-report a binary, of their own: gonum/plot parses a
+// dozen fonts when a program starts, 5.6 MB of resident memory in every
+// process linking it, and training ranks draw nothing.
+package charts
 
 import (
+	"sancus/src/report"
+
 	"fmt"
 	"image/color"
 	"path/filepath"
@@ -14,9 +20,9 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// Plots writes the PNGs into dir and returns their paths.
-func Plots(dir string, runs []*Run) ([]string, error) {
-	rows := Summarize(runs)
+// Write draws the PNGs into dir and returns their paths.
+func Write(dir string, runs []*report.Run) ([]string, error) {
+	rows := report.Summarize(runs)
 	var out []string
 	add := func(name string, p *plot.Plot, w, h vg.Length, err error) error {
 		if err != nil {
@@ -58,7 +64,7 @@ func Plots(dir string, runs []*Run) ([]string, error) {
 	return out, nil
 }
 
-func short(r *Run) string {
+func short(r *report.Run) string {
 	p := r.Config.Staleness
 	switch p {
 	case "epoch-fixed":
@@ -79,7 +85,7 @@ func short(r *Run) string {
 
 // breakdown: per run, seconds per epoch split into compute and exposed
 // communication (SANCUS Figure 21).
-func breakdown(rows []Row) (*plot.Plot, error) {
+func breakdown(rows []report.Row) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "Time per epoch: compute vs. exposed communication (mean over ranks)"
 	p.Y.Label.Text = "ms per epoch"
@@ -123,8 +129,8 @@ var perP = regexp.MustCompile(`-P[0-9]+$`)
 // scaling: ms per epoch against ranks for each (dataset, policy), with the
 // ideal line for strong scaling (t1/P) or weak scaling (t1), as the runs'
 // node counts say.
-func scaling(rows []Row) (*plot.Plot, error) {
-	groups := map[string][]Row{}
+func scaling(rows []report.Row) (*plot.Plot, error) {
+	groups := map[string][]report.Row{}
 	for _, r := range rows {
 		// One series per (graph, policy); "-P<n>" suffixes name per-P copies of
 		// one graph (weak-scaling graphs, shard directories).
@@ -190,7 +196,7 @@ func scaling(rows []Row) (*plot.Plot, error) {
 
 // accuracy: validation accuracy (micro-F1 for multi-label runs) per epoch
 // for every run.
-func accuracy(runs []*Run) (*plot.Plot, error) {
+func accuracy(runs []*report.Run) (*plot.Plot, error) {
 	metric := "accuracy"
 	for _, r := range runs {
 		if r.Result.Metric == "micro-f1" {
@@ -200,7 +206,7 @@ func accuracy(runs []*Run) (*plot.Plot, error) {
 			}
 		}
 	}
-	return curves(runs, "Validation "+metric, "epoch", metric, func(r *Run) (pts plotter.XYs) {
+	return curves(runs, "Validation "+metric, "epoch", metric, func(r *report.Run) (pts plotter.XYs) {
 		for _, e := range r.Result.Curve {
 			if e.Evaluated {
 				pts = append(pts, plotter.XY{X: float64(e.Epoch), Y: e.ValAcc})
@@ -213,8 +219,8 @@ func accuracy(runs []*Run) (*plot.Plot, error) {
 // accuracyOverTime: test accuracy against the seconds spent training
 // (evaluation excluded), so runs whose epochs cost differently — global
 // and cluster batches — compare at equal wall time.
-func accuracyOverTime(runs []*Run) (*plot.Plot, error) {
-	return curves(runs, "Test accuracy over training time", "seconds of training", "test accuracy", func(r *Run) (pts plotter.XYs) {
+func accuracyOverTime(runs []*report.Run) (*plot.Plot, error) {
+	return curves(runs, "Test accuracy over training time", "seconds of training", "test accuracy", func(r *report.Run) (pts plotter.XYs) {
 		t := 0.0
 		for _, e := range r.Result.Curve {
 			t += e.Ms / 1000
@@ -227,7 +233,7 @@ func accuracyOverTime(runs []*Run) (*plot.Plot, error) {
 }
 
 // curves draws one line per run from the points it gives, on [0, 1].
-func curves(runs []*Run, title, x, y string, points func(*Run) plotter.XYs) (*plot.Plot, error) {
+func curves(runs []*report.Run, title, x, y string, points func(*report.Run) plotter.XYs) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
 	for i, r := range runs {
@@ -252,7 +258,7 @@ func curves(runs []*Run, title, x, y string, points func(*Run) plotter.XYs) (*pl
 
 // broadcasts: for one run, a mark for every epoch in which (layer, root)
 // broadcast (SANCUS Figure 24); gaps are skipped broadcasts.
-func broadcasts(r *Run) (*plot.Plot, error) {
+func broadcasts(r *report.Run) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "Broadcast epochs per (layer, root): " + r.Label()
 	p.X.Label.Text = "epoch"
