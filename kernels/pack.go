@@ -16,30 +16,30 @@ import (
 // rows lie scattered through a large block, and the C loops prefetch the
 // rows ahead, which a Go copy per row cannot.
 func GatherRows(packed, block []byte, rows []int32, w int) error {
-	if err := checkMove("gather rows", packed, block, rows, w); err != nil || len(rows) == 0 {
-		return err
-	}
-	C.sc_gather_rows((*C.char)(unsafe.Pointer(&packed[0])), (*C.char)(unsafe.Pointer(&block[0])),
-		(*C.int32_t)(&rows[0]), C.int64_t(len(rows)), C.int64_t(w))
-	return nil
+	return moveRows("gather rows", true, packed, block, rows, w)
 }
 
 // ScatterRows writes packed's k-th row (w bytes) to block's row rows[k].
 func ScatterRows(block, packed []byte, rows []int32, w int) error {
-	if err := checkMove("scatter rows", packed, block, rows, w); err != nil || len(rows) == 0 {
-		return err
-	}
-	C.sc_scatter_rows((*C.char)(unsafe.Pointer(&block[0])), (*C.char)(unsafe.Pointer(&packed[0])),
-		(*C.int32_t)(&rows[0]), C.int64_t(len(rows)), C.int64_t(w))
-	return nil
+	return moveRows("scatter rows", false, packed, block, rows, w)
 }
 
-func checkMove(what string, packed, block []byte, rows []int32, w int) error {
+func moveRows(what string, gather bool, packed, block []byte, rows []int32, w int) error {
 	if w <= 0 {
 		return fmt.Errorf("%s: row size %d bytes", what, w)
 	}
 	if len(packed) < len(rows)*w {
 		return fmt.Errorf("%s: %d rows of %d bytes need %d bytes packed, have %d", what, len(rows), w, len(rows)*w, len(packed))
 	}
-	return checkRows(nil, what, rows, len(block)/w)
+	if err := checkRows(nil, what, rows, len(block)/w); err != nil || len(rows) == 0 {
+		return err
+	}
+	p, b := (*C.char)(unsafe.Pointer(&packed[0])), (*C.char)(unsafe.Pointer(&block[0]))
+	r, n, cw := (*C.int32_t)(&rows[0]), C.int64_t(len(rows)), C.int64_t(w)
+	if gather {
+		C.sc_gather_rows(p, b, r, n, cw)
+	} else {
+		C.sc_scatter_rows(b, p, r, n, cw)
+	}
+	return nil
 }
