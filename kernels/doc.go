@@ -1,6 +1,7 @@
 // Package kernels holds the CPU compute kernels of sancus: CSR×dense SpMM
 // (cpu.c), dense GEMM in the shapes a GNN needs with dropout drawn inside
-// (gemm.c), fused elementwise operations, the loss, and a STREAM-like triad
+// (gemm.c), fused elementwise operations, the loss, the packing of listed
+// rows for the sparse exchange (GatherRows, ScatterRows), and a STREAM-like triad
 // and an in-order read (SumRepeated) used as bandwidth references in
 // benchmarks. The CPU backend also has the optional row operations
 // (RowOps, RowInput): GEMMs, the bias, column sums and the loss gradient at
