@@ -117,10 +117,8 @@ func (e *Engine) restrictOutput() error {
 func (c *cache) hold(be kernels.Backend, recv [][]int32, ids [][]int64) error {
 	c.held, c.heldOf = recv, c.rows
 	c.rows, c.ids = slices.Clone(c.rows), make([][]int64, len(recv)) // rows is the view's, shared
-	most := 0
 	for j, pos := range recv {
 		if j == c.me {
-			most = max(most, c.rows[j])
 			continue
 		}
 		if ids[j] == nil {
@@ -134,9 +132,8 @@ func (c *cache) hold(be kernels.Backend, recv [][]int32, ids [][]int64) error {
 		c.rows[j] = len(pos)
 		c.host[j] = matrix.Make[float32](len(pos) * c.width)
 		c.dev[j] = be.Mirror(c.host[j], len(pos), c.width)
-		most = max(most, len(pos))
 	}
-	c.scratch = be.NewDense(most, c.width)
+	c.scratch = be.NewDense(slices.Max(c.rows), c.width) // one masked block, the largest now held
 	return nil
 }
 
