@@ -1,6 +1,8 @@
 package train
 
 import (
+	"sancus/collectives"
+	"sancus/kernels"
 	"sancus/kernels/matrix"
 )
 
@@ -47,17 +49,16 @@ func (e *Engine) sampleBuf(buf **matrix.Dense, cols int) *matrix.Dense {
 // sampled is in's noise-free rows at the sample: its shadow, or, where the
 // shadow stopped (after a residual, or a layer that sends HW), the sampled
 // rows of the activation itself, gathered into *buf.
-func (e *Engine) sampled(in act, buf **matrix.Dense) *matrix.Dense {
+func (e *Engine) sampled(in act, buf **matrix.Dense) (*matrix.Dense, error) {
 	if in.clean != nil {
-		return in.clean
+		return in.clean, nil
 	}
 	out := e.sampleBuf(buf, in.h.Cols)
-	h, o, w := e.host(in.h), e.host(out), in.h.Cols
-	for i, r := range e.sample {
-		copy(o[i*w:(i+1)*w], h[int(r)*w:int(r+1)*w])
+	if err := kernels.GatherRows(collectives.Bytes(e.host(out)), collectives.Bytes(e.host(in.h)), e.sample, 4*in.h.Cols); err != nil {
+		return nil, err
 	}
 	e.be.Upload(out)
-	return out
+	return out, nil
 }
 
 // cleanRef writes into out the sampled rows of H̄·w: the input operand's
@@ -66,7 +67,11 @@ func (e *Engine) cleanRef(out *matrix.Dense, first bool, in act, w *matrix.Dense
 	if first {
 		return e.sampleIn.Mul(out, w)
 	}
-	return e.be.GEMM(out, e.sampled(in, buf), w, false)
+	x, err := e.sampled(in, buf)
+	if err != nil {
+		return err
+	}
+	return e.be.GEMM(out, x, w, false)
 }
 
 // sampleRowsOf is Â's block b at the sample rows, cut once per block

@@ -62,3 +62,32 @@ func TestSampledDriftTracksWholeBlock(t *testing.T) {
 		}
 	}
 }
+
+// TestSampledGathersTheSampleRows: where a layer's input has no noise-free
+// shadow, the drift reads the input's own rows at the sample, in order; a
+// shadow, where there is one, is used as it is.
+func TestSampledGathersTheSampleRows(t *testing.T) {
+	e := &Engine{be: kernels.CPU{}, sample: driftSampleRows(5000)}
+	h := matrix.NewDense(5000, 5)
+	for i := range h.Data {
+		h.Data[i] = float32(i)
+	}
+	var buf *matrix.Dense
+	got, err := e.sampled(act{h: h}, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Rows != len(e.sample) || got.Cols != 5 {
+		t.Fatalf("sampled %d×%d, want %d×5", got.Rows, got.Cols, len(e.sample))
+	}
+	for i, r := range e.sample {
+		for j, v := range got.Row(i) {
+			if want := h.Data[int(r)*5+j]; v != want {
+				t.Fatalf("sample row %d (input row %d) column %d is %g, want %g", i, r, j, v, want)
+			}
+		}
+	}
+	if got, _ := e.sampled(act{h: h, clean: buf}, nil); got != buf {
+		t.Fatal("a shadow was not used as it is")
+	}
+}

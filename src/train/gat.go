@@ -127,7 +127,10 @@ func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
 		e.sampleBuf(&L.refPay, L.hf+L.h)
 		var x *matrix.Dense
 		if !L.first {
-			x = e.sampled(in, &L.sampIn)
+			var err error
+			if x, err = e.sampled(in, &L.sampIn); err != nil {
+				return act{}, err
+			}
 		}
 		if err := L.transform(e, L.refU, x, mask, true); err != nil {
 			return act{}, err

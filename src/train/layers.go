@@ -233,7 +233,10 @@ func (L *aggregateLayer) kind() string { return "aggregate-first (send H)" }
 func (L *aggregateLayer) forward(e *Engine, p pass, in act) (act, error) {
 	var ref *matrix.Dense
 	if p.shadow {
-		ref = e.sampled(in, &L.sampIn)
+		var err error
+		if ref, err = e.sampled(in, &L.sampIn); err != nil {
+			return act{}, err
+		}
 	}
 	c := L.cacheFor(p)
 	if err := e.aggregate(c, p.epoch, L.t, in.h, ref, e.mask(p.epoch, L.l, p.train)); err != nil {
