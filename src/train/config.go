@@ -63,6 +63,10 @@ type Config struct {
 	// each root sends every rank only the rows its block of Â references.
 	DenseBcast bool
 	Chunk      int // ring pipeline chunk in floats (0: default)
+	// ExchangeChunk bounds the bytes of rows in one message of the sparse
+	// exchange (0: 64 MiB): a peer's rows go in chunks, through two pack
+	// buffers per peer.
+	ExchangeChunk int
 
 	// The wire (collectives/wire): forward blocks travel as Wire, gradient
 	// blocks as WireGrad ("": as Wire) — fp32, bf16, int8, int4, int2, or
@@ -150,6 +154,8 @@ func (c Config) Policy() (staleness.Policy, error) {
 		return nil, fmt.Errorf("clip and clip-scale must be ≥ 0")
 	case c.Chunk < 0:
 		return nil, fmt.Errorf("chunk must be ≥ 0, got %d", c.Chunk)
+	case c.ExchangeChunk < 0:
+		return nil, fmt.Errorf("exchange-chunk must be ≥ 0 (0: 64 MiB), got %d", c.ExchangeChunk)
 	case c.CheckpointEvery < 0:
 		return nil, fmt.Errorf("checkpoint-every must be ≥ 0, got %d", c.CheckpointEvery)
 	case (c.CheckpointEvery > 0 || c.Resume) && c.CheckpointDir == "":

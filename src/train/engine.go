@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"runtime/debug"
@@ -229,7 +230,7 @@ func (e *Engine) chooseExchange() error {
 	case !e.cfg.DenseBcast && e.P > 1:
 		var sendIdx [][]int32
 		e.view, sendIdx, err = e.sparseView()
-		x := &sparseExchange{comm: e.c, be: e.be, sendIdx: sendIdx, packed: map[int][][]byte{}}
+		x := &sparseExchange{comm: e.c, be: e.be, sendIdx: sendIdx, packed: map[int][][]byte{}, chunk: cmp.Or(e.cfg.ExchangeChunk, defaultExchangeChunk)}
 		e.x = x
 		if err == nil && e.cfg.Batch == "clusters" {
 			err = e.setupBatches(sendIdx)

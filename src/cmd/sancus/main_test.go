@@ -102,7 +102,8 @@ func sameLosses(t *testing.T, what string, got, want *Report) {
 }
 
 // TestMPIRunsMatchSingleRank: mpirun -np 2 and 4, from the whole dataset
-// and from prepared shards, train exactly like one rank.
+// (its rows sent whole and in small chunks) and from prepared shards, train
+// exactly like one rank.
 func TestMPIRunsMatchSingleRank(t *testing.T) {
 	needMPI(t)
 	dir := t.TempDir()
@@ -122,6 +123,13 @@ func TestMPIRunsMatchSingleRank(t *testing.T) {
 			t.Fatalf("report says %d ranks via %s", rep.Result.Ranks, rep.Launcher)
 		}
 		sameLosses(t, "mpirun --data", rep, ref)
+		// Rows in 8 KiB messages (past the shared-memory transport's eager
+		// limit), two pack buffers per peer taken in turn: the same again.
+		out = filepath.Join(dir, "chunked"+itoa(np)+".json")
+		if o, err := run(t, np, append([]string{"train", "--data", cora, "--exchange-chunk", "8192", "--out", out}, common...)...); err != nil {
+			t.Fatalf("mpirun -np %d --exchange-chunk: %v\n%s", np, err, o)
+		}
+		sameLosses(t, "mpirun --exchange-chunk 8192", readReport(t, out), ref)
 
 		shards := filepath.Join(dir, "shards"+itoa(np))
 		if o, err := run(t, 0, "prepare", "--data", cora, "--parts", itoa(np), "--out", shards); err != nil {

@@ -119,6 +119,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.BoolVar(&cfg.DenseBcast, "dense-bcast", cfg.DenseBcast, "broadcast whole blocks (SANCUS as published) instead of sending each rank only the rows it uses")
 	fs.BoolVar(&cfg.NativeBcast, "native-bcast", cfg.NativeBcast, "with --dense-bcast: MPI_Bcast instead of the pipelined ring")
 	fs.IntVar(&cfg.Chunk, "chunk", cfg.Chunk, "ring broadcast chunk in floats (0: 65536)")
+	fs.IntVar(&cfg.ExchangeChunk, "exchange-chunk", cfg.ExchangeChunk, "most bytes of rows in one message of the sparse exchange; more go in chunks through two pack buffers per peer (0: 64 MiB; smaller: less memory, slower)")
 	fs.StringVar(&cfg.Wire, "wire", "fp32", "forward blocks on the wire: fp32, bf16, int8, int4, int2 (per-row offset and step, stochastic rounding) or auto")
 	fs.StringVar(&cfg.WireGrad, "wire-grad", "", "gradient blocks on the wire (default: as --wire)")
 	fs.Float64Var(&cfg.WireError, "wire-error", 0.05, "--wire auto: the largest relative error ‖decoded − block‖/‖block‖ a block may get")
