@@ -243,6 +243,10 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 		}
 		// Chunk k of every peer in turn, so each peer's first rows leave at
 		// once; a buffer half is packed again once its last chunk has left.
+		// The waits stay here, not in a sender goroutine: every MPI call
+		// goes through one thread, where this rank's blocking receive wait
+		// would hold up the goroutine's next send, the one its peer waits
+		// for (that deadlocked under mpirun).
 		out, cr := x.sendBufs(rb), x.chunkRows(rb)
 		for lo, more := 0, true; more; lo += cr {
 			more = false
