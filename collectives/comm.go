@@ -17,6 +17,7 @@ import (
 // Request is an outstanding non-blocking operation.
 type Request interface {
 	// Wait blocks until the operation completes or the communicator fails.
+	// Waiting again on a finished request returns at once.
 	Wait() error
 }
 

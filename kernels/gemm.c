@@ -344,8 +344,10 @@ static inline void copy_row(float *dst, const float *src, int64_t w) {
   else
     memcpy(dst, src, (size_t)w * sizeof(float));
 }
+// gather_rows packs the listed rows of w floats: cpu.c's row mover, which
+// prefetches the rows ahead.
 static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_t cnt, float *dst) {
-  for (int64_t i = 0; i < cnt; i++) copy_row(dst + i * w, src + (int64_t)rows[i] * w, w);
+  sc_gather_rows((char *)dst, (const char *)src, rows, cnt, w * (int64_t)sizeof(float));
 }
 #define GEMM_ROWS(SUFFIX, ATTR)                                                \
   ATTR static void gather_a_##SUFFIX(const float *A, int64_t k, const int32_t *rows, int64_t r, \

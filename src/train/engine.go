@@ -337,9 +337,13 @@ func (e *Engine) mask(epoch, l int, train bool) matrix.Mask {
 	return matrix.Mask{P: float32(e.cfg.Dropout), Seed: e.cfg.Seed, Stream: uint64(epoch)<<8 | uint64(l), Row0: e.s.Row0(), IDs: e.ownIDs}
 }
 
-// maskFor is a layer's dropout applied to root j's rows as this rank holds them.
-func (e *Engine) maskFor(m matrix.Mask, j int) matrix.Mask {
+// maskFor is a layer's dropout applied to root j's rows as cache c holds
+// them: the view's rows, or, in a slot that holds only some (hold), those.
+func (e *Engine) maskFor(m matrix.Mask, c *cache, j int) matrix.Mask {
 	m.IDs, m.Row0 = e.view.ids[j], int(e.s.Offsets[j])
+	if c.ids != nil && c.ids[j] != nil {
+		m.IDs = c.ids[j]
+	}
 	return m
 }
 

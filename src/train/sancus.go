@@ -136,10 +136,7 @@ func (e *Engine) multiply(c *cache, out, own *matrix.Dense, j int, mask matrix.M
 		b = c.block(e.be, j)
 	}
 	if mask.P > 0 {
-		m := e.maskFor(mask, j)
-		if c.ids != nil && c.ids[j] != nil { // the slot holds some of the view's rows (hold)
-			m.IDs = c.ids[j]
-		}
+		m := e.maskFor(mask, c, j)
 		masked := c.scratch.Prefix(b.Rows)
 		if c.read != nil { // the other rows are never read: left undrawn
 			if err := e.rowOps.DropoutRows(m, masked, b, c.read[j]); err != nil {

@@ -185,13 +185,13 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 	var sent, recvd int64
 	recvs := make([][]collectives.Request, len(active)) // a root's chunks, in order
 	bufs := make([][]byte, len(active))
-	sends := make([][2]collectives.Request, len(active)) // the chunks in flight from each pack buffer's two halves
-	defer func() {                                       // on failure, leave no transfer writing into or reading our buffers
+	sends := make([]collectives.Request, 2*len(active)) // in flight from the halves of rank i's pack buffer: 2i, 2i+1
+	defer func() {                                      // on failure, leave no transfer writing into or reading our buffers
 		if err != nil {
-			for j := range recvs {
-				collectives.WaitAll(recvs[j])
-				collectives.WaitAll(sends[j][:])
+			for _, r := range recvs {
+				collectives.WaitAll(r)
 			}
+			collectives.WaitAll(sends) // (a second Wait returns at once)
 			err = fmt.Errorf("sparse exchange: %w", err)
 		}
 	}()
@@ -256,10 +256,9 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 				}
 				more = true
 				hi, half := min(len(idx), lo+cr), (lo/cr)%2
-				if r := sends[i][half]; r != nil {
+				if r := sends[2*i+half]; r != nil {
 					t := time.Now()
 					err = r.Wait()
-					sends[i][half] = nil
 					wait += time.Since(t)
 					if err != nil {
 						return wait, err
@@ -269,7 +268,7 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 				if err = kernels.GatherRows(buf, src, idx[lo:hi], rb); err != nil {
 					return wait, err
 				}
-				if sends[i][half], err = x.comm.Isend(buf[:(hi-lo)*rb], i, tagSparse); err != nil {
+				if sends[2*i+half], err = x.comm.Isend(buf[:(hi-lo)*rb], i, tagSparse); err != nil {
 					return wait, err
 				}
 				sent += int64((hi - lo) * rb)
@@ -296,12 +295,7 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 		}
 	}
 	t := time.Now()
-	for i := range sends {
-		if err = collectives.WaitAll(sends[i][:]); err != nil {
-			break
-		}
-		sends[i] = [2]collectives.Request{}
-	}
+	err = collectives.WaitAll(sends)
 	wait += time.Since(t)
 	x.comm.Stats().Add("sparse_exchange", sent, recvd, time.Since(start))
 	return wait, err
