@@ -29,6 +29,7 @@ void sc_gemm_tn_rows(const float *A, const float *B, float *C, int64_t k, int64_
                      const int32_t *rows, int64_t cnt, const sc_mask *m);
 // dst's k-th row = src's row rows[k] (gather) or the reverse (scatter), rows w bytes.
 void sc_gather_rows(char *dst, const char *src, const int32_t *rows, int64_t cnt, int64_t w);
+void sc_gather_rows_stream(char *dst, const char *src, const int32_t *rows, int64_t cnt, int64_t w);
 void sc_scatter_rows(char *dst, const char *src, const int32_t *rows, int64_t cnt, int64_t w);
 int64_t sc_first_bad_row(const int32_t *rows, int64_t cnt, int64_t n);
 void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int64_t i1);

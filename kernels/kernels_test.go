@@ -817,11 +817,16 @@ func TestWeightGradientKeepsNoGarbage(t *testing.T) {
 }
 
 // GatherRows and ScatterRows move exactly the listed rows, for a GNN's
-// one-line rows and for widths that are not whole cache lines, and refuse
-// a row outside the block or a packed buffer too short.
+// one-line rows and for widths that are not whole cache lines, packs
+// streamed past the caches (a large pack's) too, and refuse a row outside
+// the block or a packed buffer too short.
 func TestGatherScatterRows(t *testing.T) {
+	defer func(b int) { streamGatherBytes = b }(streamGatherBytes)
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, w := range []int{64, 12, 200} {
+	for k, w := range []int{64, 12, 200, 64, 48} {
+		if k >= 3 {
+			streamGatherBytes = 1 // every pack of whole 16-byte units streams
+		}
 		const n = 1000
 		block := make([]byte, n*w)
 		for i := range block {

@@ -10,11 +10,16 @@ import (
 	"unsafe"
 )
 
+// streamGatherBytes is the pack size from which GatherRows streams its
+// stores past the caches: beyond the L2, a pack is sent before this core
+// could read it again. (A variable: the tests lower it.)
+var streamGatherBytes = 8 << 20
+
 // GatherRows packs the listed rows of block, each w bytes, into packed in
 // list order (packed's k-th row = block's row rows[k]); ScatterRows puts
 // them back. They are the sparse exchange's packing and unpacking: the
 // rows lie scattered through a large block, and the C loops prefetch the
-// rows ahead, which a Go copy per row cannot.
+// rows ahead, which a Go copy per row cannot; a large pack is streamed.
 func GatherRows(packed, block []byte, rows []int32, w int) error {
 	return moveRows("gather rows", true, packed, block, rows, w)
 }
@@ -36,9 +41,12 @@ func moveRows(what string, gather bool, packed, block []byte, rows []int32, w in
 	}
 	p, b := (*C.char)(unsafe.Pointer(&packed[0])), (*C.char)(unsafe.Pointer(&block[0]))
 	r, n, cw := (*C.int32_t)(&rows[0]), C.int64_t(len(rows)), C.int64_t(w)
-	if gather {
+	switch {
+	case gather && len(rows)*w >= streamGatherBytes && w%16 == 0 && uintptr(unsafe.Pointer(p))%16 == 0:
+		C.sc_gather_rows_stream(p, b, r, n, cw)
+	case gather:
 		C.sc_gather_rows(p, b, r, n, cw)
-	} else {
+	default:
 		C.sc_scatter_rows(b, p, r, n, cw)
 	}
 	return nil
