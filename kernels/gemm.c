@@ -336,18 +336,13 @@ static void transpose_into(float *C, const float *ct, int64_t k, int64_t n) {
 // for Aᵀ·B, of B are gathered into scratch and multiplied as a packed
 // panel; A·B's rows are scattered back, so C's other rows are left as they
 // were. Each listed row of A·B is formed exactly as the full product forms it.
-// copy_row copies one row of w floats; a width of one tile (a GNN's hidden
-// 16) is a fixed-size copy the compiler inlines, not a call per row.
-static inline void copy_row(float *dst, const float *src, int64_t w) {
-  if (w == VW)
-    memcpy(dst, src, VW * sizeof(float));
-  else
-    memcpy(dst, src, (size_t)w * sizeof(float));
-}
-// gather_rows packs the listed rows of w floats: cpu.c's row mover, which
-// prefetches the rows ahead.
+// gather_rows packs the listed rows of w floats and scatter_rows puts
+// packed rows back: cpu.c's row movers, which prefetch the rows ahead.
 static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_t cnt, float *dst) {
   sc_gather_rows((char *)dst, (const char *)src, rows, cnt, w * (int64_t)sizeof(float));
+}
+static void scatter_rows(float *dst, int64_t w, const int32_t *rows, int64_t cnt, const float *src) {
+  sc_scatter_rows((char *)dst, (const char *)src, rows, cnt, w * (int64_t)sizeof(float));
 }
 #define GEMM_ROWS(SUFFIX, ATTR)                                                \
   ATTR static void gather_a_##SUFFIX(const float *A, int64_t k, const int32_t *rows, int64_t r, \
@@ -369,7 +364,7 @@ static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_
       gather_a_##SUFFIX(A, k, rows, r, e, m, buf);                             \
       panel_##SUFFIX(buf, k, 1, B, k, out, e - r, n, 0, narrow_pf(&pf, n)); \
       if (!bias) {                                                             \
-        for (int64_t i = r; i < e; i++) copy_row(C + (int64_t)rows[i] * n, out + (i - r) * n, n); \
+        scatter_rows(C, n, rows + r, e - r, out);                              \
         continue;                                                              \
       }                                                                        \
       /* Bias and ReLU as the rows are written: cpu.c's bias_relu, in its */ \
