@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -307,23 +308,19 @@ func gemmTable(n int, timed func(int, func()) time.Duration, be kernels.Backend)
 			{fmt.Sprintf("(n×128)ᵀ · n×%d", w), x, h, be.NewDense(128, w), true},
 			{fmt.Sprintf("n×%d · %d×%d", w, w, w), h, fill(be.NewDense(w, w)), be.NewDense(n, w), false},
 		} {
+			var kerr, berr error
 			mul := func(m matrix.Mask) {
-				if sh.tn {
-					kernels.GEMMTNDrop(sh.c, sh.a, sh.b, m)
-				} else {
-					kernels.GEMMDrop(sh.c, sh.a, sh.b, m, false)
+				switch {
+				case !onCPU && sh.tn: // a device's products, which draw no dropout inside
+					kerr = be.GEMMTN(sh.c, sh.a, sh.b)
+				case !onCPU:
+					kerr = be.GEMM(sh.c, sh.a, sh.b, false)
+				case sh.tn:
+					kerr = kernels.GEMMTNDrop(sh.c, sh.a, sh.b, m)
+				default:
+					kerr = kernels.GEMMDrop(sh.c, sh.a, sh.b, m, false)
 				}
 			}
-			if !onCPU { // a device's products, which draw no dropout inside
-				mul = func(matrix.Mask) {
-					if sh.tn {
-						be.GEMMTN(sh.c, sh.a, sh.b)
-					} else {
-						be.GEMM(sh.c, sh.a, sh.b, false)
-					}
-				}
-			}
-			var berr error
 			runs := []func(){func() { mul(matrix.Mask{}) }, nil, nil}
 			if sh.a == x && onCPU {
 				runs[1] = func() { mul(matrix.Mask{P: 0.5, Seed: 1, Stream: 2}) }
@@ -332,8 +329,8 @@ func gemmTable(n int, timed func(int, func()) time.Duration, be kernels.Backend)
 				runs[2] = func() { berr = blasGEMM(sh.c, sh.a, sh.b, sh.tn) }
 			}
 			d := takeTurns(7, timed, runs)
-			if berr != nil {
-				return nil, berr
+			if err := errors.Join(kerr, berr, be.Err()); err != nil {
+				return nil, fmt.Errorf("gemm %s: %w", sh.name, err)
 			}
 			flops := 2 * float64(sh.a.Rows) * float64(sh.a.Cols) * float64(sh.b.Cols)
 			row := GEMMRow{Shape: sh.name, Ms: ms(d[0]), GFlops: flops / d[0].Seconds() / 1e9, MaskedMs: ms(d[1]), OpenBLASMs: ms(d[2])}
