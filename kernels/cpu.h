@@ -40,6 +40,8 @@ void sc_dropout_dense(const float *src, float *dst, int64_t cols, int64_t r0, in
                       const sc_mask *m);
 void sc_dropout_rows(const float *src, float *dst, int64_t cols, const int32_t *rows, int64_t cnt,
                      const sc_mask *m);
+void sc_dropout_gather(const float *src, float *dst, int64_t cols, const int32_t *rows, int64_t cnt,
+                       const sc_mask *m);
 void sc_dropout_relu_backward(float *g, const float *h, int64_t cols, int64_t r0, int64_t r1,
                               const sc_mask *m, float *sums);
 void sc_dropout_csr(const int64_t *rowptr, const int32_t *col, const float *val, float *out,

@@ -84,6 +84,34 @@ func DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32) error {
 	return nil
 }
 
+// DropoutGather packs the listed rows of src (rows of cols floats) into
+// packed with the mask applied, each drawn as Dropout draws it: packed's
+// k-th row is row rows[k] of M(src). A sender that masks the rows it
+// sends draws each once, where each of their readers would draw it again.
+func DropoutGather(m matrix.Mask, packed, src []float32, cols int, rows []int32) error {
+	const what = "dropout gather"
+	if cols <= 0 {
+		return fmt.Errorf("%s: rows of %d floats", what, cols)
+	}
+	if len(packed) < len(rows)*cols {
+		return fmt.Errorf("%s: %d rows of %d floats need %d packed, have %d", what, len(rows), cols, len(rows)*cols, len(packed))
+	}
+	if err := checkRows(nil, what, rows, len(src)/cols); err != nil || len(rows) == 0 {
+		return err
+	}
+	if m.P <= 0 {
+		for k, r := range rows {
+			copy(packed[k*cols:(k+1)*cols], src[int(r)*cols:])
+		}
+		return nil
+	}
+	sp := f32p(src)
+	masked(m, len(rows), func(cm *C.sc_mask, lo, hi int) {
+		C.sc_dropout_gather(sp, f32p(packed[lo*cols:]), C.int64_t(cols), (*C.int32_t)(&rows[lo]), C.int64_t(hi-lo), cm)
+	})
+	return nil
+}
+
 // DropoutReLUBackward sets g = M(g) where h > 0 and 0 elsewhere, in one
 // pass: Dropout(m, g, g) and then ReLUBackward(g, h), bit for bit. With
 // sums (len g.Cols) it also sets sums to ColumnSums of the result, bit for

@@ -465,6 +465,13 @@ void sc_dropout_rows(const float *src, float *dst, int64_t cols, const int32_t *
   PICK3(drop_rows, src, dst, cols, 0, cnt, m, rows, 1);
 }
 
+// sc_dropout_gather packs the listed rows of src into dst with the mask
+// applied (dst's i-th row is row rows[i], dropped).
+void sc_dropout_gather(const float *src, float *dst, int64_t cols, const int32_t *rows, int64_t cnt,
+                       const sc_mask *m) {
+  PICK3(drop_rows, src, dst, cols, 0, cnt, m, rows, 0);
+}
+
 // sc_dropout_relu_backward is dropout's backward then ReLU's on rows
 // [r0, r1) of g, in place: g = M(g) where h > 0, else 0. Blocks of rows are
 // dropped, then clamped while still in L1: one pass over g instead of two.

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sancus/collectives/wire"
 	"sancus/kernels/matrix"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -543,9 +544,28 @@ func TestDropoutRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkAtRows(t, fmt.Sprintf("dropout at rows, p %g", m.P), got, want, rows)
+		// Packed by the sender instead, over the kernel threads: the same rows.
+		shuffled := make([]int32, 2500)
+		for k, v := range r.Perm(3000)[:2500] {
+			shuffled[k] = int32(v)
+		}
+		for _, list := range [][]int32{rows, shuffled} {
+			packed := make([]float32, len(list)*16)
+			if err := DropoutGather(m, packed, src.Data, 16, list); err != nil {
+				t.Fatal(err)
+			}
+			for k, row := range list {
+				if !slices.Equal(packed[k*16:(k+1)*16], want.Row(int(row))) {
+					t.Fatalf("dropout gather, p %g: packed row %d is not row %d dropped", m.P, k, row)
+				}
+			}
+		}
 	}
 	if err := DropoutRows(matrix.Mask{P: 0.5}, src, src, []int32{3000}); err == nil || !strings.Contains(err.Error(), "entry 0 is 3000") {
 		t.Fatalf("a row past the end: %v", err)
+	}
+	if err := DropoutGather(matrix.Mask{P: 0.5}, make([]float32, 16), src.Data, 16, []int32{1, 2}); err == nil || !strings.Contains(err.Error(), "need 32 packed") {
+		t.Fatalf("a short pack buffer: %v", err)
 	}
 }
 

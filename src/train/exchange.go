@@ -19,22 +19,23 @@ import (
 // block as last broadcast, so the owner multiplies the very copy the others
 // use.
 type cache struct {
-	name    string
-	width   int
-	rows    []int            // rows[j]: how many of root j's rows this rank holds
-	host    [][]float32      // host[j]: root j's rows, row-major; what transports read and write
-	dev     []*matrix.Dense  // the same blocks where the backend computes
-	last    []int            // epoch root j last broadcast (-1: never, nothing cached)
-	log     [][]int          // epochs in which root j broadcast (SANCUS Figure 24)
-	policy  staleness.Policy // decides which roots broadcast
-	ref     []float32        // variation-gap: this rank's block when it last broadcast
-	direct  bool             // this rank's block is multiplied (and sent) from own, not copied here (ownDirect)
-	own     *matrix.Dense    // the layer's rows of this rank's block, in the product under way
-	me      int              // this rank: its slot stays untouched while direct
-	scratch *matrix.Dense    // one masked block at a time
-	wire    wireState        // how the blocks are encoded on the wire (wire.go)
-	blocks  []*matrix.CSR    // blocks[j] multiplies root j's block (Â_ij; GraphSAGE: its mean or pattern)
-	full    []*matrix.CSR    // the whole graph's blocks (blocks, outside a cluster batch)
+	name     string
+	width    int
+	rows     []int            // rows[j]: how many of root j's rows this rank holds
+	host     [][]float32      // host[j]: root j's rows, row-major; what transports read and write
+	dev      []*matrix.Dense  // the same blocks where the backend computes
+	last     []int            // epoch root j last broadcast (-1: never, nothing cached)
+	log      [][]int          // epochs in which root j broadcast (SANCUS Figure 24)
+	policy   staleness.Policy // decides which roots broadcast
+	ref      []float32        // variation-gap: this rank's block when it last broadcast
+	direct   bool             // this rank's block is multiplied (and sent) from own, not copied here (ownDirect)
+	own      *matrix.Dense    // the layer's rows of this rank's block, in the product under way
+	me       int              // this rank: its slot stays untouched while direct
+	scratch  *matrix.Dense    // one masked block at a time
+	sendMask matrix.Mask      // dropout the sparse exchange applies to the rows it packs (senderMask; P = 0: none)
+	wire     wireState        // how the blocks are encoded on the wire (wire.go)
+	blocks   []*matrix.CSR    // blocks[j] multiplies root j's block (Â_ij; GraphSAGE: its mean or pattern)
+	full     []*matrix.CSR    // the whole graph's blocks (blocks, outside a cluster batch)
 	// send, when set, are this rank's rows for each rank that its blocks
 	// read, for a sparse exchange to move instead of all it would; the
 	// slots of the other roots then hold only those rows (hold, output.go):

@@ -13,6 +13,7 @@ package train
 import (
 	"fmt"
 	"time"
+	"unsafe"
 
 	"sancus/collectives"
 	"sancus/kernels"
@@ -231,15 +232,19 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 		recvd += int64(n * rb)
 	}
 	if active[me] {
-		src, rb := collectives.Bytes(c.host[me]), 4*c.width
+		rows, rb := c.host[me], 4*c.width
 		switch {
 		case c.quantized():
-			src, rb = c.wire.own, c.rowBytes(me)
+			rb = c.rowBytes(me)
 		case c.direct: // no copy in the cache: the layer's rows themselves
 			x.be.Download(c.own)
-			src = collectives.Bytes(c.own.Data[:c.rows[me]*c.width])
+			rows = c.own.Data[:c.rows[me]*c.width]
 		default:
 			x.be.Download(c.dev[me])
+		}
+		src := collectives.Bytes(rows)
+		if c.quantized() {
+			src = c.wire.own
 		}
 		// Chunk k of every peer in turn, so each peer's first rows leave at
 		// once; a buffer half is packed again once its last chunk has left.
@@ -265,7 +270,12 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 					}
 				}
 				buf := out[i][half*cr*rb:]
-				if err = kernels.GatherRows(buf, src, idx[lo:hi], rb); err != nil {
+				if c.sendMask.P > 0 { // dropped as packed (senderMask)
+					err = kernels.DropoutGather(c.sendMask, floats(buf), rows, c.width, idx[lo:hi])
+				} else {
+					err = kernels.GatherRows(buf, src, idx[lo:hi], rb)
+				}
+				if err != nil {
 					return wait, err
 				}
 				if sends[2*i+half], err = x.comm.Isend(buf[:(hi-lo)*rb], i, tagSparse); err != nil {
@@ -299,6 +309,15 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 	wait += time.Since(t)
 	x.comm.Stats().Add("sparse_exchange", sent, recvd, time.Since(start))
 	return wait, err
+}
+
+// floats views a pack buffer of float32 rows (allocated by make, so
+// aligned for them) as floats.
+func floats(b []byte) []float32 {
+	if len(b) < 4 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
 
 func ones(n int) []int {
