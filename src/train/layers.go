@@ -220,8 +220,9 @@ func (L *transformLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matri
 }
 
 // aggregateLayer sends H, the narrower side: T = Σ_j Â_ij · dropout(H_j),
-// then Z = T·W. Raw H travels and is cached; every receiver applies the
-// owner's dropout mask (masks are positional).
+// then Z = T·W. Raw H travels and is cached, and every receiver applies
+// the owner's dropout mask (keyed by node id), unless no root can be
+// stale: then the owner drops its rows as it sends them (senderMask).
 type aggregateLayer struct {
 	conv
 	t, dT, dIn *matrix.Dense
