@@ -89,14 +89,7 @@ func DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32) error {
 // k-th row is row rows[k] of M(src). A sender that masks the rows it
 // sends draws each once, where each of their readers would draw it again.
 func DropoutGather(m matrix.Mask, packed, src []float32, cols int, rows []int32) error {
-	const what = "dropout gather"
-	if cols <= 0 {
-		return fmt.Errorf("%s: rows of %d floats", what, cols)
-	}
-	if len(packed) < len(rows)*cols {
-		return fmt.Errorf("%s: %d rows of %d floats need %d packed, have %d", what, len(rows), cols, len(rows)*cols, len(packed))
-	}
-	if err := checkRows(nil, what, rows, len(src)/cols); err != nil || len(rows) == 0 {
+	if err := checkPack("dropout gather", "floats", len(packed), len(src), rows, cols); err != nil || len(rows) == 0 {
 		return err
 	}
 	if m.P <= 0 {

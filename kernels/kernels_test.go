@@ -564,7 +564,7 @@ func TestDropoutRows(t *testing.T) {
 	if err := DropoutRows(matrix.Mask{P: 0.5}, src, src, []int32{3000}); err == nil || !strings.Contains(err.Error(), "entry 0 is 3000") {
 		t.Fatalf("a row past the end: %v", err)
 	}
-	if err := DropoutGather(matrix.Mask{P: 0.5}, make([]float32, 16), src.Data, 16, []int32{1, 2}); err == nil || !strings.Contains(err.Error(), "need 32 packed") {
+	if err := DropoutGather(matrix.Mask{P: 0.5}, make([]float32, 16), src.Data, 16, []int32{1, 2}); err == nil || !strings.Contains(err.Error(), "need 32 floats packed") {
 		t.Fatalf("a short pack buffer: %v", err)
 	}
 }

@@ -30,13 +30,7 @@ func ScatterRows(block, packed []byte, rows []int32, w int) error {
 }
 
 func moveRows(what string, gather bool, packed, block []byte, rows []int32, w int) error {
-	if w <= 0 {
-		return fmt.Errorf("%s: row size %d bytes", what, w)
-	}
-	if len(packed) < len(rows)*w {
-		return fmt.Errorf("%s: %d rows of %d bytes need %d bytes packed, have %d", what, len(rows), w, len(rows)*w, len(packed))
-	}
-	if err := checkRows(nil, what, rows, len(block)/w); err != nil || len(rows) == 0 {
+	if err := checkPack(what, "bytes", len(packed), len(block), rows, w); err != nil || len(rows) == 0 {
 		return err
 	}
 	p, b := (*C.char)(unsafe.Pointer(&packed[0])), (*C.char)(unsafe.Pointer(&block[0]))
@@ -50,4 +44,16 @@ func moveRows(what string, gather bool, packed, block []byte, rows []int32, w in
 		C.sc_scatter_rows(b, p, r, n, cw)
 	}
 	return nil
+}
+
+// checkPack checks a pack of the listed rows, each w units (unit names
+// them), of a block blockLen long into a buffer packedLen long.
+func checkPack(what, unit string, packedLen, blockLen int, rows []int32, w int) error {
+	if w <= 0 {
+		return fmt.Errorf("%s: rows of %d %s", what, w, unit)
+	}
+	if packedLen < len(rows)*w {
+		return fmt.Errorf("%s: %d rows of %d %s need %d %s packed, have %d", what, len(rows), w, unit, len(rows)*w, unit, packedLen)
+	}
+	return checkRows(nil, what, rows, blockLen/w)
 }
