@@ -85,22 +85,23 @@ func DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32) error {
 }
 
 // DropoutGather packs the listed rows of src (rows of cols floats) into
-// packed with the mask applied, each drawn as Dropout draws it: packed's
-// k-th row is row rows[k] of M(src). A sender that masks the rows it
-// sends draws each once, where each of their readers would draw it again.
-func DropoutGather(m matrix.Mask, packed, src []float32, cols int, rows []int32) error {
-	if err := checkPack("dropout gather", "floats", len(packed), len(src), rows, cols); err != nil || len(rows) == 0 {
+// packed, a pack buffer as GatherRows fills, with the mask applied, each
+// drawn as Dropout draws it: packed's k-th row is row rows[k] of M(src). A
+// sender that masks the rows it sends draws each once, where each of their
+// readers would draw it again.
+func DropoutGather(m matrix.Mask, packed []byte, src []float32, cols int, rows []int32) error {
+	if err := checkPack("dropout gather", "floats", len(packed)/4, len(src), rows, cols); err != nil || len(rows) == 0 {
 		return err
 	}
+	dst := (*C.float)(unsafe.Pointer(&packed[0]))
 	if m.P <= 0 {
-		for k, r := range rows {
-			copy(packed[k*cols:(k+1)*cols], src[int(r)*cols:])
-		}
+		C.sc_gather_rows((*C.char)(unsafe.Pointer(dst)), (*C.char)(unsafe.Pointer(&src[0])), (*C.int32_t)(&rows[0]), C.int64_t(len(rows)), C.int64_t(4*cols))
 		return nil
 	}
 	sp := f32p(src)
 	masked(m, len(rows), func(cm *C.sc_mask, lo, hi int) {
-		C.sc_dropout_gather(sp, f32p(packed[lo*cols:]), C.int64_t(cols), (*C.int32_t)(&rows[lo]), C.int64_t(hi-lo), cm)
+		at := (*C.float)(unsafe.Add(unsafe.Pointer(dst), 4*lo*cols))
+		C.sc_dropout_gather(sp, at, C.int64_t(cols), (*C.int32_t)(&rows[lo]), C.int64_t(hi-lo), cm)
 	})
 	return nil
 }

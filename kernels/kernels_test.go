@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func randDense(r *rand.Rand, rows, cols int) *matrix.Dense {
@@ -551,7 +552,7 @@ func TestDropoutRows(t *testing.T) {
 		}
 		for _, list := range [][]int32{rows, shuffled} {
 			packed := make([]float32, len(list)*16)
-			if err := DropoutGather(m, packed, src.Data, 16, list); err != nil {
+			if err := DropoutGather(m, bytesOf(packed), src.Data, 16, list); err != nil {
 				t.Fatal(err)
 			}
 			for k, row := range list {
@@ -564,7 +565,7 @@ func TestDropoutRows(t *testing.T) {
 	if err := DropoutRows(matrix.Mask{P: 0.5}, src, src, []int32{3000}); err == nil || !strings.Contains(err.Error(), "entry 0 is 3000") {
 		t.Fatalf("a row past the end: %v", err)
 	}
-	if err := DropoutGather(matrix.Mask{P: 0.5}, make([]float32, 16), src.Data, 16, []int32{1, 2}); err == nil || !strings.Contains(err.Error(), "need 32 floats packed") {
+	if err := DropoutGather(matrix.Mask{P: 0.5}, make([]byte, 64), src.Data, 16, []int32{1, 2}); err == nil || !strings.Contains(err.Error(), "need 32 floats packed") {
 		t.Fatalf("a short pack buffer: %v", err)
 	}
 }
@@ -892,3 +893,6 @@ func TestGatherScatterRows(t *testing.T) {
 		t.Errorf("short packed buffer: %v", err)
 	}
 }
+
+// bytesOf views f as bytes (the pack buffers' type).
+func bytesOf(f []float32) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f)) }

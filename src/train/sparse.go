@@ -13,7 +13,6 @@ package train
 import (
 	"fmt"
 	"time"
-	"unsafe"
 
 	"sancus/collectives"
 	"sancus/kernels"
@@ -232,19 +231,19 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 		recvd += int64(n * rb)
 	}
 	if active[me] {
-		rows, rb := c.host[me], 4*c.width
+		// rows are this rank's rows as floats; src, as they travel.
+		rows, src, rb := c.host[me], c.wire.own, 4*c.width
 		switch {
 		case c.quantized():
-			rb = c.rowBytes(me)
+			rows, rb = nil, c.rowBytes(me)
 		case c.direct: // no copy in the cache: the layer's rows themselves
 			x.be.Download(c.own)
 			rows = c.own.Data[:c.rows[me]*c.width]
 		default:
 			x.be.Download(c.dev[me])
 		}
-		src := collectives.Bytes(rows)
-		if c.quantized() {
-			src = c.wire.own
+		if rows != nil {
+			src = collectives.Bytes(rows)
 		}
 		// Chunk k of every peer in turn, so each peer's first rows leave at
 		// once; a buffer half is packed again once its last chunk has left.
@@ -271,7 +270,7 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 				}
 				buf := out[i][half*cr*rb:]
 				if c.sendMask.P > 0 { // dropped as packed (senderMask)
-					err = kernels.DropoutGather(c.sendMask, floats(buf), rows, c.width, idx[lo:hi])
+					err = kernels.DropoutGather(c.sendMask, buf, rows, c.width, idx[lo:hi])
 				} else {
 					err = kernels.GatherRows(buf, src, idx[lo:hi], rb)
 				}
@@ -309,15 +308,6 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 	wait += time.Since(t)
 	x.comm.Stats().Add("sparse_exchange", sent, recvd, time.Since(start))
 	return wait, err
-}
-
-// floats views a pack buffer of float32 rows (allocated by make, so
-// aligned for them) as floats.
-func floats(b []byte) []float32 {
-	if len(b) < 4 {
-		return nil
-	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
 
 func ones(n int) []int {
