@@ -65,7 +65,17 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
     if (r1 <= r0) return;                                                      \
     /* Prefetches run ahead over the nonzeros up to the last row's end: */     \
     /* with an ascending list past empty rows, the next listed rows'. */       \
-    const int64_t nv = n / VW * VW, pf_end = rowptr[(list ? list[r1 - 1] : r1 - 1) + 1]; \
+    const int64_t pf_end = rowptr[(list ? list[r1 - 1] : r1 - 1) + 1];        \
+    /* One row of B per vector tile (the hidden width 16): the row stride */   \
+    /* a constant, so no multiply per gathered row.                       */   \
+    if (n == VW) {                                                             \
+      for (int64_t i = r0; i < r1; i++) {                                      \
+        const int64_t r = list ? list[i] : i;                                  \
+        spmm_tile1_##SUFFIX(col, val, rowptr[r], rowptr[r + 1], pf_end, B, VW, 0, C + r * VW, acc_in); \
+      }                                                                        \
+      return;                                                                  \
+    }                                                                          \
+    const int64_t nv = n / VW * VW;                                            \
     for (int64_t i = r0; i < r1; i++) {                                        \
       const int64_t r = list ? list[i] : i;                                    \
       float *c = C + r * n;                                                    \
