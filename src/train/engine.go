@@ -164,7 +164,14 @@ func (e *Engine) setup() error {
 			}
 		}
 	}
-	return e.restrictOutput()
+	if err := e.restrictOutput(); err != nil {
+		return err
+	}
+	// What set-up let go (ÂX's CSR, uncompacted blocks, index lists) goes
+	// back to the OS now: the collector would keep the pages, and the
+	// training buffers first touched after this would add to them.
+	debug.FreeOSMemory()
+	return nil
 }
 
 // openInput makes layer 1's operand, ÂX or X, usable on the backend.
@@ -204,7 +211,6 @@ func (e *Engine) openInput() error {
 		// caller's shard keeps it, if the caller keeps the shard).
 		sh := *e.s
 		sh.AX, e.s = nil, &sh
-		debug.FreeOSMemory()
 	}
 	return nil
 }

@@ -83,6 +83,12 @@ func (e *Engine) sparseView() (view, [][]int32, error) {
 			off += n
 		}
 	}
+	// The compacted blocks are all that is multiplied from now on: the
+	// engine's shard holds them in place of the uncompacted ones, whose
+	// column indices (a 4-byte copy of every off-diagonal nonzero) are let
+	// go (the caller's shard keeps them, if the caller keeps the shard).
+	sh := *e.s
+	sh.Blocks, e.s = v.blocks, &sh
 	return v, sendIdx, nil
 }
 
