@@ -20,16 +20,20 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: cuda test-cuda all deps build run test test-mpi test-slurm chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-sancus bench-partition clean
+.PHONY: cuda test-cuda all deps torch build run test test-mpi test-slurm chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-sancus bench-partition clean
 
 all: build
+
+# apt-get install, as root or through sudo, waiting out a held dpkg lock.
+APT_INSTALL = SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq
 
 # Debian packages the build and the tests need (OpenMPI headers and launcher).
 deps:
 	@if ! command -v mpirun >/dev/null || ! [ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h -o -e /usr/lib/aarch64-linux-gnu/openmpi/include/mpi.h ]; then \
 		echo "installing OpenMPI (libopenmpi-dev openmpi-bin)"; \
-		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-		$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq libopenmpi-dev openmpi-bin; \
+		$(APT_INSTALL) libopenmpi-dev openmpi-bin; \
 	fi
 
 # sancus-report (the charts, behind `sancus report`) is built next to sancus.
@@ -92,14 +96,21 @@ bench: bench-kernels bench-epoch bench-comm bench-sancus bench-partition
 openblas:
 	@if ! [ -e /usr/include/x86_64-linux-gnu/cblas.h -o -e /usr/include/cblas.h -o -e /usr/include/aarch64-linux-gnu/cblas.h ]; then \
 		echo "installing OpenBLAS (libopenblas-dev)"; \
-		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-		$$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq libopenblas-dev; \
+		$(APT_INSTALL) libopenblas-dev; \
+	fi
+
+# The epoch table sets plain PyTorch next to sancus: Debian's python3-torch
+# (CPU, no torch_geometric), which slurm/torch_gnn.py needs and no more.
+torch:
+	@if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then \
+		echo "installing PyTorch (python3-torch)"; \
+		$(APT_INSTALL) python3-torch; \
 	fi
 
 # Issue 16's epoch figures: P = 1, 2, 4 against plain PyTorch, variation-gap
 # against none, hidden 256 × 3 layers with its GEMM/SpMM/communication
 # shares, peak RSS against compulsory bytes (train and prepare).
-bench-epoch: build $(DATA)/test.txt
+bench-epoch: build torch $(DATA)/test.txt
 	bash slurm/epoch-bench.sh $(DATA) results/bench/epoch "$(MPIRUN)"
 
 # Graphs from 100k/1M to 4M/40M nodes/edges, 10 epochs at P = 1 and 2.
@@ -122,7 +133,7 @@ bench-sancus: build $(DATA)/test.txt
 
 # Partitioners against METIS (Debian's metis package) on the shared graphs.
 bench-partition: build
-	@command -v gpmetis >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); $$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq metis; }
+	@command -v gpmetis >/dev/null || { $(APT_INSTALL) metis; }
 	bash slurm/partition-bench.sh results/bench/partition
 
 clean:
