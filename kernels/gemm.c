@@ -344,6 +344,16 @@ static void gather_rows(const float *src, int64_t w, const int32_t *rows, int64_
 static void scatter_rows(float *dst, int64_t w, const int32_t *rows, int64_t cnt, const float *src) {
   sc_scatter_rows((char *)dst, (const char *)src, rows, cnt, w * (int64_t)sizeof(float));
 }
+// prefetch_rows asks L2 for the listed rows of w floats: Aᵀ·B's next block
+// of B, whose rows the cursor (which walks A's) does not cover. On 350k
+// listed rows of a 400k×128 A with B 16 wide, from memory, the weight
+// gradient took 7-17% less (medians of 20, taking turns); with B 256 wide
+// the burst only cost, as the cursor's prefetches do there.
+static void prefetch_rows(const float *src, int64_t w, const int32_t *rows, int64_t cnt) {
+  for (int64_t i = 0; i < cnt; i++)
+    for (int64_t b = 0; b < w * (int64_t)sizeof(float); b += 64)
+      __builtin_prefetch((const char *)(src + (int64_t)rows[i] * w) + b, 0, 2);
+}
 #define GEMM_ROWS(SUFFIX, ATTR)                                                \
   ATTR static void gather_a_##SUFFIX(const float *A, int64_t k, const int32_t *rows, int64_t r, \
                                      int64_t e, const sc_mask *m, float *dst) { \
@@ -383,6 +393,8 @@ static void scatter_rows(float *dst, int64_t w, const int32_t *rows, int64_t cnt
     for (int64_t r = 0; r < cnt; r += br) {                                    \
       const int64_t e = r + br < cnt ? r + br : cnt;                           \
       float *bb = buf + (e - r) * k;                                           \
+      if (n <= 2 * VW) /* narrow: see narrow_pf */                            \
+        prefetch_rows(B, n, rows + e, (e + (e - r) < cnt ? e + (e - r) : cnt) - e); \
       gather_a_##SUFFIX(A, k, rows, r, e, m, buf);                             \
       gather_rows(B, n, rows + r, e - r, bb);                                  \
       sc_pf pf = next_block(A, rows, k, e, br, cnt);                           \
