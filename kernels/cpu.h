@@ -46,6 +46,7 @@ void sc_dropout_relu_backward(float *g, const float *h, int64_t cols, int64_t r0
                               const sc_mask *m, float *sums);
 void sc_dropout_csr(const int64_t *rowptr, const int32_t *col, const float *val, float *out,
                     int64_t r0, int64_t r1, const sc_mask *m);
+void sc_exp(const float *x, float *y, int64_t n);
 double sc_softmax_ce(const float *z, int64_t c, const int32_t *labels, const int32_t *rows,
                      int64_t i0, int64_t i1, double norm, float *grad);
 // rows (nil: r0..r1 themselves) lists the rows at positions [r0, r1).

@@ -52,3 +52,11 @@ func SoftmaxCERows(logits *matrix.Dense, labels []int32, mask []int32, norm floa
 	}
 	return lossSum
 }
+
+// expNonPositive sets y = e^x for x ≤ 0 with the loss kernel's exponential
+// (so it can be checked against float64 on its own).
+func expNonPositive(x, y []float32) {
+	if n := min(len(x), len(y)); n > 0 {
+		C.sc_exp(f32p(x), f32p(y), C.int64_t(n))
+	}
+}
