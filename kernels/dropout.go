@@ -93,12 +93,11 @@ func DropoutGather(m matrix.Mask, packed []byte, src []float32, cols int, rows [
 	if err := checkPack("dropout gather", "floats", len(packed)/4, len(src), rows, cols); err != nil || len(rows) == 0 {
 		return err
 	}
-	dst := (*C.float)(unsafe.Pointer(&packed[0]))
-	if m.P <= 0 {
-		C.sc_gather_rows((*C.char)(unsafe.Pointer(dst)), (*C.char)(unsafe.Pointer(&src[0])), (*C.int32_t)(&rows[0]), C.int64_t(len(rows)), C.int64_t(4*cols))
+	if m.P <= 0 { // nothing to draw: GatherRows' gather
+		gatherRows(packed, unsafe.Slice((*byte)(unsafe.Pointer(&src[0])), 4*len(src)), rows, 4*cols)
 		return nil
 	}
-	sp := f32p(src)
+	dst, sp := (*C.float)(unsafe.Pointer(&packed[0])), f32p(src)
 	masked(m, len(rows), func(cm *C.sc_mask, lo, hi int) {
 		at := (*C.float)(unsafe.Add(unsafe.Pointer(dst), 4*lo*cols))
 		C.sc_dropout_gather(sp, at, C.int64_t(cols), (*C.int32_t)(&rows[lo]), C.int64_t(hi-lo), cm)

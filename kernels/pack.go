@@ -33,17 +33,25 @@ func moveRows(what string, gather bool, packed, block []byte, rows []int32, w in
 	if err := checkPack(what, "bytes", len(packed), len(block), rows, w); err != nil || len(rows) == 0 {
 		return err
 	}
+	if gather {
+		gatherRows(packed, block, rows, w)
+		return nil
+	}
+	C.sc_scatter_rows((*C.char)(unsafe.Pointer(&block[0])), (*C.char)(unsafe.Pointer(&packed[0])),
+		(*C.int32_t)(&rows[0]), C.int64_t(len(rows)), C.int64_t(w))
+	return nil
+}
+
+// gatherRows is GatherRows on checked, non-empty arguments: a large pack
+// streamed past the caches, a small one through them.
+func gatherRows(packed, block []byte, rows []int32, w int) {
 	p, b := (*C.char)(unsafe.Pointer(&packed[0])), (*C.char)(unsafe.Pointer(&block[0]))
 	r, n, cw := (*C.int32_t)(&rows[0]), C.int64_t(len(rows)), C.int64_t(w)
-	switch {
-	case gather && len(rows)*w >= streamGatherBytes && w%16 == 0 && uintptr(unsafe.Pointer(p))%16 == 0:
+	if len(rows)*w >= streamGatherBytes && w%16 == 0 && uintptr(unsafe.Pointer(p))%16 == 0 {
 		C.sc_gather_rows_stream(p, b, r, n, cw)
-	case gather:
+	} else {
 		C.sc_gather_rows(p, b, r, n, cw)
-	default:
-		C.sc_scatter_rows(b, p, r, n, cw)
 	}
-	return nil
 }
 
 // checkPack checks a pack of the listed rows, each w units (unit names
