@@ -72,10 +72,13 @@ type RowOps interface {
 
 // Fused is what a backend may add: dropout's backward and ReLU's in one
 // pass over ∂H, leaving what the two calls would, and with sums the bias
-// gradient ColumnSums would form from the result. Find it with FusedOf; a
-// backend without it makes the calls.
+// gradient ColumnSums would form from the result; or the same from the
+// forward's dropped output M(h) (RowInput.MulRowsBiasReLU's dropped copy),
+// which needs no draw. Find it with FusedOf; a backend without it makes
+// the calls.
 type Fused interface {
 	DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense, sums []float32)
+	ReLUDroppedBackward(g, dropped *matrix.Dense, scale float32, sums []float32) error
 }
 
 // RowInput is what an Input may add: its products at a list of rows, as
@@ -86,8 +89,9 @@ type RowInput interface {
 	MulRows(c, w *matrix.Dense, rows []int32) error
 	MulTRows(c, g *matrix.Dense, rows []int32) error
 	// MulRowsBiasReLU is MulRows, then AddBiasReLURows at the same rows,
-	// in one pass.
-	MulRowsBiasReLU(c, w *matrix.Dense, bias []float32, rows []int32) error
+	// in one pass; with then.P > 0 it also writes those rows dropped by
+	// then into dropped (GEMMRowsDropBiasReLUThen).
+	MulRowsBiasReLU(c, w *matrix.Dense, bias []float32, rows []int32, then matrix.Mask, dropped *matrix.Dense) error
 }
 
 // InputRowsOf returns in's row products, if it has them (timed too).
@@ -188,6 +192,9 @@ func (CPU) DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32) erro
 func (CPU) ReLUBackward(g, h *matrix.Dense) { ReLUBackward(g, h) }
 func (CPU) DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense, sums []float32) {
 	DropoutReLUBackward(m, g, h, sums)
+}
+func (CPU) ReLUDroppedBackward(g, dropped *matrix.Dense, scale float32, sums []float32) error {
+	return ReLUDroppedBackward(g, dropped, scale, sums)
 }
 func (CPU) Dropout(m matrix.Mask, dst, src *matrix.Dense) { Dropout(m, dst, src) }
 func (CPU) ColumnSums(out []float32, g *matrix.Dense)     { ColumnSums(out, g) }

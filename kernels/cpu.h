@@ -23,8 +23,11 @@ void sc_gemm_nn(const float *A, const float *B, float *C, int64_t k, int64_t n,
 void sc_gemm_tn(const float *A, const float *B, float *C, int64_t k, int64_t n,
                 int64_t r0, int64_t r1, const sc_mask *m);
 // The same at the rows listed only (rows[0..cnt)); tn's C is the sum over them.
+// With bias, bias + ReLU as rows are written; with then too, each row
+// dropped by then into the same row of dropped.
 void sc_gemm_nn_rows(const float *A, const float *B, float *C, int64_t k, int64_t n,
-                     const int32_t *rows, int64_t cnt, const sc_mask *m, const float *bias);
+                     const int32_t *rows, int64_t cnt, const sc_mask *m, const float *bias,
+                     const sc_mask *then, float *dropped);
 void sc_gemm_tn_rows(const float *A, const float *B, float *C, int64_t k, int64_t n,
                      const int32_t *rows, int64_t cnt, const sc_mask *m);
 // dst's k-th row = src's row rows[k] (gather) or the reverse (scatter), rows w bytes.
@@ -44,6 +47,8 @@ void sc_dropout_gather(const float *src, float *dst, int64_t cols, const int32_t
                        const sc_mask *m);
 void sc_dropout_relu_backward(float *g, const float *h, int64_t cols, int64_t r0, int64_t r1,
                               const sc_mask *m, float *sums);
+void sc_relu_dropped_backward(float *g, const float *d, int64_t cols, int64_t r0, int64_t r1,
+                              float scale, float *sums);
 void sc_dropout_csr(const int64_t *rowptr, const int32_t *col, const float *val, float *out,
                     int64_t r0, int64_t r1, const sc_mask *m);
 void sc_exp(const float *x, float *y, int64_t n);

@@ -136,6 +136,34 @@ func DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense, sums []float32) {
 	})
 }
 
+// ReLUDroppedBackward is DropoutReLUBackward given d = M(h), the forward's
+// dropped ReLU output, instead of h and the mask (scale being the mask's
+// KeepScale): g = g·scale where d > 0, else 0, and the same sums, bit for
+// bit, with no draw made again (d > 0 exactly where a draw kept h > 0).
+func ReLUDroppedBackward(g, d *matrix.Dense, scale float32, sums []float32) error {
+	if g.Rows != d.Rows || g.Cols != d.Cols {
+		return fmt.Errorf("dropout and ReLU backward: gradient %d×%d, dropped output %d×%d", g.Rows, g.Cols, d.Rows, d.Cols)
+	}
+	if sums != nil && len(sums) != g.Cols {
+		return fmt.Errorf("dropout and ReLU backward: %d sums for %d columns", len(sums), g.Cols)
+	}
+	if len(g.Data) == 0 || g.Cols == 0 {
+		clear(sums)
+		return nil
+	}
+	gp, dp, cols, s := f32p(g.Data), f32p(d.Data), C.int64_t(g.Cols), C.float(scale)
+	if sums == nil {
+		forRanges(evenCuts(g.Rows, threads, 1024), func(lo, hi int) {
+			C.sc_relu_dropped_backward(gp, dp, cols, C.int64_t(lo), C.int64_t(hi), s, nil)
+		})
+		return nil
+	}
+	sumChunks(sums, g.Rows, func(r0, r1 int, part []float32) {
+		C.sc_relu_dropped_backward(gp, dp, cols, C.int64_t(r0), C.int64_t(r1), s, f32p(part))
+	})
+	return nil
+}
+
 // DropoutCSR writes into vals the values of a with the mask applied (same
 // sparsity structure; dropped entries become 0).
 func DropoutCSR(m matrix.Mask, vals []float32, a *matrix.CSR) {

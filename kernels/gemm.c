@@ -364,7 +364,8 @@ static void prefetch_rows(const float *src, int64_t w, const int32_t *rows, int6
   }                                                                            \
   ATTR static void gemm_nn_rows_##SUFFIX(const float *A, const float *B, float *C, int64_t k, \
                                          int64_t n, const int32_t *rows, int64_t cnt, \
-                                         const sc_mask *m, const float *bias) { \
+                                         const sc_mask *m, const float *bias,  \
+                                         const sc_mask *then, float *dropped) { \
     const int64_t br = block_rows(k + n, n);                                   \
     float *buf = scratch_buf(br * (k + n));                                    \
     for (int64_t r = 0; r < cnt; r += br) {                                    \
@@ -382,6 +383,9 @@ static void prefetch_rows(const float *src, int64_t w, const int32_t *rows, int6
       HONOR_DENORMALS(for (int64_t i = r; i < e; i++) {                        \
         SC_BIAS_RELU(C + (int64_t)rows[i] * n, out + (i - r) * n, bias, n)     \
       });                                                                      \
+      /* and, for the next layer, the rows dropped: sc_dropout_rows' rows */  \
+      if (then)                                                                \
+        HONOR_DENORMALS(drop_rows_##SUFFIX(C, dropped, n, r, e, then, rows, 1)); \
     }                                                                          \
   }                                                                            \
   ATTR static void gemm_tn_rows_##SUFFIX(const float *A, const float *B, float *C, int64_t k, \
@@ -420,6 +424,24 @@ static void prefetch_rows(const float *src, int64_t w, const int32_t *rows, int6
     }                                                                          \
   }
 
+// relu_dropped: rows [r0, r1) of g = g·scale where d > 0, else 0, d being
+// the forward's dropped ReLU output M(h): d > 0 exactly where the row's
+// draw kept the value and h > 0, so no draw is made again. Column sums as
+// drop_relu forms them.
+#define RELU_DROPPED(SUFFIX, ATTR)                                             \
+  ATTR static void relu_dropped_##SUFFIX(float *restrict g, const float *restrict d, int64_t cols, \
+                                         int64_t r0, int64_t r1, float scale, float *restrict sums) { \
+    if (sums)                                                                  \
+      for (int64_t j = 0; j < cols; j++) sums[j] = 0.0f;                       \
+    for (int64_t i = r0; i < r1; i++) {                                        \
+      float *gi = g + i * cols;                                                \
+      const float *di = d + i * cols;                                          \
+      for (int64_t j = 0; j < cols; j++) gi[j] = di[j] > 0.0f ? gi[j] * scale : 0.0f; \
+      if (sums)                                                                \
+        for (int64_t j = 0; j < cols; j++) sums[j] += gi[j];                   \
+    }                                                                          \
+  }
+
 #define DEFINE_GEMM(SUFFIX, ATTR, MR, JB, KV)                                  \
   TILE(1, SUFFIX, ATTR)                                                        \
   TILE(2, SUFFIX, ATTR)                                                        \
@@ -430,6 +452,7 @@ static void prefetch_rows(const float *src, int64_t w, const int32_t *rows, int6
   TN_BLOCK(SUFFIX, ATTR)                                                       \
   DROP_ROWS(SUFFIX, ATTR)                                                      \
   DROP_RELU(SUFFIX, ATTR)                                                      \
+  RELU_DROPPED(SUFFIX, ATTR)                                                   \
   GEMM_NN(SUFFIX, ATTR)                                                        \
   GEMM_TN(SUFFIX, ATTR)                                                        \
   GEMM_ROWS(SUFFIX, ATTR)
@@ -453,10 +476,12 @@ void sc_gemm_tn(const float *A, const float *B, float *C, int64_t k, int64_t n, 
   FLUSH_DENORMALS(PICK3(gemm_tn, A, B, C, k, n, r0, r1, m));
 }
 
-// With bias, each listed row of C is written as ReLU(row + bias).
+// With bias, each listed row of C is written as ReLU(row + bias), and with
+// then, that row dropped by then into the same row of dropped too.
 void sc_gemm_nn_rows(const float *A, const float *B, float *C, int64_t k, int64_t n,
-                     const int32_t *rows, int64_t cnt, const sc_mask *m, const float *bias) {
-  FLUSH_DENORMALS(PICK3(gemm_nn_rows, A, B, C, k, n, rows, cnt, m, bias));
+                     const int32_t *rows, int64_t cnt, const sc_mask *m, const float *bias,
+                     const sc_mask *then, float *dropped) {
+  FLUSH_DENORMALS(PICK3(gemm_nn_rows, A, B, C, k, n, rows, cnt, m, bias, then, dropped));
 }
 
 void sc_gemm_tn_rows(const float *A, const float *B, float *C, int64_t k, int64_t n,
@@ -493,4 +518,11 @@ void sc_dropout_gather(const float *src, float *dst, int64_t cols, const int32_t
 void sc_dropout_relu_backward(float *g, const float *h, int64_t cols, int64_t r0, int64_t r1,
                               const sc_mask *m, float *sums) {
   PICK3(drop_relu, g, h, cols, r0, r1, m, sums);
+}
+
+// sc_relu_dropped_backward is sc_dropout_relu_backward given the forward's
+// dropped output d = M(h) instead of h and the mask: the same g and sums.
+void sc_relu_dropped_backward(float *g, const float *d, int64_t cols, int64_t r0, int64_t r1,
+                              float scale, float *sums) {
+  PICK3(relu_dropped, g, d, cols, r0, r1, scale, sums);
 }

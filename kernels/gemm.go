@@ -175,10 +175,23 @@ func GEMMRowsDrop(c, a, b *matrix.Dense, m matrix.Mask, rows []int32) error {
 // bias added and ReLU applied to each listed row as it is written: what
 // AddBiasReLURows would then leave there, without another pass over C.
 func GEMMRowsDropBiasReLU(c, a, b *matrix.Dense, m matrix.Mask, bias []float32, rows []int32) error {
+	return GEMMRowsDropBiasReLUThen(c, a, b, m, bias, rows, matrix.Mask{}, nil)
+}
+
+// GEMMRowsDropBiasReLUThen is GEMMRowsDropBiasReLU that, with a bias and
+// then.P > 0, also writes each listed row of C dropped by then into the
+// same row of dropped (what DropoutRows(then, dropped, c, rows) would
+// write): the next layer's input as it reads it, formed while the row is
+// in cache, so that layer neither draws the mask again nor rereads C.
+func GEMMRowsDropBiasReLUThen(c, a, b *matrix.Dense, m matrix.Mask, bias []float32, rows []int32, then matrix.Mask, dropped *matrix.Dense) error {
 	const what = "gemm at rows"
 	shapes := CheckMul(what, c, a.Rows, a.Cols, b)
 	if shapes == nil && bias != nil && len(bias) != c.Cols {
 		shapes = fmt.Errorf("%s: bias of %d for %d columns", what, len(bias), c.Cols)
+	}
+	withThen := then.P > 0 && bias != nil
+	if shapes == nil && withThen && (dropped == nil || dropped.Rows != c.Rows || dropped.Cols != c.Cols) {
+		shapes = fmt.Errorf("%s: dropped copy not %d×%d", what, c.Rows, c.Cols)
 	}
 	if err := checkRows(shapes, what, rows, a.Rows); err != nil {
 		return err
@@ -189,8 +202,16 @@ func GEMMRowsDropBiasReLU(c, a, b *matrix.Dense, m matrix.Mask, bias []float32, 
 	k, n := C.int64_t(a.Cols), C.int64_t(b.Cols)
 	cm, done := cMask(m)
 	defer done()
+	var tm *C.sc_mask
+	var dp *C.float
+	if withThen {
+		var doneThen func()
+		tm, doneThen = cMask(then)
+		defer doneThen()
+		dp = f32p(dropped.Data)
+	}
 	forRanges(evenCuts(len(rows), threads, 256), func(lo, hi int) {
-		C.sc_gemm_nn_rows(f32p(a.Data), f32p(b.Data), f32p(c.Data), k, n, (*C.int32_t)(&rows[lo]), C.int64_t(hi-lo), cm, f32p(bias))
+		C.sc_gemm_nn_rows(f32p(a.Data), f32p(b.Data), f32p(c.Data), k, n, (*C.int32_t)(&rows[lo]), C.int64_t(hi-lo), cm, f32p(bias), tm, dp)
 	})
 	return nil
 }

@@ -288,6 +288,24 @@ func TestGEMMRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("ReLU(M(A)·B + bias)", fused, fullF)
+		// With the next layer's mask, the same rows, and each also dropped
+		// into a second matrix as DropoutRows would drop it (by ids here).
+		then := matrix.Mask{P: 0.4, Seed: 5, Stream: 6, IDs: make([]int64, rows)}
+		for i := range then.IDs {
+			then.IDs[i] = int64(3*i + 1)
+		}
+		fusedThen, droppedThen, wantDropped := matrix.NewDense(rows, n), matrix.NewDense(rows, n), matrix.NewDense(rows, n)
+		fill(fusedThen, -7)
+		fill(droppedThen, -7)
+		if err := GEMMRowsDropBiasReLUThen(fusedThen, a, b, mask, bias, at, then, droppedThen); err != nil {
+			t.Fatal(err)
+		}
+		check("ReLU(M(A)·B + bias), then dropped", fusedThen, fullF)
+		Dropout(then, wantDropped, fullF)
+		check("the next layer's dropped rows", droppedThen, wantDropped)
+		if err := GEMMRowsDropBiasReLUThen(fusedThen, a, b, mask, bias, at, then, matrix.NewDense(rows, n+1)); err == nil {
+			t.Fatal("a dropped copy of the wrong shape was accepted")
+		}
 		sums := make([]float32, n)
 		if err := ColumnSumsRows(sums, g, at); err != nil {
 			t.Fatal(err)
@@ -512,14 +530,34 @@ func TestDropoutReLUBackwardIsBoth(t *testing.T) {
 					}
 				}
 				DropoutReLUBackward(m, got, h, sums)
-				for i, v := range got.Data {
-					if math.Float32bits(v) != math.Float32bits(want.Data[i]) {
-						t.Fatalf("%d×%d p %g: element %d is %g, the two passes give %g", rows, cols, m.P, i, v, want.Data[i])
+				// From the forward's dropped output M(ReLU(h)) instead of
+				// h and the mask: the same, bit for bit.
+				relu := h.Clone()
+				for i, v := range relu.Data {
+					relu.Data[i] = max(v, 0)
+				}
+				d := relu.Clone()
+				Dropout(m, d, relu)
+				fromD := g.Clone()
+				var sumsD []float32
+				if withSums {
+					sumsD = make([]float32, cols)
+				}
+				if err := ReLUDroppedBackward(fromD, d, m.KeepScale(), sumsD); err != nil {
+					t.Fatal(err)
+				}
+				for name, res := range map[string][]float32{"from h": got.Data, "from M(h)": fromD.Data} {
+					for i, v := range res {
+						if math.Float32bits(v) != math.Float32bits(want.Data[i]) {
+							t.Fatalf("%d×%d p %g %s: element %d is %g, the two passes give %g", rows, cols, m.P, name, i, v, want.Data[i])
+						}
 					}
 				}
-				for j, v := range sums {
-					if math.Float32bits(v) != math.Float32bits(wantSums[j]) {
-						t.Fatalf("%d×%d p %g: column sum %d is %g, ColumnSums gives %g", rows, cols, m.P, j, v, wantSums[j])
+				for name, res := range map[string][]float32{"from h": sums, "from M(h)": sumsD} {
+					for j, v := range res {
+						if math.Float32bits(v) != math.Float32bits(wantSums[j]) {
+							t.Fatalf("%d×%d p %g %s: column sum %d is %g, ColumnSums gives %g", rows, cols, m.P, name, j, v, wantSums[j])
+						}
 					}
 				}
 			}

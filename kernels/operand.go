@@ -165,8 +165,8 @@ func (d denseInput) MulRows(c, w *matrix.Dense, rows []int32) error {
 	return GEMMRowsDrop(c, d.dense, w, d.mask, rows)
 }
 
-func (d denseInput) MulRowsBiasReLU(c, w *matrix.Dense, bias []float32, rows []int32) error {
-	return GEMMRowsDropBiasReLU(c, d.dense, w, d.mask, bias, rows)
+func (d denseInput) MulRowsBiasReLU(c, w *matrix.Dense, bias []float32, rows []int32, then matrix.Mask, dropped *matrix.Dense) error {
+	return GEMMRowsDropBiasReLUThen(c, d.dense, w, d.mask, bias, rows, then, dropped)
 }
 
 func (d denseInput) MulTRows(c, g *matrix.Dense, rows []int32) error {

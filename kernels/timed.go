@@ -94,6 +94,10 @@ func (t *Timed) DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense, sums []fl
 	defer t.add("dropout", time.Now())
 	t.Backend.(Fused).DropoutReLUBackward(m, g, h, sums)
 }
+func (t *Timed) ReLUDroppedBackward(g, dropped *matrix.Dense, scale float32, sums []float32) error {
+	defer t.add("dropout", time.Now())
+	return t.Backend.(Fused).ReLUDroppedBackward(g, dropped, scale, sums)
+}
 func (t *Timed) ColumnSums(out []float32, g *matrix.Dense) {
 	defer t.add("elementwise", time.Now())
 	t.Backend.ColumnSums(out, g)
@@ -135,9 +139,9 @@ func (i timedInput) MulRows(c, w *matrix.Dense, rows []int32) error {
 	defer i.t.add(i.class, time.Now())
 	return i.Input.(RowInput).MulRows(c, w, rows)
 }
-func (i timedInput) MulRowsBiasReLU(c, w *matrix.Dense, bias []float32, rows []int32) error {
+func (i timedInput) MulRowsBiasReLU(c, w *matrix.Dense, bias []float32, rows []int32, then matrix.Mask, dropped *matrix.Dense) error {
 	defer i.t.add(i.class, time.Now())
-	return i.Input.(RowInput).MulRowsBiasReLU(c, w, bias, rows)
+	return i.Input.(RowInput).MulRowsBiasReLU(c, w, bias, rows, then, dropped)
 }
 func (i timedInput) MulTRows(c, g *matrix.Dense, rows []int32) error {
 	defer i.t.add(i.class, time.Now())

@@ -41,10 +41,11 @@ type pass struct {
 // computes its own rows locally from the same inputs with every mask off,
 // where it can without more traffic. It costs compute, never bytes.
 // activated: h already holds the activation of Z + b at every row that
-// is read (the layer applied it as it wrote them).
+// is read (the layer applied it as it wrote them). dropped, when set, is h
+// at those rows as the next layer drops it this pass (nextDrops).
 type act struct {
-	h, clean  *matrix.Dense
-	activated bool
+	h, clean, dropped *matrix.Dense
+	activated         bool
 }
 
 // conv is what every layer kind shares.
@@ -59,6 +60,11 @@ type conv struct {
 	// extraGrads are the gradients of the layer's tensors after W and b
 	// (model.Tensors order): GraphSAGE's root weight, GAT's attention.
 	extraGrads []*matrix.Dense
+	// dropped is the output as the next layer drops it (act.dropped), and
+	// droppedFor 1 + the epoch whose training pass wrote it (0: none), for
+	// dropout's and ReLU's backward to read instead of drawing again.
+	dropped    *matrix.Dense
+	droppedFor int
 }
 
 func (c *conv) base() *conv { return c }
@@ -138,9 +144,19 @@ func (L *localLayer) forward(e *Engine, p pass, _ act) (act, error) {
 	e.input.SetDropout(mask)
 	var err error
 	fused := p.train && L.ri != nil && L.fused
+	var then matrix.Mask
+	if fused {
+		then = e.nextDrops(p.epoch)
+	}
 	switch {
+	case then.P > 0:
+		if L.dropped == nil {
+			L.dropped = e.be.NewDense(L.z.Rows, L.z.Cols)
+		}
+		err = L.ri.MulRowsBiasReLU(L.z, e.m.W[0], e.m.B[0], L.read, then, L.dropped)
+		L.droppedFor = p.epoch + 1
 	case fused:
-		err = L.ri.MulRowsBiasReLU(L.z, e.m.W[0], e.m.B[0], L.read)
+		err = L.ri.MulRowsBiasReLU(L.z, e.m.W[0], e.m.B[0], L.read, matrix.Mask{}, nil)
 	case p.train && L.ri != nil:
 		err = L.ri.MulRows(L.z, e.m.W[0], L.read)
 	default:
@@ -150,6 +166,9 @@ func (L *localLayer) forward(e *Engine, p pass, _ act) (act, error) {
 		return act{}, err
 	}
 	out := act{h: L.z, activated: fused}
+	if then.P > 0 {
+		out.dropped = L.dropped
+	}
 	if p.shadow {
 		out.clean = L.shadowBuf(e)
 		if err = e.sampleIn.Mul(out.clean, e.m.W[0]); err != nil {
@@ -240,10 +259,12 @@ func (L *aggregateLayer) forward(e *Engine, p pass, in act) (act, error) {
 		}
 	}
 	c := L.cacheFor(p)
-	if err := e.aggregate(c, p.epoch, L.t, in.h, ref, e.mask(p.epoch, L.l, p.train)); err != nil {
+	c.ownDropped = in.dropped // (nextDrops made it for this cache's product)
+	err := e.aggregate(c, p.epoch, L.t, in.h, ref, e.mask(p.epoch, L.l, p.train))
+	c.ownDropped = nil
+	if err != nil {
 		return act{}, err
 	}
-	var err error
 	if ro := e.rowsAt(L.l); p.train && ro != nil {
 		err = ro.GEMMRows(L.z, L.t, e.m.W[L.l], e.outRows)
 	} else {

@@ -17,6 +17,8 @@ import (
 // multi-label, dense broadcasts, at P = 1 and 3; and it does skip work:
 // the last layer's training blocks hold only the training rows' entries,
 // and the sparse exchange moves fewer bytes (dense broadcasts the same).
+// An aggregate-first last layer on ÂX also takes layer 1's rows dropped as
+// layer 1 wrote them (nextDrops), which --full-output does not.
 func TestRestrictedOutputEqualsFull(t *testing.T) {
 	ds, _ := generated(t)
 	multi := generatedMulti(t)

@@ -117,7 +117,14 @@ func (e *Engine) backward(epoch int, g *matrix.Dense) error {
 				// of layer l-1 (formed where rowsAt(l-1) is nil: l-1 is
 				// not the last layer).
 				below := e.layers[l-1].base()
-				f.DropoutReLUBackward(mask, dIn, below.z, below.db)
+				if below.droppedFor == epoch+1 { // nextDrops: M(h) is at hand
+					below.droppedFor = 0
+					if err := f.ReLUDroppedBackward(dIn, below.dropped, mask.KeepScale(), below.db); err != nil {
+						return fmt.Errorf("backward layer %d: %w", l, err)
+					}
+				} else {
+					f.DropoutReLUBackward(mask, dIn, below.z, below.db)
+				}
 				g, summed = dIn, true
 				continue
 			}
