@@ -36,8 +36,9 @@ type cache struct {
 	wire     wireState        // how the blocks are encoded on the wire (wire.go)
 	blocks   []*matrix.CSR    // blocks[j] multiplies root j's block (Â_ij; GraphSAGE: its mean or pattern)
 	full     []*matrix.CSR    // the whole graph's blocks (blocks, outside a cluster batch)
-	// ownDropped is own at the rows read, dropped as sendMask drops them,
-	// made by the layer below (nextDrops); nil: none.
+	// ownDropped is own at the rows read, dropped as this layer drops
+	// them, made by the layer below (nextDrops); nil: none, or the product
+	// reads a stale copy instead (ownFresh).
 	ownDropped *matrix.Dense
 	// send, when set, are this rank's rows for each rank that its blocks
 	// read, for a sparse exchange to move instead of all it would; the

@@ -75,6 +75,9 @@ func (e *Engine) communicate(c *cache, epoch int, own, ref *matrix.Dense, use fu
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.name, err)
 	}
+	if !e.ownFresh(c, active) { // the product reads the stale copy, undropped
+		c.ownDropped = nil
+	}
 	switch {
 	case c.quantized():
 		if err := e.encodeOwn(c, epoch, e.host(own), active); err != nil {
@@ -185,15 +188,16 @@ func (e *Engine) senderMask(c *cache, mask matrix.Mask) matrix.Mask {
 }
 
 // nextDrops is the mask layer 1 applies, as it writes its rows, to a copy
-// of them for layer 2 at epoch's training pass, or none: where layer 2's
-// forward would draw that mask on this rank's rows itself (its own block's
-// product, senderMask's packing) and then dropout's backward again. The
-// copy serves all three: the product and the packing read it, and the
-// backward keeps ∂H where it is positive. At P = 2 on the 100k graph a
-// rank's CPU an epoch fell from 11.6 to 10.7-11.0 ms (perf, 220 epochs
-// less 20). Layer 1 writes only the rows read (restrictInput), which is
-// what the product and the packing read; ∂H is zero on the others, where
-// the copy stays zero.
+// of them for layer 2 at epoch's training pass, or none. Layer 2 would
+// otherwise draw that mask on this rank's rows itself, up to three times:
+// dropout's backward always; its own block's product where that reads the
+// rows as they are now (ownFresh); senderMask's packing. The copy serves
+// each: the product and the packing read it, and the backward keeps ∂H
+// where it is positive. At P = 2 on the 100k graph a rank's CPU an epoch
+// fell from 11.6 to 10.7-11.0 ms (no staleness; perf, 220 epochs less 20).
+// Layer 1 writes only the rows read (restrictInput), which is what the
+// product and the packing read; ∂H is zero on the others, where the copy
+// stays zero.
 func (e *Engine) nextDrops(epoch int) matrix.Mask {
 	if len(e.layers) != 2 {
 		return matrix.Mask{}
@@ -203,10 +207,16 @@ func (e *Engine) nextDrops(epoch int) matrix.Mask {
 		return matrix.Mask{}
 	}
 	c, mask := next.fwd, e.mask(epoch, 1, true)
-	if mask.P <= 0 || c == nil || c.read == nil || !e.ownDirect(c) || (e.P > 1 && e.senderMask(c, mask).P <= 0) {
+	if mask.P <= 0 || c == nil || c.read == nil || c.quantized() || e.batch != nil {
 		return matrix.Mask{}
 	}
 	return e.maskFor(mask, c, e.rank)
+}
+
+// ownFresh reports whether the product under way reads this rank's rows
+// as they are now: from own itself, or from a copy made this epoch.
+func (e *Engine) ownFresh(c *cache, active []bool) bool {
+	return c.direct || e.cfg.FreshDiagonal || active[e.rank]
 }
 
 // ownDirect reports whether aggregate may multiply this rank's block

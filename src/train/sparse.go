@@ -275,7 +275,7 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 					}
 				}
 				buf := out[i][half*cr*rb:]
-				if c.ownDropped != nil { // dropped by the layer below (nextDrops)
+				if c.sendMask.P > 0 && c.ownDropped != nil { // dropped by the layer below (nextDrops)
 					err = kernels.GatherRows(buf, collectives.Bytes(c.ownDropped.Data), idx[lo:hi], rb)
 				} else if c.sendMask.P > 0 { // dropped as packed (senderMask)
 					err = kernels.DropoutGather(c.sendMask, buf, rows, c.width, idx[lo:hi])
