@@ -189,8 +189,12 @@ func GEMMRowsDropBiasReLUThen(c, a, b *matrix.Dense, m matrix.Mask, bias []float
 	if shapes == nil && bias != nil && len(bias) != c.Cols {
 		shapes = fmt.Errorf("%s: bias of %d for %d columns", what, len(bias), c.Cols)
 	}
-	withThen := then.P > 0 && bias != nil
-	if shapes == nil && withThen && (dropped == nil || dropped.Rows != c.Rows || dropped.Cols != c.Cols) {
+	withThen := then.P > 0
+	switch {
+	case shapes != nil || !withThen:
+	case bias == nil: // the copy is written in the bias and ReLU epilogue
+		shapes = fmt.Errorf("%s: a dropped copy without bias and ReLU", what)
+	case dropped == nil || dropped.Rows != c.Rows || dropped.Cols != c.Cols:
 		shapes = fmt.Errorf("%s: dropped copy not %d×%d", what, c.Rows, c.Cols)
 	}
 	if err := checkRows(shapes, what, rows, a.Rows); err != nil {

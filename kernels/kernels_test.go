@@ -306,6 +306,9 @@ func TestGEMMRows(t *testing.T) {
 		if err := GEMMRowsDropBiasReLUThen(fusedThen, a, b, mask, bias, at, then, matrix.NewDense(rows, n+1)); err == nil {
 			t.Fatal("a dropped copy of the wrong shape was accepted")
 		}
+		if err := GEMMRowsDropBiasReLUThen(fusedThen, a, b, mask, nil, at, then, droppedThen); err == nil {
+			t.Fatal("a dropped copy without the bias and ReLU was accepted")
+		}
 		sums := make([]float32, n)
 		if err := ColumnSumsRows(sums, g, at); err != nil {
 			t.Fatal(err)
