@@ -94,7 +94,7 @@ func DropoutGather(m matrix.Mask, packed []byte, src []float32, cols int, rows [
 		return err
 	}
 	if m.P <= 0 { // nothing to draw: GatherRows' gather
-		gatherRows(packed, unsafe.Slice((*byte)(unsafe.Pointer(&src[0])), 4*len(src)), rows, 4*cols)
+		gatherRows(packed, bytesOf(src), rows, 4*cols)
 		return nil
 	}
 	dst, sp := (*C.float)(unsafe.Pointer(&packed[0])), f32p(src)

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unsafe"
 )
 
 func randDense(r *rand.Rand, rows, cols int) *matrix.Dense {
@@ -974,6 +973,3 @@ func TestGatherScatterRows(t *testing.T) {
 		t.Errorf("short packed buffer: %v", err)
 	}
 }
-
-// bytesOf views f as bytes (the pack buffers' type).
-func bytesOf(f []float32) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f)) }

@@ -42,6 +42,9 @@ func moveRows(what string, gather bool, packed, block []byte, rows []int32, w in
 	return nil
 }
 
+// bytesOf views non-empty floats as bytes (the pack buffers' type).
+func bytesOf(f []float32) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), 4*len(f)) }
+
 // gatherRows is GatherRows on checked, non-empty arguments: a large pack
 // streamed past the caches, a small one through them.
 func gatherRows(packed, block []byte, rows []int32, w int) {
