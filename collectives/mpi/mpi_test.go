@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,6 +52,36 @@ func TestConformance(t *testing.T) {
 		if err := ck.Run(mpiComm); err != nil {
 			t.Fatalf("%s: MPI P=%d rank %d: %v", ck.Name, mpiComm.Size(), mpiComm.Rank(), err)
 		}
+	}
+}
+
+// TestNoHwlocDisplayPlugins checks that MPI_Init left hwloc's display,
+// OpenCL and libxml2 plugins unloaded (skipHwlocPlugins), where Debian's
+// libhwloc-plugins installs them. Only ranks that build the topology
+// themselves load plugins: under make test-mpi, those of -np 4 on two
+// cores (oversubscribed, unbound); bound ranks take mpirun's.
+func TestNoHwlocDisplayPlugins(t *testing.T) {
+	if mpiComm == nil {
+		t.Skip("needs mpirun (make test-mpi)")
+	}
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skip(err)
+	}
+	if !strings.Contains(string(maps), "libhwloc") {
+		t.Skip("hwloc is not loaded")
+	}
+	installed := 0
+	for _, p := range strings.Split("hwloc_gl,hwloc_opencl,hwloc_xml_libxml", ",") {
+		if m, _ := filepath.Glob("/usr/lib/*/hwloc/" + p + ".so"); len(m) > 0 {
+			installed++
+			if strings.Contains(string(maps), "/"+p+".so") {
+				t.Errorf("rank %d: hwloc loaded %s.so", mpiComm.Rank(), p)
+			}
+		}
+	}
+	if installed == 0 {
+		t.Skip("no hwloc plugins installed")
 	}
 }
 
