@@ -119,8 +119,9 @@ func TestRestoreIntoHeldSlots(t *testing.T) {
 	if err := c.hold(be, [][]int32{nil, {1, 3}}, [][]int64{{0}, {10, 11, 12, 13, 14}}); err != nil {
 		t.Fatal(err)
 	}
-	if c.rows[1] != 2 || !slices.Equal(c.ids[1], []int64{11, 13}) || !slices.Equal(c.blocks[1].ColIdx, []int32{0, 1}) {
-		t.Fatalf("held slot: rows %d ids %v columns %v", c.rows[1], c.ids[1], c.blocks[1].ColIdx)
+	ids := c.heldIDs(1, []int64{10, 11, 12, 13, 14})
+	if c.rows[1] != 2 || !slices.Equal(ids, []int64{11, 13}) || !slices.Equal(c.blocks[1].ColIdx, []int32{0, 1}) {
+		t.Fatalf("held slot: rows %d ids %v columns %v", c.rows[1], ids, c.blocks[1].ColIdx)
 	}
 	old := ckptLayer{Bufs: [][]float32{{7, 7}, {0, 0, 1, 1, 2, 2, 3, 3, 4, 4}}, Last: []int{3, 3}}
 	if err := restoreCache(be, c, old); err != nil {

@@ -346,10 +346,7 @@ func (e *Engine) mask(epoch, l int, train bool) matrix.Mask {
 // maskFor is a layer's dropout applied to root j's rows as cache c holds
 // them: the view's rows, or, in a slot that holds only some (hold), those.
 func (e *Engine) maskFor(m matrix.Mask, c *cache, j int) matrix.Mask {
-	m.IDs, m.Row0 = e.view.ids[j], int(e.s.Offsets[j])
-	if c.ids != nil && c.ids[j] != nil {
-		m.IDs = c.ids[j]
-	}
+	m.IDs, m.Row0 = c.heldIDs(j, e.view.ids[j]), int(e.s.Offsets[j])
 	return m
 }
 

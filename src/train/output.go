@@ -125,16 +125,28 @@ func (c *cache) hold(be kernels.Backend, recv [][]int32, ids [][]int64) error {
 			return fmt.Errorf("%s: no node ids for the rows of rank %d", c.name, j)
 		}
 		c.blocks[j] = compactBlock(c.blocks[j], pos)
-		c.ids[j] = make([]int64, len(pos))
-		for m, p := range pos {
-			c.ids[j][m] = ids[j][p]
-		}
 		c.rows[j] = len(pos)
 		c.host[j] = matrix.Make[float32](len(pos) * c.width)
 		c.dev[j] = be.Mirror(c.host[j], len(pos), c.width)
 	}
 	c.scratch = be.NewDense(slices.Max(c.rows), c.width) // one masked block, the largest now held
 	return nil
+}
+
+// heldIDs are the node ids of the rows c holds of root j, viewIDs being
+// those of the view's rows: the rows' own ids, or, where c holds only some
+// (hold), theirs, made once.
+func (c *cache) heldIDs(j int, viewIDs []int64) []int64 {
+	if c.held == nil || j == c.me {
+		return viewIDs
+	}
+	if c.ids[j] == nil {
+		c.ids[j] = make([]int64, len(c.held[j]))
+		for m, p := range c.held[j] {
+			c.ids[j][m] = viewIDs[p]
+		}
+	}
+	return c.ids[j]
 }
 
 // restrictInput lets layer 1 on the precomputed ÂX multiply only the rows
