@@ -6,7 +6,8 @@ package train
 // rank needs; an active root then sends each rank exactly those rows
 // (point to point), a stale root sends nothing, and caches hold only the
 // rows a rank uses. With a partition that keeps most edges inside blocks,
-// that is a small fraction of H. Results are the same as with the dense
+// that is a small fraction of H; where a rank uses nearly all of a root's
+// rows, it asks for all, and they travel whole, unpacked (wholeBlockShare). Results are the same as with the dense
 // broadcast: the compacted blocks keep their column order, so every sum
 // runs in the same order.
 
@@ -43,6 +44,31 @@ func compactBlock(b *matrix.CSR, cols []int32) *matrix.CSR {
 	return out
 }
 
+// wholeBlockShare is the percentage of a root's rows past which a rank asks
+// for all of them: the root then sends its block whole, straight from its
+// rows, with no pack buffer and no gather (the few unused rows travel too).
+// On the planted graphs a rank uses 99.7% of each peer's rows at P = 4:
+// asked whole, the pack buffers of a P = 4 rank on the 100k graph
+// shrink to what the restricted last layer sends in training. Above 100,
+// no rows are sent whole, even where all are used: every send is packed
+// (the tests' baseline).
+var wholeBlockShare = 98
+
+// allRows lists 0 … n-1.
+func allRows(n int) []int32 {
+	r := make([]int32, n)
+	for i := range r {
+		r[i] = int32(i)
+	}
+	return r
+}
+
+// whole reports whether rows (ascending, as every send list is) are all n
+// of a rank's rows.
+func whole(rows []int32, n int) bool {
+	return len(rows) == n && (n == 0 || rows[n-1] == int32(n-1))
+}
+
 // sparseView compacts every off-diagonal block to the rows it uses and
 // tells every root which of its rows each rank needs (two all-to-alls of
 // index lists at start-up). It returns the view and, per rank, the local
@@ -56,9 +82,12 @@ func (e *Engine) sparseView() (view, [][]int32, error) {
 			v.blocks[j], v.ids[j], v.rows[j] = b, e.ownIDs, e.rows
 			continue
 		}
-		need[j] = columnsUsed(b)
-		v.blocks[j], v.rows[j] = compactBlock(b, need[j]), len(need[j])
-		sendCounts[j] = len(need[j])
+		if need[j] = columnsUsed(b); len(need[j]) > 0 && 100*len(need[j]) >= wholeBlockShare*b.Cols {
+			need[j], v.blocks[j] = allRows(b.Cols), b // the block as it is
+		} else {
+			v.blocks[j] = compactBlock(b, need[j])
+		}
+		v.rows[j], sendCounts[j] = len(need[j]), len(need[j])
 	}
 	sendIdx, err := e.askRoots(need, e.rows)
 	if err != nil {
@@ -169,18 +198,29 @@ const defaultExchangeChunk = 64 << 20
 // chunkRows is how many rows of rb bytes make a chunk.
 func (x *sparseExchange) chunkRows(rb int) int { return max(1, x.chunk/rb) }
 
-// sendBufs are the pack buffers for rows of rowBytes: two chunks, or all
-// the rows when fewer, per peer.
-func (x *sparseExchange) sendBufs(rowBytes int) [][]byte {
-	if b, ok := x.packed[rowBytes]; ok {
-		return b
+// sendBufs are the pack buffers for rows of rowBytes, per peer: two
+// chunks, or all the rows packed for it when fewer. A buffer grows to the
+// largest send it has packed (none for a peer sent whole): the last layer's
+// training sends are a part of the rows the evaluation's full view asks.
+func (x *sparseExchange) sendBufs(c *cache, rowBytes int, send [][]int32) [][]byte {
+	b, ok := x.packed[rowBytes]
+	if !ok {
+		b = make([][]byte, len(x.sendIdx))
+		x.packed[rowBytes] = b
 	}
-	b := make([][]byte, len(x.sendIdx))
-	for i, idx := range x.sendIdx {
-		b[i] = make([]byte, min(len(idx), 2*x.chunkRows(rowBytes))*rowBytes)
+	for i, idx := range send {
+		if n := min(len(idx), 2*x.chunkRows(rowBytes)) * rowBytes; n > len(b[i]) && !sendsWhole(c, idx) {
+			b[i] = make([]byte, n)
+		}
 	}
-	x.packed[rowBytes] = b
 	return b
+}
+
+// sendsWhole reports whether c's rows for a peer, rows, go straight from
+// this rank's rows (or layer 1's dropped copy of them): the peer asked for
+// all of them and they are not dropped as they are packed.
+func sendsWhole(c *cache, rows []int32) bool {
+	return wholeBlockShare <= 100 && whole(rows, c.rows[c.me]) && !(c.sendMask.P > 0 && c.ownDropped == nil)
 }
 
 // exchange posts the receives of every active root, sends this rank's rows
@@ -257,7 +297,10 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 		// goes through one thread, where this rank's blocking receive wait
 		// would hold up the goroutine's next send, the one its peer waits
 		// for (that deadlocked under mpirun).
-		out, cr := x.sendBufs(rb), x.chunkRows(rb)
+		if c.sendMask.P > 0 && c.ownDropped != nil { // dropped by the layer below (nextDrops)
+			src = collectives.Bytes(c.ownDropped.Data)
+		}
+		out, cr := x.sendBufs(c, rb, sendRows), x.chunkRows(rb)
 		for lo, more := 0, true; more; lo += cr {
 			more = false
 			for i, idx := range sendRows {
@@ -274,12 +317,15 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 						return wait, err
 					}
 				}
-				buf := out[i][half*cr*rb:]
-				if c.sendMask.P > 0 && c.ownDropped != nil { // dropped by the layer below (nextDrops)
-					err = kernels.GatherRows(buf, collectives.Bytes(c.ownDropped.Data), idx[lo:hi], rb)
-				} else if c.sendMask.P > 0 { // dropped as packed (senderMask)
+				var buf []byte
+				switch {
+				case sendsWhole(c, idx):
+					buf = src[lo*rb:]
+				case c.sendMask.P > 0 && c.ownDropped == nil: // dropped as packed (senderMask)
+					buf = out[i][half*cr*rb:]
 					err = kernels.DropoutGather(c.sendMask, buf, rows, c.width, idx[lo:hi])
-				} else {
+				default: // src: the rows, or dropped by the layer below (nextDrops)
+					buf = out[i][half*cr*rb:]
 					err = kernels.GatherRows(buf, src, idx[lo:hi], rb)
 				}
 				if err != nil {

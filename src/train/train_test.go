@@ -537,6 +537,56 @@ func TestChunkedExchangeEqualsWhole(t *testing.T) {
 	}
 }
 
+// TestWholeBlockSendsEqualPacked: where a rank asks a root for every row,
+// the root sends its block whole, straight from its rows (or layer 1's
+// dropped copy of them), and training and evaluation give exactly what
+// packed rows give: losses and accuracies bit for bit, with and without
+// staleness, restricted and full output, as floats and as int8 rows.
+// On a dense graph (degree 50) nearly all training rows (TrainFrac 0.9)
+// need every row of every peer, so the restricted last layer's sends go
+// whole too, from layer 1's dropped copy (16 classes: the last layer
+// aggregates H first, so the rows travel dropped).
+func TestWholeBlockSendsEqualPacked(t *testing.T) {
+	ds, err := generate(t.TempDir(), graph.GenConfig{Model: "planted", Nodes: 600, Edges: 15000, Features: 32, FeatureNNZ: 6,
+		Classes: 16, PIn: 0.6, FeatureSig: 0.4, TrainFrac: 0.9, ValFrac: 0.05, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(s int) { wholeBlockShare = s }(wholeBlockShare)
+	for _, run := range []struct {
+		name, staleness, wire string
+		full                  bool
+	}{{"none", "none", "fp32", false}, {"full-output", "none", "fp32", true}, {"variation-gap", "variation-gap", "fp32", false}, {"int8", "none", "int8", false}} {
+		cfg := Defaults()
+		cfg.Epochs, cfg.Staleness, cfg.Wire, cfg.EvalEvery, cfg.FullOutput = 8, run.staleness, run.wire, 2, run.full
+		wholeBlockShare = 101 // never: only the rows used travel, packed
+		packed, err := RunInProcess(ds, 3, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wholeBlockShare = 0 // always
+		whole, err := RunInProcess(ds, 3, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range whole.Result.Curve {
+			p := packed.Result.Curve[i]
+			if e.Loss != p.Loss || e.Sent != p.Sent || e.TestAcc != p.TestAcc {
+				t.Fatalf("%s epoch %d: whole blocks loss %.10f, test %.4f (%d sent); packed %.10f, test %.4f (%d sent)",
+					run.name, e.Epoch, e.Loss, e.TestAcc, e.Sent, p.Loss, p.TestAcc, p.Sent)
+			}
+		}
+		var wb, pb int64
+		for r := range whole.Result.PerRank {
+			wb += whole.Result.PerRank[r].BytesSent + whole.Result.PerRank[r].EvalBytesSent
+			pb += packed.Result.PerRank[r].BytesSent + packed.Result.PerRank[r].EvalBytesSent
+		}
+		if wb < pb {
+			t.Fatalf("%s: whole blocks sent %d bytes, packed rows %d", run.name, wb, pb)
+		}
+	}
+}
+
 // TestReorderedTrainingEqualsContiguous: after any partitioner reorders the
 // nodes, training (staleness off) gives the losses and accuracies of the
 // contiguous run — dropout masks follow the original node ids — with the
