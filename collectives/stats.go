@@ -49,10 +49,13 @@ func (s *Stats) Snapshot() map[string]OpStats {
 	return out
 }
 
-// Total sums all operations.
+// Total sums all operations (under the lock, without a snapshot: the
+// engine reads it twice an epoch).
 func (s *Stats) Total() OpStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var t OpStats
-	for _, v := range s.Snapshot() {
+	for _, v := range s.ops {
 		t.Calls += v.Calls
 		t.BytesSent += v.BytesSent
 		t.BytesRecv += v.BytesRecv

@@ -128,18 +128,26 @@ func (m *Comm) serve(errc chan<- error) {
 	}
 }
 
+// opName names a call in errors; a request names itself (mpiReq.String),
+// its text made only when needed.
+type opName string
+
+func (o opName) String() string { return string(o) }
+
 // do runs f on the MPI thread and waits for it, aborting the job if it does
 // not finish within the timeout (a dead or hung peer).
-func (m *Comm) do(op string, f func() C.int) error {
+func (m *Comm) do(op fmt.Stringer, f func() C.int) error {
 	w := waiters.Get().(*waiter)
-	m.calls <- func() { w.done <- f() }
+	w.f = f
+	m.calls <- w.run
 	w.timer.Reset(m.timeout)
 	select {
 	case rc := <-w.done:
 		w.timer.Stop()
+		w.f = nil
 		waiters.Put(w)
 		if err := mpiErr(rc); err != nil {
-			return &collectives.Error{Rank: m.rank, Op: op, Err: err}
+			return &collectives.Error{Rank: m.rank, Op: op.String(), Err: err}
 		}
 		return nil
 	case <-w.timer.C:
@@ -158,12 +166,16 @@ func (m *Comm) do(op string, f func() C.int) error {
 type waiter struct {
 	done  chan C.int
 	timer *time.Timer
+	f     func() C.int // the call run sends to the MPI thread
+	run   func()
 }
 
 var waiters = sync.Pool{New: func() any {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &waiter{done: make(chan C.int, 1), timer: t}
+	w := &waiter{done: make(chan C.int, 1), timer: t}
+	w.run = func() { w.done <- w.f() }
+	return w
 }}
 
 // Split partitions the communicator (MPI_Comm_split): ranks passing the
@@ -171,7 +183,7 @@ var waiters = sync.Pool{New: func() any {
 // communicator's MPI thread and timeout. Collective over all ranks.
 func (m *Comm) Split(color, key int) (*Comm, error) {
 	sub := &Comm{calls: m.calls, stats: &collectives.Stats{}, timeout: m.timeout, localSize: m.localSize}
-	err := m.do("MPI_Comm_split", func() C.int {
+	err := m.do(opName("MPI_Comm_split"), func() C.int {
 		if rc := C.sc_split(m.comm, C.int(color), C.int(key), &sub.comm); rc != C.MPI_SUCCESS {
 			return rc
 		}
@@ -211,34 +223,49 @@ func fptr(b []float32) *C.float {
 	return (*C.float)(unsafe.Pointer(&b[0]))
 }
 
+// An mpiReq is one Isend or Irecv. step, bound once, starts it on the MPI
+// thread and later waits for it: a message costs the request and that
+// binding, not a closure and a formatted name per call.
 type mpiReq struct {
-	m      *Comm
-	req    C.MPI_Request
-	pin    runtime.Pinner
-	n      int
-	op     string
-	isRecv bool
-	done   bool
+	m         *Comm
+	req       C.MPI_Request
+	pin       runtime.Pinner
+	buf       []byte
+	peer, tag int
+	count     C.int // bytes received, set by the wait
+	step      func() C.int
+	isRecv    bool
+	started   bool
+	done      bool
+}
+
+func (r *mpiReq) call() C.int {
+	if r.started {
+		return C.sc_wait(&r.req, &r.count)
+	}
+	r.started = true
+	if r.isRecv {
+		return C.sc_irecv(bptr(r.buf), C.int(len(r.buf)), C.int(r.peer), C.int(r.tag), r.m.comm, &r.req)
+	}
+	return C.sc_isend(bptr(r.buf), C.int(len(r.buf)), C.int(r.peer), C.int(r.tag), r.m.comm, &r.req)
+}
+
+func (r *mpiReq) String() string {
+	if r.isRecv {
+		return fmt.Sprintf("recv from rank %d (tag %d)", r.peer, r.tag)
+	}
+	return fmt.Sprintf("send to rank %d (tag %d)", r.peer, r.tag)
 }
 
 // The buffer stays pinned from the start of the transfer until Wait, since
 // MPI writes into (or reads from) it after Isend/Irecv return.
 func (m *Comm) start(buf []byte, peer, tag int, recv bool) (collectives.Request, error) {
-	r := &mpiReq{m: m, n: len(buf), isRecv: recv}
+	r := &mpiReq{m: m, buf: buf, peer: peer, tag: tag, isRecv: recv}
+	r.step = r.call
 	if len(buf) > 0 {
 		r.pin.Pin(&buf[0])
 	}
-	if recv {
-		r.op = fmt.Sprintf("recv from rank %d (tag %d)", peer, tag)
-	} else {
-		r.op = fmt.Sprintf("send to rank %d (tag %d)", peer, tag)
-	}
-	err := m.do(r.op, func() C.int {
-		if recv {
-			return C.sc_irecv(bptr(buf), C.int(len(buf)), C.int(peer), C.int(tag), m.comm, &r.req)
-		}
-		return C.sc_isend(bptr(buf), C.int(len(buf)), C.int(peer), C.int(tag), m.comm, &r.req)
-	})
+	err := m.do(r, r.step)
 	if err != nil {
 		r.pin.Unpin()
 		return nil, err
@@ -257,31 +284,31 @@ func (r *mpiReq) Wait() error {
 	if r.done {
 		return nil
 	}
-	var count C.int
-	err := r.m.do(r.op, func() C.int { return C.sc_wait(&r.req, &count) })
+	err := r.m.do(r, r.step)
 	r.done = true
 	r.pin.Unpin()
 	if err != nil {
 		return err
 	}
-	if r.isRecv && int(count) != r.n {
-		return &collectives.Error{Rank: r.m.rank, Op: r.op, Err: fmt.Errorf("message of %d bytes for a buffer of %d", int(count), r.n)}
+	if r.isRecv && int(r.count) != len(r.buf) {
+		return &collectives.Error{Rank: r.m.rank, Op: r.String(), Err: fmt.Errorf("message of %d bytes for a buffer of %d", int(r.count), len(r.buf))}
 	}
+	r.buf = nil
 	return nil
 }
 
 func (m *Comm) Barrier() error {
-	return m.do("barrier", func() C.int { return C.sc_barrier(m.comm) })
+	return m.do(opName("barrier"), func() C.int { return C.sc_barrier(m.comm) })
 }
 
 func (m *Comm) Bcast(buf []byte, root int) error {
-	return m.do(fmt.Sprintf("MPI_Bcast from root %d", root), func() C.int {
+	return m.do(opName(fmt.Sprintf("MPI_Bcast from root %d", root)), func() C.int {
 		return C.sc_bcast(bptr(buf), C.int(len(buf)), C.int(root), m.comm)
 	})
 }
 
 func (m *Comm) Allreduce(buf []float32) error {
-	return m.do("MPI_Allreduce", func() C.int { return C.sc_allreduce_sum(fptr(buf), C.int(len(buf)), m.comm) })
+	return m.do(opName("MPI_Allreduce"), func() C.int { return C.sc_allreduce_sum(fptr(buf), C.int(len(buf)), m.comm) })
 }
 
 func cints(xs []int) ([]C.int, []C.int) {
@@ -300,7 +327,7 @@ func (m *Comm) Allgatherv(send, recv []byte, counts []int) error {
 		return &collectives.Error{Rank: m.rank, Op: "allgatherv", Err: fmt.Errorf("sending %d bytes, counts say %d", len(send), counts[m.rank])}
 	}
 	cs, ds := cints(counts)
-	return m.do("MPI_Allgatherv", func() C.int {
+	return m.do(opName("MPI_Allgatherv"), func() C.int {
 		return C.sc_allgatherv(bptr(send), C.int(len(send)), bptr(recv), &cs[0], &ds[0], m.comm)
 	})
 }
@@ -308,7 +335,7 @@ func (m *Comm) Allgatherv(send, recv []byte, counts []int) error {
 func (m *Comm) Alltoallv(send []byte, sendCounts []int, recv []byte, recvCounts []int) error {
 	sc, sd := cints(sendCounts)
 	rc, rd := cints(recvCounts)
-	return m.do("MPI_Alltoallv", func() C.int {
+	return m.do(opName("MPI_Alltoallv"), func() C.int {
 		return C.sc_alltoallv(bptr(send), &sc[0], &sd[0], bptr(recv), &rc[0], &rd[0], m.comm)
 	})
 }
@@ -333,9 +360,9 @@ func (m *Comm) Abort(err error) {
 // must not use MPI after closing the world communicator.
 func (m *Comm) Close() error {
 	if m.sub {
-		return m.do("MPI_Comm_free", func() C.int { return C.sc_free(&m.comm) })
+		return m.do(opName("MPI_Comm_free"), func() C.int { return C.sc_free(&m.comm) })
 	}
-	err := m.do("MPI_Finalize", func() C.int {
+	err := m.do(opName("MPI_Finalize"), func() C.int {
 		gompi.Stop()
 		return C.MPI_SUCCESS
 	})
