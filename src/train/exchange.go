@@ -31,7 +31,8 @@ type cache struct {
 	direct   bool             // this rank's block is multiplied (and sent) from own, not copied here (ownDirect)
 	own      *matrix.Dense    // the layer's rows of this rank's block, in the product under way
 	me       int              // this rank: its slot stays untouched while direct
-	scratch  *matrix.Dense    // one masked block at a time
+	scratch  *matrix.Dense    // one masked block at a time, made at the first (maskScratch)
+	mostRows int              // the rows of the largest block held: scratch's
 	sendMask matrix.Mask      // dropout the sparse exchange applies to the rows it packs (senderMask; P = 0: none)
 	wire     wireState        // how the blocks are encoded on the wire (wire.go)
 	blocks   []*matrix.CSR    // blocks[j] multiplies root j's block (Â_ij; GraphSAGE: its mean or pattern)
@@ -82,11 +83,23 @@ func newCache(be kernels.Backend, name string, width int, rows []int, blocks []*
 		c.host[j] = matrix.Make[float32](r * width)
 		c.dev[j] = be.Mirror(c.host[j], r, width)
 	}
-	c.scratch = be.NewDense(most, width)
+	c.mostRows = most
 	if w.keepPacked {
 		c.decoded = be.Mirror(make([]float32, most*width), most, width)
 	}
 	return c
+}
+
+// maskScratch is where a block of rows rows is masked: made at the first
+// masked product, since many caches never mask (an evaluation's and a
+// gradient's, and one whose rows their senders drop as they pack them),
+// and a buffer made but never touched counts in the compulsory bytes
+// while its pages are resident or not as the allocator placed it.
+func (c *cache) maskScratch(be kernels.Backend, rows int) *matrix.Dense {
+	if c.scratch == nil {
+		c.scratch = be.NewDense(c.mostRows, c.width)
+	}
+	return c.scratch.Prefix(rows)
 }
 
 // block is root j's cached block where the backend computes: its slot, or,

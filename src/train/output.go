@@ -129,7 +129,7 @@ func (c *cache) hold(be kernels.Backend, recv [][]int32, ids [][]int64) error {
 		c.host[j] = matrix.Make[float32](len(pos) * c.width)
 		c.dev[j] = be.Mirror(c.host[j], len(pos), c.width)
 	}
-	c.scratch = be.NewDense(slices.Max(c.rows), c.width) // one masked block, the largest now held
+	c.mostRows = slices.Max(c.rows) // one masked block, the largest now held
 	return nil
 }
 

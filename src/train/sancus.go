@@ -147,7 +147,7 @@ func (e *Engine) multiply(c *cache, out, own *matrix.Dense, j int, mask matrix.M
 	}
 	if mask.P > 0 && (j == e.rank || c.sendMask.P == 0) { // else its sender dropped the rows
 		m := e.maskFor(mask, c, j)
-		masked := c.scratch.Prefix(b.Rows)
+		masked := c.maskScratch(e.be, b.Rows)
 		if c.read != nil { // the other rows are never read: left undrawn
 			if err := e.rowOps.DropoutRows(m, masked, b, c.read[j]); err != nil {
 				return fmt.Errorf("block %d: %w", j, err)
