@@ -90,11 +90,11 @@ func newCache(be kernels.Backend, name string, width int, rows []int, blocks []*
 	return c
 }
 
-// maskScratch is where a block of rows rows is masked: made at the first
-// masked product, since many caches never mask (an evaluation's and a
-// gradient's, and one whose rows their senders drop as they pack them),
-// and a buffer made but never touched counts in the compulsory bytes
-// while its pages are resident or not as the allocator placed it.
+// maskScratch is the buffer a block of the given rows is masked into,
+// made at the first masked product: many caches never mask (an
+// evaluation's, a gradient's, one whose senders drop the rows as they pack
+// them), and a buffer made but never used would count in the compulsory
+// bytes while its pages were resident or not as the allocator placed it.
 func (c *cache) maskScratch(be kernels.Backend, rows int) *matrix.Dense {
 	if c.scratch == nil {
 		c.scratch = be.NewDense(c.mostRows, c.width)

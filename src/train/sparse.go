@@ -7,9 +7,9 @@ package train
 // (point to point), a stale root sends nothing, and caches hold only the
 // rows a rank uses. With a partition that keeps most edges inside blocks,
 // that is a small fraction of H; where a rank uses nearly all of a root's
-// rows, it asks for all, and they travel whole, unpacked (wholeBlockShare). Results are the same as with the dense
-// broadcast: the compacted blocks keep their column order, so every sum
-// runs in the same order.
+// rows, it asks for all, and they travel whole, unpacked (wholeBlockShare).
+// Results are the same as with the dense broadcast: the compacted blocks
+// keep their column order, so every sum runs in the same order.
 
 import (
 	"fmt"
