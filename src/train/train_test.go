@@ -522,17 +522,24 @@ func TestChunkedExchangeEqualsWhole(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, e := range chunked.Result.Curve {
-			w := whole.Result.Curve[i]
-			if e.Loss != w.Loss || e.Sent != w.Sent || e.TestAcc != w.TestAcc {
-				t.Fatalf("%s epoch %d: chunked loss %.10f, test %.4f (%d sent); whole %.10f, test %.4f (%d sent)",
-					run.name, e.Epoch, e.Loss, e.TestAcc, e.Sent, w.Loss, w.TestAcc, w.Sent)
-			}
-		}
+		sameCurves(t, run.name, "chunked", chunked, "whole", whole)
 		for r := range chunked.Result.PerRank {
 			if c, w := chunked.Result.PerRank[r].BytesSent, whole.Result.PerRank[r].BytesSent; c != w {
 				t.Fatalf("%s rank %d: %d bytes sent in chunks, %d whole", run.name, r, c, w)
 			}
+		}
+	}
+}
+
+// sameCurves fails the test unless runs a and b lost, sent and tested the
+// same, bit for bit, every epoch.
+func sameCurves(t *testing.T, run, aName string, a Outcome, bName string, b Outcome) {
+	t.Helper()
+	for i, e := range a.Result.Curve {
+		w := b.Result.Curve[i]
+		if e.Loss != w.Loss || e.Sent != w.Sent || e.TestAcc != w.TestAcc {
+			t.Fatalf("%s epoch %d: %s loss %.10f, test %.4f (%d sent); %s %.10f, test %.4f (%d sent)",
+				run, e.Epoch, aName, e.Loss, e.TestAcc, e.Sent, bName, w.Loss, w.TestAcc, w.Sent)
 		}
 	}
 }
@@ -569,13 +576,7 @@ func TestWholeBlockSendsEqualPacked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, e := range whole.Result.Curve {
-			p := packed.Result.Curve[i]
-			if e.Loss != p.Loss || e.Sent != p.Sent || e.TestAcc != p.TestAcc {
-				t.Fatalf("%s epoch %d: whole blocks loss %.10f, test %.4f (%d sent); packed %.10f, test %.4f (%d sent)",
-					run.name, e.Epoch, e.Loss, e.TestAcc, e.Sent, p.Loss, p.TestAcc, p.Sent)
-			}
-		}
+		sameCurves(t, run.name, "whole blocks", whole, "packed", packed)
 		var wb, pb int64
 		for r := range whole.Result.PerRank {
 			wb += whole.Result.PerRank[r].BytesSent + whole.Result.PerRank[r].EvalBytesSent
