@@ -79,14 +79,18 @@ for name, ds in rounds.items():
                       comm=1000 * slow["comm_wait_s"] / tot, rss=max(x["peak_rss_mb"] for x in ranks),
                       comp=max(x["compulsory_mb"] for x in ranks), acc=r["final_test_acc"],
                       base=max(x.get("base_rss_mb", 0) for x in ranks),
+                      pss=max(x.get("pss_mb", 0) for x in ranks),
                       mb=sum(x["bytes_sent"] for x in ranks) / len(ranks) / len(r["curve"]) / 1e6,
                       by_round={d["round"]: d["result"]["mean_epoch_ms"] for d in ds},
                       skipped=sum(c["bcast_skipped"] for c in r["curve"]) / max(1, sum(c["bcast_skipped"] + c["bcast_sent"] for c in r["curve"])))
 with open(os.path.join(out, "epoch.tsv"), "w") as f:
     # base_rss_mb: the process before it loaded data (Go runtime, MPI).
-    f.write("run\tms_per_epoch\tgemm_share\tspmm_share\tcomm_wait_share\tMB_per_rank_per_epoch\tpeak_rss_mb\tcompulsory_mb\trss_over_compulsory\tbase_rss_mb\tabove_base_over_compulsory\n")
+    # pss_mb: the proportional set at the end of the run (after its last
+    # evaluation, where it peaks): pages shared between the ranks of the
+    # node (binary, libraries) count divided among them.
+    f.write("run\tms_per_epoch\tgemm_share\tspmm_share\tcomm_wait_share\tMB_per_rank_per_epoch\tpeak_rss_mb\tcompulsory_mb\trss_over_compulsory\tbase_rss_mb\tabove_base_over_compulsory\tpss_mb\tpss_over_compulsory\n")
     for n, x in rows.items():
-        f.write("%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.0f\t%.0f\t%.2f\t%.0f\t%.2f\n" % (n, x["ms"], x["gemm"], x["spmm"], x["comm"], x["mb"], x["rss"], x["comp"], x["rss"] / x["comp"], x["base"], (x["rss"] - x["base"]) / x["comp"]))
+        f.write("%s\t%.2f\t%.2f\t%.2f\t%.2f\t%.3f\t%.0f\t%.0f\t%.2f\t%.0f\t%.2f\t%.0f\t%.2f\n" % (n, x["ms"], x["gemm"], x["spmm"], x["comm"], x["mb"], x["rss"], x["comp"], x["rss"] / x["comp"], x["base"], (x["rss"] - x["base"]) / x["comp"], x["pss"], x["pss"] / x["comp"]))
     for np in (1, 2, 4):
         m = json.load(open(os.path.join(out, "prepare-P%d.json" % np)))
         f.write("prepare-P%d\t\t\t\t\t\t%.0f\t%.0f\t%.2f\n" % (np, m["peak_rss_mb"], m["compulsory_mb"], m["peak_rss_mb"] / m["compulsory_mb"]))

@@ -48,6 +48,12 @@ type RankStats struct {
 	CacheBytes    int64   `json:"cache_bytes"`   // what the training caches hold (wire.go)
 	CompulsoryMB  float64 `json:"compulsory_mb"` // data, layer buffers, caches, model (memory.go)
 	PeakRSSMB     float64 `json:"peak_rss_mb"`
+	// PssMB is the process's proportional set size at the end of the run,
+	// after its last evaluation, where a run peaks: the pages it shares with
+	// other processes (the binary and the libraries every rank on a node
+	// maps) count divided among them, so the sum over a node's ranks is
+	// what they occupy together. The kernel keeps no peak of it.
+	PssMB float64 `json:"pss_mb"`
 	// BaseRSSMB is what the process held before it loaded any data: the
 	// Go runtime and, under mpirun, the MPI library and its buffers.
 	BaseRSSMB float64 `json:"base_rss_mb"`
@@ -409,7 +415,7 @@ func (e *Engine) finish(r *runState) error {
 	res.Clipped = e.clipped
 	tot := e.c.Stats().Total()
 	mine := RankStats{Rank: e.rank, Rows: e.rows, ComputeSec: r.compute.Seconds(), CommSec: tot.Seconds, CommWaitSec: r.wait.Seconds(),
-		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), PeakRSSMB: PeakRSSMB(), BaseRSSMB: e.cfg.BaseRSSMB}
+		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), PeakRSSMB: PeakRSSMB(), PssMB: PssMB(), BaseRSSMB: e.cfg.BaseRSSMB}
 	if e.timed != nil {
 		mine.KernelMs = map[string]float64{}
 		for k, d := range e.timed.Times {
@@ -563,7 +569,7 @@ func (e *Engine) gatherRankStats(mine RankStats) ([]RankStats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gathering per-rank statistics: %w", err)
 	}
-	f := []float64{mine.ComputeSec, mine.CommSec, mine.CommWaitSec, mine.PeakRSSMB, mine.CompulsoryMB, mine.BaseRSSMB}
+	f := []float64{mine.ComputeSec, mine.CommSec, mine.CommWaitSec, mine.PeakRSSMB, mine.CompulsoryMB, mine.BaseRSSMB, mine.PssMB}
 	for _, k := range kernels.TimedClasses {
 		f = append(f, mine.KernelMs[k])
 	}
@@ -576,11 +582,11 @@ func (e *Engine) gatherRankStats(mine RankStats) ([]RankStats, error) {
 	for r := range out {
 		i, f := ints[5*r:], floats[nf*r:]
 		out[r] = RankStats{Rank: r, Rows: int(i[0]), BytesSent: i[1], BytesRecv: i[2], EvalBytesSent: i[3], CacheBytes: i[4],
-			ComputeSec: f[0], CommSec: f[1], CommWaitSec: f[2], PeakRSSMB: f[3], CompulsoryMB: f[4], BaseRSSMB: f[5]}
+			ComputeSec: f[0], CommSec: f[1], CommWaitSec: f[2], PeakRSSMB: f[3], CompulsoryMB: f[4], BaseRSSMB: f[5], PssMB: f[6]}
 		if mine.KernelMs != nil { // every rank runs the same configuration
 			out[r].KernelMs = map[string]float64{}
 			for k, class := range kernels.TimedClasses {
-				out[r].KernelMs[class] = f[6+k]
+				out[r].KernelMs[class] = f[7+k]
 			}
 		}
 	}
@@ -588,13 +594,18 @@ func (e *Engine) gatherRankStats(mine RankStats) ([]RankStats, error) {
 }
 
 // PeakRSSMB is the process's peak resident memory (VmHWM), in MB.
-func PeakRSSMB() float64 { return statusMB("VmHWM:") }
+func PeakRSSMB() float64 { return procMB("/proc/self/status", "VmHWM:") }
 
 // RSSMB is the process's resident memory now (VmRSS), in MB.
-func RSSMB() float64 { return statusMB("VmRSS:") }
+func RSSMB() float64 { return procMB("/proc/self/status", "VmRSS:") }
 
-func statusMB(field string) float64 {
-	b, err := os.ReadFile("/proc/self/status")
+// PssMB is the process's proportional set size now, in MB (0 where the
+// kernel has no smaps_rollup, before Linux 4.14).
+func PssMB() float64 { return procMB("/proc/self/smaps_rollup", "Pss:") }
+
+// procMB reads a "field: N kB" line of a /proc file, in MB.
+func procMB(path, field string) float64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}

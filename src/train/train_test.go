@@ -839,6 +839,9 @@ func TestCompulsoryMemoryCountsLayerBuffers(t *testing.T) {
 		if r.CompulsoryMB <= 0 || r.CompulsoryMB > r.PeakRSSMB {
 			t.Fatalf("hidden %d: compulsory %.2f MB, peak %.2f MB", hidden, r.CompulsoryMB, r.PeakRSSMB)
 		}
+		if _, err := os.Stat("/proc/self/smaps_rollup"); err == nil && (r.PssMB <= 0 || r.PssMB > r.PeakRSSMB) {
+			t.Fatalf("hidden %d: proportional set %.2f MB, peak %.2f MB", hidden, r.PssMB, r.PeakRSSMB)
+		}
 		return r.CompulsoryMB
 	}
 	narrow, wide := mb(16), mb(64)
