@@ -220,8 +220,12 @@ func (x *sparseExchange) sendBufs(c *cache, rowBytes int, send [][]int32) [][]by
 // this rank's rows (or layer 1's dropped copy of them): the peer asked for
 // all of them and they are not dropped as they are packed.
 func sendsWhole(c *cache, rows []int32) bool {
-	return wholeBlockShare <= 100 && whole(rows, c.rows[c.me]) && !(c.sendMask.P > 0 && c.ownDropped == nil)
+	return wholeBlockShare <= 100 && whole(rows, c.rows[c.me]) && !c.dropsAsPacked()
 }
+
+// dropsAsPacked reports whether the exchange drops this rank's rows as it
+// packs them (senderMask), the layer below having made no dropped copy.
+func (c *cache) dropsAsPacked() bool { return c.sendMask.P > 0 && c.ownDropped == nil }
 
 // exchange posts the receives of every active root, sends this rank's rows
 // to the ranks that need them (if it is active), and uses each block as it
@@ -321,7 +325,7 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 				switch {
 				case sendsWhole(c, idx):
 					buf = src[lo*rb:]
-				case c.sendMask.P > 0 && c.ownDropped == nil: // dropped as packed (senderMask)
+				case c.dropsAsPacked():
 					buf = out[i][half*cr*rb:]
 					err = kernels.DropoutGather(c.sendMask, buf, rows, c.width, idx[lo:hi])
 				default: // src: the rows, or dropped by the layer below (nextDrops)
