@@ -57,7 +57,9 @@ type Input interface {
 // consumer reads only some rows (the loss reads the training rows), at a
 // list of them. Â·H, A·B and A·Bᵀ write the listed rows of C and leave the
 // rest; Aᵀ·B and column sums sum over the listed rows; the bias, the loss
-// gradient and dropout are written at the listed rows alone. Find it with
+// gradient and dropout are written at the listed rows alone. The loss
+// gradient may be written over the logits themselves (grad == logits): each
+// listed row is read whole before its gradient is written. Find it with
 // RowsOf; a backend without it computes every row.
 type RowOps interface {
 	SpMMRows(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, rows []int32, accumulate bool) error
@@ -68,6 +70,7 @@ type RowOps interface {
 	ColumnSumsRows(out []float32, g *matrix.Dense, rows []int32) error
 	LossGradRows(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64
 	DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32) error
+	ZeroOtherRows(m *matrix.Dense, rows []int32) error // rows ascending
 }
 
 // Fused is what a backend may add: dropout's backward and ReLU's in one
@@ -189,7 +192,8 @@ func (CPU) LossGradRows(logits *matrix.Dense, labels, rows []int32, norm float64
 func (CPU) DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32) error {
 	return DropoutRows(m, dst, src, rows)
 }
-func (CPU) ReLUBackward(g, h *matrix.Dense) { ReLUBackward(g, h) }
+func (CPU) ZeroOtherRows(m *matrix.Dense, rows []int32) error { return ZeroOtherRows(m, rows) }
+func (CPU) ReLUBackward(g, h *matrix.Dense)                   { ReLUBackward(g, h) }
 func (CPU) DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense, sums []float32) {
 	DropoutReLUBackward(m, g, h, sums)
 }

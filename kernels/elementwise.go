@@ -6,13 +6,32 @@ package kernels
 import "C"
 
 import (
+	"fmt"
 	"math"
+
 	"sancus/kernels/matrix"
 )
 
 // AddBiasReLU adds bias to every row of z and, if relu is set, clamps at 0,
 // in one pass (z becomes the layer output).
 func AddBiasReLU(z *matrix.Dense, bias []float32, relu bool) { addBiasReLU(z, bias, relu, nil) }
+
+// ZeroOtherRows zeroes the rows of m that rows (ascending) does not list.
+func ZeroOtherRows(m *matrix.Dense, rows []int32) error {
+	if err := checkRows(nil, "zero outside rows", rows, m.Rows); err != nil {
+		return err
+	}
+	next := 0 // the first row not yet zeroed or skipped
+	for k, r := range rows {
+		if int(r) < next {
+			return fmt.Errorf("zero outside rows: row list entry %d is %d, not above %d", k, r, next-1)
+		}
+		Zero(m.Data[next*m.Cols : int(r)*m.Cols])
+		next = int(r) + 1
+	}
+	Zero(m.Data[next*m.Cols:])
+	return nil
+}
 
 // AddBiasReLURows is AddBiasReLU at the listed rows only.
 func AddBiasReLURows(z *matrix.Dense, bias []float32, relu bool, rows []int32) error {

@@ -847,6 +847,40 @@ func TestSoftmaxCEMatchesFloat64(t *testing.T) {
 	}
 }
 
+// TestSoftmaxCEInPlace: the loss at listed rows written over the logits
+// leaves there the bits it writes into a buffer of its own, and, with the
+// other rows zeroed, the whole gradient SoftmaxCE forms.
+func TestSoftmaxCEInPlace(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 6))
+	for _, c := range []int{1, 7, 16, 40} {
+		z := randDense(r, 500, c)
+		labels := make([]int32, z.Rows)
+		for i := range labels {
+			labels[i] = int32(r.IntN(c))
+		}
+		rows := []int32{1, 3, 4, 5, 99, 250, 251, 497} // gaps first, between and last
+		want := matrix.NewDense(z.Rows, c)
+		wantLoss := SoftmaxCE(z, labels, rows, 3, want)
+		if got := SoftmaxCERows(z, labels, rows, 3, z); got != wantLoss {
+			t.Fatalf("c=%d: in place loss %v, want %v", c, got, wantLoss)
+		}
+		if err := ZeroOtherRows(z, rows); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range z.Data {
+			if math.Float32bits(v) != math.Float32bits(want.Data[i]) {
+				t.Fatalf("c=%d: row %d col %d in place %g, want %g", c, i/c, i%c, v, want.Data[i])
+			}
+		}
+	}
+	z := matrix.NewDense(4, 2)
+	for _, bad := range [][]int32{{2, 1}, {1, 1}, {0, 4}} {
+		if err := ZeroOtherRows(z, bad); err == nil {
+			t.Errorf("rows %v: no error", bad)
+		}
+	}
+}
+
 // TestNNZCuts: each cut is the first row at which the rows before it hold
 // t/parts of the nonzeros (plus one per row), as a scan over the rows finds.
 func TestNNZCuts(t *testing.T) {

@@ -28,7 +28,8 @@ func SoftmaxCE(logits *matrix.Dense, labels []int32, mask []int32, norm float64,
 
 // SoftmaxCERows is SoftmaxCE that writes grad at the listed rows only: its
 // other rows are left as they are (a caller that writes no other row keeps
-// them zero without a pass over them).
+// them zero without a pass over them). grad may be logits itself: a row is
+// read whole before its gradient is written (the rows listed are distinct).
 func SoftmaxCERows(logits *matrix.Dense, labels []int32, mask []int32, norm float64, grad *matrix.Dense) (lossSum float64) {
 	var gp *C.float
 	if grad != nil {

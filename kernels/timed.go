@@ -74,6 +74,10 @@ func (t *Timed) DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32)
 	defer t.add("dropout", time.Now())
 	return t.Backend.(RowOps).DropoutRows(m, dst, src, rows)
 }
+func (t *Timed) ZeroOtherRows(m *matrix.Dense, rows []int32) error {
+	defer t.add("elementwise", time.Now())
+	return t.Backend.(RowOps).ZeroOtherRows(m, rows)
+}
 func (t *Timed) Dropout(m matrix.Mask, dst, src *matrix.Dense) {
 	defer t.add("dropout", time.Now())
 	t.Backend.Dropout(m, dst, src)

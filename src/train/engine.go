@@ -54,9 +54,10 @@ type Engine struct {
 	clock     clock
 	timed     *kernels.Timed  // with --profile-kernels: e.be, timing each call
 	grads     []float32       // flat gradient buffer, one allreduce per step
-	lossGrad  *matrix.Dense   // ∂loss/∂logits, where the backend computes
+	lossGrad  *matrix.Dense   // ∂loss/∂logits, where the backend computes, made at first use (lossGradBuf): the restricted last layer's loss writes it over the logits
 	rowOps    kernels.RowOps  // the restricted last layer's operations at the training rows (output.go; nil: every row)
 	outRows   []int32         // those rows, ascending
+	logitsAll bool            // a pass that computes every row (evaluation) wrote the logits: the loss at outRows zeroes the others (run.go)
 	residual  []float32       // bf16 gradient allreduce: the error fed back
 	batch     *batchState     // cluster-batch training (nil: global-batch)
 	res       []*matrix.Dense // --residual: layer l's output act(Z_l) + H_l (nil: no skip)
@@ -137,7 +138,6 @@ func (e *Engine) setup() error {
 	}
 	e.opt = model.NewAdam(e.cfg.LR, e.m.NumParams())
 	e.grads = make([]float32, e.m.NumParams())
-	e.lossGrad = e.be.NewDense(e.rows, e.s.Classes)
 	if err := e.shareSparsity(); err != nil {
 		return err
 	}

@@ -28,6 +28,9 @@ func (e *Engine) compulsoryBytes() int64 {
 			}
 		}
 	}
+	if e.lossGrad != nil { // the output's gradient, where the loss cannot write it over the logits
+		n += 4 * int64(len(e.lossGrad.Data))
+	}
 	params := int64(e.m.NumParams())
 	return n + 4*params*4 // weights, gradients, Adam's two moments
 }

@@ -14,7 +14,7 @@ import (
 // bceLossGrad returns this rank's summed loss (over train rows, averaged
 // over classes) and leaves ∂loss/∂logits in e.lossGrad.
 func (e *Engine) bceLossGrad(logits *matrix.Dense) float64 {
-	z, g := e.host(logits), e.lossGrad.Data
+	z, g := e.host(logits), e.lossGradBuf().Data
 	clear(g)
 	c := logits.Cols
 	rows, n := e.trainRows()

@@ -12,6 +12,7 @@ import (
 
 	"sancus/collectives"
 	"sancus/kernels"
+	"sancus/kernels/matrix"
 	"sancus/src/model"
 )
 
@@ -287,17 +288,30 @@ func (e *Engine) trainStep(ep int) (float64, error) {
 		return 0, err
 	}
 	var lossSum float64
+	g := e.lossGrad
 	if e.s.Multi != nil {
-		lossSum = e.bceLossGrad(logits)
+		lossSum, g = e.bceLossGrad(logits), e.lossGrad
 	} else {
 		rows, n := e.trainRows()
-		if ro := e.rowsAt(len(e.layers) - 1); ro != nil { // its other rows are zero, as allocated
-			lossSum = ro.LossGradRows(logits, e.s.Labels, e.outRows, float64(n), e.lossGrad)
+		if ro := e.rowsAt(len(e.layers) - 1); ro != nil {
+			// Written over the logits, which nothing reads after the loss,
+			// so no rows × classes buffer is held for it. The training pass
+			// wrote only these rows; the others must be zero, as ∂loss/∂logits
+			// is there (the clip's norm reads them): so they are, unless an
+			// evaluation has written them since the last loss.
+			if e.logitsAll {
+				if err := ro.ZeroOtherRows(logits, e.outRows); err != nil {
+					return 0, err
+				}
+				e.logitsAll = false
+			}
+			lossSum, g = ro.LossGradRows(logits, e.s.Labels, e.outRows, float64(n), logits), logits
 		} else {
-			lossSum = e.be.LossGrad(logits, e.s.Labels, rows, float64(n), e.lossGrad)
+			g = e.lossGradBuf()
+			lossSum = e.be.LossGrad(logits, e.s.Labels, rows, float64(n), g)
 		}
 	}
-	if err := e.backward(ep, e.lossGrad); err != nil {
+	if err := e.backward(ep, g); err != nil {
 		return 0, err
 	}
 	what, err := e.step()
@@ -305,6 +319,15 @@ func (e *Engine) trainStep(ep int) (float64, error) {
 		return lossSum, &divergence{epoch: ep + 1, what: what}
 	}
 	return lossSum, err
+}
+
+// lossGradBuf is where the loss leaves ∂loss/∂logits when it cannot write
+// it over the logits (every row is computed, or the loss is multi-label).
+func (e *Engine) lossGradBuf() *matrix.Dense {
+	if e.lossGrad == nil {
+		e.lossGrad = e.be.NewDense(e.rows, e.s.Classes)
+	}
+	return e.lossGrad
 }
 
 // lossDiverged checks the epoch's summed loss (the same on every rank):

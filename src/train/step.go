@@ -47,6 +47,7 @@ func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
 	if err := e.be.Err(); err != nil {
 		return nil, fmt.Errorf("forward on %s: %w", e.be.Name(), err)
 	}
+	e.logitsAll = e.logitsAll || !train
 	return a.h, nil
 }
 
