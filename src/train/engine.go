@@ -57,7 +57,7 @@ type Engine struct {
 	lossGrad  *matrix.Dense   // ∂loss/∂logits, where the backend computes, made at first use (lossGradBuf): the restricted last layer's loss writes it over the logits
 	rowOps    kernels.RowOps  // the restricted last layer's operations at the training rows (output.go; nil: every row)
 	outRows   []int32         // those rows, ascending
-	logitsAll bool            // a pass that computes every row (evaluation) wrote the logits: the loss at outRows zeroes the others (run.go)
+	logitsAll bool            // a pass that computes every row wrote the logits: the loss at outRows zeroes the others (run.go, step.go)
 	residual  []float32       // bf16 gradient allreduce: the error fed back
 	batch     *batchState     // cluster-batch training (nil: global-batch)
 	res       []*matrix.Dense // --residual: layer l's output act(Z_l) + H_l (nil: no skip)

@@ -47,7 +47,11 @@ func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
 	if err := e.be.Err(); err != nil {
 		return nil, fmt.Errorf("forward on %s: %w", e.be.Name(), err)
 	}
-	e.logitsAll = e.logitsAll || !train
+	// The loss at the training rows alone (run.go) must find the others
+	// zero: they are, unless this pass wrote them, as evaluation does, and
+	// training on a rank without training rows (an empty row list is no
+	// list: every row is computed).
+	e.logitsAll = e.logitsAll || !train || len(e.outRows) == 0
 	return a.h, nil
 }
 
