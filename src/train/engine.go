@@ -181,10 +181,6 @@ func (e *Engine) openInput() error {
 	switch {
 	case !fromAX:
 		op = kernels.NewOperand(e.s.Features)
-		e.axBytes = e.s.AX.Bytes() // held, not read
-		if e.s.AXDense != nil {
-			e.axBytes += 4 * int64(len(e.s.AXDense.Data))
-		}
 	case e.s.AXDense != nil:
 		op = kernels.NewDenseOperand(e.s.AXDense)
 	case e.s.AX != nil:
@@ -202,16 +198,21 @@ func (e *Engine) openInput() error {
 			return fmt.Errorf("rank %d: drift sample on %s: %w", e.rank, e.be.Name(), err)
 		}
 	}
+	// Layer 1's operand is all of X and ÂX that is read from now on: the
+	// engine lets the rest go (the caller's shard keeps it, if the caller
+	// keeps the shard). Layer 1 on ÂX reads neither X nor ÂX's CSR once
+	// expanded to dense (half the bytes of the CSR at this density); on X
+	// it reads no ÂX. Cluster batches, which slice X, read X alone.
+	sh := *e.s
 	if fromAX {
-		e.axBytes = op.Bytes()
+		sh.Features, e.axBytes = nil, op.Bytes()
+		if !op.IsSparse() {
+			sh.AX = nil
+		}
+	} else {
+		sh.AX, sh.AXDense = nil, nil
 	}
-	if fromAX && e.s.AX != nil && !op.IsSparse() {
-		// ÂX expanded to dense (half the bytes of its CSR at this density)
-		// is all that is read from now on: the engine lets the CSR go (the
-		// caller's shard keeps it, if the caller keeps the shard).
-		sh := *e.s
-		sh.AX, e.s = nil, &sh
-	}
+	e.s = &sh
 	return nil
 }
 

@@ -148,3 +148,49 @@ func TestRestrictedOutputEqualsFull(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEngineHoldsOneInput: layer 1 reads ÂX or X, and the engine holds
+// and counts only that one (the caller's shard keeps both).
+func TestEngineHoldsOneInput(t *testing.T) {
+	ds, _ := generated(t)
+	prep, err := shard.Prepare(ds, 2, shard.Options{Precompute: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fromAX := range []bool{true, false} {
+		err = collectives.NewWorld(2, time.Minute).Run(func(c collectives.Comm) error {
+			s, err := prep.Shard(c.Rank())
+			if err != nil {
+				return err
+			}
+			cfg := Defaults()
+			cfg.Precompute = fromAX
+			e, err := New(cfg, c, s)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			ax := s.AX.Bytes()
+			if s.AXDense != nil {
+				ax += 4 * int64(len(s.AXDense.Data))
+			}
+			if s.Features == nil || ax == 0 {
+				return fmt.Errorf("rank %d: the caller's shard lost X or ÂX", e.rank)
+			}
+			held := e.s.Features != nil
+			if !fromAX {
+				held = e.s.AX != nil || e.s.AXDense != nil
+			}
+			if held {
+				return fmt.Errorf("rank %d (ÂX read: %v): the engine holds the input layer 1 does not read", e.rank, fromAX)
+			}
+			if !fromAX && e.axBytes != 0 {
+				return fmt.Errorf("rank %d: ÂX, not read, counted as %d compulsory bytes", e.rank, e.axBytes)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
