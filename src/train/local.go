@@ -55,14 +55,19 @@ func runPrepared(ds *graph.Dataset, parts int, cfg Config, opt shard.Options) (O
 	return RunShards(shards, cfg)
 }
 
-// RunShards trains already-cut shards as goroutine ranks.
+// RunShards trains already-cut shards as goroutine ranks. It takes them:
+// their entries are cleared as the ranks take them, so that what a rank's
+// engine does not read (the input layer 1 does not multiply) is let go, as
+// it is in an MPI rank.
 func RunShards(shards []*shard.Shard, cfg Config) (Outcome, error) {
 	parts := len(shards)
 	results := make([]*Result, parts)
 	var params [][]float32
 	var end error // how rank 0's training ended early, if it did
 	err := collectives.NewWorld(parts, 10*time.Minute).Run(func(c collectives.Comm) error {
-		e, err := New(cfg, c, shards[c.Rank()])
+		s := shards[c.Rank()]
+		shards[c.Rank()] = nil
+		e, err := New(cfg, c, s)
 		if err != nil {
 			return err
 		}
