@@ -288,17 +288,18 @@ func (e *Engine) trainStep(ep int) (float64, error) {
 		return 0, err
 	}
 	var lossSum float64
-	g := e.lossGrad
+	var g *matrix.Dense // ∂loss/∂logits
 	if e.s.Multi != nil {
 		lossSum, g = e.bceLossGrad(logits), e.lossGrad
 	} else {
 		rows, n := e.trainRows()
 		if ro := e.rowsAt(len(e.layers) - 1); ro != nil {
 			// Written over the logits, which nothing reads after the loss,
-			// so no rows × classes buffer is held for it. The training pass
-			// wrote only these rows; the others must be zero, as ∂loss/∂logits
-			// is there (the clip's norm reads them): so they are, unless an
-			// evaluation has written them since the last loss.
+			// so no rows × classes buffer is held for it. The other rows
+			// must be zero, as ∂loss/∂logits is there (the clip's norm
+			// reads them): the training pass wrote only these rows, so
+			// they are, unless a pass that writes every row ran since the
+			// last loss (logitsAll, step.go).
 			if e.logitsAll {
 				if err := ro.ZeroOtherRows(logits, e.outRows); err != nil {
 					return 0, err
