@@ -194,3 +194,37 @@ func TestEngineHoldsOneInput(t *testing.T) {
 		}
 	}
 }
+
+// TestNoTrainingRowsComputesNone: on Cora's planetoid split rank 1 of 2
+// holds no training rows, and its training pass computes no row of the
+// restricted last layer (an empty row list, not a nil one, which the row
+// operations read as every row), for either order of that layer.
+func TestNoTrainingRowsComputesNone(t *testing.T) {
+	for _, hidden := range []int{16, 4} { // transform first, aggregate first (7 classes)
+		cfg := Defaults()
+		cfg.Hidden = hidden
+		onRanks(t, loadCora(t), 2, cfg, func(e *Engine) error {
+			defer e.Close()
+			for _, b := range e.m.B { // as after some training: a bias added to a row shows
+				for i := range b {
+					b[i] = 0.5
+				}
+			}
+			if _, err := e.trainStep(0); err != nil {
+				return err
+			}
+			if len(e.s.Train) > 0 {
+				return nil
+			}
+			if e.rowOps == nil {
+				return fmt.Errorf("rank %d: the last layer is not restricted", e.rank)
+			}
+			for i, v := range e.layers[len(e.layers)-1].base().z.Data {
+				if v != 0 {
+					return fmt.Errorf("rank %d, hidden %d: logit %d is %g, computed for no training row", e.rank, hidden, i, v)
+				}
+			}
+			return nil
+		})
+	}
+}

@@ -48,10 +48,9 @@ func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
 		return nil, fmt.Errorf("forward on %s: %w", e.be.Name(), err)
 	}
 	// The loss at the training rows alone (run.go) must find the others
-	// zero: they are, unless this pass wrote them, as evaluation does, and
-	// training on a rank without training rows (an empty row list is no
-	// list: every row is computed).
-	e.logitsAll = e.logitsAll || !train || len(e.outRows) == 0
+	// zero: they are, unless a pass that writes them all ran, as
+	// evaluation does.
+	e.logitsAll = e.logitsAll || !train
 	return a.h, nil
 }
 
