@@ -290,7 +290,8 @@ func (e *Engine) trainStep(ep int) (float64, error) {
 	var lossSum float64
 	var g *matrix.Dense // ∂loss/∂logits
 	if e.s.Multi != nil {
-		lossSum, g = e.bceLossGrad(logits), e.lossGrad
+		lossSum = e.bceLossGrad(logits) // makes e.lossGrad (lossGradBuf)
+		g = e.lossGrad
 	} else {
 		rows, n := e.trainRows()
 		if ro := e.rowsAt(len(e.layers) - 1); ro != nil {
