@@ -59,11 +59,10 @@ type Input interface {
 // rest; Aᵀ·B and column sums sum over the listed rows; the bias, the loss
 // gradient and dropout are written at the listed rows alone. The loss
 // gradient may be written over the logits themselves (grad == logits): each
-// listed row is read whole before its gradient is written. An empty list
-// is no row; a nil one is every row to SpMMRows, AddBiasReLURows and
-// ColumnSumsRows but no row to the others, so a caller whose list may be
-// empty passes an empty, non-nil one. Find it with RowsOf; a backend
-// without it computes every row.
+// listed row is read whole before its gradient is written. An empty or
+// nil list is no row to every operation (and every row is other to
+// ZeroOtherRows). Find it with RowsOf; a backend without it computes
+// every row.
 type RowOps interface {
 	SpMMRows(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, rows []int32, accumulate bool) error
 	GEMMRows(c, a, b *matrix.Dense, rows []int32) error

@@ -33,12 +33,15 @@ func ZeroOtherRows(m *matrix.Dense, rows []int32) error {
 	return nil
 }
 
-// AddBiasReLURows is AddBiasReLU at the listed rows only.
+// AddBiasReLURows is AddBiasReLU at the listed rows only (an empty or nil
+// list: none).
 func AddBiasReLURows(z *matrix.Dense, bias []float32, relu bool, rows []int32) error {
 	if err := checkRows(nil, "bias at rows", rows, z.Rows); err != nil {
 		return err
 	}
-	addBiasReLU(z, bias, relu, rows)
+	if len(rows) > 0 { // (to addBiasReLU, nil is every row)
+		addBiasReLU(z, bias, relu, rows)
+	}
 	return nil
 }
 
@@ -82,10 +85,14 @@ func ReLUBackward(g, h *matrix.Dense) {
 func ColumnSums(out []float32, g *matrix.Dense) { columnSums(out, g, nil) }
 
 // ColumnSumsRows adds the listed rows of g into out, in list order by fixed
-// chunks (the same for any thread count).
+// chunks (the same for any thread count); an empty or nil list sums none.
 func ColumnSumsRows(out []float32, g *matrix.Dense, rows []int32) error {
 	if err := checkRows(nil, "column sums at rows", rows, g.Rows); err != nil {
 		return err
+	}
+	if len(rows) == 0 { // (to columnSums, nil is every row)
+		clear(out)
+		return nil
 	}
 	columnSums(out, g, rows)
 	return nil

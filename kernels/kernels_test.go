@@ -340,6 +340,73 @@ func TestGEMMRows(t *testing.T) {
 
 // TestFusedDropoutGEMM: dropout drawn inside the products equals dropout
 // applied first, for masks by row offset and by gathered ids.
+// TestRowOpsWithoutRows: to every row operation an empty list and a nil
+// one are the same, no row: outputs stay as they were (sums over no row
+// are zero), whatever the operation does with a full list.
+func TestRowOpsWithoutRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 9))
+	const rows, k, n = 40, 8, 5
+	a, b, sp := randDense(r, rows, k), randDense(r, k, n), randCSR(r, rows, rows, 0.2)
+	h, g := randDense(r, rows, n), randDense(r, rows, n)
+	labels := make([]int32, rows)
+	var ro RowOps = CPU{}
+	for _, at := range [][]int32{nil, {}} {
+		name := fmt.Sprintf("list %#v", at)
+		untouched := func(what string, got *matrix.Dense, want float32) {
+			t.Helper()
+			for i, v := range got.Data {
+				if v != want {
+					t.Fatalf("%s: %s wrote entry %d (%v)", name, what, i, v)
+				}
+			}
+		}
+		out := matrix.NewDense(rows, n)
+		for _, acc := range []bool{false, true} {
+			fill(out, -7)
+			if err := ro.SpMMRows(out, sp, h, at, acc); err != nil {
+				t.Fatal(err)
+			}
+			untouched("SpMMRows", out, -7)
+		}
+		fill(out, -7)
+		if err := ro.GEMMRows(out, a, b, at); err != nil {
+			t.Fatal(err)
+		}
+		untouched("GEMMRows", out, -7)
+		if err := ro.GEMMNTRows(out, a, b.T(), at); err != nil {
+			t.Fatal(err)
+		}
+		untouched("GEMMNTRows", out, -7)
+		if err := ro.AddBiasReLURows(out, make([]float32, n), true, at); err != nil {
+			t.Fatal(err)
+		}
+		untouched("AddBiasReLURows", out, -7)
+		if err := ro.DropoutRows(matrix.Mask{P: 0.5, Seed: 1}, out, h, at); err != nil {
+			t.Fatal(err)
+		}
+		untouched("DropoutRows", out, -7)
+		if loss := ro.LossGradRows(h.Clone(), labels, at, 1, out); loss != 0 {
+			t.Fatalf("%s: the loss over no row is %v", name, loss)
+		}
+		untouched("LossGradRows", out, -7)
+		tn := matrix.NewDense(k, n)
+		fill(tn, -7)
+		if err := ro.GEMMTNRows(tn, a, g, at); err != nil {
+			t.Fatal(err)
+		}
+		untouched("GEMMTNRows (a sum over no row)", tn, 0)
+		sums := &matrix.Dense{Rows: 1, Cols: n, Data: []float32{1, 2, 3, 4, 5}}
+		if err := ro.ColumnSumsRows(sums.Data, g, at); err != nil {
+			t.Fatal(err)
+		}
+		untouched("ColumnSumsRows (a sum over no row)", sums, 0)
+		if err := ro.ZeroOtherRows(out, at); err != nil {
+			t.Fatal(err)
+		}
+		untouched("ZeroOtherRows (every row is other)", out, 0)
+	}
+}
+
 func TestFusedDropoutGEMM(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, k := range []int{7, 48, 128, 300, 33000} { // the last: one row per scratch block

@@ -38,15 +38,17 @@ func SpMM(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool) erro
 }
 
 // SpMMRows is SpMM at the listed rows of C (and A) only: C's other rows are
-// left as they are. For a block whose other rows are empty it skips the
-// pass that would write them zero; an ascending list lets the gathers of
-// the next listed rows be prefetched.
+// left as they are, and an empty or nil list writes none. For a block whose
+// other rows are empty it skips the pass that would write them zero; an
+// ascending list lets the gathers of the next listed rows be prefetched.
 func SpMMRows(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, rows []int32, accumulate bool) error {
 	const what = "spmm at rows"
 	if err := checkRows(CheckMul(what, c, a.Rows, a.Cols, b), what, rows, a.Rows); err != nil {
 		return err
 	}
-	spmm(c, a, b, accumulate, rows)
+	if len(rows) > 0 { // (to spmm, nil is every row)
+		spmm(c, a, b, accumulate, rows)
+	}
 	return nil
 }
 

@@ -96,8 +96,8 @@ func (e *Engine) restrictOutput() error {
 	// training rows alone, and so, aggregating first, are the products
 	// with W: where the backend can, only those rows are computed.
 	if ro, ok := kernels.RowsOf(e.be); ok {
-		// Never nil: to SpMMRows, AddBiasReLURows and ColumnSumsRows a nil
-		// list is every row, and a rank without training rows computes none.
+		// Never nil, as the cache's outRows says a product is restricted:
+		// a rank without training rows computes none of its rows.
 		e.rowOps, e.outRows = ro, append([]int32{}, slices.Sorted(slices.Values(e.s.Train))...)
 		c.fwd.outRows = e.outRows
 		c.fwd.read = make([][]int32, e.P)
