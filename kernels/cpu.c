@@ -97,6 +97,53 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
     }                                                                          \
   }
 
+// gather_tile: c[t .. t+NV·16) of one row = Σ_p B[col[p]] over those
+// columns: spmm_tile without the values and their products, the rows'
+// gathers alone, prefetched as spmm_tile's are, in 4 chains.
+#define GATHER_TILE(NV, SUFFIX, ATTR)                                          \
+  ATTR static inline void gather_tile##NV##_##SUFFIX(const int32_t *restrict col, int64_t p0, \
+      int64_t p1, int64_t pf_end, const float *restrict B, int64_t n, int64_t t, float *restrict c) { \
+    typedef vf_##SUFFIX vf;                                                    \
+    enum { L = sizeof(vf) / sizeof(float), NW = NV * VW / L };                 \
+    vf s[4][NW];                                                               \
+    for (int u = 0; u < 4; u++)                                                \
+      for (int v = 0; v < NW; v++) s[u][v] = (vf){0};                          \
+    int64_t p = p0;                                                            \
+    for (; p + 4 <= p1; p += 4)                                                \
+      for (int u = 0; u < 4; u++) {                                            \
+        const int64_t q = p + u + PF_DIST < pf_end ? p + u + PF_DIST : p + u;  \
+        for (int v = 0; v < NV; v++) __builtin_prefetch(B + (int64_t)col[q] * n + t + v * VW, 0, 2); \
+        const float *b = B + (int64_t)col[p + u] * n + t;                      \
+        for (int v = 0; v < NW; v++) s[u][v] += *(const vf *)(b + v * L);     \
+      }                                                                        \
+    for (; p < p1; p++) {                                                      \
+      const int64_t q = p + PF_DIST < pf_end ? p + PF_DIST : p;                \
+      for (int v = 0; v < NV; v++) __builtin_prefetch(B + (int64_t)col[q] * n + t + v * VW, 0, 2); \
+      const float *b = B + (int64_t)col[p] * n + t;                            \
+      for (int v = 0; v < NW; v++) s[0][v] += *(const vf *)(b + v * L);       \
+    }                                                                          \
+    for (int v = 0; v < NW; v++) *(vf *)(c + t + v * L) = s[0][v] + s[1][v] + s[2][v] + s[3][v]; \
+  }
+
+// gather_sum: rows [r0, r1) of C = Σ_p B[col[p]], B n wide (a multiple of
+// 16), in tiles of 4 vectors as spmm's widest, then of 1: what the kernel
+// benchmark sets as the gathers' own time (sc_gather_sum).
+#define GATHER_SUM(SUFFIX, ATTR)                                               \
+  GATHER_TILE(1, SUFFIX, ATTR)                                                 \
+  GATHER_TILE(4, SUFFIX, ATTR)                                                 \
+  ATTR static void gather_sum_##SUFFIX(const int64_t *rowptr, const int32_t *col, const float *B, \
+                                       float *C, int64_t n, int64_t r0, int64_t r1) { \
+    if (r1 <= r0) return;                                                      \
+    const int64_t pf_end = rowptr[r1];                                         \
+    for (int64_t r = r0; r < r1; r++) {                                        \
+      int64_t t = 0;                                                           \
+      for (; t + 4 * VW <= n; t += 4 * VW)                                     \
+        gather_tile4_##SUFFIX(col, rowptr[r], rowptr[r + 1], pf_end, B, n, t, C + r * n); \
+      for (; t + VW <= n; t += VW)                                             \
+        gather_tile1_##SUFFIX(col, rowptr[r], rowptr[r + 1], pf_end, B, n, t, C + r * n); \
+    }                                                                          \
+  }
+
 #define DEFINE_KERNELS(SUFFIX, ATTR)                                          \
   /* Rows [r0, r1), or rows list[r0..r1) with a list. */                     \
   ATTR static void bias_relu_##SUFFIX(float *restrict z, const float *restrict bias, \
@@ -139,11 +186,14 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
 
 DEFINE_KERNELS(base, )
 SPMM(1, base, )
+GATHER_SUM(base, )
 
 #if defined(__x86_64__) && defined(__GNUC__)
 DEFINE_KERNELS(avx2, __attribute__((target("avx2,fma"))))
 SPMM(2, avx2, __attribute__((target("avx2,fma"))))
 SPMM(4, avx512, __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma,prefer-vector-width=512"))))
+GATHER_SUM(avx2, __attribute__((target("avx2,fma"))))
+GATHER_SUM(avx512, __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma,prefer-vector-width=512"))))
 static int level = -1;
 int sc_simd_level(void) {
   if (level < 0) {
@@ -256,6 +306,10 @@ int64_t sc_first_bad_row(const int32_t *rows, int64_t cnt, int64_t n) {
 }
 void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int64_t i1) {
   PICK(triad, a, b, c, s, i0, i1);
+}
+void sc_gather_sum(const int64_t *rowptr, const int32_t *col, const float *B, float *C, int64_t n,
+                   int64_t r0, int64_t r1) {
+  FLUSH_DENORMALS(PICK3(gather_sum, rowptr, col, B, C, n, r0, r1));
 }
 double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps) {
   double s;

@@ -37,6 +37,8 @@ void sc_scatter_rows(char *dst, const char *src, const int32_t *rows, int64_t cn
 int64_t sc_first_bad_row(const int32_t *rows, int64_t cnt, int64_t n);
 void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int64_t i1);
 double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps);
+void sc_gather_sum(const int64_t *rowptr, const int32_t *col, const float *B, float *C, int64_t n,
+                   int64_t r0, int64_t r1);
 int sc_simd_level(void);
 void sc_limit_simd(int level); // tests: run a lower level on this CPU
 void sc_dropout_dense(const float *src, float *dst, int64_t cols, int64_t r0, int64_t r1,

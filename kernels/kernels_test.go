@@ -340,6 +340,29 @@ func TestGEMMRows(t *testing.T) {
 
 // TestFusedDropoutGEMM: dropout drawn inside the products equals dropout
 // applied first, for masks by row offset and by gathered ids.
+// TestGatherSum: the gathers alone sum the rows each row of A gathers, at
+// the widths the kernel benchmark times, and a width the tiles do not fit
+// is refused.
+func TestGatherSum(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	a := randCSR(r, 300, 200, 0.05)
+	ones := &matrix.CSR{Rows: a.Rows, Cols: a.Cols, RowPtr: a.RowPtr, ColIdx: a.ColIdx, Val: make([]float32, len(a.Val))}
+	for i := range ones.Val {
+		ones.Val[i] = 1
+	}
+	for _, w := range []int{16, 64, 80, 128} {
+		b, got := randDense(r, a.Cols, w), matrix.NewDense(a.Rows, w)
+		fill(got, -7)
+		if err := GatherSum(got, a, b); err != nil {
+			t.Fatal(err)
+		}
+		assertClose(t, fmt.Sprintf("gather sum, width %d", w), got, naiveMul(ones.ToDense(), b))
+	}
+	if err := GatherSum(matrix.NewDense(300, 20), a, matrix.NewDense(200, 20)); err == nil {
+		t.Fatal("width 20 was accepted")
+	}
+}
+
 // TestRowOpsWithoutRows: to every row operation an empty list and a nil
 // one are the same, no row: outputs stay as they were (sums over no row
 // are zero), whatever the operation does with a full list.

@@ -7,6 +7,7 @@ package kernels
 import "C"
 
 import (
+	"fmt"
 	"slices"
 	"unsafe"
 
@@ -104,6 +105,30 @@ func Triad(a, b, c []float32, s float32) {
 	forRanges(evenCuts(len(a), threads, 1<<14), func(lo, hi int) {
 		C.sc_triad(f32p(a), f32p(b), f32p(c), C.float(s), C.int64_t(lo), C.int64_t(hi))
 	})
+}
+
+// GatherSum sets C's rows to the sums of the rows of B that A's rows
+// gather, Σ_p B[col[p]]: SpMM without the values and their products, the
+// gathers alone, in the kernel's order and prefetched as it does, over the
+// same threads. No Â·B can run faster than the gathers it makes, so its
+// time bounds SpMM's from below (the kernel benchmark's gather ceiling).
+// B's width must be a multiple of 16.
+func GatherSum(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense) error {
+	if err := CheckMul("gather sum", c, a.Rows, a.Cols, b); err != nil {
+		return err
+	}
+	if b.Cols%16 != 0 {
+		return fmt.Errorf("gather sum: width %d is not a multiple of 16", b.Cols)
+	}
+	if a.Rows == 0 || b.Cols == 0 || a.NNZ() == 0 {
+		return nil
+	}
+	colp := (*C.int32_t)(unsafe.Pointer(&a.ColIdx[0]))
+	rowp := (*C.int64_t)(unsafe.Pointer(&a.RowPtr[0]))
+	forRanges(nnzCuts(a.RowPtr, threads), func(lo, hi int) {
+		C.sc_gather_sum(rowp, colp, f32p(b.Data), f32p(c.Data), C.int64_t(b.Cols), C.int64_t(lo), C.int64_t(hi))
+	})
+	return nil
 }
 
 // SumRepeated returns reps·Σx, each thread reading its part of x reps
