@@ -338,8 +338,6 @@ func TestGEMMRows(t *testing.T) {
 	}
 }
 
-// TestFusedDropoutGEMM: dropout drawn inside the products equals dropout
-// applied first, for masks by row offset and by gathered ids.
 // TestGatherSum: the gathers alone sum the rows each row of A gathers, at
 // the widths the kernel benchmark times, and a width the tiles do not fit
 // is refused.
@@ -430,6 +428,8 @@ func TestRowOpsWithoutRows(t *testing.T) {
 	}
 }
 
+// TestFusedDropoutGEMM: dropout drawn inside the products equals dropout
+// applied first, for masks by row offset and by gathered ids.
 func TestFusedDropoutGEMM(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, k := range []int{7, 48, 128, 300, 33000} { // the last: one row per scratch block

@@ -281,7 +281,11 @@ func spmmTable(ahat *matrix.CSR, triad float64, timed func(int, func()) time.Dur
 			g := time.Duration(1<<63 - 1)
 			for range 5 {
 				d = min(d, timed(1, func() { be.SpMM(out, ahat, h, false) }))
-				g = min(g, best(1, func() { gatherErr = kernels.GatherSum(out, ahat, h) }))
+				g = min(g, best(1, func() {
+					if err := kernels.GatherSum(out, ahat, h); err != nil {
+						gatherErr = err
+					}
+				}))
 			}
 			x.GatherMs, x.GatherCeilingOfTriad = ms(g), bytes/g.Seconds()/1e9/triad
 		} else {
