@@ -24,9 +24,13 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
 // gathered at random, so several cache misses must be outstanding at once.
 // The prefetches fill L2, not L1 (prefetcht1): into L1 they held its few
 // miss buffers, and on the EPYC VM a 100k-row Â·H took 1.15x (width 16),
-// 1.25x (64) and 1.8x (128) as long.
-#define SPMM_TILE(NV, U, SUFFIX, ATTR)                                         \
-  ATTR static inline void spmm_tile##NV##_##SUFFIX(const int32_t *restrict col, \
+// 1.25x (64) and 1.8x (128) as long. W(p) is the weight of nonzero p,
+// written before its row: SC_VAL, val[p]·, for the product, or SC_ONE,
+// nothing, for the gathers alone (gather_: the kernel benchmark's).
+#define SC_VAL(p) val[p] *
+#define SC_ONE(p)
+#define SPMM_TILE(NAME, W, NV, U, SUFFIX, ATTR)                                \
+  ATTR static inline void NAME##_tile##NV##_##SUFFIX(const int32_t *restrict col, \
       const float *restrict val, int64_t p0, int64_t p1, int64_t pf_end, const float *restrict B, \
       int64_t n, int64_t t, float *restrict c, int acc_in) {                   \
     typedef vf_##SUFFIX vf;                                                    \
@@ -40,13 +44,13 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
         const int64_t q = p + u + PF_DIST < pf_end ? p + u + PF_DIST : p + u;  \
         for (int v = 0; v < NV; v++) __builtin_prefetch(B + (int64_t)col[q] * n + t + v * VW, 0, 2); \
         const float *b = B + (int64_t)col[p + u] * n + t;                      \
-        for (int v = 0; v < NW; v++) s[u][v] += val[p + u] * *(const vf *)(b + v * L); \
+        for (int v = 0; v < NW; v++) s[u][v] += W(p + u) * (const vf *)(b + v * L);   \
       }                                                                        \
     for (; p < p1; p++) { /* short rows (a backward over a few columns) too */ \
       const int64_t q = p + PF_DIST < pf_end ? p + PF_DIST : p;                \
       for (int v = 0; v < NV; v++) __builtin_prefetch(B + (int64_t)col[q] * n + t + v * VW, 0, 2); \
       const float *b = B + (int64_t)col[p] * n + t;                            \
-      for (int v = 0; v < NW; v++) s[0][v] += val[p] * *(const vf *)(b + v * L); \
+      for (int v = 0; v < NW; v++) s[0][v] += W(p) * (const vf *)(b + v * L);     \
     }                                                                          \
     for (int v = 0; v < NW; v++) {                                             \
       vf r = acc_in ? *(const vf *)(c + t + v * L) : (vf){0};                  \
@@ -57,12 +61,12 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
 
 // spmm: rows [r0, r1) of C = (or +=) A·B, or rows list[r0..r1), B n wide:
 // tiles of up to NVMAX vectors per pass over a row's nonzeros, leftover
-// columns (n % 16) plain.
-#define SPMM(NVMAX, SUFFIX, ATTR)                                              \
-  SPMM_TILE(1, 4, SUFFIX, ATTR)                                                \
-  SPMM_TILE(2, 2, SUFFIX, ATTR)                                                \
-  SPMM_TILE(4, 2, SUFFIX, ATTR)                                                \
-  ATTR static void spmm_##SUFFIX(const int64_t *rowptr, const int32_t *col, const float *val, \
+// columns (n % 16) plain. NAME and W as for SPMM_TILE.
+#define SPMM(NAME, W, NVMAX, SUFFIX, ATTR)                                     \
+  SPMM_TILE(NAME, W, 1, 4, SUFFIX, ATTR)                                       \
+  SPMM_TILE(NAME, W, 2, 2, SUFFIX, ATTR)                                       \
+  SPMM_TILE(NAME, W, 4, 2, SUFFIX, ATTR)                                       \
+  ATTR static void NAME##_##SUFFIX(const int64_t *rowptr, const int32_t *col, const float *val, \
                                  const float *B, float *C, int64_t n, int64_t r0, int64_t r1, \
                                  int acc_in, const int32_t *list) {            \
     if (r1 <= r0) return;                                                      \
@@ -74,7 +78,7 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
     if (n == VW) {                                                             \
       for (int64_t i = r0; i < r1; i++) {                                      \
         const int64_t r = list ? list[i] : i;                                  \
-        spmm_tile1_##SUFFIX(col, val, rowptr[r], rowptr[r + 1], pf_end, B, VW, 0, C + r * VW, acc_in); \
+        NAME##_tile1_##SUFFIX(col, val, rowptr[r], rowptr[r + 1], pf_end, B, VW, 0, C + r * VW, acc_in); \
       }                                                                        \
       return;                                                                  \
     }                                                                          \
@@ -85,62 +89,15 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
       const int64_t p0 = rowptr[r], p1 = rowptr[r + 1];                        \
       int64_t t = 0;                                                           \
       if (NVMAX >= 4)                                                          \
-        for (; t + 4 * VW <= nv; t += 4 * VW) spmm_tile4_##SUFFIX(col, val, p0, p1, pf_end, B, n, t, c, acc_in); \
+        for (; t + 4 * VW <= nv; t += 4 * VW) NAME##_tile4_##SUFFIX(col, val, p0, p1, pf_end, B, n, t, c, acc_in); \
       if (NVMAX >= 2)                                                          \
-        for (; t + 2 * VW <= nv; t += 2 * VW) spmm_tile2_##SUFFIX(col, val, p0, p1, pf_end, B, n, t, c, acc_in); \
-      for (; t < nv; t += VW) spmm_tile1_##SUFFIX(col, val, p0, p1, pf_end, B, n, t, c, acc_in); \
+        for (; t + 2 * VW <= nv; t += 2 * VW) NAME##_tile2_##SUFFIX(col, val, p0, p1, pf_end, B, n, t, c, acc_in); \
+      for (; t < nv; t += VW) NAME##_tile1_##SUFFIX(col, val, p0, p1, pf_end, B, n, t, c, acc_in); \
       for (; t < n; t++) {                                                     \
         float s = acc_in ? c[t] : 0.0f;                                        \
-        for (int64_t p = p0; p < p1; p++) s += val[p] * B[(int64_t)col[p] * n + t]; \
+        for (int64_t p = p0; p < p1; p++) s += W(p) B[(int64_t)col[p] * n + t]; \
         c[t] = s;                                                              \
       }                                                                        \
-    }                                                                          \
-  }
-
-// gather_tile: c[t .. t+NV·16) of one row = Σ_p B[col[p]] over those
-// columns: spmm_tile without the values and their products, the rows'
-// gathers alone, prefetched as spmm_tile's are, in 4 chains.
-#define GATHER_TILE(NV, SUFFIX, ATTR)                                          \
-  ATTR static inline void gather_tile##NV##_##SUFFIX(const int32_t *restrict col, int64_t p0, \
-      int64_t p1, int64_t pf_end, const float *restrict B, int64_t n, int64_t t, float *restrict c) { \
-    typedef vf_##SUFFIX vf;                                                    \
-    enum { L = sizeof(vf) / sizeof(float), NW = NV * VW / L };                 \
-    vf s[4][NW];                                                               \
-    for (int u = 0; u < 4; u++)                                                \
-      for (int v = 0; v < NW; v++) s[u][v] = (vf){0};                          \
-    int64_t p = p0;                                                            \
-    for (; p + 4 <= p1; p += 4)                                                \
-      for (int u = 0; u < 4; u++) {                                            \
-        const int64_t q = p + u + PF_DIST < pf_end ? p + u + PF_DIST : p + u;  \
-        for (int v = 0; v < NV; v++) __builtin_prefetch(B + (int64_t)col[q] * n + t + v * VW, 0, 2); \
-        const float *b = B + (int64_t)col[p + u] * n + t;                      \
-        for (int v = 0; v < NW; v++) s[u][v] += *(const vf *)(b + v * L);     \
-      }                                                                        \
-    for (; p < p1; p++) {                                                      \
-      const int64_t q = p + PF_DIST < pf_end ? p + PF_DIST : p;                \
-      for (int v = 0; v < NV; v++) __builtin_prefetch(B + (int64_t)col[q] * n + t + v * VW, 0, 2); \
-      const float *b = B + (int64_t)col[p] * n + t;                            \
-      for (int v = 0; v < NW; v++) s[0][v] += *(const vf *)(b + v * L);       \
-    }                                                                          \
-    for (int v = 0; v < NW; v++) *(vf *)(c + t + v * L) = s[0][v] + s[1][v] + s[2][v] + s[3][v]; \
-  }
-
-// gather_sum: rows [r0, r1) of C = Σ_p B[col[p]], B n wide (a multiple of
-// 16), in tiles of 4 vectors as spmm's widest, then of 1: what the kernel
-// benchmark sets as the gathers' own time (sc_gather_sum).
-#define GATHER_SUM(SUFFIX, ATTR)                                               \
-  GATHER_TILE(1, SUFFIX, ATTR)                                                 \
-  GATHER_TILE(4, SUFFIX, ATTR)                                                 \
-  ATTR static void gather_sum_##SUFFIX(const int64_t *rowptr, const int32_t *col, const float *B, \
-                                       float *C, int64_t n, int64_t r0, int64_t r1) { \
-    if (r1 <= r0) return;                                                      \
-    const int64_t pf_end = rowptr[r1];                                         \
-    for (int64_t r = r0; r < r1; r++) {                                        \
-      int64_t t = 0;                                                           \
-      for (; t + 4 * VW <= n; t += 4 * VW)                                     \
-        gather_tile4_##SUFFIX(col, rowptr[r], rowptr[r + 1], pf_end, B, n, t, C + r * n); \
-      for (; t + VW <= n; t += VW)                                             \
-        gather_tile1_##SUFFIX(col, rowptr[r], rowptr[r + 1], pf_end, B, n, t, C + r * n); \
     }                                                                          \
   }
 
@@ -185,15 +142,16 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
   }
 
 DEFINE_KERNELS(base, )
-SPMM(1, base, )
-GATHER_SUM(base, )
+SPMM(spmm, SC_VAL, 1, base, )
+SPMM(gather, SC_ONE, 1, base, )
 
 #if defined(__x86_64__) && defined(__GNUC__)
 DEFINE_KERNELS(avx2, __attribute__((target("avx2,fma"))))
-SPMM(2, avx2, __attribute__((target("avx2,fma"))))
-SPMM(4, avx512, __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma,prefer-vector-width=512"))))
-GATHER_SUM(avx2, __attribute__((target("avx2,fma"))))
-GATHER_SUM(avx512, __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma,prefer-vector-width=512"))))
+SPMM(spmm, SC_VAL, 2, avx2, __attribute__((target("avx2,fma"))))
+SPMM(gather, SC_ONE, 2, avx2, __attribute__((target("avx2,fma"))))
+#define AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma,prefer-vector-width=512")))
+SPMM(spmm, SC_VAL, 4, avx512, AVX512)
+SPMM(gather, SC_ONE, 4, avx512, AVX512)
 static int level = -1;
 int sc_simd_level(void) {
   if (level < 0) {
@@ -309,7 +267,7 @@ void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int
 }
 void sc_gather_sum(const int64_t *rowptr, const int32_t *col, const float *B, float *C, int64_t n,
                    int64_t r0, int64_t r1) {
-  FLUSH_DENORMALS(PICK3(gather_sum, rowptr, col, B, C, n, r0, r1));
+  FLUSH_DENORMALS(PICK3(gather, rowptr, col, NULL, B, C, n, r0, r1, 0, NULL));
 }
 double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps) {
   double s;

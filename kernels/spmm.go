@@ -108,9 +108,8 @@ func Triad(a, b, c []float32, s float32) {
 }
 
 // GatherSum sets C's rows to the sums of the rows of B that A's rows
-// gather, Σ_p B[col[p]]: SpMM without the values and their products, the
-// gathers alone, in the kernel's order and prefetched as it does, over the
-// same threads. No Â·B can run faster than the gathers it makes, so its
+// gather, Σ_p B[col[p]]: SpMM's own loop (cpu.c's SPMM) without the values
+// and their products, the gathers alone, over the same threads. No Â·B can run faster than the gathers it makes, so its
 // time bounds SpMM's from below (the kernel benchmark's gather ceiling).
 // B's width must be a multiple of 16.
 func GatherSum(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense) error {

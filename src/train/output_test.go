@@ -197,8 +197,8 @@ func TestEngineHoldsOneInput(t *testing.T) {
 
 // TestNoTrainingRowsComputesNone: on Cora's planetoid split rank 1 of 2
 // holds no training rows, and its training pass computes no row of the
-// restricted last layer (an empty row list, not a nil one, which the row
-// operations read as every row), for either order of that layer.
+// restricted last layer (its row list is empty, not nil: a nil one made
+// the products unrestricted), for either order of that layer.
 func TestNoTrainingRowsComputesNone(t *testing.T) {
 	for _, hidden := range []int{16, 4} { // transform first, aggregate first (7 classes)
 		cfg := Defaults()
