@@ -103,17 +103,22 @@ func TestQuantizedStopAndResumeIsBitIdentical(t *testing.T) {
 }
 
 // TestQuantizedAccuracy: int8 within 0.3 points and int4 within 1 point of
-// fp32 (mean test accuracy at the best validation epoch, 5 seeds, P = 4)
-// for a GCN on Cora and CiteSeer; GraphSAGE within 1 point at both widths.
-// GraphSAGE on Cora sits 0.5 points below fp32 with any perturbation of
-// its trajectory: bf16, round-to-nearest with 0.4% error, does (0.807 vs
-// 0.812 at 5 seeds), as int8 does (0.805); at 10 seeds bf16 is 0.29 and
-// int8 0.35 below. A 0.3-point bound at 5 seeds is below that noise.
+// fp32 (mean test accuracy at the best validation epoch, P = 4) for a GCN
+// on Cora and CiteSeer, over 10 seeds; GraphSAGE within 1 point at both
+// widths, over 5. A GCN's 5-seed mean is too noisy for 0.3 points: one
+// CiteSeer seed moves a point under any perturbation of its trajectory,
+// and reordering the SpMM's sums alone moved int8's 5-seed gap from 0.20
+// to 0.38 points (10 seeds: 0.16 and 0.13; 20: 0.03 and 0.01).
+// GraphSAGE on Cora sits 0.5 points below fp32 with any perturbation:
+// bf16, round-to-nearest with 0.4% error, does (0.807 vs 0.812 at 5
+// seeds), as int8 does (0.805); at 10 seeds bf16 is 0.29 and int8 0.35
+// below.
 func TestQuantizedAccuracy(t *testing.T) {
 	for _, run := range []struct {
 		name, model string
 		int8        float64
-	}{{"cora", "gcn", 0.003}, {"citeseer", "gcn", 0.003}, {"cora", "sage", 0.01}, {"citeseer", "sage", 0.01}} {
+		seeds       int
+	}{{"cora", "gcn", 0.003, 10}, {"citeseer", "gcn", 0.003, 10}, {"cora", "sage", 0.01, 5}, {"citeseer", "sage", 0.01, 5}} {
 		name := run.name + " " + run.model
 		ds, err := graph.Load(datasets()+"/"+run.name, graph.LoadOptions{NormalizeFeatures: true})
 		if err != nil {
@@ -121,14 +126,14 @@ func TestQuantizedAccuracy(t *testing.T) {
 		}
 		base := Defaults()
 		base.Model = run.model
-		ref, _ := meanTestAcc(t, ds, 4, base, 5)
+		ref, _ := meanTestAcc(t, ds, 4, base, run.seeds)
 		for _, c := range []struct {
 			wire string
 			tol  float64
 		}{{"int8", run.int8}, {"int4", 0.01}} {
 			cfg := base
 			cfg.Wire = c.wire
-			acc, _ := meanTestAcc(t, ds, 4, cfg, 5)
+			acc, _ := meanTestAcc(t, ds, 4, cfg, run.seeds)
 			t.Logf("%s %s: mean test %.4f, fp32 %.4f", name, c.wire, acc, ref)
 			if acc < ref-c.tol {
 				t.Errorf("%s %s: mean test accuracy %.4f is more than %.1f points below fp32 (%.4f)", name, c.wire, acc, 100*c.tol, ref)
