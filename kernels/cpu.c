@@ -18,54 +18,47 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
 #define VW 16
 #define PF_DIST 16
 
-// spmm_tile: c[t .. t+NV·16) of one row = (or +=) Σ_p val[p]·B[col[p]], with
-// U nonzeros in flight (U·NV independent FMA chains, added in a fixed order
-// at the end) and rows of B prefetched PF_DIST nonzeros ahead: they are
-// gathered at random, so several cache misses must be outstanding at once.
-// The prefetches fill L2, not L1 (prefetcht1): into L1 they held its few
-// miss buffers, and on the EPYC VM a 100k-row Â·H took 1.15x (width 16),
-// 1.25x (64) and 1.8x (128) as long. W(p) is the weight of nonzero p,
+// spmm_tile: c[t .. t+NV·16) of one row = (or +=) Σ_p val[p]·B[col[p]], in
+// the order of the row's nonzeros (one FMA chain per vector), with rows of B
+// prefetched PF_DIST nonzeros ahead: they are gathered at random, so several
+// cache misses must be outstanding at once. The gathers, not the chain's
+// latency, bound the loop: on the EPYC VM four chains a vector (two at
+// widths 32 and up), with a loop for the row's last few nonzeros, took a
+// 100k-row Â·H about 1.1x as long at width 16 and 1.2x at 64 (the same at
+// 128 and 256). The prefetches fill L2, not L1 (prefetcht1): into L1 they
+// held its few miss buffers, and a 100k-row Â·H took 1.15x (width 16), 1.25x
+// (64) and 1.8x (128) as long. A prefetch index is clamped to the nonzeros
+// that exist only in the rows within PF_DIST of their end: the clamp in
+// every row cost about 10% at width 16. W(p) is the weight of nonzero p,
 // written before its row: SC_VAL, val[p]·, for the product, or SC_ONE,
 // nothing, for the gathers alone (gather_: the kernel benchmark's).
 #define SC_VAL(p) val[p] *
 #define SC_ONE(p)
-#define SPMM_TILE(NAME, W, NV, U, SUFFIX, ATTR)                                \
+#define SPMM_TILE(NAME, W, NV, SUFFIX, ATTR)                                   \
   ATTR static inline void NAME##_tile##NV##_##SUFFIX(const int32_t *restrict col, \
       const float *restrict val, int64_t p0, int64_t p1, int64_t pf_end, const float *restrict B, \
       int64_t n, int64_t t, float *restrict c, int acc_in) {                   \
     typedef vf_##SUFFIX vf;                                                    \
     enum { L = sizeof(vf) / sizeof(float), NW = NV * VW / L };                 \
-    vf s[U][NW];                                                               \
-    for (int u = 0; u < U; u++)                                                \
-      for (int v = 0; v < NW; v++) s[u][v] = (vf){0};                          \
-    int64_t p = p0;                                                            \
-    for (; p + U <= p1; p += U)                                                \
-      for (int u = 0; u < U; u++) {                                            \
-        const int64_t q = p + u + PF_DIST < pf_end ? p + u + PF_DIST : p + u;  \
-        for (int v = 0; v < NV; v++) __builtin_prefetch(B + (int64_t)col[q] * n + t + v * VW, 0, 2); \
-        const float *b = B + (int64_t)col[p + u] * n + t;                      \
-        for (int v = 0; v < NW; v++) s[u][v] += W(p + u) * (const vf *)(b + v * L);   \
-      }                                                                        \
-    for (; p < p1; p++) { /* short rows (a backward over a few columns) too */ \
-      const int64_t q = p + PF_DIST < pf_end ? p + PF_DIST : p;                \
+    vf s[NW];                                                                  \
+    for (int v = 0; v < NW; v++) s[v] = acc_in ? *(const vf *)(c + t + v * L) : (vf){0}; \
+    const int clamp = p1 + PF_DIST > pf_end;                                   \
+    for (int64_t p = p0; p < p1; p++) {                                        \
+      const int64_t q = !clamp || p + PF_DIST < pf_end ? p + PF_DIST : p;      \
       for (int v = 0; v < NV; v++) __builtin_prefetch(B + (int64_t)col[q] * n + t + v * VW, 0, 2); \
       const float *b = B + (int64_t)col[p] * n + t;                            \
-      for (int v = 0; v < NW; v++) s[0][v] += W(p) * (const vf *)(b + v * L);     \
+      for (int v = 0; v < NW; v++) s[v] += W(p) * (const vf *)(b + v * L);     \
     }                                                                          \
-    for (int v = 0; v < NW; v++) {                                             \
-      vf r = acc_in ? *(const vf *)(c + t + v * L) : (vf){0};                  \
-      for (int u = 0; u < U; u++) r += s[u][v];                                \
-      *(vf *)(c + t + v * L) = r;                                              \
-    }                                                                          \
+    for (int v = 0; v < NW; v++) *(vf *)(c + t + v * L) = s[v];                \
   }
 
 // spmm: rows [r0, r1) of C = (or +=) A·B, or rows list[r0..r1), B n wide:
 // tiles of up to NVMAX vectors per pass over a row's nonzeros, leftover
 // columns (n % 16) plain. NAME and W as for SPMM_TILE.
 #define SPMM(NAME, W, NVMAX, SUFFIX, ATTR)                                     \
-  SPMM_TILE(NAME, W, 1, 4, SUFFIX, ATTR)                                       \
-  SPMM_TILE(NAME, W, 2, 2, SUFFIX, ATTR)                                       \
-  SPMM_TILE(NAME, W, 4, 2, SUFFIX, ATTR)                                       \
+  SPMM_TILE(NAME, W, 1, SUFFIX, ATTR)                                          \
+  SPMM_TILE(NAME, W, 2, SUFFIX, ATTR)                                          \
+  SPMM_TILE(NAME, W, 4, SUFFIX, ATTR)                                          \
   ATTR static void NAME##_##SUFFIX(const int64_t *rowptr, const int32_t *col, const float *val, \
                                  const float *B, float *C, int64_t n, int64_t r0, int64_t r1, \
                                  int acc_in, const int32_t *list) {            \
