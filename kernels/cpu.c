@@ -21,17 +21,18 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
 // spmm_tile: c[t .. t+NV·16) of one row = (or +=) Σ_p val[p]·B[col[p]], in
 // the order of the row's nonzeros (one FMA chain per vector), with rows of B
 // prefetched PF_DIST nonzeros ahead: they are gathered at random, so several
-// cache misses must be outstanding at once. The gathers, not the chain's
-// latency, bound the loop: on the EPYC VM four chains a vector (two at
-// widths 32 and up), with a loop for the row's last few nonzeros, took a
-// 100k-row Â·H about 1.1x as long at width 16 and 1.2x at 64 (the same at
-// 128 and 256). The prefetches fill L2, not L1 (prefetcht1): into L1 they
-// held its few miss buffers, and a 100k-row Â·H took 1.15x (width 16), 1.25x
-// (64) and 1.8x (128) as long. A prefetch index is clamped to the nonzeros
-// that exist only in the rows within PF_DIST of their end: the clamp in
-// every row cost about 10% at width 16. W(p) is the weight of nonzero p,
-// written before its row: SC_VAL, val[p]·, for the product, or SC_ONE,
-// nothing, for the gathers alone (gather_: the kernel benchmark's).
+// cache misses must be outstanding at once. More chains were slower: on the
+// EPYC VM four chains a vector (two at widths 32 and up), with a loop for
+// the row's last few nonzeros, took a 100k-row Â·H about 1.1x as long at
+// width 16 and 1.2x at 64 (the same at 128 and 256), and two chains with a
+// row's odd nonzero taken apart 1.2x at 16. The prefetches fill L2, not L1
+// (prefetcht1): into L1 they held its few miss buffers, and the product took
+// 1.15x (width 16), 1.25x (64) and 1.8x (128) as long. Only in the rows
+// within PF_DIST nonzeros of pf_end is a prefetch's index clamped to the
+// nonzeros that exist: the clamp at every nonzero cost about 10% at width
+// 16. W(p) is the weight of nonzero p, written before its row: SC_VAL,
+// val[p]·, for the product, or SC_ONE, nothing, for the gathers alone
+// (gather_: the kernel benchmark's).
 #define SC_VAL(p) val[p] *
 #define SC_ONE(p)
 #define SPMM_TILE(NAME, W, NV, SUFFIX, ATTR)                                   \

@@ -308,10 +308,10 @@ func spmmTable(ahat *matrix.CSR, triad float64, timed func(int, func()) time.Dur
 	return rows, gatherErr
 }
 
-// foldColumns is a with its column indices taken modulo rows: the same
-// rows, values and loop, gathering from an H of that many rows. (Its
-// columns are no longer sorted or unique; the kernel does not need them
-// to be.)
+// foldColumns returns a copy of a whose column indices are taken modulo
+// rows: the same rows, values and loop, gathering from an H of that many
+// rows. (Its columns are no longer sorted or unique; the kernel does not
+// need them to be.)
 func foldColumns(a *matrix.CSR, rows int) *matrix.CSR {
 	f := &matrix.CSR{Rows: a.Rows, Cols: rows, RowPtr: a.RowPtr, Val: a.Val, ColIdx: make([]int32, len(a.ColIdx))}
 	for i, c := range a.ColIdx {
