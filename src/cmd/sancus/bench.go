@@ -286,18 +286,18 @@ func spmmTable(ahat *matrix.CSR, triad float64, timed func(int, func()) time.Dur
 		d := timed(1, func() { be.SpMM(out, ahat, h, false) })
 		if be.Name() == "cpu" { // the three take turns, 20 times as the head line, so a slow phase hits all
 			inL2, hL2 := foldColumns(ahat, (256<<10)/(4*w)), be.NewDense((256<<10)/(4*w), w)
-			g, l := time.Duration(1<<63-1), time.Duration(1<<63-1)
-			for range 20 {
-				d = min(d, timed(1, func() { be.SpMM(out, ahat, h, false) }))
-				g = min(g, best(1, func() {
+			t := takeTurns(20, timed, []func(){
+				func() { be.SpMM(out, ahat, h, false) },
+				func() {
 					if err := kernels.GatherSum(out, ahat, h); err != nil {
 						gatherErr = err
 					}
-				}))
-				l = min(l, timed(1, func() { be.SpMM(out, inL2, hL2, false) }))
-			}
-			x.GatherMs, x.GatherCeilingOfTriad = ms(g), bytes/g.Seconds()/1e9/triad
-			x.InL2Ms, x.InL2OfTriad = ms(l), bytes/l.Seconds()/1e9/triad
+				},
+				func() { be.SpMM(out, inL2, hL2, false) },
+			})
+			d = min(d, t[0])
+			x.GatherMs, x.GatherCeilingOfTriad = ms(t[1]), bytes/t[1].Seconds()/1e9/triad
+			x.InL2Ms, x.InL2OfTriad = ms(t[2]), bytes/t[2].Seconds()/1e9/triad
 		} else {
 			d = min(d, timed(5, func() { be.SpMM(out, ahat, h, false) }))
 		}
@@ -376,7 +376,7 @@ func gemmTable(n int, timed func(int, func()) time.Duration, be kernels.Backend)
 			if blasGEMM != nil {
 				runs[2] = func() { berr = blasGEMM(sh.c, sh.a, sh.b, sh.tn) }
 			}
-			d := takeTurns(7, timed, runs)
+			d := takeTurns(20, timed, runs) // as many turns as the SpMM table's
 			if err := errors.Join(kerr, berr, be.Err()); err != nil {
 				return nil, fmt.Errorf("gemm %s: %w", sh.name, err)
 			}
