@@ -231,22 +231,21 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
     }                                                                          \
   }
 
-// gemm_nn: C rows [r0, r1) = (or +=) M(A)·B. With a mask, each block of
-// rows is dropped into scratch first.
+// gemm_nn: C rows [r0, r1) = (or +=) M(A)·B, a block of rows at a time
+// while the cursor streams the next block into L2. With a mask each block
+// is dropped into scratch first; without one the tiles read A where it is.
+// Unblocked, with no cursor, a 100k×128 · 128×16 product from memory took
+// twice as long as the masked one (6.2 against 3.0 ms on the EPYC VM).
 #define GEMM_NN(SUFFIX, ATTR)                                                  \
   ATTR static void gemm_nn_##SUFFIX(const float *A, const float *B, float *C, int64_t k, int64_t n, \
                                     int64_t r0, int64_t r1, int acc, const sc_mask *m) { \
-    if (!m) {                                                                  \
-      panel_##SUFFIX(A + r0 * k, k, 1, B, k, C + r0 * n, r1 - r0, n, acc, NULL); \
-      return;                                                                  \
-    }                                                                          \
     const int64_t br = block_rows(k, n);                                       \
-    float *buf = scratch_buf(br * k);                                          \
+    float *buf = m ? scratch_buf(br * k) : NULL;                               \
     for (int64_t r = r0; r < r1; r += br) {                                    \
       const int64_t e = r + br < r1 ? r + br : r1;                             \
       sc_pf pf = next_block(A, NULL, k, e, br, r1);                            \
-      drop_rows_##SUFFIX(A, buf, k, r, e, m, NULL, 0);                         \
-      panel_##SUFFIX(buf, k, 1, B, k, C + r * n, e - r, n, acc, narrow_pf(&pf, n)); \
+      if (m) drop_rows_##SUFFIX(A, buf, k, r, e, m, NULL, 0);                  \
+      panel_##SUFFIX(m ? buf : A + r * k, k, 1, B, k, C + r * n, e - r, n, acc, narrow_pf(&pf, n)); \
     }                                                                          \
   }
 
