@@ -282,6 +282,7 @@ func spmmTable(ahat *matrix.CSR, triad float64, timed func(int, func()) time.Dur
 		be.Upload(h)
 		bytes := float64(ahat.NNZ())*8 + float64(ahat.Rows+1)*8 + float64(ahat.Cols*w+ahat.Rows*w)*4
 		gathered := float64(ahat.NNZ())*(8+4*float64(w)) + float64(ahat.Rows*w)*4
+		ofTriad := func(d time.Duration) float64 { return bytes / d.Seconds() / 1e9 / triad }
 		var x SpMMRow
 		var d time.Duration
 		if be.Name() == "cpu" { // the three take turns, 20 times as the head line, so a slow phase hits all
@@ -296,12 +297,12 @@ func spmmTable(ahat *matrix.CSR, triad float64, timed func(int, func()) time.Dur
 				func() { be.SpMM(out, inL2, hL2, false) },
 			})
 			d = t[0]
-			x.GatherMs, x.GatherCeilingOfTriad = ms(t[1]), bytes/t[1].Seconds()/1e9/triad
-			x.InL2Ms, x.InL2OfTriad = ms(t[2]), bytes/t[2].Seconds()/1e9/triad
+			x.GatherMs, x.GatherCeilingOfTriad = ms(t[1]), ofTriad(t[1])
+			x.InL2Ms, x.InL2OfTriad = ms(t[2]), ofTriad(t[2])
 		} else {
 			d = timed(5, func() { be.SpMM(out, ahat, h, false) })
 		}
-		x.Width, x.Ms, x.GBs, x.OfTriad = w, ms(d), bytes/d.Seconds()/1e9, bytes/d.Seconds()/1e9/triad
+		x.Width, x.Ms, x.GBs, x.OfTriad = w, ms(d), bytes/d.Seconds()/1e9, ofTriad(d)
 		x.GatherGBs = gathered / d.Seconds() / 1e9
 		rows = append(rows, x)
 	}
