@@ -14,7 +14,7 @@ cluster=slurm/local-cluster.sh
 command -v python3 >/dev/null || { apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq python3; }
 trap '$cluster stop' EXIT
 eval "$($cluster start)"
-cora=${CORA:-../shared/datasets/cora}
+cora=${CORA:-testdata/cora}
 bin/sancus --help >/dev/null 2>&1 || { echo "build bin/sancus first (make build)"; exit 1; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 check() { # file python-expression

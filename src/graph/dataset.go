@@ -46,7 +46,7 @@ func exists(p string) bool {
 	return err == nil
 }
 
-// Load reads a dataset directory laid out as in shared/datasets: graph.mtx,
+// Load reads a dataset directory laid out as in testdata/cora: graph.mtx,
 // edges.txt or a single *.graph file; optional features.mtx (else one-hot
 // identity features); labels.txt; optional train/val/test.txt (else a seeded
 // 10/10/80 split of the labelled nodes).

@@ -15,11 +15,11 @@ import (
 // cora.npz holds the Planetoid Cora graph in another node order: the same
 // counts as the Matrix Market copy must come out.
 func TestNPZCoraMatchesMatrixMarket(t *testing.T) {
-	mtx, err := Load(filepath.Join(shared, "cora"), LoadOptions{})
+	mtx, err := Load(filepath.Join(testdata, "cora"), LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	z, err := Load(filepath.Join(shared, "npz", "cora.npz"), LoadOptions{Split: "planetoid"})
+	z, err := Load(filepath.Join(testdata, "npz", "cora.npz"), LoadOptions{Split: "planetoid"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestNPZCoraMatchesMatrixMarket(t *testing.T) {
 		}
 	}
 	// The streaming path sees the same edges.
-	s, err := OpenEdgeStream(filepath.Join(shared, "npz", "cora.npz"))
+	s, err := OpenEdgeStream(filepath.Join(testdata, "npz", "cora.npz"))
 	if err != nil || s.N != 2708 {
 		t.Fatalf("edge stream: %v, %d nodes", err, s.N)
 	}

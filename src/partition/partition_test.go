@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"sancus/src/graph"
 )
 
-const shared = "../../../shared/datasets"
+// testdata holds the small real graphs the tests read (licences beside them).
+const testdata = "../../testdata"
 
 func stream(t *testing.T, dir string) *graph.EdgeStream {
 	t.Helper()
@@ -19,6 +21,45 @@ func stream(t *testing.T, dir string) *graph.EdgeStream {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// writeMesh writes a w×h grid with one diagonal per cell, a triangulated 2D
+// mesh like the METIS example meshes, as a METIS graph file.
+func writeMesh(t *testing.T, w, h int) string {
+	t.Helper()
+	id := func(x, y int) int { return y*w + x + 1 }
+	adj := make([][]int, w*h+1)
+	edges := 0
+	link := func(a, b int) { adj[a], adj[b] = append(adj[a], b), append(adj[b], a); edges++ }
+	for y := range h {
+		for x := range w {
+			if x+1 < w {
+				link(id(x, y), id(x+1, y))
+			}
+			if y+1 < h {
+				link(id(x, y), id(x, y+1))
+			}
+			if x+1 < w && y+1 < h {
+				link(id(x, y), id(x+1, y+1))
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %d\n", w*h, edges)
+	for v := 1; v <= w*h; v++ {
+		for i, u := range adj[v] {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(strconv.Itoa(u))
+		}
+		b.WriteByte('\n')
+	}
+	p := filepath.Join(t.TempDir(), "mesh.graph")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // TestPartitionersAreValidAndBalanced: every partitioner puts every node in
@@ -30,7 +71,8 @@ func TestPartitionersAreValidAndBalanced(t *testing.T) {
 		Classes: 2, PIn: 0.5, FeatureSig: 0.5, TrainFrac: 0.1, ValFrac: 0.1, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
-	graphs := []string{filepath.Join(shared, "cora"), filepath.Join(shared, "karate"), filepath.Join(shared, "metis/copter2.graph"), gen}
+	mesh := writeMesh(t, 120, 100)
+	graphs := []string{filepath.Join(testdata, "cora"), filepath.Join(testdata, "karate"), mesh, gen}
 	for _, g := range graphs {
 		s := stream(t, g)
 		for _, p := range []int{2, 3, 5, 8} {
@@ -64,8 +106,8 @@ func TestPartitionersAreValidAndBalanced(t *testing.T) {
 // TestStreamingBeatsRandom: on a graph with communities, SPRING and GREM
 // cut far fewer edges than a random partition.
 func TestStreamingBeatsRandom(t *testing.T) {
-	s := stream(t, filepath.Join(shared, "cora"))
-	ds, err := graph.Load(filepath.Join(shared, "cora"), graph.LoadOptions{})
+	s := stream(t, filepath.Join(testdata, "cora"))
+	ds, err := graph.Load(filepath.Join(testdata, "cora"), graph.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +149,7 @@ func TestPartsFileErrors(t *testing.T) {
 	if _, err := ReadFile(p, 3, 2); err == nil || !strings.Contains(err.Error(), "2 labels for a graph of 3") {
 		t.Fatalf("got %v", err)
 	}
-	if _, err := Run("metis-please", stream(t, filepath.Join(shared, "karate")), 2, DefaultOptions()); err == nil {
+	if _, err := Run("metis-please", stream(t, filepath.Join(testdata, "karate")), 2, DefaultOptions()); err == nil {
 		t.Fatal("unknown partitioner accepted")
 	}
 }
@@ -129,8 +171,9 @@ func TestFromBlocksMatchesMeasure(t *testing.T) {
 // TestRefineLowersTheCutWithinBalance: label propagation after SPRING keeps
 // the balance bound and does not cut more edges.
 func TestRefineLowersTheCutWithinBalance(t *testing.T) {
-	s := stream(t, filepath.Join(shared, "metis/copter2.graph"))
-	ds, err := graph.Load(filepath.Join(shared, "metis/copter2.graph"), graph.LoadOptions{})
+	mesh := writeMesh(t, 240, 230)
+	s := stream(t, mesh)
+	ds, err := graph.Load(mesh, graph.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

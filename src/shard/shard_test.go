@@ -12,7 +12,7 @@ import (
 
 func coraPrepared(t *testing.T, parts int) *Prepared {
 	t.Helper()
-	ds, err := graph.Load("../../../shared/datasets/cora", graph.LoadOptions{NormalizeFeatures: true})
+	ds, err := graph.Load("../../testdata/cora", graph.LoadOptions{NormalizeFeatures: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,10 +172,10 @@ func TestStreamingPrepareEqualsInMemory(t *testing.T) {
 		data   string
 		random bool // generated edges repeat: cut by a partition, not by degree
 	}{
-		{"../../../shared/datasets/cora", false},
-		{"../../../shared/datasets/karate", false},
-		{"../../../shared/datasets/polblogs", false},
-		{"../../../shared/datasets/cora", true},
+		{"../../testdata/cora", false},
+		{"../../testdata/karate", false},
+		{"../../testdata/polblogs", false},
+		{"../../testdata/cora", true},
 		{gen, true},
 	}
 	for _, c := range cases {
