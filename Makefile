@@ -3,6 +3,7 @@
 #   make run     install what is missing, generate a graph, shard it, train on 4 MPI ranks
 #   make test    install what is missing, vet, run every test (also under mpirun -np 1, 2, 4
 #                and as Slurm batch jobs on a local single-node cluster)
+#   make test-short  the invariant tests only (go test -short ./...), in about a minute
 #   make bench   kernel (GEMM against OpenBLAS, SpMM against the triad), epoch (against
 #                PyTorch), communication and SANCUS benchmarks into results/bench/
 #   make bench-scale  generated graphs from 100k/1M to 4M/40M nodes/edges at P = 1, 2
@@ -20,7 +21,7 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: cuda test-cuda all deps torch build run test test-mpi test-slurm chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-sancus bench-partition clean
+.PHONY: cuda test-cuda all deps torch build run test test-short test-mpi test-slurm chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-sancus bench-partition clean
 
 all: build
 
@@ -63,11 +64,19 @@ vet: deps
 	@# Every rank runs sancus: gonum/plot's start-up (5.6 MB resident) stays in sancus-report.
 	@if $(GO) list -deps ./src/cmd/sancus | grep -q 'gonum.org/v1/plot'; then \
 		echo "src/cmd/sancus links gonum/plot: charts belong to sancus-report"; exit 1; fi
+	@# The chart binary reads result JSONs: it links no engine, kernels or transport.
+	@if $(GO) list -deps ./src/cmd/sancus-report | grep -E 'sancus/(kernels|collectives|src/train)'; then \
+		echo "src/cmd/sancus-report links the packages above: it reads src/result only"; exit 1; fi
 
 test: vet test-mpi test-slurm
 	$(GO) test -count=1 -timeout 20m ./...
 	@# The kernels again at every lower instruction set this CPU has.
 	for simd in avx2+fma baseline; do SANCUS_SIMD=$$simd $(GO) test -count=1 ./kernels || exit 1; done
+
+# The invariant tier (P-equality, sparse = dense, resume, formats, errors):
+# every package, no accuracy sweep over seeds and no long fault run.
+test-short: vet
+	$(GO) test -short -count=1 -timeout 5m ./...
 
 # A real single-node Slurm: sbatch training, a requeue after SIGTERM, and a
 # strong-scaling sweep with its CSV and plots (installs Slurm and munge).

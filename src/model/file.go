@@ -30,10 +30,10 @@ const (
 
 // Spec is a model's configuration as saved with its weights.
 type Spec struct {
-	Model  string `json:"model"`           // "gcn", "sage" or "gat"
-	Layers int    `json:"layers"`          // graph convolutions
-	Dims   []int  `json:"dims"`            // feature width, hidden widths …, classes
-	Heads  []int  `json:"heads,omitempty"` // GAT: attention heads per layer
+	Model  Arch  `json:"model"`           // gcn, sage or gat
+	Layers int   `json:"layers"`          // graph convolutions
+	Dims   []int `json:"dims"`            // feature width, hidden widths …, classes
+	Heads  []int `json:"heads,omitempty"` // GAT: attention heads per layer
 	// Residual: hidden layers of equal width add their input to their output.
 	Residual bool `json:"residual,omitempty"`
 	// Normalization is the adjacency the model was trained on.
@@ -121,8 +121,8 @@ func Load(path string) (Spec, *GCN, error) {
 	if err := json.Unmarshal(js, &spec); err != nil {
 		return spec, nil, bad("spec: %v", err)
 	}
-	if (spec.Model != "gcn" && spec.Model != "sage" && spec.Model != "gat") || (spec.LabelKind != "single" && spec.LabelKind != "multi") || spec.Layers != len(spec.Dims)-1 {
-		return spec, nil, bad("model %q with %d layers over dims %v and %s labels: this sancus runs GCN, GraphSAGE and GAT models, single- or multi-label",
+	if (spec.LabelKind != "single" && spec.LabelKind != "multi") || spec.Layers != len(spec.Dims)-1 {
+		return spec, nil, bad("model %v with %d layers over dims %v and %s labels: this sancus runs GCN, GraphSAGE and GAT models, single- or multi-label",
 			spec.Model, spec.Layers, spec.Dims, spec.LabelKind)
 	}
 	m, err := New(spec.Model, spec.Dims, spec.Heads, 0)

@@ -51,18 +51,17 @@ func NewGAT(dims, heads []int, seed uint64) (*GCN, error) {
 	return newModel(dims, heads, seed, false)
 }
 
-// New makes the parameters of the named model ("gcn", "sage" or "gat";
-// heads only for "gat").
-func New(kind string, dims, heads []int, seed uint64) (*GCN, error) {
-	switch kind {
-	case "gcn", "":
+// New makes the parameters of a model of family a (heads only for GAT).
+func New(a Arch, dims, heads []int, seed uint64) (*GCN, error) {
+	switch a {
+	case ArchGCN:
 		return NewGCN(dims, seed)
-	case "sage":
+	case ArchSAGE:
 		return NewSAGE(dims, seed)
-	case "gat":
+	case ArchGAT:
 		return NewGAT(dims, heads, seed)
 	}
-	return nil, fmt.Errorf("model: unknown model %q (gcn, sage or gat)", kind)
+	return nil, fmt.Errorf("model: unknown model %v", a)
 }
 
 func newModel(dims, heads []int, seed uint64, root bool) (*GCN, error) {
@@ -99,15 +98,15 @@ func newModel(dims, heads []int, seed uint64, root bool) (*GCN, error) {
 	return m, nil
 }
 
-// Kind is "gcn", "sage" or "gat".
-func (m *GCN) Kind() string {
+// Arch is the family the parameters are of.
+func (m *GCN) Arch() Arch {
 	switch {
 	case m.Root != nil:
-		return "sage"
+		return ArchSAGE
 	case m.Heads != nil:
-		return "gat"
+		return ArchGAT
 	}
-	return "gcn"
+	return ArchGCN
 }
 
 // HeadWidth is a GAT layer's features per head.
@@ -133,10 +132,10 @@ func (m *GCN) Tensors(l int) [][]float32 {
 
 // TensorNames names Tensors(l)'s entries.
 func (m *GCN) TensorNames() []string {
-	switch m.Kind() {
-	case "sage":
+	switch m.Arch() {
+	case ArchSAGE:
 		return []string{"W", "b", "Root"}
-	case "gat":
+	case ArchGAT:
 		return []string{"W", "b", "att_l", "att_r"}
 	}
 	return []string{"W", "b"}

@@ -63,7 +63,7 @@ func TestModelFileRoundTripAndCorruption(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.B[1][2] = 0.25
-	spec := Spec{Model: "gcn", Layers: 2, Dims: m.Dims, Normalization: SymNorm, Classes: 3, LabelKind: "single", NormalizeFeatures: true}
+	spec := Spec{Model: ArchGCN, Layers: 2, Dims: m.Dims, Normalization: SymNorm, Classes: 3, LabelKind: "single", NormalizeFeatures: true}
 	p := filepath.Join(t.TempDir(), "m.model")
 	if err := Save(p, spec, m); err != nil {
 		t.Fatal(err)

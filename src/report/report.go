@@ -16,39 +16,22 @@ import (
 	"sancus/src/atomicfile"
 	"sort"
 	"strconv"
-	"time"
 
-	"sancus/src/train"
+	"sancus/src/result"
 )
 
-// Run is the results JSON of one training run.
-type Run struct {
-	Command  string        `json:"command"`
-	Started  time.Time     `json:"started"`
-	Host     string        `json:"host"`
-	JobID    string        `json:"job_id,omitempty"`
-	Launcher string        `json:"launcher"`
-	Dataset  string        `json:"dataset"`
-	Shards   string        `json:"shards,omitempty"` // the shard directory trained on, if any
-	Nodes    int           `json:"nodes"`
-	Config   train.Config  `json:"config"`
-	Result   *train.Result `json:"result"`
-
-	Path string `json:"-"`
-}
-
 // Label names a run in tables and legends: dataset, ranks, policy.
-func (r *Run) Label() string {
-	p := r.Config.Staleness
+func Label(r *result.Run) string {
+	p := r.Settings.Staleness
 	if p != "none" {
-		p += "(" + strconv.FormatFloat(r.Config.Eps, 'g', -1, 64) + ")"
+		p += "(" + strconv.FormatFloat(r.Settings.Eps, 'g', -1, 64) + ")"
 	}
 	return fmt.Sprintf("%s P=%d %s", r.Dataset, r.Result.Ranks, p)
 }
 
 // Load reads result JSONs from files or, recursively, directories.
-func Load(paths ...string) ([]*Run, error) {
-	var runs []*Run
+func Load(paths ...string) ([]*result.Run, error) {
+	var runs []*result.Run
 	for _, p := range paths {
 		err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -61,7 +44,7 @@ func Load(paths ...string) ([]*Run, error) {
 			if err != nil {
 				return err
 			}
-			var r Run
+			var r result.Run
 			if err := json.Unmarshal(b, &r); err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
@@ -81,11 +64,11 @@ func Load(paths ...string) ([]*Run, error) {
 		if a.Dataset != b.Dataset {
 			return a.Dataset < b.Dataset
 		}
-		if a.Config.Staleness != b.Config.Staleness {
-			return a.Config.Staleness < b.Config.Staleness
+		if a.Settings.Staleness != b.Settings.Staleness {
+			return a.Settings.Staleness < b.Settings.Staleness
 		}
-		if a.Config.Eps != b.Config.Eps {
-			return a.Config.Eps < b.Config.Eps
+		if a.Settings.Eps != b.Settings.Eps {
+			return a.Settings.Eps < b.Settings.Eps
 		}
 		return a.Result.Ranks < b.Result.Ranks
 	})
@@ -94,7 +77,7 @@ func Load(paths ...string) ([]*Run, error) {
 
 // Row is one line of the summary table.
 type Row struct {
-	Run              *Run
+	Run              *result.Run
 	MsPerEpoch       float64
 	MBSentPerEpoch   float64 // per rank, mean over ranks, training traffic
 	ComputeSec       float64 // mean over ranks
@@ -107,7 +90,7 @@ type Row struct {
 }
 
 // Summarize computes the table rows.
-func Summarize(runs []*Run) []Row {
+func Summarize(runs []*result.Run) []Row {
 	var rows []Row
 	for _, r := range runs {
 		res := r.Result
@@ -145,7 +128,7 @@ func WriteCSV(path string, rows []Row) error {
 			"compute_s", "comm_wait_s", "skipped_fraction", "test_acc_at_best_val", "peak_rss_mb", "job_id", "file"})
 		f3 := func(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
 		for _, r := range rows {
-			c := r.Run.Config
+			c := r.Run.Settings
 			w.Write([]string{r.Run.Dataset, strconv.Itoa(r.Run.Result.Ranks), c.Staleness, strconv.FormatFloat(c.Eps, 'g', -1, 64),
 				strconv.Itoa(c.MaxStale), strconv.Itoa(r.EpochsCompleted), f3(r.MsPerEpoch), f3(r.MBSentPerEpoch), f3(r.ComputeSec),
 				f3(r.CommWaitSec), f3(r.SkippedFraction), f3(r.TestAcc), f3(r.PeakRSSMB), r.Run.JobID, r.Run.Path})

@@ -247,7 +247,7 @@ func (e *Engine) leaveBatch() {
 func (e *Engine) batchBlock(blk *matrix.CSR, j int, deg, degCol []float32) (fwd, grad *matrix.CSR) {
 	b := e.batch
 	held := b.held[j]
-	sage := e.cfg.Model == "sage"
+	sage := e.cfg.Model.HasRoot()
 	f := &matrix.CSR{Rows: blk.Rows, Cols: blk.Cols, RowPtr: make([]int64, blk.Rows+1)}
 	var g *matrix.CSR
 	if sage {
@@ -267,7 +267,7 @@ func (e *Engine) batchBlock(blk *matrix.CSR, j int, deg, degCol []float32) (fwd,
 				case sage:
 					f.ColIdx, f.Val = append(f.ColIdx, col), append(f.Val, b.invDeg[r])
 					g.ColIdx, g.Val = append(g.ColIdx, col), append(g.Val, 1)
-				case e.cfg.Model == "gat":
+				case e.cfg.Model.Attends():
 					f.ColIdx, f.Val = append(f.ColIdx, col), append(f.Val, 1)
 				default:
 					v := float32(1 / math.Sqrt(float64(deg[r])*float64(degCol[col])))
@@ -293,10 +293,10 @@ func (e *Engine) boundaryBlocks(blk *matrix.CSR, j int) (fwd, grad *matrix.CSR) 
 	b := e.batch
 	held := b.held[j]
 	fv, gv := blk.Val, blk.Val
-	switch e.cfg.Model {
-	case "sage":
+	switch {
+	case e.cfg.Model.HasRoot():
 		fv, gv = e.sage.mean[j].Val, e.sage.adj[j].Val
-	case "gat":
+	case e.cfg.Model.Attends():
 		fv = make([]float32, len(blk.Val))
 		for i := range fv {
 			fv[i] = 1

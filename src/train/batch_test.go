@@ -1,6 +1,9 @@
 package train
 
 import (
+	"sancus/src/model"
+	"sancus/src/result"
+
 	"fmt"
 	"math"
 	"path/filepath"
@@ -24,7 +27,7 @@ func clustersOf(n, k int) []int32 {
 	return c
 }
 
-func sameCurve(t *testing.T, what string, got, want *Result, tol float64) {
+func sameCurve(t *testing.T, what string, got, want *result.Result, tol float64) {
 	t.Helper()
 	if len(got.Curve) != len(want.Curve) {
 		t.Fatalf("%s: %d epochs, want %d", what, len(got.Curve), len(want.Curve))
@@ -42,9 +45,9 @@ func sameCurve(t *testing.T, what string, got, want *Result, tol float64) {
 func TestOneBatchOfEveryClusterIsGlobalBatch(t *testing.T) {
 	ds, _ := generated(t)
 	const k = 8
-	for _, model := range []string{"gcn", "sage", "gat"} {
+	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE, model.ArchGAT} {
 		cfg := Defaults()
-		cfg.Epochs, cfg.Model, cfg.Precompute, cfg.Heads, cfg.Hidden = 12, model, false, 2, 8
+		cfg.Epochs, cfg.Model, cfg.Precompute, cfg.Heads, cfg.Hidden = 12, arch, false, 2, 8
 		global, err := RunInProcess(ds, 1, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -56,7 +59,7 @@ func TestOneBatchOfEveryClusterIsGlobalBatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sameCurve(t, fmt.Sprintf("%s P=%d boundary=%v", model, p, cfg.Boundary), out.Result, global.Result, 1e-5)
+			sameCurve(t, fmt.Sprintf("%s P=%d boundary=%v", arch, p, cfg.Boundary), out.Result, global.Result, 1e-5)
 		}
 	}
 }
@@ -73,16 +76,17 @@ func TestScriptedBatchesDoNotDependOnP(t *testing.T) {
 		return [][]int{{r, 3 + r, 6 + r, 9}, {(r + 1) % 3, 4, 7, 10}, {(r + 2) % 3, 5, 8, 11}}
 	}
 	for _, c := range []struct {
-		model, wire, policy string
-		boundary            bool
-	}{{"gcn", "fp32", "none", false}, {"sage", "int4", "none", false}, {"gat", "fp32", "epoch-fixed", false}, {"gcn", "int8", "epoch-fixed", false},
-		{"gcn", "int8", "none", true}, {"sage", "fp32", "none", true}, {"gat", "fp32", "none", true}} {
+		model        model.Arch
+		wire, policy string
+		boundary     bool
+	}{{model.ArchGCN, "fp32", "none", false}, {model.ArchSAGE, "int4", "none", false}, {model.ArchGAT, "fp32", "epoch-fixed", false}, {model.ArchGCN, "int8", "epoch-fixed", false},
+		{model.ArchGCN, "int8", "none", true}, {model.ArchSAGE, "fp32", "none", true}, {model.ArchGAT, "fp32", "none", true}} {
 		cfg := Defaults()
 		cfg.Boundary = c.boundary
 		cfg.Epochs, cfg.Model, cfg.Precompute, cfg.Heads, cfg.Hidden, cfg.Wire = 8, c.model, false, 2, 8, c.wire
 		cfg.Staleness, cfg.Eps = c.policy, map[string]float64{"none": 0, "epoch-fixed": 1}[c.policy]
 		cfg.Batch, cfg.ClustersPerStep, cfg.BatchScript = "clusters", 4, script
-		var ref *Result
+		var ref *result.Result
 		for _, p := range []int{1, 2, 4} {
 			out, err := RunClustered(ds, clustersOf(ds.N, k), k, p, cfg)
 			if err != nil {
@@ -93,7 +97,7 @@ func TestScriptedBatchesDoNotDependOnP(t *testing.T) {
 				continue
 			}
 			sameCurve(t, fmt.Sprintf("%+v P=%d", c, p), out.Result, ref, 1e-5)
-			if c.model == "gcn" && c.wire == "fp32" && !c.boundary && p == 4 {
+			if c.model == model.ArchGCN && c.wire == "fp32" && !c.boundary && p == 4 {
 				cfg.Batch = "global"
 				global, err := RunClustered(ds, clustersOf(ds.N, k), k, p, cfg)
 				if err != nil {
@@ -227,8 +231,9 @@ func sameEntries(t *testing.T, what string, got, want map[[2]int64]float64) {
 // On Cora, cluster-batch training (50 GREM clusters, 10 per step) stays
 // within 2 points of global-batch (5 seeds each, P = 2).
 func TestClusterBatchAccuracyOnCora(t *testing.T) {
+	sweep(t)
 	ds := loadCora(t)
-	s, err := graph.OpenEdgeStream(filepath.Join(datasets(), "cora"))
+	s, err := graph.OpenEdgeStream(filepath.Join(testdata, "cora"))
 	if err != nil {
 		t.Fatal(err)
 	}

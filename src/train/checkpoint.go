@@ -1,6 +1,8 @@
 package train
 
 import (
+	"sancus/src/result"
+
 	"bytes"
 	"encoding/binary"
 	"encoding/gob"
@@ -51,7 +53,7 @@ type checkpoint struct {
 	AdamV     []float32
 	AdamStep  int
 	Fwd, Grad []ckptLayer
-	Result    Result
+	Result    result.Result
 	Best      float64
 	Clipped   int
 	Residual  []float32 // the bf16 allreduce's error feedback
@@ -126,7 +128,7 @@ func ckptPath(dir string, epoch, rank, p int) string {
 
 // saveCheckpoint writes this rank's state after `epoch` completed epochs and
 // commits it once every rank has written.
-func (e *Engine) saveCheckpoint(dir string, epoch int, res *Result, best float64) error {
+func (e *Engine) saveCheckpoint(dir string, epoch int, res *result.Result, best float64) error {
 	ck := checkpoint{Version: 1, Rank: e.rank, P: e.P, Signature: e.signature(), Epoch: epoch,
 		Params: e.m.Flat(), AdamM: e.opt.M, AdamV: e.opt.V, AdamStep: e.opt.Step, Result: *res, Best: best, Clipped: e.clipped, Residual: e.residual}
 	for _, L := range e.layers {

@@ -1,6 +1,8 @@
 package train
 
 import (
+	"sancus/src/model"
+
 	"fmt"
 	"io"
 	"math"
@@ -10,10 +12,10 @@ import (
 
 // Config is one training run.
 type Config struct {
-	// Model is "gcn" (Kipf and Welling), "sage" (GraphSAGE-mean) or "gat"
+	// Model is the family: GCN (Kipf and Welling), GraphSAGE-mean or GAT
 	// (Veličković et al.). GraphSAGE and GAT read X in layer 1: the ÂX
 	// shortcut is a GCN's.
-	Model  string
+	Model  model.Arch
 	Layers int
 	Hidden int // a GAT's: per head
 	// Residual adds each hidden layer's input to its output, where the
@@ -110,7 +112,7 @@ type Config struct {
 
 // Defaults are the Kipf & Welling settings.
 func Defaults() Config {
-	return Config{Model: "gcn", Layers: 2, Hidden: 16, Epochs: 200, LR: 0.01, Dropout: 0.5, WeightDecay: 5e-4, Heads: 8, OutHeads: 1, AttDropout: -1,
+	return Config{Model: model.ArchGCN, Layers: 2, Hidden: 16, Epochs: 200, LR: 0.01, Dropout: 0.5, WeightDecay: 5e-4, Heads: 8, OutHeads: 1, AttDropout: -1,
 		Seed: 1, Precompute: true, Staleness: "none", MaxStale: 10, EvalEvery: 1, MaxLossGrowth: 100, LocalRank: -1}
 }
 
@@ -124,9 +126,9 @@ func (c Config) Validate() error {
 // blocks: the one place the bound is parsed.
 func (c Config) Policy() (staleness.Policy, error) {
 	switch {
-	case c.Model != "gcn" && c.Model != "sage" && c.Model != "gat" && c.Model != "":
-		return nil, fmt.Errorf("unknown model %q (gcn, sage or gat)", c.Model)
-	case c.Model == "gat" && (c.Heads < 1 || c.OutHeads < 1):
+	case c.Model > model.ArchGAT:
+		return nil, fmt.Errorf("unknown model %v (gcn, sage or gat)", c.Model)
+	case c.Model.Attends() && (c.Heads < 1 || c.OutHeads < 1):
 		return nil, fmt.Errorf("a GAT needs heads and out-heads ≥ 1, got %d and %d", c.Heads, c.OutHeads)
 	case c.Batch != "" && c.Batch != "global" && c.Batch != "clusters":
 		return nil, fmt.Errorf("unknown batch %q (global or clusters)", c.Batch)

@@ -17,7 +17,7 @@ import (
 // the one GPU, with the sparsity-aware and the dense exchange), with and
 // without the ÂX shortcut, on Cora and on a generated graph.
 func TestCUDAMatchesCPU(t *testing.T) {
-	cora, err := graph.Load(filepath.Join(datasets(), "cora"), graph.LoadOptions{NormalizeFeatures: true})
+	cora, err := graph.Load(filepath.Join(testdata, "cora"), graph.LoadOptions{NormalizeFeatures: true})
 	if err != nil {
 		t.Fatal(err)
 	}

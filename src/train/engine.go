@@ -122,14 +122,14 @@ func (e *Engine) setup() error {
 	}
 	dims, heads := []int{e.s.FeatDim}, []int(nil)
 	for l := 0; l+1 < e.cfg.Layers; l++ {
-		if e.cfg.Model == "gat" {
+		if e.cfg.Model.Attends() {
 			dims, heads = append(dims, e.cfg.Heads*e.cfg.Hidden), append(heads, e.cfg.Heads)
 		} else {
 			dims = append(dims, e.cfg.Hidden)
 		}
 	}
 	dims = append(dims, e.s.Classes)
-	if e.cfg.Model == "gat" {
+	if e.cfg.Model.Attends() {
 		heads = append(heads, e.cfg.OutHeads)
 	}
 	var err error
@@ -318,7 +318,7 @@ func (e *Engine) shareSparsity() error {
 // readsAX: layer 1 of a GCN with --precompute multiplies the shard's ÂX;
 // GraphSAGE and GAT layers, and cluster-batch training, read X.
 func (e *Engine) readsAX() bool {
-	return (e.cfg.Model == "gcn" || e.cfg.Model == "") && e.cfg.Batch != "clusters" // a batch renormalizes Â: X it is
+	return e.cfg.Model.ReadsAX() && e.cfg.Batch != "clusters" // a batch renormalizes Â: X it is
 }
 
 // srcID is the original node id of root j's row r as this rank holds it.

@@ -86,9 +86,9 @@ func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
 	r := e.rows
 	c := conv{l: l, din: din, dout: dout, z: e.be.NewDense(r, dout), dW: e.be.NewDense(din, dout), db: make([]float32, dout)}
 	switch {
-	case e.cfg.Model == "sage":
+	case e.cfg.Model.HasRoot():
 		return e.newSAGELayer(c, gradPolicy)
-	case e.cfg.Model == "gat":
+	case e.cfg.Model.Attends():
 		return e.newGATLayer(c, gradPolicy)
 	case l == 0 && e.cfg.Precompute && e.readsAX():
 		return &localLayer{conv: c}

@@ -1,6 +1,8 @@
 package train
 
 import (
+	"sancus/src/result"
+
 	"errors"
 	"time"
 
@@ -11,7 +13,7 @@ import (
 
 // Outcome is rank 0's report and final parameters of an in-process run.
 type Outcome struct {
-	Result *Result
+	Result *result.Result
 	Params [][]float32
 }
 
@@ -61,7 +63,7 @@ func runPrepared(ds *graph.Dataset, parts int, cfg Config, opt shard.Options) (O
 // it is in an MPI rank.
 func RunShards(shards []*shard.Shard, cfg Config) (Outcome, error) {
 	parts := len(shards)
-	results := make([]*Result, parts)
+	results := make([]*result.Result, parts)
 	var params [][]float32
 	var end error // how rank 0's training ended early, if it did
 	err := collectives.NewWorld(parts, 10*time.Minute).Run(func(c collectives.Comm) error {

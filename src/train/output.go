@@ -189,7 +189,7 @@ func (e *Engine) restrictInput(c *conv) {
 	// Its bias and ReLU can then be applied as its rows are written: no
 	// other row is read. Not where the rank's whole block is encoded for
 	// the wire (its scales would see the other rows change).
-	first.fused = e.cfg.Model != "gat" && !c.fwd.quantized()
+	first.fused = !e.cfg.Model.Attends() && !c.fwd.quantized()
 }
 
 // listed is the indices set in marks, in order.

@@ -1,13 +1,14 @@
 package train
 
 import (
-	"encoding/json"
+	"sancus/launch"
+	"sancus/src/result"
+
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"sancus/collectives"
@@ -15,116 +16,6 @@ import (
 	"sancus/kernels/matrix"
 	"sancus/src/model"
 )
-
-// Epoch is one line of the training curve.
-type Epoch struct {
-	Epoch     int     `json:"epoch"`
-	Loss      float64 `json:"loss"`
-	TrainAcc  float64 `json:"train_acc"`
-	ValAcc    float64 `json:"val_acc"`
-	TestAcc   float64 `json:"test_acc"`
-	ValLoss   float64 `json:"val_loss"`
-	Ms        float64 `json:"ms"`      // training step (forward, backward, update)
-	EvalMs    float64 `json:"eval_ms"` // evaluation forward
-	Sent      int     `json:"bcast_sent"`
-	Skipped   int     `json:"bcast_skipped"`
-	BytesSent int64   `json:"bytes_sent"` // this rank, training traffic only
-	// QuantErr is the mean relative error ‖decoded − block‖/‖block‖ of the
-	// forward blocks encoded this epoch (quantized wire only).
-	QuantErr  float64 `json:"quant_error,omitempty"`
-	Evaluated bool    `json:"evaluated"`
-	Metric    string  `json:"-"` // for the epoch line: micro-f1 when multi-label
-}
-
-// RankStats is one rank's share of the run (SANCUS Table 5).
-type RankStats struct {
-	Rank          int     `json:"rank"`
-	Rows          int     `json:"rows"`
-	ComputeSec    float64 `json:"compute_s"`
-	CommSec       float64 `json:"comm_s"`      // time inside communication
-	CommWaitSec   float64 `json:"comm_wait_s"` // communication not hidden behind compute
-	BytesSent     int64   `json:"bytes_sent"`
-	BytesRecv     int64   `json:"bytes_recv"`
-	EvalBytesSent int64   `json:"eval_bytes_sent"`
-	CacheBytes    int64   `json:"cache_bytes"`   // what the training caches hold (wire.go)
-	CompulsoryMB  float64 `json:"compulsory_mb"` // data, layer buffers, caches, model (memory.go)
-	PeakRSSMB     float64 `json:"peak_rss_mb"`
-	// PssMB is the process's proportional set size at the end of the run,
-	// after its last evaluation, where a run peaks: the pages it shares with
-	// other processes (the binary and the libraries every rank on a node
-	// maps) count divided among them, so the sum over a node's ranks is
-	// what they occupy together. The kernel keeps no peak of it.
-	PssMB float64 `json:"pss_mb"`
-	// BaseRSSMB is what the process held before it loaded any data: the
-	// Go runtime and, under mpirun, the MPI library and its buffers.
-	BaseRSSMB float64 `json:"base_rss_mb"`
-	// KernelMs is, with --profile-kernels, the wall time of the kernel
-	// calls by class over the whole run (training and evaluation).
-	KernelMs map[string]float64 `json:"kernel_ms,omitempty"`
-}
-
-// Result is what a run reports; rank 0 writes it as the results JSON.
-type Result struct {
-	Ranks        int                         `json:"ranks"`
-	Policy       string                      `json:"policy"`
-	Model        string                      `json:"model"`  // gcn, sage or gat
-	Metric       string                      `json:"metric"` // what the *_acc fields hold: accuracy, or micro-f1 (multi-label)
-	LayerModes   []string                    `json:"layer_modes"`
-	Dims         []int                       `json:"dims"`            // feature width, hidden widths …, classes
-	Heads        []int                       `json:"heads,omitempty"` // GAT: attention heads per layer
-	Curve        []Epoch                     `json:"curve"`
-	BestEpoch    int                         `json:"best_epoch"`
-	BestValAcc   float64                     `json:"best_val_acc"`
-	TestAtBest   float64                     `json:"test_acc_at_best_val"`
-	FinalTestAcc float64                     `json:"final_test_acc"`
-	FinalLoss    float64                     `json:"final_loss"`
-	MeanEpochMs  float64                     `json:"mean_epoch_ms"` // training step, epochs after the first
-	TotalSec     float64                     `json:"total_s"`
-	PerRank      []RankStats                 `json:"per_rank"`
-	Broadcasts   map[string]map[string][]int `json:"broadcast_epochs"` // layer -> root -> epochs
-	Clipped      int                         `json:"clipped_blocks"`
-	// WireBits is the mean width each layer's blocks were sent with
-	// ("2 forward": 4 means int4), on rank 0.
-	WireBits map[string]float64 `json:"wire_bits,omitempty"`
-	Params   int                `json:"params"`
-	SIMD     string             `json:"simd"`
-	Threads  int                `json:"threads"`
-	Device   string             `json:"device"`            // kernels backend
-	Stopped  bool               `json:"stopped,omitempty"` // ended early by a stop request
-	// Status is how training ended: completed, stopped (a signal, after a
-	// checkpoint) or diverged (Error says where).
-	Status string `json:"status"`
-	Error  string `json:"error,omitempty"`
-}
-
-// JSON has no NaN or Inf: a diverged loss is written as null, so a run
-// that went wrong still leaves its report.
-
-// MarshalJSON writes non-finite losses as null.
-func (r Epoch) MarshalJSON() ([]byte, error) {
-	type plain Epoch
-	return json.Marshal(struct {
-		plain
-		Loss    *float64 `json:"loss"`
-		ValLoss *float64 `json:"val_loss"`
-	}{plain(r), finite(r.Loss), finite(r.ValLoss)})
-}
-
-// MarshalJSON writes a non-finite final loss as null.
-func (r Result) MarshalJSON() ([]byte, error) {
-	type plain Result
-	return json.Marshal(struct {
-		plain
-		FinalLoss *float64 `json:"final_loss"`
-	}{plain(r), finite(r.FinalLoss)})
-}
-
-func finite(v float64) *float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return &v
-}
 
 // ErrDiverged is returned (wrapped, naming the epoch and what went
 // non-finite or grew) when training diverged; the report is still valid.
@@ -141,9 +32,9 @@ func (d *divergence) Is(err error) bool { return err == ErrDiverged }
 
 // Run trains for cfg.Epochs and returns the report (complete on every
 // rank's own figures; PerRank gathered from all ranks).
-func (e *Engine) Run() (*Result, error) {
-	res := &Result{Ranks: e.P, Params: e.m.NumParams(), Dims: e.m.Dims, Heads: e.m.Heads, SIMD: kernels.SIMD(), Threads: kernels.Threads(), Device: e.be.Name(),
-		Model: e.m.Kind(), Metric: "accuracy"}
+func (e *Engine) Run() (*result.Result, error) {
+	res := &result.Result{Ranks: e.P, Params: e.m.NumParams(), Dims: e.m.Dims, Heads: e.m.Heads, SIMD: kernels.SIMD(), Threads: kernels.Threads(), Device: e.be.Name(),
+		Model: e.m.Arch().String(), Metric: "accuracy"}
 	if e.s.Multi != nil {
 		res.Metric = "micro-f1"
 	}
@@ -183,7 +74,7 @@ func (e *Engine) Run() (*Result, error) {
 
 // runState is what Run carries from epoch to epoch.
 type runState struct {
-	res           *Result
+	res           *result.Result
 	best          float64 // best validation accuracy so far
 	first         int     // first epoch to run (after a resume)
 	compute, wait time.Duration
@@ -233,7 +124,7 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 	if diverged != nil && !errors.Is(diverged, ErrDiverged) {
 		return false, diverged
 	}
-	row := Epoch{Epoch: ep + 1, Ms: ms(time.Since(t0)), BytesSent: stats.Total().BytesSent - sent0}
+	row := result.Epoch{Epoch: ep + 1, Ms: ms(time.Since(t0)), BytesSent: stats.Total().BytesSent - sent0}
 	r.compute += time.Since(t0) - e.clock.wait
 	r.wait += e.clock.wait
 	for _, id := range e.steps(ep) {
@@ -334,7 +225,7 @@ func (e *Engine) lossGradBuf() *matrix.Dense {
 
 // lossDiverged checks the epoch's summed loss (the same on every rank):
 // non-finite, or grown past MaxLossGrowth times the first epoch's.
-func (e *Engine) lossDiverged(ep int, res *Result) error {
+func (e *Engine) lossDiverged(ep int, res *result.Result) error {
 	loss := res.Curve[len(res.Curve)-1].Loss
 	switch first := res.Curve[0].Loss; {
 	case math.IsNaN(loss) || math.IsInf(loss, 0):
@@ -396,7 +287,7 @@ func (e *Engine) sum(m *metrics) error {
 
 // record completes the epoch's row from the summed metrics, tracks the best
 // validation epoch and appends the row to the curve.
-func (e *Engine) record(row *Epoch, m metrics, r *runState) {
+func (e *Engine) record(row *result.Epoch, m metrics, r *runState) {
 	res := r.res
 	row.Loss = m.lossSum / float64(e.s.GlobalTrain)
 	if m.quantN > 0 {
@@ -420,7 +311,7 @@ func (e *Engine) record(row *Epoch, m metrics, r *runState) {
 		row.Metric = "micro-F1"
 	}
 	res.Curve = append(res.Curve, *row)
-	e.logf("%s\n", row.line())
+	e.logf("%s\n", epochLine(*row))
 }
 
 // finish fills the run-wide figures and gathers every rank's statistics.
@@ -439,8 +330,8 @@ func (e *Engine) finish(r *runState) error {
 	res.WireBits = e.wireBits()
 	res.Clipped = e.clipped
 	tot := e.c.Stats().Total()
-	mine := RankStats{Rank: e.rank, Rows: e.rows, ComputeSec: r.compute.Seconds(), CommSec: tot.Seconds, CommWaitSec: r.wait.Seconds(),
-		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), PeakRSSMB: PeakRSSMB(), PssMB: PssMB(), BaseRSSMB: e.cfg.BaseRSSMB}
+	mine := result.RankStats{Rank: e.rank, Rows: e.rows, ComputeSec: r.compute.Seconds(), CommSec: tot.Seconds, CommWaitSec: r.wait.Seconds(),
+		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), PeakRSSMB: launch.PeakRSSMB(), PssMB: launch.PssMB(), BaseRSSMB: e.cfg.BaseRSSMB}
 	if e.timed != nil {
 		mine.KernelMs = map[string]float64{}
 		for k, d := range e.timed.Times {
@@ -480,7 +371,8 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-func (r Epoch) line() string {
+// epochLine is the per-epoch log line.
+func epochLine(r result.Epoch) string {
 	s := fmt.Sprintf("epoch %4d  loss %.4f", r.Epoch, r.Loss)
 	if r.Evaluated {
 		s += fmt.Sprintf("  train %.4f  val %.4f  test %.4f", r.TrainAcc, r.ValAcc, r.TestAcc)
@@ -589,7 +481,7 @@ func (e *Engine) wireBits() map[string]float64 {
 
 // gatherRankStats shares every rank's figures: counts and bytes as int64,
 // times and memory as float64.
-func (e *Engine) gatherRankStats(mine RankStats) ([]RankStats, error) {
+func (e *Engine) gatherRankStats(mine result.RankStats) ([]result.RankStats, error) {
 	ints, err := collectives.Allgather(e.c, []int64{int64(mine.Rows), mine.BytesSent, mine.BytesRecv, mine.EvalBytesSent, mine.CacheBytes})
 	if err != nil {
 		return nil, fmt.Errorf("gathering per-rank statistics: %w", err)
@@ -603,10 +495,10 @@ func (e *Engine) gatherRankStats(mine RankStats) ([]RankStats, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gathering per-rank statistics: %w", err)
 	}
-	out := make([]RankStats, e.P)
+	out := make([]result.RankStats, e.P)
 	for r := range out {
 		i, f := ints[5*r:], floats[nf*r:]
-		out[r] = RankStats{Rank: r, Rows: int(i[0]), BytesSent: i[1], BytesRecv: i[2], EvalBytesSent: i[3], CacheBytes: i[4],
+		out[r] = result.RankStats{Rank: r, Rows: int(i[0]), BytesSent: i[1], BytesRecv: i[2], EvalBytesSent: i[3], CacheBytes: i[4],
 			ComputeSec: f[0], CommSec: f[1], CommWaitSec: f[2], PeakRSSMB: f[3], CompulsoryMB: f[4], BaseRSSMB: f[5], PssMB: f[6]}
 		if mine.KernelMs != nil { // every rank runs the same configuration
 			out[r].KernelMs = map[string]float64{}
@@ -616,32 +508,4 @@ func (e *Engine) gatherRankStats(mine RankStats) ([]RankStats, error) {
 		}
 	}
 	return out, nil
-}
-
-// PeakRSSMB is the process's peak resident memory (VmHWM), in MB.
-func PeakRSSMB() float64 { return procMB("/proc/self/status", "VmHWM:") }
-
-// RSSMB is the process's resident memory now (VmRSS), in MB.
-func RSSMB() float64 { return procMB("/proc/self/status", "VmRSS:") }
-
-// PssMB is the process's proportional set size now, in MB (0 where the
-// kernel has no smaps_rollup, before Linux 4.14).
-func PssMB() float64 { return procMB("/proc/self/smaps_rollup", "Pss:") }
-
-// procMB reads a "field: N kB" line of a /proc file, in MB.
-func procMB(path, field string) float64 {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, field) {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				kb, _ := strconv.ParseFloat(f[1], 64)
-				return kb / 1024
-			}
-		}
-	}
-	return 0
 }

@@ -63,7 +63,7 @@ func (e *Engine) hasResidual(l int) bool {
 // activate adds layer l's bias and, for a hidden layer, applies the
 // activation in place: ReLU, or ELU for a GAT (as Veličković et al.).
 func (e *Engine) activate(h *matrix.Dense, l int, hidden bool) {
-	if e.cfg.Model != "gat" {
+	if !e.cfg.Model.ELU() {
 		e.be.AddBiasReLU(h, e.m.B[l], hidden)
 		return
 	}
@@ -82,7 +82,7 @@ func (e *Engine) activate(h *matrix.Dense, l int, hidden bool) {
 // activationBackward multiplies g by the activation's derivative, read off
 // its output h: ReLU's 1 where h > 0, ELU's 1 there and h + 1 elsewhere.
 func (e *Engine) activationBackward(g, h *matrix.Dense) {
-	if e.cfg.Model != "gat" {
+	if !e.cfg.Model.ELU() {
 		e.be.ReLUBackward(g, h)
 		return
 	}
@@ -116,7 +116,7 @@ func (e *Engine) backward(epoch int, g *matrix.Dense) error {
 		}
 		if l > 0 {
 			mask := e.mask(epoch, l, true) // dropout's backward is the same mask
-			if f, ok := kernels.FusedOf(e.be); ok && !skip && !e.hasResidual(l-1) && e.cfg.Model != "gat" {
+			if f, ok := kernels.FusedOf(e.be); ok && !skip && !e.hasResidual(l-1) && !e.cfg.Model.Attends() {
 				// One pass for the two calls below and the bias gradient
 				// of layer l-1 (formed where rowsAt(l-1) is nil: l-1 is
 				// not the last layer).
@@ -161,7 +161,7 @@ func (e *Engine) step() (nonFinite string, err error) {
 		return "", err
 	}
 	if wd := float32(e.cfg.WeightDecay); wd > 0 { // the first layer's weights (and root weights); a GAT's every parameter
-		decayed, all := 1, e.cfg.Model == "gat"
+		decayed, all := 1, e.cfg.Model.DecaysAll()
 		if all {
 			decayed = len(e.layers)
 		}

@@ -1,6 +1,8 @@
 package train
 
 import (
+	"sancus/src/result"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,22 +24,23 @@ import (
 	"sancus/src/shard"
 )
 
-const shared = "../../../shared/datasets"
+// sweep marks an accuracy sweep over seeds: the full suite (make test, CI)
+// runs it; `go test -short` keeps the invariant tests only.
+func sweep(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("accuracy sweep over seeds: run without -short")
+	}
+}
+
+// testdata holds the small real graphs the tests read (licences beside them).
+const testdata = "../../testdata"
 
 var (
 	coraOnce sync.Once
 	cora     *graph.Dataset
 	coraErr  error
 )
-
-// datasets is ../shared/datasets, or SANCUS_DATASETS on a host where the
-// shared folder is not mounted (a GPU machine).
-func datasets() string {
-	if d := os.Getenv("SANCUS_DATASETS"); d != "" {
-		return d
-	}
-	return shared
-}
 
 // A testGraph is a generated dataset written once per test binary.
 type testGraph struct {
@@ -122,7 +125,7 @@ func TestMain(m *testing.M) {
 
 func loadCora(t testing.TB) *graph.Dataset {
 	coraOnce.Do(func() {
-		cora, coraErr = graph.Load(filepath.Join(datasets(), "cora"), graph.LoadOptions{NormalizeFeatures: true})
+		cora, coraErr = graph.Load(filepath.Join(testdata, "cora"), graph.LoadOptions{NormalizeFeatures: true})
 	})
 	if coraErr != nil {
 		t.Fatal(coraErr)
@@ -189,19 +192,19 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		layers     int
 		hidden     int
 		ranks      int
-		model      string
+		model      model.Arch
 		heads      int
 	}{
-		{"precompute-2layer", true, 2, 16, 1, "gcn", 0},
-		{"plain-3layer-aggfirst", false, 3, 4, 1, "gcn", 0},
-		{"precompute-3layer-3ranks", true, 3, 4, 3, "gcn", 0},
-		{"sage-2layer", false, 2, 16, 1, "sage", 0},
-		{"sage-3layer-3ranks", false, 3, 6, 3, "sage", 0},
-		{"multilabel-2layer-2ranks", true, 2, 16, 2, "gcn", 0},
-		{"gat-2layer-2heads", false, 2, 4, 1, "gat", 2},
-		{"gat-3layer-3ranks", false, 3, 3, 3, "gat", 3},
-		{"residual-sage-4layer-2ranks", false, 4, 5, 2, "sage", 0},
-		{"residual-gat-3layer", false, 3, 2, 1, "gat", 2},
+		{"precompute-2layer", true, 2, 16, 1, model.ArchGCN, 0},
+		{"plain-3layer-aggfirst", false, 3, 4, 1, model.ArchGCN, 0},
+		{"precompute-3layer-3ranks", true, 3, 4, 3, model.ArchGCN, 0},
+		{"sage-2layer", false, 2, 16, 1, model.ArchSAGE, 0},
+		{"sage-3layer-3ranks", false, 3, 6, 3, model.ArchSAGE, 0},
+		{"multilabel-2layer-2ranks", true, 2, 16, 2, model.ArchGCN, 0},
+		{"gat-2layer-2heads", false, 2, 4, 1, model.ArchGAT, 2},
+		{"gat-3layer-3ranks", false, 3, 3, 3, model.ArchGAT, 3},
+		{"residual-sage-4layer-2ranks", false, 4, 5, 2, model.ArchSAGE, 0},
+		{"residual-gat-3layer", false, 3, 2, 1, model.ArchGAT, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ds := ds
@@ -268,7 +271,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 						if len(p) == len(e.m.B[0]) || len(p) == len(e.m.B[len(e.m.B)-1]) { // a bias
 							h, tol = 3e-4, 0.12
 						}
-						if tc.model == "gat" && pi%4 >= 2 { // attention: small gradients
+						if tc.model == model.ArchGAT && pi%4 >= 2 { // attention: small gradients
 							h, tol, abs = 2e-2, 0.15, 5e-6
 						}
 						orig := p[i]
@@ -307,21 +310,21 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 func TestRanksGiveSameLosses(t *testing.T) {
 	ds, _ := generated(t)
 	for _, run := range []struct {
-		model string
+		model model.Arch
 		pre   bool
-	}{{"gcn", true}, {"gcn", false}, {"sage", false}, {"gat", false}} {
+	}{{model.ArchGCN, true}, {model.ArchGCN, false}, {model.ArchSAGE, false}, {model.ArchGAT, false}} {
 		pre := run.pre
 		for _, layers := range []int{2, 3} {
 			cfg := Defaults()
 			cfg.Epochs, cfg.Precompute, cfg.Layers, cfg.Model = 25, pre, layers, run.model
-			cfg.Residual = layers == 3 && run.model != "gcn"
+			cfg.Residual = layers == 3 && run.model != model.ArchGCN
 			if layers == 3 {
 				cfg.Hidden = 6 // makes the middle layer aggregate-first
 			}
-			if run.model == "gat" {
+			if run.model == model.ArchGAT {
 				cfg.Heads, cfg.OutHeads, cfg.Hidden = 2, 2, 4
 			}
-			var ref *Result
+			var ref *result.Result
 			for _, p := range []int{1, 2, 4} {
 				out, err := RunInProcess(ds, p, cfg)
 				res := out.Result
@@ -370,6 +373,7 @@ func meanTestAcc(t *testing.T, ds *graph.Dataset, p int, cfg Config, seeds int) 
 // TestCoraAccuracy: Kipf & Welling's setting reaches their accuracy
 // (81.5% reported; ≥ 80.5% mean over 5 seeds required).
 func TestCoraAccuracy(t *testing.T) {
+	sweep(t)
 	ds := loadCora(t)
 	acc, _ := meanTestAcc(t, ds, 1, Defaults(), 5)
 	t.Logf("Cora mean test accuracy over 5 seeds: %.4f", acc)
@@ -381,6 +385,7 @@ func TestCoraAccuracy(t *testing.T) {
 // TestStalenessKeepsAccuracy: every SANCUS bound stays within 0.5 points of
 // no staleness on Cora at P = 4 (5 seeds), while skipping broadcasts.
 func TestStalenessKeepsAccuracy(t *testing.T) {
+	sweep(t)
 	ds := loadCora(t)
 	base := Defaults()
 	ref, _ := meanTestAcc(t, ds, 4, base, 5)
@@ -597,7 +602,7 @@ func TestReorderedTrainingEqualsContiguous(t *testing.T) {
 	// on a graph trained for only 20 epochs a near-tie can flip under the
 	// reordered summation (1e-7 apart in loss).
 	ds := loadCora(t)
-	s, err := graph.OpenEdgeStream(filepath.Join(datasets(), "cora"))
+	s, err := graph.OpenEdgeStream(filepath.Join(testdata, "cora"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -707,7 +712,7 @@ func TestDivergenceStopsWithAReport(t *testing.T) {
 		}
 		t.Logf("lr %g: %v", c.lr, err)
 	}
-	b, err := json.Marshal(Result{FinalLoss: math.NaN(), Curve: []Epoch{{Loss: math.Inf(1)}}})
+	b, err := json.Marshal(result.Result{FinalLoss: math.NaN(), Curve: []result.Epoch{{Loss: math.Inf(1)}}})
 	if err != nil || !strings.Contains(string(b), `"final_loss":null`) || !strings.Contains(string(b), `"loss":null`) {
 		t.Fatalf("non-finite losses encode as %s, %v", b, err)
 	}
@@ -717,9 +722,10 @@ func TestDivergenceStopsWithAReport(t *testing.T) {
 // order, no split) with a seeded 20-per-class / 500 / 1,000 split trains
 // like Planetoid Cora: ≥ 78% test accuracy, mean of 5 seeds.
 func TestNPZCoraAccuracy(t *testing.T) {
+	sweep(t)
 	var sum float64
 	for s := uint64(1); s <= 5; s++ {
-		ds, err := graph.Load(filepath.Join(datasets(), "npz", "cora.npz"), graph.LoadOptions{NormalizeFeatures: true, Split: "planetoid", SplitSeed: s})
+		ds, err := graph.Load(filepath.Join(testdata, "npz", "cora.npz"), graph.LoadOptions{NormalizeFeatures: true, Split: "planetoid", SplitSeed: s})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -746,13 +752,14 @@ var sageReference = map[string]float64{"cora": 0.8132, "citeseer": 0.6910}
 // Cora and CiteSeer, and every staleness policy within 1 point of no
 // staleness on Cora at P = 4 (5 seeds each).
 func TestSAGEAccuracy(t *testing.T) {
+	sweep(t)
 	for name, ref := range sageReference {
-		ds, err := graph.Load(filepath.Join(datasets(), name), graph.LoadOptions{NormalizeFeatures: true})
+		ds, err := graph.Load(filepath.Join(testdata, name), graph.LoadOptions{NormalizeFeatures: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg := Defaults()
-		cfg.Model, cfg.Precompute = "sage", false
+		cfg.Model, cfg.Precompute = model.ArchSAGE, false
 		acc, _ := meanTestAcc(t, ds, 1, cfg, 5)
 		t.Logf("%s GraphSAGE: mean test %.4f, PyTorch %.4f", name, acc, ref)
 		if acc < ref-0.01 {
@@ -800,9 +807,10 @@ const gatReference = 0.8224
 // within 1 point of no staleness (5 seeds each; P = 4 without staleness is
 // P = 1, which TestRanksGiveSameLosses asserts).
 func TestGATAccuracy(t *testing.T) {
+	sweep(t)
 	ds := loadCora(t)
 	cfg := Defaults()
-	cfg.Model, cfg.Precompute, cfg.Hidden, cfg.Heads, cfg.Dropout, cfg.LR = "gat", false, 8, 8, 0.6, 0.005
+	cfg.Model, cfg.Precompute, cfg.Hidden, cfg.Heads, cfg.Dropout, cfg.LR = model.ArchGAT, false, 8, 8, 0.6, 0.005
 	none, _ := meanTestAcc(t, ds, 1, cfg, 5)
 	t.Logf("cora GAT: mean test %.4f, PyTorch %.4f", none, gatReference)
 	if none < 0.815 || none < gatReference-0.01 {

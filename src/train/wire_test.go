@@ -1,6 +1,9 @@
 package train
 
 import (
+	"sancus/src/model"
+	"sancus/src/result"
+
 	"fmt"
 	"hash/crc32"
 	"math"
@@ -66,7 +69,7 @@ func TestQuantizedRunsDoNotDependOnP(t *testing.T) {
 		cfg := Defaults()
 		cfg.Epochs, cfg.Wire, cfg.WireGrad, cfg.WireDelta, cfg.WireError = 15, c.wire, c.grad, c.delta, 0.1
 		cfg.Staleness, cfg.Eps = c.policy, c.eps
-		var ref *Result
+		var ref *result.Result
 		for _, run := range []struct {
 			p     int
 			dense bool
@@ -114,13 +117,15 @@ func TestQuantizedStopAndResumeIsBitIdentical(t *testing.T) {
 // seeds), as int8 does (0.805); at 10 seeds bf16 is 0.29 and int8 0.35
 // below.
 func TestQuantizedAccuracy(t *testing.T) {
+	sweep(t)
 	for _, run := range []struct {
-		name, model string
-		int8        float64
-		seeds       int
-	}{{"cora", "gcn", 0.003, 10}, {"citeseer", "gcn", 0.003, 10}, {"cora", "sage", 0.01, 5}, {"citeseer", "sage", 0.01, 5}} {
-		name := run.name + " " + run.model
-		ds, err := graph.Load(datasets()+"/"+run.name, graph.LoadOptions{NormalizeFeatures: true})
+		name  string
+		model model.Arch
+		int8  float64
+		seeds int
+	}{{"cora", model.ArchGCN, 0.003, 10}, {"citeseer", model.ArchGCN, 0.003, 10}, {"cora", model.ArchSAGE, 0.01, 5}, {"citeseer", model.ArchSAGE, 0.01, 5}} {
+		name := run.name + " " + run.model.String()
+		ds, err := graph.Load(testdata+"/"+run.name, graph.LoadOptions{NormalizeFeatures: true})
 		if err != nil {
 			t.Fatal(err)
 		}

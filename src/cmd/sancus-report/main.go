@@ -69,7 +69,7 @@ func run(args []string) error {
 	}
 	fmt.Printf("%-34s %9s %12s %8s %8s\n", "run", "ms/epoch", "MB/rank/ep", "skipped", "test")
 	for _, r := range rows {
-		fmt.Printf("%-34s %9.2f %12.3f %7.0f%% %8.4f\n", r.Run.Label(), r.MsPerEpoch, r.MBSentPerEpoch, 100*r.SkippedFraction, r.TestAcc)
+		fmt.Printf("%-34s %9.2f %12.3f %7.0f%% %8.4f\n", report.Label(r.Run), r.MsPerEpoch, r.MBSentPerEpoch, 100*r.SkippedFraction, r.TestAcc)
 	}
 	pngs, err := charts.Write(dir, runs)
 	if err != nil {

@@ -22,6 +22,9 @@ import (
 // one of each kind; `make chaos` runs 24), SANCUS_CHAOS_LOG a file for the
 // log of every fault.
 func TestFaultInjection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault injection under mpirun: run without -short (make test, make chaos)")
+	}
 	mpirun := needMPI(t)
 	faults := 3
 	if v, err := strconv.Atoi(os.Getenv("SANCUS_CHAOS")); err == nil && v > 0 {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"sancus/src/result"
+
 	"encoding/json"
 	"fmt"
 	"math"
@@ -25,7 +27,7 @@ func TestOGBRoundTripTrainsLikeMatrixMarket(t *testing.T) {
 			t.Fatalf("%v: %v\n%s", g, err, o)
 		}
 	}
-	train := func(np int, data string, name string) *Report {
+	train := func(np int, data string, name string) *result.Run {
 		out := filepath.Join(dir, name+".json")
 		args := []string{"train", "--epochs", "30", "--quiet", "--out", out}
 		if np > 0 {
@@ -43,7 +45,7 @@ func TestOGBRoundTripTrainsLikeMatrixMarket(t *testing.T) {
 		return readReport(t, out)
 	}
 	want := train(0, mtx, "mtx")
-	for _, got := range []*Report{train(0, ogb, "ogb"), train(2, ogb, "ogb-P2")} {
+	for _, got := range []*result.Run{train(0, ogb, "ogb"), train(2, ogb, "ogb-P2")} {
 		for i, e := range got.Result.Curve {
 			if d := math.Abs(e.Loss - want.Result.Curve[i].Loss); d > 1e-6 {
 				t.Fatalf("epoch %d: loss %.9f from OGB, %.9f from Matrix Market", e.Epoch, e.Loss, want.Result.Curve[i].Loss)
@@ -155,7 +157,7 @@ func TestModelsUnderMPIMatchSingleRank(t *testing.T) {
 		{"gat-dense", []string{"--data", cora, "--model", "gat", "--hidden", "4", "--heads", "2", "--dense-bcast"}},
 		{"multilabel", []string{"--data", ml, "--lr", "0.05"}},
 	} {
-		var ref *Report
+		var ref *result.Run
 		for _, np := range []int{0, 2, 4} {
 			out := filepath.Join(dir, fmt.Sprintf("%s-%d.json", c.name, np))
 			args := append([]string{"train", "--epochs", "20", "--quiet", "--out", out}, c.args...)

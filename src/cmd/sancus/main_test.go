@@ -1,6 +1,8 @@
 package main
 
 import (
+	"sancus/src/result"
+
 	"encoding/json"
 	"errors"
 	"math"
@@ -34,7 +36,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-const cora = "../../../../shared/datasets/cora"
+// cora is the Planetoid Cora graph the tests train on (licence beside it).
+const cora = "../../../testdata/cora"
 
 func mpiEnv() []string {
 	return append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_rmaps_base_oversubscribe=1")
@@ -75,20 +78,20 @@ func run(t *testing.T, np int, args ...string) (string, error) {
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
-func readReport(t *testing.T, path string) *Report {
+func readReport(t *testing.T, path string) *result.Run {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r Report
+	var r result.Run
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
 	return &r
 }
 
-func sameLosses(t *testing.T, what string, got, want *Report) {
+func sameLosses(t *testing.T, what string, got, want *result.Run) {
 	t.Helper()
 	if len(got.Result.Curve) != len(want.Result.Curve) {
 		t.Fatalf("%s: %d epochs vs %d", what, len(got.Result.Curve), len(want.Result.Curve))

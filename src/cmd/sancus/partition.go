@@ -3,13 +3,13 @@ package main
 import (
 	"fmt"
 	"runtime/debug"
+	"sancus/launch"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"sancus/src/graph"
 	"sancus/src/partition"
-	"sancus/src/train"
 )
 
 func init() {
@@ -120,7 +120,7 @@ func runPartitionStats(args []string) error {
 		return err
 	}
 	// Peak memory is read before the whole graph is loaded for measuring.
-	peak := train.PeakRSSMB()
+	peak := launch.PeakRSSMB()
 	ds, err := graph.Load(*data, graph.LoadOptions{})
 	if err != nil {
 		return err

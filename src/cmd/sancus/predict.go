@@ -187,7 +187,7 @@ func predictRank(pf predictFlags, spec model.Spec, m *model.GCN, c collectives.C
 	if spec.Layers > 1 {
 		cfg.Hidden = spec.Dims[1]
 	}
-	if spec.Model == "gat" && len(spec.Heads) == spec.Layers {
+	if spec.Model.Attends() && len(spec.Heads) == spec.Layers {
 		cfg.Heads, cfg.OutHeads = spec.Heads[0], spec.Heads[spec.Layers-1]
 		cfg.Hidden = spec.Dims[1] / spec.Heads[0]
 	}

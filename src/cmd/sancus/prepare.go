@@ -5,13 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sancus/launch"
 	"sancus/src/atomicfile"
 	"time"
 
 	"sancus/src/graph"
 	"sancus/src/partition"
 	"sancus/src/shard"
-	"sancus/src/train"
 
 	"github.com/spf13/pflag"
 )
@@ -85,7 +85,7 @@ func runPrepare(args []string) (err error) {
 	ds := prep.DS
 	meta := shard.Meta{Dataset: ds.Name, Parts: *parts, Nodes: ds.N, Features: ds.Features.Cols, Classes: ds.Classes,
 		Precomputed: *pre, NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName, Offsets: prep.Offsets, Partitioner: pf.name, Partition: metrics, PartitionS: took.Seconds(), Clusters: *clusters,
-		PeakRSSMB: train.PeakRSSMB(), CompulsoryMB: prep.CompulsoryMB(), Created: time.Now().UTC()}
+		PeakRSSMB: launch.PeakRSSMB(), CompulsoryMB: prep.CompulsoryMB(), Created: time.Now().UTC()}
 	if err := shard.WriteMeta(*out, meta); err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"sancus/src/result"
+
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -24,7 +26,6 @@ import (
 	"sancus/src/atomicfile"
 	"sancus/src/graph"
 	"sancus/src/model"
-	"sancus/src/report"
 	"sancus/src/shard"
 	"sancus/src/staleness"
 	"sancus/src/train"
@@ -33,9 +34,6 @@ import (
 func init() {
 	register("train", "train a GCN (one process, --ranks N in-process, or as mpirun/srun ranks)", runTrain)
 }
-
-// Report is the results JSON of one run.
-type Report = report.Run
 
 type trainFlags struct {
 	data, shards, out, name string
@@ -91,7 +89,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.StringVar(&tf.data, "data", "", "dataset `DIR` (whole graph; every rank reads it)")
 	fs.StringVar(&tf.shards, "shards", "", "shard `DIR` from 'sancus prepare' (each rank reads its own shard)")
 	fs.IntVar(&tf.ranks, "ranks", 1, "run this many ranks as goroutines in one process (without mpirun)")
-	fs.StringVar(&cfg.Model, "model", cfg.Model, "gcn (Kipf and Welling), sage (GraphSAGE-mean: neighbour mean and a root weight) or gat (Veličković et al.: attention heads, ELU); sage and gat read X, not ÂX")
+	fs.Var(&cfg.Model, "model", "gcn (Kipf and Welling), sage (GraphSAGE-mean: neighbour mean and a root weight) or gat (Veličković et al.: attention heads, ELU); sage and gat read X, not ÂX")
 	fs.IntVar(&cfg.Layers, "layers", cfg.Layers, "graph convolution layers")
 	fs.IntVar(&cfg.Hidden, "hidden", cfg.Hidden, "hidden width (a GAT's: per head)")
 	fs.BoolVar(&cfg.Residual, "residual", false, "hidden layers of equal width add their input to their output (needs 3+ layers)")
@@ -178,7 +176,7 @@ func runTrain(args []string) error {
 	if err != nil {
 		return err
 	}
-	rep := &Report{Command: "sancus " + strings.Join(args, " "), Started: time.Now().UTC(), JobID: env.JobID, Launcher: env.Launcher}
+	rep := &result.Run{Command: "sancus " + strings.Join(args, " "), Started: time.Now().UTC(), JobID: env.JobID, Launcher: env.Launcher}
 	rep.Host, _ = os.Hostname()
 	rep.Shards = tf.shards
 	watchSignals(fmt.Sprintf("rank %d", env.Rank))
@@ -198,7 +196,7 @@ func runTrain(args []string) error {
 		return trainMPI(cfg, tf, rep)
 	}
 	setThreads(tf.threads, tf.ranks, nil)
-	cfg.BaseRSSMB = train.RSSMB()
+	cfg.BaseRSSMB = launch.RSSMB()
 	var res train.Outcome
 	if tf.data != "" {
 		ds, lerr := graph.Load(tf.data, tf.load)
@@ -223,7 +221,7 @@ func runTrain(args []string) error {
 		return err
 	}
 	rep.Config, rep.Result = cfg, res.Result
-	if ferr := finish(rep, tf, res.Params); ferr != nil {
+	if ferr := finish(rep, cfg, tf, res.Params); ferr != nil {
 		return ferr
 	}
 	return ended(err, cfg)
@@ -231,7 +229,7 @@ func runTrain(args []string) error {
 
 // defaultOut is results/runs/<name>-<job id or start time>.json, named
 // from the dataset directory, the rank count and the policy.
-func defaultOut(tf trainFlags, cfg train.Config, rep *Report) string {
+func defaultOut(tf trainFlags, cfg train.Config, rep *result.Run) string {
 	name := tf.name
 	if name == "" {
 		ds := filepath.Base(tf.data)
@@ -311,13 +309,13 @@ func ended(err error, cfg train.Config) error {
 
 // trainMPI runs this process as one rank of an mpirun/srun job. Any error
 // aborts the whole job with a message naming the rank, so no rank hangs.
-func trainMPI(cfg train.Config, tf trainFlags, rep *Report) error {
+func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 	launch.PrepareMPI(runtime.NumCPU())
 	c, err := mpi.Start(tf.timeout)
 	if err != nil {
 		return err
 	}
-	cfg.BaseRSSMB = train.RSSMB()
+	cfg.BaseRSSMB = launch.RSSMB()
 	setThreads(tf.threads, 0, c)
 	rank, size := c.Rank(), c.Size()
 	abort := func(what string, err error) error {
@@ -367,7 +365,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *Report) error {
 	}
 	rep.Config, rep.Result = cfg, res
 	if rank == 0 {
-		if ferr := finish(rep, tf, e.Params()); ferr != nil {
+		if ferr := finish(rep, cfg, tf, e.Params()); ferr != nil {
 			return abort("writing results", ferr)
 		}
 	}
@@ -434,10 +432,10 @@ func printStart(cfg train.Config, ranks int, name string, n int, transport strin
 		return
 	}
 	fmt.Fprintf(cfg.Log, "sancus: training %d-layer %s (hidden %d) on %s (%d nodes), %d rank(s) over %s, staleness %s, %s kernels, %d threads\n",
-		cfg.Layers, strings.ToUpper(cfg.Model), cfg.Hidden, name, n, ranks, transport, cfg.Staleness, kernels.SIMD(), kernels.Threads())
+		cfg.Layers, strings.ToUpper(cfg.Model.String()), cfg.Hidden, name, n, ranks, transport, cfg.Staleness, kernels.SIMD(), kernels.Threads())
 }
 
-func finish(rep *Report, tf trainFlags, params [][]float32) error {
+func finish(rep *result.Run, cfg train.Config, tf trainFlags, params [][]float32) error {
 	res := rep.Result
 	if tf.saveWeights != "" {
 		var b []byte
@@ -451,7 +449,7 @@ func finish(rep *Report, tf trainFlags, params [][]float32) error {
 		}
 	}
 	if tf.saveModel != "" {
-		if err := saveModel(tf.saveModel, rep, tf.load, params); err != nil {
+		if err := saveModel(tf.saveModel, rep, cfg, tf.load, params); err != nil {
 			return err
 		}
 	}
@@ -472,19 +470,19 @@ func finish(rep *Report, tf trainFlags, params [][]float32) error {
 // saveModel writes the final parameters with what a later predict needs to
 // run them on the same kind of data: widths, normalization, how features
 // were preprocessed and how the split was drawn.
-func saveModel(path string, rep *Report, load graph.LoadOptions, params [][]float32) error {
+func saveModel(path string, rep *result.Run, cfg train.Config, load graph.LoadOptions, params [][]float32) error {
 	res := rep.Result
-	m, err := model.New(rep.Config.Model, res.Dims, res.Heads, 0)
+	m, err := model.New(cfg.Model, res.Dims, res.Heads, 0)
 	if err != nil {
 		return fmt.Errorf("--save-model: %w", err)
 	}
 	for i, p := range m.Flat() {
 		copy(p, params[i])
 	}
-	cfg, _ := json.Marshal(rep.Config)
-	spec := model.Spec{Model: rep.Config.Model, Layers: len(res.Dims) - 1, Dims: res.Dims, Heads: res.Heads, Residual: rep.Config.Residual, Normalization: model.SymNorm,
+	training, _ := json.Marshal(cfg)
+	spec := model.Spec{Model: cfg.Model, Layers: len(res.Dims) - 1, Dims: res.Dims, Heads: res.Heads, Residual: cfg.Residual, Normalization: model.SymNorm,
 		NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName,
-		Classes: res.Dims[len(res.Dims)-1], LabelKind: map[bool]string{true: "multi", false: "single"}[res.Metric == "micro-f1"], Epochs: len(res.Curve), FinalTestAcc: res.FinalTestAcc, Training: cfg}
+		Classes: res.Dims[len(res.Dims)-1], LabelKind: map[bool]string{true: "multi", false: "single"}[res.Metric == "micro-f1"], Epochs: len(res.Curve), FinalTestAcc: res.FinalTestAcc, Training: training}
 	if rep.Shards != "" { // prepared shards: their preprocessing is the model's
 		if meta, err := shard.ReadMeta(rep.Shards); err == nil {
 			spec.NormalizeFeatures, spec.Split, spec.SplitSeed, spec.SplitName = meta.NormalizeFeatures, meta.Split, meta.SplitSeed, meta.SplitName

@@ -6,6 +6,7 @@ package charts
 
 import (
 	"sancus/src/report"
+	"sancus/src/result"
 
 	"fmt"
 	"image/color"
@@ -21,7 +22,7 @@ import (
 )
 
 // Write draws the PNGs into dir and returns their paths.
-func Write(dir string, runs []*report.Run) ([]string, error) {
+func Write(dir string, runs []*result.Run) ([]string, error) {
 	rows := report.Summarize(runs)
 	var out []string
 	add := func(name string, p *plot.Plot, w, h vg.Length, err error) error {
@@ -53,7 +54,7 @@ func Write(dir string, runs []*report.Run) ([]string, error) {
 		return nil, err
 	}
 	for i, r := range runs {
-		if r.Result.Ranks < 2 || r.Config.Staleness == "none" {
+		if r.Result.Ranks < 2 || r.Settings.Staleness == "none" {
 			continue
 		}
 		p, err := broadcasts(r)
@@ -64,8 +65,8 @@ func Write(dir string, runs []*report.Run) ([]string, error) {
 	return out, nil
 }
 
-func short(r *report.Run) string {
-	p := r.Config.Staleness
+func short(r *result.Run) string {
+	p := r.Settings.Staleness
 	switch p {
 	case "epoch-fixed":
 		p = "E"
@@ -75,10 +76,10 @@ func short(r *report.Run) string {
 		p = "H"
 	}
 	if p != "none" {
-		p += strconv.FormatFloat(r.Config.Eps, 'g', -1, 64)
+		p += strconv.FormatFloat(r.Settings.Eps, 'g', -1, 64)
 	}
-	if r.Config.Batch == "clusters" {
-		p += fmt.Sprintf(" clusters/%d", r.Config.ClustersPerStep)
+	if r.Settings.Batch == "clusters" {
+		p += fmt.Sprintf(" clusters/%d", r.Settings.ClustersPerStep)
 	}
 	return fmt.Sprintf("P%d %s", r.Result.Ranks, p)
 }
@@ -134,7 +135,7 @@ func scaling(rows []report.Row) (*plot.Plot, error) {
 	for _, r := range rows {
 		// One series per (graph, policy); "-P<n>" suffixes name per-P copies of
 		// one graph (weak-scaling graphs, shard directories).
-		k := fmt.Sprintf("%s%g|%s", r.Run.Config.Staleness, r.Run.Config.Eps, perP.ReplaceAllString(r.Run.Dataset, ""))
+		k := fmt.Sprintf("%s%g|%s", r.Run.Settings.Staleness, r.Run.Settings.Eps, perP.ReplaceAllString(r.Run.Dataset, ""))
 		groups[k] = append(groups[k], r)
 	}
 	keys := make([]string, 0, len(groups))
@@ -196,7 +197,7 @@ func scaling(rows []report.Row) (*plot.Plot, error) {
 
 // accuracy: validation accuracy (micro-F1 for multi-label runs) per epoch
 // for every run.
-func accuracy(runs []*report.Run) (*plot.Plot, error) {
+func accuracy(runs []*result.Run) (*plot.Plot, error) {
 	metric := "accuracy"
 	for _, r := range runs {
 		if r.Result.Metric == "micro-f1" {
@@ -206,7 +207,7 @@ func accuracy(runs []*report.Run) (*plot.Plot, error) {
 			}
 		}
 	}
-	return curves(runs, "Validation "+metric, "epoch", metric, func(r *report.Run) (pts plotter.XYs) {
+	return curves(runs, "Validation "+metric, "epoch", metric, func(r *result.Run) (pts plotter.XYs) {
 		for _, e := range r.Result.Curve {
 			if e.Evaluated {
 				pts = append(pts, plotter.XY{X: float64(e.Epoch), Y: e.ValAcc})
@@ -219,8 +220,8 @@ func accuracy(runs []*report.Run) (*plot.Plot, error) {
 // accuracyOverTime: test accuracy against the seconds spent training
 // (evaluation excluded), so runs whose epochs cost differently — global
 // and cluster batches — compare at equal wall time.
-func accuracyOverTime(runs []*report.Run) (*plot.Plot, error) {
-	return curves(runs, "Test accuracy over training time", "seconds of training", "test accuracy", func(r *report.Run) (pts plotter.XYs) {
+func accuracyOverTime(runs []*result.Run) (*plot.Plot, error) {
+	return curves(runs, "Test accuracy over training time", "seconds of training", "test accuracy", func(r *result.Run) (pts plotter.XYs) {
 		t := 0.0
 		for _, e := range r.Result.Curve {
 			t += e.Ms / 1000
@@ -233,7 +234,7 @@ func accuracyOverTime(runs []*report.Run) (*plot.Plot, error) {
 }
 
 // curves draws one line per run from the points it gives, on [0, 1].
-func curves(runs []*report.Run, title, x, y string, points func(*report.Run) plotter.XYs) (*plot.Plot, error) {
+func curves(runs []*result.Run, title, x, y string, points func(*result.Run) plotter.XYs) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
 	for i, r := range runs {
@@ -258,9 +259,9 @@ func curves(runs []*report.Run, title, x, y string, points func(*report.Run) plo
 
 // broadcasts: for one run, a mark for every epoch in which (layer, root)
 // broadcast (SANCUS Figure 24); gaps are skipped broadcasts.
-func broadcasts(r *report.Run) (*plot.Plot, error) {
+func broadcasts(r *result.Run) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = "Broadcast epochs per (layer, root): " + r.Label()
+	p.Title.Text = "Broadcast epochs per (layer, root): " + report.Label(r)
 	p.X.Label.Text = "epoch"
 	p.Y.Label.Text = "layer / root"
 	var layers []string

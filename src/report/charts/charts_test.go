@@ -11,13 +11,14 @@ import (
 	"testing"
 
 	"sancus/src/graph"
+	"sancus/src/result"
 	"sancus/src/train"
 )
 
 // TestReportFromRuns: real run results become a CSV row each and PNGs that
 // decode (the whole of sancus report), including a scaling plot for runs of one graph at several P.
 func TestReportFromRuns(t *testing.T) {
-	ds, err := graph.Load("../../../../shared/datasets/cora", graph.LoadOptions{NormalizeFeatures: true})
+	ds, err := graph.Load("../../../testdata/cora", graph.LoadOptions{NormalizeFeatures: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +30,7 @@ func TestReportFromRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := json.Marshal(report.Run{Dataset: "cora", Nodes: ds.N, Config: cfg, Result: out.Result})
+		b, _ := json.Marshal(result.Run{Dataset: "cora", Nodes: ds.N, Config: cfg, Result: out.Result})
 		os.WriteFile(filepath.Join(dir, "run"+string(rune('0'+p))+".json"), b, 0o644)
 	}
 	os.WriteFile(filepath.Join(dir, "meta.json"), []byte(`{"parts": 2}`), 0o644) // not a run: skipped

@@ -1,0 +1,170 @@
+// Package result is the results JSON that every `sancus train` writes and
+// `sancus report` reads. It imports nothing of sancus, so the report
+// binary links no engine, kernels or transport.
+package result
+
+import (
+	"encoding/json"
+	"math"
+	"time"
+)
+
+// Run is the results JSON of one training run.
+type Run struct {
+	Command  string    `json:"command"`
+	Started  time.Time `json:"started"`
+	Host     string    `json:"host"`
+	JobID    string    `json:"job_id,omitempty"`
+	Launcher string    `json:"launcher"`
+	Dataset  string    `json:"dataset"`
+	Shards   string    `json:"shards,omitempty"` // the shard directory trained on, if any
+	Nodes    int       `json:"nodes"`
+	// Config is the engine's whole configuration as it ran; read back, it
+	// is the raw JSON, and Settings holds the part a report reads.
+	Config   any      `json:"config"`
+	Result   *Result  `json:"result"`
+	Settings Settings `json:"-"`
+
+	Path string `json:"-"`
+}
+
+// Settings is the part of a run's configuration that labels and groups
+// runs in a report. Each field has the name and type of the engine's
+// Config field it is read from (a test in src/train holds them equal).
+type Settings struct {
+	Model           string
+	Staleness       string
+	Eps             float64
+	MaxStale        int
+	Batch           string
+	ClustersPerStep int
+	Wire            string
+}
+
+// UnmarshalJSON keeps the configuration raw and reads its Settings.
+func (r *Run) UnmarshalJSON(b []byte) error {
+	type plain Run
+	var p struct {
+		plain
+		Config json.RawMessage `json:"config"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*r = Run(p.plain)
+	r.Config = p.Config
+	if len(p.Config) == 0 || string(p.Config) == "null" {
+		return nil
+	}
+	return json.Unmarshal(p.Config, &r.Settings)
+}
+
+// Epoch is one line of the training curve.
+type Epoch struct {
+	Epoch     int     `json:"epoch"`
+	Loss      float64 `json:"loss"`
+	TrainAcc  float64 `json:"train_acc"`
+	ValAcc    float64 `json:"val_acc"`
+	TestAcc   float64 `json:"test_acc"`
+	ValLoss   float64 `json:"val_loss"`
+	Ms        float64 `json:"ms"`      // training step (forward, backward, update)
+	EvalMs    float64 `json:"eval_ms"` // evaluation forward
+	Sent      int     `json:"bcast_sent"`
+	Skipped   int     `json:"bcast_skipped"`
+	BytesSent int64   `json:"bytes_sent"` // this rank, training traffic only
+	// QuantErr is the mean relative error ‖decoded − block‖/‖block‖ of the
+	// forward blocks encoded this epoch (quantized wire only).
+	QuantErr  float64 `json:"quant_error,omitempty"`
+	Evaluated bool    `json:"evaluated"`
+	Metric    string  `json:"-"` // for the epoch line: micro-f1 when multi-label
+}
+
+// RankStats is one rank's share of the run (SANCUS Table 5).
+type RankStats struct {
+	Rank          int     `json:"rank"`
+	Rows          int     `json:"rows"`
+	ComputeSec    float64 `json:"compute_s"`
+	CommSec       float64 `json:"comm_s"`      // time inside communication
+	CommWaitSec   float64 `json:"comm_wait_s"` // communication not hidden behind compute
+	BytesSent     int64   `json:"bytes_sent"`
+	BytesRecv     int64   `json:"bytes_recv"`
+	EvalBytesSent int64   `json:"eval_bytes_sent"`
+	CacheBytes    int64   `json:"cache_bytes"`   // what the training caches hold
+	CompulsoryMB  float64 `json:"compulsory_mb"` // data, layer buffers, caches, model
+	PeakRSSMB     float64 `json:"peak_rss_mb"`
+	// PssMB is the process's proportional set size at the end of the run,
+	// after its last evaluation, where a run peaks: the pages it shares with
+	// other processes (the binary and the libraries every rank on a node
+	// maps) count divided among them, so the sum over a node's ranks is
+	// what they occupy together. The kernel keeps no peak of it.
+	PssMB float64 `json:"pss_mb"`
+	// BaseRSSMB is what the process held before it loaded any data: the
+	// Go runtime and, under mpirun, the MPI library and its buffers.
+	BaseRSSMB float64 `json:"base_rss_mb"`
+	// KernelMs is, with --profile-kernels, the wall time of the kernel
+	// calls by class over the whole run (training and evaluation).
+	KernelMs map[string]float64 `json:"kernel_ms,omitempty"`
+}
+
+// Result is what a run reports; rank 0 writes it as the results JSON.
+type Result struct {
+	Ranks        int                         `json:"ranks"`
+	Policy       string                      `json:"policy"`
+	Model        string                      `json:"model"`  // gcn, sage or gat
+	Metric       string                      `json:"metric"` // what the *_acc fields hold: accuracy, or micro-f1 (multi-label)
+	LayerModes   []string                    `json:"layer_modes"`
+	Dims         []int                       `json:"dims"`            // feature width, hidden widths …, classes
+	Heads        []int                       `json:"heads,omitempty"` // GAT: attention heads per layer
+	Curve        []Epoch                     `json:"curve"`
+	BestEpoch    int                         `json:"best_epoch"`
+	BestValAcc   float64                     `json:"best_val_acc"`
+	TestAtBest   float64                     `json:"test_acc_at_best_val"`
+	FinalTestAcc float64                     `json:"final_test_acc"`
+	FinalLoss    float64                     `json:"final_loss"`
+	MeanEpochMs  float64                     `json:"mean_epoch_ms"` // training step, epochs after the first
+	TotalSec     float64                     `json:"total_s"`
+	PerRank      []RankStats                 `json:"per_rank"`
+	Broadcasts   map[string]map[string][]int `json:"broadcast_epochs"` // layer -> root -> epochs
+	Clipped      int                         `json:"clipped_blocks"`
+	// WireBits is the mean width each layer's blocks were sent with
+	// ("2 forward": 4 means int4), on rank 0.
+	WireBits map[string]float64 `json:"wire_bits,omitempty"`
+	Params   int                `json:"params"`
+	SIMD     string             `json:"simd"`
+	Threads  int                `json:"threads"`
+	Device   string             `json:"device"`            // kernels backend
+	Stopped  bool               `json:"stopped,omitempty"` // ended early by a stop request
+	// Status is how training ended: completed, stopped (a signal, after a
+	// checkpoint) or diverged (Error says where).
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// JSON has no NaN or Inf: a diverged loss is written as null, so a run
+// that went wrong still leaves its report.
+
+// MarshalJSON writes non-finite losses as null.
+func (r Epoch) MarshalJSON() ([]byte, error) {
+	type plain Epoch
+	return json.Marshal(struct {
+		plain
+		Loss    *float64 `json:"loss"`
+		ValLoss *float64 `json:"val_loss"`
+	}{plain(r), finite(r.Loss), finite(r.ValLoss)})
+}
+
+// MarshalJSON writes a non-finite final loss as null.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	return json.Marshal(struct {
+		plain
+		FinalLoss *float64 `json:"final_loss"`
+	}{plain(r), finite(r.FinalLoss)})
+}
+
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
