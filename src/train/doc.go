@@ -14,6 +14,8 @@
 // layer replaces multiply with its attention over each arriving block).
 //
 //	sancus.go    Algorithm 3: aggregate (decide, exchange, multiply), clipping
+//	route.go     how each cache's blocks are made, sent, dropped and multiplied,
+//	             fixed at set-up by one function that holds every feature's rule
 //	exchange.go  the per-(layer, root) cache; dense ring and device exchangers
 //	sparse.go    the sparsity-aware exchanger (the default) and its set-up
 //	layers.go    one type per layer kind: local ÂX, transform-first, aggregate-first

@@ -167,6 +167,7 @@ func (e *Engine) setup() error {
 	if err := e.restrictOutput(); err != nil {
 		return err
 	}
+	e.routeCaches()
 	// What set-up let go (ÂX's CSR, uncompacted blocks, index lists) goes
 	// back to the OS now: the collector would keep the pages, and the
 	// training buffers first touched after this would add to them.

@@ -28,19 +28,13 @@ type cache struct {
 	log      [][]int          // epochs in which root j broadcast (SANCUS Figure 24)
 	policy   staleness.Policy // decides which roots broadcast
 	ref      []float32        // variation-gap: this rank's block when it last broadcast
-	direct   bool             // this rank's block is multiplied (and sent) from own, not copied here (ownDirect)
-	own      *matrix.Dense    // the layer's rows of this rank's block, in the product under way
-	me       int              // this rank: its slot stays untouched while direct
+	route    route            // how the blocks are made, sent, dropped and multiplied (route.go)
+	me       int              // this rank: its slot stays untouched while route.direct
 	scratch  *matrix.Dense    // one masked block at a time, made at the first (maskScratch)
 	mostRows int              // the rows of the largest block held: scratch's
-	sendMask matrix.Mask      // dropout the sparse exchange applies to the rows it packs (senderMask; P = 0: none)
 	wire     wireState        // how the blocks are encoded on the wire (wire.go)
 	blocks   []*matrix.CSR    // blocks[j] multiplies root j's block (Â_ij; GraphSAGE: its mean or pattern)
 	full     []*matrix.CSR    // the whole graph's blocks (blocks, outside a cluster batch)
-	// ownDropped is own at the rows read, dropped as this layer drops
-	// them, made by the layer below (nextDrops); nil: none, or the product
-	// reads a stale copy instead (ownFresh).
-	ownDropped *matrix.Dense
 	// send, when set, are this rank's rows for each rank that its blocks
 	// read, for a sparse exchange to move instead of all it would; the
 	// slots of the other roots then hold only those rows (hold, output.go):
@@ -154,7 +148,7 @@ func (c *cache) arrived(be kernels.Backend, j int, buf []byte) {
 // from the host downloads it. It returns the time spent blocked on the network, and counts its bytes in
 // the communicator's statistics.
 type exchanger interface {
-	exchange(c *cache, active []bool, use func(j int) error) (wait time.Duration, err error)
+	exchange(c *cache, own *ownRows, active []bool, use func(j int) error) (wait time.Duration, err error)
 }
 
 // ringExchange is SANCUS as published: every active root's whole block goes
@@ -165,7 +159,7 @@ type ringExchange struct {
 	bcast collectives.BcastFunc
 }
 
-func (x *ringExchange) exchange(c *cache, active []bool, use func(j int) error) (time.Duration, error) {
+func (x *ringExchange) exchange(c *cache, _ *ownRows, active []bool, use func(j int) error) (time.Duration, error) {
 	me := x.comm.Rank()
 	bufs := make([][]byte, len(active)) // what travels for each active root
 	for j, a := range active {
@@ -219,7 +213,7 @@ type blockExchange struct {
 	bc   collectives.BlockComm
 }
 
-func (x *blockExchange) exchange(c *cache, active []bool, use func(j int) error) (time.Duration, error) {
+func (x *blockExchange) exchange(c *cache, _ *ownRows, active []bool, use func(j int) error) (time.Duration, error) {
 	start := time.Now()
 	if err := x.bc.SkipBcast(c.dev, active); err != nil {
 		return 0, fmt.Errorf("%s skip-broadcast: %w", x.bc.Name(), err)

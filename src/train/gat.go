@@ -147,7 +147,7 @@ func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
 	}
 	clear(L.o)
 	c := L.cacheFor(p)
-	err := e.communicate(c, p.epoch, L.pay, ref, func(j int) error {
+	err := e.communicate(c, p.epoch, &ownRows{rows: L.pay}, ref, func(j int) error {
 		if c.blocks[j].NNZ() > 0 {
 			L.attend(e, c.blocks[j], e.host(c.block(e.be, j)), j)
 		}
@@ -228,7 +228,7 @@ func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dens
 	e.be.Zero(L.dU)
 	clear(L.dEr)
 	dU := e.host(L.dU)
-	err := e.communicate(L.grad, epoch, L.gpay, nil, func(j int) error {
+	err := e.communicate(L.grad, epoch, &ownRows{rows: L.gpay}, nil, func(j int) error {
 		if blk := L.grad.blocks[j]; blk.NNZ() > 0 {
 			L.neighbourSide(e, blk, e.host(L.grad.block(e.be, j)), j, own, dU)
 		}

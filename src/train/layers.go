@@ -69,6 +69,16 @@ type conv struct {
 
 func (c *conv) base() *conv { return c }
 
+func (c *conv) caches() []*cache {
+	var out []*cache
+	for _, x := range []*cache{c.fwd, c.grad, c.eval} {
+		if x != nil {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 func (c *conv) cacheFor(p pass) *cache {
 	if p.train {
 		return c.fwd
@@ -220,13 +230,13 @@ func (L *transformLayer) forward(e *Engine, p pass, in act) (act, error) {
 	}
 	// U carries the owner's dropout, so there is no noise-free output
 	// without more traffic: the next layer measures on H as trained.
-	return act{h: L.z}, e.aggregate(L.cacheFor(p), p.epoch, L.z, L.u, ref, matrix.Mask{})
+	return act{h: L.z}, e.aggregate(L.cacheFor(p), p.epoch, L.z, ownRows{rows: L.u}, ref, matrix.Mask{})
 }
 
 // backward: Â·G at width dout, then ∇W = dropout(H)ᵀ(ÂG) and ∂H = (ÂG)Wᵀ.
 func (L *transformLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
 	e.clip(g)
-	if err := e.aggregate(L.grad, epoch, L.dU, g, nil, matrix.Mask{}); err != nil {
+	if err := e.aggregate(L.grad, epoch, L.dU, ownRows{rows: g}, nil, matrix.Mask{}); err != nil {
 		return nil, err
 	}
 	if L.first {
@@ -259,9 +269,8 @@ func (L *aggregateLayer) forward(e *Engine, p pass, in act) (act, error) {
 		}
 	}
 	c := L.cacheFor(p)
-	c.ownDropped = in.dropped // (nextDrops made it for this cache's product)
-	err := e.aggregate(c, p.epoch, L.t, in.h, ref, e.mask(p.epoch, L.l, p.train))
-	c.ownDropped = nil
+	// in.dropped: nextDrops made it for this cache's product.
+	err := e.aggregate(c, p.epoch, L.t, ownRows{rows: in.h, dropped: in.dropped}, ref, e.mask(p.epoch, L.l, p.train))
 	if err != nil {
 		return act{}, err
 	}
@@ -323,5 +332,5 @@ func (L *aggregateLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matri
 		}
 	}
 	e.clip(L.dT)
-	return L.dIn, e.aggregate(L.grad, epoch, L.dIn, L.dT, nil, matrix.Mask{})
+	return L.dIn, e.aggregate(L.grad, epoch, L.dIn, ownRows{rows: L.dT}, nil, matrix.Mask{})
 }

@@ -22,10 +22,8 @@ func (e *Engine) compulsoryBytes() int64 {
 	n += 4 * int64(len(s.Labels)+len(s.Train)+len(s.Val)+len(s.Test)+len(s.NodeIDs)+len(s.Clusters))
 	for _, L := range e.layers {
 		n += bufferBytes(reflect.ValueOf(L).Elem())
-		for _, c := range []*cache{L.base().fwd, L.base().grad, L.base().eval} {
-			if c != nil {
-				n += c.bytes()
-			}
+		for _, c := range L.base().caches() {
+			n += c.bytes()
 		}
 	}
 	if e.lossGrad != nil { // the output's gradient, where the loss cannot write it over the logits
@@ -53,11 +51,11 @@ func (c *cache) bytes() int64 {
 // copyBytes is what a cache's copies of the blocks take: float32 slots,
 // packed copies (receive buffers, or --cache-bits' only copies) and a
 // packed cache's one-block decoding buffer. A rank's own slot that is
-// never written (ownDirect) is not counted: its pages are never touched.
+// never written (route.direct) is not counted: its pages are never touched.
 func (c *cache) copyBytes() int64 {
 	var n int64
 	for j := range c.host {
-		if j == c.me && c.direct {
+		if j == c.me && c.route.direct {
 			continue
 		}
 		n += 4*int64(len(c.host[j])) + int64(len(c.wire.packed[j]))

@@ -83,7 +83,7 @@ func (L *sageLayer) forward(e *Engine, p pass, in act) (act, error) {
 			return act{}, err
 		}
 	}
-	if err := e.aggregate(L.cacheFor(p), p.epoch, L.z, L.u, ref, matrix.Mask{}); err != nil {
+	if err := e.aggregate(L.cacheFor(p), p.epoch, L.z, ownRows{rows: L.u}, ref, matrix.Mask{}); err != nil {
 		return act{}, err
 	}
 	e.addInto(L.z, L.r)
@@ -106,7 +106,7 @@ func (L *sageLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Den
 		}
 	}
 	e.be.Upload(L.scaled)
-	if err := e.aggregate(L.grad, epoch, L.dU, L.scaled, nil, matrix.Mask{}); err != nil {
+	if err := e.aggregate(L.grad, epoch, L.dU, ownRows{rows: L.scaled}, nil, matrix.Mask{}); err != nil {
 		return nil, err
 	}
 	w, root := e.m.W[L.l], e.m.Root[L.l]

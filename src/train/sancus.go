@@ -42,19 +42,18 @@ import (
 	"sancus/src/staleness"
 )
 
-// aggregate computes out = Σ_j Â_ij · M(B_j) through cache c, own being
-// this rank's block B_i. ref is what variation-gap measures this rank's
-// drift on (nil: own itself); it is read only when c's policy needs drift.
-func (e *Engine) aggregate(c *cache, epoch int, out, own, ref *matrix.Dense, mask matrix.Mask) error {
-	c.direct, c.own = e.ownDirect(c), own
-	c.sendMask = e.senderMask(c, mask)
-	defer func() { c.sendMask = matrix.Mask{} }()
+// aggregate computes out = Σ_j Â_ij · M(B_j) through cache c, own.rows
+// being this rank's block B_i. ref is what variation-gap measures this
+// rank's drift on (nil: own.rows itself); it is read only when c's policy
+// needs drift.
+func (e *Engine) aggregate(c *cache, epoch int, out *matrix.Dense, own ownRows, ref *matrix.Dense, mask matrix.Mask) error {
+	own.send = e.senderMask(c, mask)
 	first := true
-	err := e.communicate(c, epoch, own, ref, func(j int) error {
+	err := e.communicate(c, epoch, &own, ref, func(j int) error {
 		if c.blocks[j].NNZ() == 0 {
 			return nil
 		}
-		err := e.multiply(c, out, own, j, mask, !first)
+		err := e.multiply(c, out, &own, j, mask, !first)
 		first = false
 		return err
 	})
@@ -67,31 +66,31 @@ func (e *Engine) aggregate(c *cache, epoch int, out, own, ref *matrix.Dense, mas
 // communicate is Algorithm 3 around use: decide which roots send, move
 // their blocks into c (everyone caches the copy this rank uses too), and
 // call use(j) for every root j as soon as its block is usable.
-func (e *Engine) communicate(c *cache, epoch int, own, ref *matrix.Dense, use func(j int) error) error {
+func (e *Engine) communicate(c *cache, epoch int, own *ownRows, ref *matrix.Dense, use func(j int) error) error {
 	if c.quantized() {
 		c.wire.prepare(c.last) // before decide records this epoch's versions
 	}
-	active, err := e.decide(c, epoch, orRaw(ref, own))
+	active, err := e.decide(c, epoch, orRaw(ref, own.rows))
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.name, err)
 	}
 	if !e.ownFresh(c, active) { // the product reads the stale copy, undropped
-		c.ownDropped = nil
+		own.dropped = nil
 	}
 	switch {
-	case c.quantized():
-		if err := e.encodeOwn(c, epoch, e.host(own), active); err != nil {
+	case c.route.own == ownEncoded:
+		if err := e.encodeOwn(c, epoch, e.host(own.rows), active); err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
-	case active[e.rank] && c.direct: // multiply reads own itself
-	case active[e.rank] && e.batch != nil:
-		e.copyBatchRows(c.host[e.rank], e.host(own), c.width)
+	case !active[e.rank], c.route.own == ownInPlace: // multiply reads own.rows itself
+	case c.route.own == ownBatchRows:
+		e.copyBatchRows(c.host[e.rank], e.host(own.rows), c.width)
 		e.be.Upload(c.dev[e.rank])
-	case active[e.rank]:
-		e.be.Copy(c.dev[e.rank], own)
+	default:
+		e.be.Copy(c.dev[e.rank], own.rows)
 	}
 	start := time.Now()
-	wait, err := e.x.exchange(c, active, use)
+	wait, err := e.x.exchange(c, own, active, use)
 	e.clock.wait += wait
 	e.clock.comm += time.Since(start)
 	if err != nil {
@@ -135,17 +134,17 @@ func (e *Engine) decide(c *cache, epoch int, ref *matrix.Dense) ([]bool, error) 
 // multiply adds (or writes, the first time) Â_ij · M(B_j) into out, B_j
 // being root j's cached block (with --fresh-diagonal, this rank's own fresh
 // rows instead of the shared copy).
-func (e *Engine) multiply(c *cache, out, own *matrix.Dense, j int, mask matrix.Mask, accumulate bool) error {
+func (e *Engine) multiply(c *cache, out *matrix.Dense, own *ownRows, j int, mask matrix.Mask, accumulate bool) error {
 	var b *matrix.Dense
-	if j == e.rank && (e.cfg.FreshDiagonal || c.direct) {
-		b = own
+	if j == e.rank && (e.cfg.FreshDiagonal || c.route.direct) {
+		b = own.rows
 	} else {
 		b = c.block(e.be, j)
 	}
-	if j == e.rank && c.ownDropped != nil { // the layer below dropped the rows as it wrote them
-		b, mask = c.ownDropped, matrix.Mask{}
+	if j == e.rank && own.dropped != nil { // the layer below dropped the rows as it wrote them
+		b, mask = own.dropped, matrix.Mask{}
 	}
-	if mask.P > 0 && (j == e.rank || c.sendMask.P == 0) { // else its sender dropped the rows
+	if mask.P > 0 && (j == e.rank || own.send.P == 0) { // else its sender dropped the rows
 		m := e.maskFor(mask, c, j)
 		masked := c.maskScratch(e.be, b.Rows)
 		if c.read != nil { // the other rows are never read: left undrawn
@@ -167,68 +166,6 @@ func (e *Engine) multiply(c *cache, out, own *matrix.Dense, j int, mask matrix.M
 		return fmt.Errorf("block %d: %w", j, err)
 	}
 	return nil
-}
-
-// senderMask is the mask the sparse exchange applies to the rows this
-// rank sends, or none: where the rows travel afresh every epoch as float32
-// (no policy can leave a root stale), each row is dropped once, by its
-// owner as it packs it, and the receivers multiply what arrives, where
-// each would otherwise draw the same mask again (at P = 2 on the 4M-node
-// graph that was 28 ms of CPU an epoch). The draws are keyed by node id,
-// so the values are the ones the receivers would make. A cache that can
-// serve a stale copy holds raw rows, so the copy gets this epoch's mask:
-// there the receivers draw it.
-func (e *Engine) senderMask(c *cache, mask matrix.Mask) matrix.Mask {
-	_, never := c.policy.(staleness.None)
-	_, sparse := e.x.(*sparseExchange)
-	if mask.P <= 0 || !never || !sparse || c.quantized() || e.batch != nil {
-		return matrix.Mask{}
-	}
-	return e.maskFor(mask, c, e.rank)
-}
-
-// nextDrops is the mask layer 1 applies, as it writes its rows, to a copy
-// of them for layer 2 at epoch's training pass, or none. Layer 2 would
-// otherwise draw that mask on this rank's rows itself, up to three times:
-// dropout's backward always; its own block's product where that reads the
-// rows as they are now (ownFresh); senderMask's packing. The copy serves
-// each: the product and the packing read it, and the backward keeps ∂H
-// where it is positive. At P = 2 on the 100k graph a rank's CPU an epoch
-// fell from 11.6 to 10.7-11.0 ms (no staleness; perf, 220 epochs less 20).
-// Layer 1 writes only the rows read (restrictInput), which is what the
-// product and the packing read; ∂H is zero on the others, where the copy
-// stays zero.
-func (e *Engine) nextDrops(epoch int) matrix.Mask {
-	if len(e.layers) != 2 {
-		return matrix.Mask{}
-	}
-	next, ok := e.layers[1].(*aggregateLayer)
-	if !ok {
-		return matrix.Mask{}
-	}
-	c, mask := next.fwd, e.mask(epoch, 1, true)
-	if mask.P <= 0 || c == nil || c.read == nil || c.quantized() || e.batch != nil {
-		return matrix.Mask{}
-	}
-	return e.maskFor(mask, c, e.rank)
-}
-
-// ownFresh reports whether the product under way reads this rank's rows
-// as they are now: from own itself, or from a copy made this epoch.
-func (e *Engine) ownFresh(c *cache, active []bool) bool {
-	return c.direct || e.cfg.FreshDiagonal || active[e.rank]
-}
-
-// ownDirect reports whether aggregate may multiply this rank's block
-// straight from the layer's rows instead of its cached copy: the copy would
-// equal them (full-width values, a policy that never leaves a root stale,
-// the whole graph) and no other rank reads it, or the exchange sends from
-// the layer's rows too (the sparse exchange packs the rows it sends). It
-// saves a copy of the block per product.
-func (e *Engine) ownDirect(c *cache) bool {
-	_, never := c.policy.(staleness.None)
-	_, sparse := e.x.(*sparseExchange)
-	return (e.P == 1 || sparse) && never && !c.quantized() && e.batch == nil
 }
 
 // clip scales δ_i to norm th_i = ClipScale·Clip when it is larger, before

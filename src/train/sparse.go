@@ -202,14 +202,14 @@ func (x *sparseExchange) chunkRows(rb int) int { return max(1, x.chunk/rb) }
 // chunks, or all the rows packed for it when fewer. A buffer grows to the
 // largest send it has packed (none for a peer sent whole): the last layer's
 // training sends are a part of the rows the evaluation's full view asks.
-func (x *sparseExchange) sendBufs(c *cache, rowBytes int, send [][]int32) [][]byte {
+func (x *sparseExchange) sendBufs(c *cache, own *ownRows, rowBytes int, send [][]int32) [][]byte {
 	b, ok := x.packed[rowBytes]
 	if !ok {
 		b = make([][]byte, len(x.sendIdx))
 		x.packed[rowBytes] = b
 	}
 	for i, idx := range send {
-		if n := min(len(idx), 2*x.chunkRows(rowBytes)) * rowBytes; n > len(b[i]) && !sendsWhole(c, idx) {
+		if n := min(len(idx), 2*x.chunkRows(rowBytes)) * rowBytes; n > len(b[i]) && !sendsWhole(c, own, idx) {
 			b[i] = make([]byte, n)
 		}
 	}
@@ -219,18 +219,14 @@ func (x *sparseExchange) sendBufs(c *cache, rowBytes int, send [][]int32) [][]by
 // sendsWhole reports whether c's rows for a peer, rows, go straight from
 // this rank's rows (or layer 1's dropped copy of them): the peer asked for
 // all of them and they are not dropped as they are packed.
-func sendsWhole(c *cache, rows []int32) bool {
-	return wholeBlockShare <= 100 && whole(rows, c.rows[c.me]) && !c.dropsAsPacked()
+func sendsWhole(c *cache, own *ownRows, rows []int32) bool {
+	return wholeBlockShare <= 100 && whole(rows, c.rows[c.me]) && !own.dropsAsPacked()
 }
-
-// dropsAsPacked reports whether the exchange drops this rank's rows as it
-// packs them (senderMask), the layer below having made no dropped copy.
-func (c *cache) dropsAsPacked() bool { return c.sendMask.P > 0 && c.ownDropped == nil }
 
 // exchange posts the receives of every active root, sends this rank's rows
 // to the ranks that need them (if it is active), and uses each block as it
 // arrives. Rows travel as floats or, for a quantized cache, encoded.
-func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error) (wait time.Duration, err error) {
+func (x *sparseExchange) exchange(c *cache, own *ownRows, active []bool, use func(j int) error) (wait time.Duration, err error) {
 	me, start := x.comm.Rank(), time.Now()
 	var sent, recvd int64
 	recvs := make([][]collectives.Request, len(active)) // a root's chunks, in order
@@ -286,9 +282,9 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 		switch {
 		case c.quantized():
 			rows, rb = nil, c.rowBytes(me)
-		case c.direct: // no copy in the cache: the layer's rows themselves
-			x.be.Download(c.own)
-			rows = c.own.Data[:c.rows[me]*c.width]
+		case c.route.direct: // no copy in the cache: the layer's rows themselves
+			x.be.Download(own.rows)
+			rows = own.rows.Data[:c.rows[me]*c.width]
 		default:
 			x.be.Download(c.dev[me])
 		}
@@ -301,10 +297,10 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 		// goes through one thread, where this rank's blocking receive wait
 		// would hold up the goroutine's next send, the one its peer waits
 		// for (that deadlocked under mpirun).
-		if c.sendMask.P > 0 && c.ownDropped != nil { // dropped by the layer below (nextDrops)
-			src = collectives.Bytes(c.ownDropped.Data)
+		if own.send.P > 0 && own.dropped != nil { // dropped by the layer below (nextDrops)
+			src = collectives.Bytes(own.dropped.Data)
 		}
-		out, cr := x.sendBufs(c, rb, sendRows), x.chunkRows(rb)
+		out, cr := x.sendBufs(c, own, rb, sendRows), x.chunkRows(rb)
 		for lo, more := 0, true; more; lo += cr {
 			more = false
 			for i, idx := range sendRows {
@@ -323,11 +319,11 @@ func (x *sparseExchange) exchange(c *cache, active []bool, use func(j int) error
 				}
 				var buf []byte
 				switch {
-				case sendsWhole(c, idx):
+				case sendsWhole(c, own, idx):
 					buf = src[lo*rb:]
-				case c.dropsAsPacked():
+				case own.dropsAsPacked():
 					buf = out[i][half*cr*rb:]
-					err = kernels.DropoutGather(c.sendMask, buf, rows, c.width, idx[lo:hi])
+					err = kernels.DropoutGather(own.send, buf, rows, c.width, idx[lo:hi])
 				default: // src: the rows, or dropped by the layer below (nextDrops)
 					buf = out[i][half*cr*rb:]
 					err = kernels.GatherRows(buf, src, idx[lo:hi], rb)
