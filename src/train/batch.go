@@ -134,22 +134,7 @@ func (e *Engine) enterBatch(clusters []int) error {
 	for r, c := range s.Clusters {
 		b.rowIn[r] = b.in[c]
 	}
-	// What travels: the held rows in the batch, both ways.
-	b.send, b.recv = make([][]int32, e.P), make([][]int32, e.P)
-	for i, idx := range b.sendIdx {
-		for _, r := range idx {
-			if b.rowIn[r] {
-				b.send[i] = append(b.send[i], r)
-			}
-		}
-	}
-	for j, held := range b.held {
-		for k, c := range held {
-			if j != e.rank && b.in[c] {
-				b.recv[j] = append(b.recv[j], int32(k))
-			}
-		}
-	}
+	e.batchTraffic()
 	b.fwd, b.grad = make([]*matrix.CSR, e.P), make([]*matrix.CSR, e.P)
 	if e.cfg.Boundary { // the whole graph's normalization: nothing to exchange
 		b.invDeg = e.sage.invDeg
@@ -188,6 +173,27 @@ func (e *Engine) enterBatch(clusters []int) error {
 		b.fwd[j], b.grad[j] = e.batchBlock(blk, j, deg, degOf[j])
 	}
 	return e.batchRows()
+}
+
+// batchTraffic is what travels in a batch: the held rows in it, both
+// ways.
+func (e *Engine) batchTraffic() {
+	b := e.batch
+	b.send, b.recv = make([][]int32, e.P), make([][]int32, e.P)
+	for i, idx := range b.sendIdx {
+		for _, r := range idx {
+			if b.rowIn[r] {
+				b.send[i] = append(b.send[i], r)
+			}
+		}
+	}
+	for j, held := range b.held {
+		for k, c := range held {
+			if j != e.rank && b.in[c] {
+				b.recv[j] = append(b.recv[j], int32(k))
+			}
+		}
+	}
 }
 
 // batchRows finishes a batch: its training rows, the rows that travel,

@@ -122,21 +122,11 @@ func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
 	}
 	L.payload(e, e.host(L.u), L.pay, L.el)
 	var ref *matrix.Dense
-	if p.shadow { // the drift of the noise-free rows, at the drift sample
-		e.sampleBuf(&L.refU, L.hf)
-		e.sampleBuf(&L.refPay, L.hf+L.h)
-		var x *matrix.Dense
-		if !L.first {
-			var err error
-			if x, err = e.sampled(in, &L.sampIn); err != nil {
-				return act{}, err
-			}
-		}
-		if err := L.transform(e, L.refU, x, mask, true); err != nil {
+	if p.shadow {
+		var err error
+		if ref, err = L.driftRef(e, in, mask); err != nil {
 			return act{}, err
 		}
-		L.payload(e, e.host(L.refU), L.refPay, nil)
-		ref = L.refPay
 	}
 	L.attKey, L.attKeep = 0, 1
 	if pa := e.attDropout(); p.train && pa > 0 {
@@ -180,6 +170,25 @@ func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
 	})
 	e.be.Upload(L.z)
 	return act{h: L.z}, nil
+}
+
+// driftRef is the payload of the noise-free rows at the drift sample,
+// what variation-gap measures this layer's drift on.
+func (L *gatLayer) driftRef(e *Engine, in act, mask matrix.Mask) (*matrix.Dense, error) {
+	e.sampleBuf(&L.refU, L.hf)
+	e.sampleBuf(&L.refPay, L.hf+L.h)
+	var x *matrix.Dense
+	if !L.first {
+		var err error
+		if x, err = e.sampled(in, &L.sampIn); err != nil {
+			return nil, err
+		}
+	}
+	if err := L.transform(e, L.refU, x, mask, true); err != nil {
+		return nil, err
+	}
+	L.payload(e, e.host(L.refU), L.refPay, nil)
+	return L.refPay, nil
 }
 
 // block is root j's block of this layer's attention (src: its rows as

@@ -223,25 +223,61 @@ func sendsWhole(c *cache, own *ownRows, rows []int32) bool {
 	return wholeBlockShare <= 100 && whole(rows, c.rows[c.me]) && !own.dropsAsPacked()
 }
 
+// transfer is one sparse exchange in flight: its requests, its receive
+// buffers and what it counted.
+type transfer struct {
+	recvs       [][]collectives.Request // a root's chunks, in order
+	bufs        [][]byte                // a root's rows as they arrive
+	sends       []collectives.Request   // in flight from the halves of rank i's pack buffer: 2i, 2i+1
+	sent, recvd int64
+	wait        time.Duration // blocked on the network
+}
+
+// waitFor adds the time r takes to finish to the exchange's wait.
+func (t *transfer) waitFor(r ...collectives.Request) error {
+	t0 := time.Now()
+	err := collectives.WaitAll(r)
+	t.wait += time.Since(t0)
+	return err
+}
+
 // exchange posts the receives of every active root, sends this rank's rows
 // to the ranks that need them (if it is active), and uses each block as it
 // arrives. Rows travel as floats or, for a quantized cache, encoded.
 func (x *sparseExchange) exchange(c *cache, own *ownRows, active []bool, use func(j int) error) (wait time.Duration, err error) {
-	me, start := x.comm.Rank(), time.Now()
-	var sent, recvd int64
-	recvs := make([][]collectives.Request, len(active)) // a root's chunks, in order
-	bufs := make([][]byte, len(active))
-	sends := make([]collectives.Request, 2*len(active)) // in flight from the halves of rank i's pack buffer: 2i, 2i+1
-	defer func() {                                      // on failure, leave no transfer writing into or reading our buffers
+	start, p := time.Now(), len(active)
+	t := &transfer{recvs: make([][]collectives.Request, p), bufs: make([][]byte, p), sends: make([]collectives.Request, 2*p)}
+	defer func() { // on failure, leave no transfer writing into or reading our buffers
 		if err != nil {
-			for _, r := range recvs {
+			for _, r := range t.recvs {
 				collectives.WaitAll(r)
 			}
-			collectives.WaitAll(sends) // (a second Wait returns at once)
+			collectives.WaitAll(t.sends) // (a second Wait returns at once)
 			err = fmt.Errorf("sparse exchange: %w", err)
 		}
 	}()
 	sendRows, recvRows := x.rowSets(c)
+	if err = x.postRecvs(c, t, active, recvRows); err != nil {
+		return 0, err
+	}
+	if active[x.comm.Rank()] {
+		if err = x.sendOwn(c, own, t, sendRows); err != nil {
+			return t.wait, err
+		}
+	}
+	if err = x.useArrived(c, t, recvRows, use); err != nil {
+		return t.wait, err
+	}
+	err = t.waitFor(t.sends...)
+	x.comm.Stats().Add("sparse_exchange", t.sent, t.recvd, time.Since(start))
+	return t.wait, err
+}
+
+// postRecvs posts, chunk by chunk, the receives of every active root's
+// rows: into the cache's slot, its packed buffer (quantized), or a buffer
+// to scatter from (a cluster batch's rows, recvRows).
+func (x *sparseExchange) postRecvs(c *cache, t *transfer, active []bool, recvRows [][]int32) error {
+	me := x.comm.Rank()
 	if recvRows != nil && x.recvTmp == nil {
 		x.recvTmp = make([][]byte, len(active))
 	}
@@ -260,108 +296,117 @@ func (x *sparseExchange) exchange(c *cache, own *ownRows, active []bool, use fun
 		switch {
 		case recvRows != nil: // scattered into the cache once here
 			x.recvTmp[j] = grow(x.recvTmp[j], n*rb)
-			bufs[j] = x.recvTmp[j]
+			t.bufs[j] = x.recvTmp[j]
 		case c.quantized():
-			bufs[j] = c.recvBuf(j, n)
+			t.bufs[j] = c.recvBuf(j, n)
 		default:
-			bufs[j] = collectives.Bytes(c.host[j])
+			t.bufs[j] = collectives.Bytes(c.host[j])
 		}
 		for lo, cr := 0, x.chunkRows(rb); lo < n; lo += cr {
 			hi := min(n, lo+cr)
-			r, err := x.comm.Irecv(bufs[j][lo*rb:hi*rb], j, tagSparse)
+			r, err := x.comm.Irecv(t.bufs[j][lo*rb:hi*rb], j, tagSparse)
 			if err != nil {
-				return 0, err
+				return err
 			}
-			recvs[j] = append(recvs[j], r)
+			t.recvs[j] = append(t.recvs[j], r)
 		}
-		recvd += int64(n * rb)
+		t.recvd += int64(n * rb)
 	}
-	if active[me] {
-		// rows are this rank's rows as floats; src, as they travel.
-		rows, src, rb := c.host[me], c.wire.own, 4*c.width
-		switch {
-		case c.quantized():
-			rows, rb = nil, c.rowBytes(me)
-		case c.route.direct: // no copy in the cache: the layer's rows themselves
-			x.be.Download(own.rows)
-			rows = own.rows.Data[:c.rows[me]*c.width]
-		default:
-			x.be.Download(c.dev[me])
-		}
-		if rows != nil {
-			src = collectives.Bytes(rows)
-		}
-		// Chunk k of every peer in turn, so each peer's first rows leave at
-		// once; a buffer half is packed again once its last chunk has left.
-		// The waits stay here, not in a sender goroutine: every MPI call
-		// goes through one thread, where this rank's blocking receive wait
-		// would hold up the goroutine's next send, the one its peer waits
-		// for (that deadlocked under mpirun).
-		if own.send.P > 0 && own.dropped != nil { // dropped by the layer below (nextDrops)
-			src = collectives.Bytes(own.dropped.Data)
-		}
-		out, cr := x.sendBufs(c, own, rb, sendRows), x.chunkRows(rb)
-		for lo, more := 0, true; more; lo += cr {
-			more = false
-			for i, idx := range sendRows {
-				if i == me || lo >= len(idx) {
-					continue
-				}
-				more = true
-				hi, half := min(len(idx), lo+cr), (lo/cr)%2
-				if r := sends[2*i+half]; r != nil {
-					t := time.Now()
-					err = r.Wait()
-					wait += time.Since(t)
-					if err != nil {
-						return wait, err
-					}
-				}
-				var buf []byte
-				switch {
-				case sendsWhole(c, own, idx):
-					buf = src[lo*rb:]
-				case own.dropsAsPacked():
-					buf = out[i][half*cr*rb:]
-					err = kernels.DropoutGather(own.send, buf, rows, c.width, idx[lo:hi])
-				default: // src: the rows, or dropped by the layer below (nextDrops)
-					buf = out[i][half*cr*rb:]
-					err = kernels.GatherRows(buf, src, idx[lo:hi], rb)
-				}
-				if err != nil {
-					return wait, err
-				}
-				if sends[2*i+half], err = x.comm.Isend(buf[:(hi-lo)*rb], i, tagSparse); err != nil {
-					return wait, err
-				}
-				sent += int64((hi - lo) * rb)
+	return nil
+}
+
+// ownSource is what this rank sends its rows from: rows, its rows as
+// floats (nil when they travel encoded), and src, the bytes that travel,
+// rb to a row.
+func (x *sparseExchange) ownSource(c *cache, own *ownRows) (rows []float32, src []byte, rb int) {
+	me := x.comm.Rank()
+	rows, src, rb = c.host[me], c.wire.own, 4*c.width
+	switch {
+	case c.quantized():
+		rows, rb = nil, c.rowBytes(me)
+	case c.route.direct: // no copy in the cache: the layer's rows themselves
+		x.be.Download(own.rows)
+		rows = own.rows.Data[:c.rows[me]*c.width]
+	default:
+		x.be.Download(c.dev[me])
+	}
+	if rows != nil {
+		src = collectives.Bytes(rows)
+	}
+	if own.send.P > 0 && own.dropped != nil { // dropped by the layer below (nextDrops)
+		src = collectives.Bytes(own.dropped.Data)
+	}
+	return rows, src, rb
+}
+
+// sendOwn sends every peer the rows of this rank it reads: chunk k of
+// every peer in turn, so each peer's first rows leave at once; a buffer
+// half is packed again once its last chunk has left. The waits stay here,
+// not in a sender goroutine: every MPI call goes through one thread, where
+// this rank's blocking receive wait would hold up the goroutine's next
+// send, the one its peer waits for (that deadlocked under mpirun).
+func (x *sparseExchange) sendOwn(c *cache, own *ownRows, t *transfer, sendRows [][]int32) error {
+	me := x.comm.Rank()
+	rows, src, rb := x.ownSource(c, own)
+	out, cr := x.sendBufs(c, own, rb, sendRows), x.chunkRows(rb)
+	for lo, more := 0, true; more; lo += cr {
+		more = false
+		for i, idx := range sendRows {
+			if i == me || lo >= len(idx) {
+				continue
 			}
-		}
-	}
-	for j := range active {
-		if recvs[j] != nil {
-			t := time.Now()
-			err = collectives.WaitAll(recvs[j])
-			recvs[j] = nil
-			wait += time.Since(t)
+			more = true
+			hi, half := min(len(idx), lo+cr), (lo/cr)%2
+			if r := t.sends[2*i+half]; r != nil {
+				if err := t.waitFor(r); err != nil {
+					return err
+				}
+			}
+			var buf []byte
+			var err error
+			switch {
+			case sendsWhole(c, own, idx):
+				buf = src[lo*rb:]
+			case own.dropsAsPacked():
+				buf = out[i][half*cr*rb:]
+				err = kernels.DropoutGather(own.send, buf, rows, c.width, idx[lo:hi])
+			default: // src: the rows, or dropped by the layer below (nextDrops)
+				buf = out[i][half*cr*rb:]
+				err = kernels.GatherRows(buf, src, idx[lo:hi], rb)
+			}
 			if err != nil {
-				return wait, err
+				return err
+			}
+			if t.sends[2*i+half], err = x.comm.Isend(buf[:(hi-lo)*rb], i, tagSparse); err != nil {
+				return err
+			}
+			t.sent += int64((hi - lo) * rb)
+		}
+	}
+	return nil
+}
+
+// useArrived waits for each root's rows in order, makes them its cached
+// copy (placing a batch's rows where they belong) and uses the block.
+func (x *sparseExchange) useArrived(c *cache, t *transfer, recvRows [][]int32, use func(j int) error) error {
+	for j := range t.recvs {
+		if t.recvs[j] != nil {
+			err := t.waitFor(t.recvs[j]...)
+			t.recvs[j] = nil
+			if err != nil {
+				return err
 			}
 			if recvRows == nil {
-				c.arrived(x.be, j, bufs[j])
-			} else if err = c.scatter(x.be, j, bufs[j], recvRows[j]); err != nil {
-				return wait, err
+				c.arrived(x.be, j, t.bufs[j])
+			} else if err = c.scatter(x.be, j, t.bufs[j], recvRows[j]); err != nil {
+				return err
 			}
 		}
-		if err = use(j); err != nil {
-			return wait, err
+		if err := use(j); err != nil {
+			return err
 		}
 	}
-	t := time.Now()
-	err = collectives.WaitAll(sends)
-	wait += time.Since(t)
-	x.comm.Stats().Add("sparse_exchange", sent, recvd, time.Since(start))
-	return wait, err
+	return nil
 }
 
 func ones(n int) []int {
