@@ -29,8 +29,7 @@ type Run struct {
 }
 
 // Settings is the part of a run's configuration that labels and groups
-// runs in a report. Each field has the name and type of the engine's
-// Config field it is read from (a test in src/train holds them equal).
+// runs in a report (a test in src/train holds it to the engine's Config).
 type Settings struct {
 	Model           string
 	Staleness       string
@@ -39,6 +38,38 @@ type Settings struct {
 	Batch           string
 	ClustersPerStep int
 	Wire            string
+}
+
+// UnmarshalJSON reads Settings from a run's configuration: its groups, or
+// the flat fields of results written before it was grouped.
+func (s *Settings) UnmarshalJSON(b []byte) error {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		return err
+	}
+	if m := top["Model"]; len(m) > 0 && m[0] != '{' {
+		type flat Settings
+		return json.Unmarshal(b, (*flat)(s))
+	}
+	var g struct {
+		Model     struct{ Arch string }
+		Staleness struct {
+			Policy   string
+			Eps      float64
+			MaxStale int
+		}
+		Batch struct {
+			Mode            string
+			ClustersPerStep int
+		}
+		Wire struct{ Fwd string }
+	}
+	if err := json.Unmarshal(b, &g); err != nil {
+		return err
+	}
+	*s = Settings{Model: g.Model.Arch, Staleness: g.Staleness.Policy, Eps: g.Staleness.Eps, MaxStale: g.Staleness.MaxStale,
+		Batch: g.Batch.Mode, ClustersPerStep: g.Batch.ClustersPerStep, Wire: g.Wire.Fwd}
+	return nil
 }
 
 // UnmarshalJSON keeps the configuration raw and reads its Settings.

@@ -47,19 +47,19 @@ func TestOneBatchOfEveryClusterIsGlobalBatch(t *testing.T) {
 	const k = 8
 	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE, model.ArchGAT} {
 		cfg := Defaults()
-		cfg.Epochs, cfg.Model, cfg.Precompute, cfg.Heads, cfg.Hidden = 12, arch, false, 2, 8
+		cfg.Optim.Epochs, cfg.Model.Arch, cfg.Model.Precompute, cfg.Model.Heads, cfg.Model.Hidden = 12, arch, false, 2, 8
 		global, err := RunInProcess(ds, 1, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Batch, cfg.ClustersPerStep = "clusters", k
+		cfg.Batch.Mode, cfg.Batch.ClustersPerStep = "clusters", k
 		for _, p := range []int{1, 2, 4} {
-			cfg.Boundary = p == 2 // with every cluster in the batch, no node is outside it
+			cfg.Batch.Boundary = p == 2 // with every cluster in the batch, no node is outside it
 			out, err := RunClustered(ds, clustersOf(ds.N, k), k, p, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			sameCurve(t, fmt.Sprintf("%s P=%d boundary=%v", arch, p, cfg.Boundary), out.Result, global.Result, 1e-5)
+			sameCurve(t, fmt.Sprintf("%s P=%d boundary=%v", arch, p, cfg.Batch.Boundary), out.Result, global.Result, 1e-5)
 		}
 	}
 }
@@ -82,10 +82,10 @@ func TestScriptedBatchesDoNotDependOnP(t *testing.T) {
 	}{{model.ArchGCN, "fp32", "none", false}, {model.ArchSAGE, "int4", "none", false}, {model.ArchGAT, "fp32", "epoch-fixed", false}, {model.ArchGCN, "int8", "epoch-fixed", false},
 		{model.ArchGCN, "int8", "none", true}, {model.ArchSAGE, "fp32", "none", true}, {model.ArchGAT, "fp32", "none", true}} {
 		cfg := Defaults()
-		cfg.Boundary = c.boundary
-		cfg.Epochs, cfg.Model, cfg.Precompute, cfg.Heads, cfg.Hidden, cfg.Wire = 8, c.model, false, 2, 8, c.wire
-		cfg.Staleness, cfg.Eps = c.policy, map[string]float64{"none": 0, "epoch-fixed": 1}[c.policy]
-		cfg.Batch, cfg.ClustersPerStep, cfg.BatchScript = "clusters", 4, script
+		cfg.Batch.Boundary = c.boundary
+		cfg.Optim.Epochs, cfg.Model.Arch, cfg.Model.Precompute, cfg.Model.Heads, cfg.Model.Hidden, cfg.Wire.Fwd = 8, c.model, false, 2, 8, c.wire
+		cfg.Staleness.Policy, cfg.Staleness.Eps = c.policy, map[string]float64{"none": 0, "epoch-fixed": 1}[c.policy]
+		cfg.Batch.Mode, cfg.Batch.ClustersPerStep, cfg.Batch.Script = "clusters", 4, script
 		var ref *result.Result
 		for _, p := range []int{1, 2, 4} {
 			out, err := RunClustered(ds, clustersOf(ds.N, k), k, p, cfg)
@@ -98,7 +98,7 @@ func TestScriptedBatchesDoNotDependOnP(t *testing.T) {
 			}
 			sameCurve(t, fmt.Sprintf("%+v P=%d", c, p), out.Result, ref, 1e-5)
 			if c.model == model.ArchGCN && c.wire == "fp32" && !c.boundary && p == 4 {
-				cfg.Batch = "global"
+				cfg.Batch.Mode = "global"
 				global, err := RunClustered(ds, clustersOf(ds.N, k), k, p, cfg)
 				if err != nil {
 					t.Fatal(err)
@@ -108,7 +108,7 @@ func TestScriptedBatchesDoNotDependOnP(t *testing.T) {
 				if b >= 3*g/2 { // 3 steps of about a third of the rows each
 					t.Errorf("cluster batches sent %d bytes, global-batch %d: the batch's rows alone should travel", b, g)
 				}
-				cfg.Batch = "clusters"
+				cfg.Batch.Mode = "clusters"
 			}
 		}
 	}
@@ -152,7 +152,7 @@ func TestBatchAdjacencyIsTheInducedSubgraph(t *testing.T) {
 	}
 	for _, p := range []int{1, 3} {
 		cfg := Defaults()
-		cfg.Precompute, cfg.Batch, cfg.ClustersPerStep = false, "clusters", 3
+		cfg.Model.Precompute, cfg.Batch.Mode, cfg.Batch.ClustersPerStep = false, "clusters", 3
 		assign, err := shard.ClusterRanks(clusters, k, p)
 		if err != nil {
 			t.Fatal(err)
@@ -190,7 +190,7 @@ func TestBatchAdjacencyIsTheInducedSubgraph(t *testing.T) {
 		}
 	}
 	cfg := Defaults()
-	cfg.Precompute, cfg.Batch, cfg.ClustersPerStep, cfg.Boundary = false, "clusters", 3, true
+	cfg.Model.Precompute, cfg.Batch.Mode, cfg.Batch.ClustersPerStep, cfg.Batch.Boundary = false, "clusters", 3, true
 	assign, _ := shard.ClusterRanks(clusters, k, 2)
 	var mu sync.Mutex
 	fwd, bwd := map[[2]int64]float64{}, map[[2]int64]float64{}
@@ -244,10 +244,10 @@ func TestClusterBatchAccuracyOnCora(t *testing.T) {
 	}
 	cfg := Defaults()
 	global, _ := meanTestAcc(t, ds, 2, cfg, 5)
-	cfg.Batch, cfg.ClustersPerStep = "clusters", 10
+	cfg.Batch.Mode, cfg.Batch.ClustersPerStep = "clusters", 10
 	var acc float64
 	for seed := 1; seed <= 5; seed++ {
-		cfg.Seed = uint64(seed)
+		cfg.Optim.Seed = uint64(seed)
 		out, err := RunClustered(ds, clusters, k, 2, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -275,14 +275,14 @@ func TestBatchWithoutTrainingNodesSkipsTheStep(t *testing.T) {
 		}
 	}
 	cfg := Defaults()
-	cfg.Epochs, cfg.Precompute, cfg.Batch, cfg.ClustersPerStep = 3, false, "clusters", 1
-	cfg.BatchScript = func(int) [][]int { return [][]int{{1}} }
+	cfg.Optim.Epochs, cfg.Model.Precompute, cfg.Batch.Mode, cfg.Batch.ClustersPerStep = 3, false, "clusters", 1
+	cfg.Batch.Script = func(int) [][]int { return [][]int{{1}} }
 	out, err := RunClustered(ds, clusters, 2, 2, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Epochs = 1
-	cfg.BatchScript = func(int) [][]int { return [][]int{} }
+	cfg.Optim.Epochs = 1
+	cfg.Batch.Script = func(int) [][]int { return [][]int{} }
 	start, err := RunClustered(ds, clusters, 2, 2, cfg)
 	if err != nil {
 		t.Fatal(err)

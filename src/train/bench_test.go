@@ -46,9 +46,9 @@ func BenchmarkEpoch100k(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			cfg := Defaults()
-			cfg.Precompute = pre
-			cfg.Epochs = 20
-			cfg.EvalEvery = 0
+			cfg.Model.Precompute = pre
+			cfg.Optim.Epochs = 20
+			cfg.Run.EvalEvery = 0
 			out, err := RunInProcess(ds, 1, cfg)
 			res := out.Result
 			if err != nil {

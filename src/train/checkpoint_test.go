@@ -35,7 +35,7 @@ func sameBits(t *testing.T, what string, a, b [][]float32) {
 // uninterrupted run — caches, versions and variation-gap references included.
 func TestStopAndResumeIsBitIdentical(t *testing.T) {
 	cfg := Defaults()
-	cfg.Staleness, cfg.Eps = "variation-gap", 0.03
+	cfg.Staleness.Policy, cfg.Staleness.Eps = "variation-gap", 0.03
 	checkStopResume(t, cfg)
 }
 
@@ -55,16 +55,16 @@ func checkStopResume(t *testing.T, cfg Config) {
 }
 
 func checkStopResumeOn(t *testing.T, ds *graph.Dataset, cfg Config) {
-	cfg.Epochs = 30
+	cfg.Optim.Epochs = 30
 	full, err := RunInProcess(ds, 2, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	dir := t.TempDir()
-	cfg.CheckpointDir, cfg.CheckpointEvery = dir, 5
+	cfg.Run.CheckpointDir, cfg.Run.CheckpointEvery = dir, 5
 	var calls atomic.Int32
-	cfg.Stop = func() bool { return calls.Add(1) > 2*12 } // "SIGTERM" during epoch 13
+	cfg.Run.Stop = func() bool { return calls.Add(1) > 2*12 } // "SIGTERM" during epoch 13
 	stopped, err := RunInProcess(ds, 2, cfg)
 	if !errors.Is(err, ErrStopped) {
 		t.Fatalf("want ErrStopped, got %v", err)
@@ -77,7 +77,7 @@ func checkStopResumeOn(t *testing.T, ds *graph.Dataset, cfg Config) {
 		t.Fatalf("older checkpoints not cleaned up: %v", old)
 	}
 
-	cfg.Stop, cfg.Resume = nil, true
+	cfg.Run.Stop, cfg.Run.Resume = nil, true
 	resumed, err := RunInProcess(ds, 2, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -96,18 +96,18 @@ func checkStopResumeOn(t *testing.T, ds *graph.Dataset, cfg Config) {
 func TestResumeRefusesAnotherRun(t *testing.T) {
 	ds, _ := generated(t)
 	cfg := Defaults()
-	cfg.Epochs, cfg.CheckpointDir, cfg.CheckpointEvery = 4, t.TempDir(), 2
+	cfg.Optim.Epochs, cfg.Run.CheckpointDir, cfg.Run.CheckpointEvery = 4, t.TempDir(), 2
 	if _, err := RunInProcess(ds, 2, cfg); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Hidden, cfg.Resume = 32, true
+	cfg.Model.Hidden, cfg.Run.Resume = 32, true
 	_, err := RunInProcess(ds, 2, cfg)
 	if err == nil || !strings.Contains(err.Error(), "different run") {
 		t.Fatalf("resuming with another hidden size: %v", err)
 	}
 	// A corrupt checkpoint is refused, not half-loaded.
-	cfg.Hidden = 16
-	p := ckptPath(cfg.CheckpointDir, 4, 1, 2)
+	cfg.Model.Hidden = 16
+	p := ckptPath(cfg.Run.CheckpointDir, 4, 1, 2)
 	b, _ := os.ReadFile(p)
 	b[len(b)/2] ^= 1
 	os.WriteFile(p, b, 0o644)

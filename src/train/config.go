@@ -1,92 +1,121 @@
 package train
 
 import (
-	"sancus/src/model"
-
 	"fmt"
 	"io"
 	"math"
 
+	"sancus/collectives/wire"
+	"sancus/src/model"
 	"sancus/src/staleness"
 )
 
-// Config is one training run.
+// Config is one training run, grouped by concern. Check validates it once
+// against every rule; New builds the engine from what Check parsed.
 type Config struct {
-	// Model is the family: GCN (Kipf and Welling), GraphSAGE-mean or GAT
-	// (Veličković et al.). GraphSAGE and GAT read X in layer 1: the ÂX
+	Model     ModelConfig
+	Optim     OptimConfig
+	Staleness StalenessConfig
+	Wire      WireConfig
+	Batch     BatchConfig
+	Exchange  ExchangeConfig
+	Run       RunConfig
+}
+
+// ModelConfig is what is trained.
+type ModelConfig struct {
+	// Arch is the family. GraphSAGE and GAT read X in layer 1: the ÂX
 	// shortcut is a GCN's.
-	Model  model.Arch
+	Arch   model.Arch
 	Layers int
 	Hidden int // a GAT's: per head
+	// Heads and OutHeads are a GAT's heads in the hidden layers
+	// (concatenated) and in the output layer (averaged).
+	Heads, OutHeads int
 	// Residual adds each hidden layer's input to its output, where the
 	// widths match (every layer but the first and the last).
-	Residual    bool
-	Epochs      int
-	LR          float64
-	Dropout     float64
-	WeightDecay float64 // L2 on the first layer's weights (Kipf & Welling); a GAT's on every parameter
-	Seed        uint64
-
-	// Batch "clusters" trains on ClustersPerStep of the shards' clusters per
-	// step (batch.go); "" or "global": the whole graph every step.
-	// BatchScript, if set, lists each epoch's steps instead of drawing them
-	// (tests).
-	Batch           string
-	ClustersPerStep int
-	Boundary        bool                    // a batch's rows also read their neighbours outside it, from the caches
-	BatchScript     func(epoch int) [][]int `json:"-"`
-
-	// GAT: heads of the hidden layers (concatenated) and of the output
-	// layer (averaged), and the dropout of attention coefficients (< 0: as
-	// Dropout).
-	Heads, OutHeads int
-	AttDropout      float64
-
+	Residual   bool
+	Dropout    float64
+	AttDropout float64 // GAT: dropout of attention coefficients (< 0: as Dropout)
 	// Precompute uses the shard's (ÂX)_i: exact, and layer 1 sends nothing.
 	Precompute bool
+}
 
-	Staleness string  // none, epoch-fixed, epoch-adaptive, variation-gap
-	Eps       float64 // the policy's bound (epochs, or relative change)
-	MaxStale  int     // hard cap on epochs of staleness for every policy
-
+// OptimConfig is how it is trained.
+type OptimConfig struct {
+	Epochs      int
+	LR          float64
+	WeightDecay float64 // L2 on the first layer's weights (Kipf & Welling); a GAT's on every parameter
+	Seed        uint64
 	// Clip scales each rank's broadcast gradient block δ_i down to norm
 	// th_i = ClipScale·Clip when it is larger; 0 disables. ClipScale 0
 	// means √P, as in SANCUS.
-	Clip      float64
-	ClipScale float64
-
-	FreshDiagonal  bool    // use the fresh own block instead of the shared cached one
-	FullOutput     bool    // every row in training (the last layer, layer 1 on ÂX), not only the rows the loss reads (output.go)
-	ProfileKernels bool    // time every kernel call by class (RankStats.KernelMs)
-	BaseRSSMB      float64 `json:"-"` // the process's resident memory before it loaded data (RankStats.BaseRSSMB)
-	SkipGradients  bool    // the SkipG baseline: gradient broadcasts obey the policy too
-	NativeBcast    bool    // MPI_Bcast instead of the ring, for comparison
-	// DenseBcast broadcasts whole blocks (SANCUS as published); by default
-	// each root sends every rank only the rows its block of Â references.
-	DenseBcast bool
-	Chunk      int // ring pipeline chunk in floats (0: default)
-	// ExchangeChunk bounds the bytes of rows in one message of the sparse
-	// exchange (0: 64 MiB): a peer's rows go in chunks, through two pack
-	// buffers per peer.
-	ExchangeChunk int
-
-	// The wire (collectives/wire): forward blocks travel as Wire, gradient
-	// blocks as WireGrad ("": as Wire) — fp32, bf16, int8, int4, int2, or
-	// auto (the owner picks the fewest bits whose relative error stays
-	// under WireError). WireDelta sends a refreshed root's change against
-	// the copy every rank holds. WireAllreduce bf16 halves the weight-
-	// gradient allreduce, with error feedback.
-	Wire, WireGrad string
-	WireError      float64
-	WireDelta      bool
-	CacheBits      bool // keep received blocks packed, decoding each when used
-	WireAllreduce  string
-	EvalEvery      int // evaluate every k epochs and after the last (0: after the last only)
-
+	Clip, ClipScale float64
 	// MaxLossGrowth stops training as diverged when the loss exceeds this
 	// many times the first epoch's (0: only non-finite values stop it).
 	MaxLossGrowth float64
+}
 
+// StalenessConfig is when a root may skip its broadcast.
+type StalenessConfig struct {
+	Policy   string  // none, epoch-fixed, epoch-adaptive, variation-gap
+	Eps      float64 // the policy's bound (epochs, or relative change)
+	MaxStale int     // hard cap on epochs of staleness for every policy
+	// SkipGradients is the SkipG baseline: gradient broadcasts obey the
+	// policy too.
+	SkipGradients bool
+	FreshDiagonal bool // use the fresh own block instead of the shared cached one
+}
+
+// WireConfig is how blocks travel (collectives/wire): forward blocks as
+// Fwd, gradient blocks as Grad ("": as Fwd) — fp32, bf16, int8, int4,
+// int2, or auto (the owner picks the fewest bits whose relative error
+// stays under Error). Delta sends a refreshed root's change against the
+// copy every rank holds. CacheBits keeps received blocks packed, decoding
+// each when used. Allreduce bf16 halves the weight-gradient allreduce,
+// with error feedback.
+type WireConfig struct {
+	Fwd, Grad string
+	Error     float64
+	Delta     bool
+	CacheBits bool
+	Allreduce string
+}
+
+// BatchConfig is what a step trains on: the whole graph ("" or global),
+// or ClustersPerStep of the shards' clusters (clusters, batch.go). Script,
+// if set, lists each epoch's steps instead of drawing them (tests).
+type BatchConfig struct {
+	Mode            string
+	ClustersPerStep int
+	Boundary        bool                    // a batch's rows also read their neighbours outside it, from the caches
+	Script          func(epoch int) [][]int `json:"-"`
+}
+
+// ExchangeConfig is which rows move and by what means.
+type ExchangeConfig struct {
+	// Dense broadcasts whole blocks (SANCUS as published); by default each
+	// root sends every rank only the rows its block of Â references.
+	Dense     bool
+	Native    bool // with Dense: MPI_Bcast instead of the ring, for comparison
+	RingChunk int  // ring pipeline chunk in floats (0: default)
+	// SparseChunk bounds the bytes of rows in one message of the sparse
+	// exchange (0: 64 MiB): a peer's rows go in chunks, through two pack
+	// buffers per peer.
+	SparseChunk int
+	// FullOutput computes every row in training (the last layer, layer 1
+	// on ÂX), not only the rows the loss reads (output.go).
+	FullOutput bool
+	// DeviceComm moves dense blocks where the backend keeps them ("nccl"
+	// in a CUDA build; "host" goes through the rank transport). "": the
+	// rank transport, as every exchange does by default.
+	DeviceComm string `json:"device_comm,omitempty"`
+}
+
+// RunConfig is where the run computes, when it evaluates and checkpoints,
+// and what it tells.
+type RunConfig struct {
+	EvalEvery int // evaluate every k epochs and after the last (0: after the last only)
 	// Checkpoints: every CheckpointEvery epochs (0: only when stopped) into
 	// CheckpointDir; Resume continues from its latest committed epoch.
 	CheckpointDir   string
@@ -95,76 +124,197 @@ type Config struct {
 	// Stop reports a local stop request (a signal); ranks agree on it at the
 	// end of each epoch, checkpoint, and Run returns ErrStopped.
 	Stop func() bool `json:"-"`
-
 	// Device is the kernels backend the matrices live on ("" or "cpu";
 	// "cuda" in a CUDA build). A rank uses device LocalRank modulo the
 	// devices present (LocalRank < 0: its rank).
-	Device    string `json:"device,omitempty"`
-	LocalRank int    `json:"-"`
-	// DeviceComm moves dense blocks where the backend keeps them ("nccl"
-	// in a CUDA build; "host" goes through the rank transport). "": the
-	// rank transport, as every exchange does by default.
-	DeviceComm string `json:"device_comm,omitempty"`
-
-	Log     io.Writer `json:"-"` // per-epoch lines on rank 0 (nil: silent)
-	Notices io.Writer `json:"-"` // resumes and divergence on rank 0, even when quiet (nil: stderr)
+	Device         string    `json:"device,omitempty"`
+	LocalRank      int       `json:"-"`
+	ProfileKernels bool      // time every kernel call by class (RankStats.KernelMs)
+	BaseRSSMB      float64   `json:"-"` // the process's resident memory before it loaded data (RankStats.BaseRSSMB)
+	Log            io.Writer `json:"-"` // per-epoch lines on rank 0 (nil: silent)
+	Notices        io.Writer `json:"-"` // resumes and divergence on rank 0, even when quiet (nil: stderr)
 }
 
 // Defaults are the Kipf & Welling settings.
 func Defaults() Config {
-	return Config{Model: model.ArchGCN, Layers: 2, Hidden: 16, Epochs: 200, LR: 0.01, Dropout: 0.5, WeightDecay: 5e-4, Heads: 8, OutHeads: 1, AttDropout: -1,
-		Seed: 1, Precompute: true, Staleness: "none", MaxStale: 10, EvalEvery: 1, MaxLossGrowth: 100, LocalRank: -1}
+	return Config{
+		Model:     ModelConfig{Arch: model.ArchGCN, Layers: 2, Hidden: 16, Heads: 8, OutHeads: 1, Dropout: 0.5, AttDropout: -1, Precompute: true},
+		Optim:     OptimConfig{Epochs: 200, LR: 0.01, WeightDecay: 5e-4, Seed: 1, MaxLossGrowth: 100},
+		Staleness: StalenessConfig{Policy: "none", MaxStale: 10},
+		Run:       RunConfig{EvalEvery: 1, LocalRank: -1},
+	}
+}
+
+// checked is what Check made of a Config: the staleness policy of forward
+// blocks and the widths of forward and gradient blocks.
+type checked struct {
+	policy staleness.Policy
+	wire   [2]int
 }
 
 // Validate reports the first unusable setting.
 func (c Config) Validate() error {
-	_, err := c.Policy()
+	_, err := c.check()
 	return err
 }
 
-// Policy checks every setting and builds the staleness policy of forward
-// blocks: the one place the bound is parsed.
-func (c Config) Policy() (staleness.Policy, error) {
+// check applies every rule, then parses the policy and the wire widths:
+// the one place either is parsed.
+func (c Config) check() (checked, error) {
+	for _, r := range rules {
+		if err := r(&c); err != nil {
+			return checked{}, err
+		}
+	}
+	var k checked
+	var err error
+	if k.wire, err = c.Wire.widths(); err != nil {
+		return k, err
+	}
+	k.policy, err = staleness.Parse(c.Staleness.Policy, c.Staleness.Eps, c.Staleness.MaxStale)
+	return k, err
+}
+
+// rules are the settings and combinations a run refuses, each error naming
+// the flags to change. A new feature that cannot combine with another adds
+// its rule here.
+var rules = []func(c *Config) error{
+	func(c *Config) error {
+		if c.Model.Arch > model.ArchGAT {
+			return fmt.Errorf("--model: unknown model %v (gcn, sage or gat)", c.Model.Arch)
+		}
+		return nil
+	},
+	func(c *Config) error {
+		if c.Model.Arch.Attends() && (c.Model.Heads < 1 || c.Model.OutHeads < 1) {
+			return fmt.Errorf("--heads, --out-heads: a GAT needs heads and out-heads ≥ 1, got %d and %d", c.Model.Heads, c.Model.OutHeads)
+		}
+		return nil
+	},
+	func(c *Config) error {
+		if m := c.Batch.Mode; m != "" && m != "global" && m != "clusters" {
+			return fmt.Errorf("--batch: unknown batch %q (global or clusters)", m)
+		}
+		return nil
+	},
+	func(c *Config) error {
+		if !(c.Model.AttDropout < 1) {
+			return fmt.Errorf("--att-dropout must be < 1 (< 0: as --dropout), got %g", c.Model.AttDropout)
+		}
+		return nil
+	},
+	func(c *Config) error {
+		if c.Model.Layers < 1 {
+			return fmt.Errorf("--layers must be ≥ 1, got %d", c.Model.Layers)
+		}
+		return nil
+	},
+	func(c *Config) error {
+		if c.Model.Residual && c.Model.Layers < 3 {
+			return fmt.Errorf("--residual skips around hidden layers between hidden layers: it needs 3 or more --layers, got %d", c.Model.Layers)
+		}
+		return nil
+	},
+	func(c *Config) error {
+		if c.Model.Hidden < 1 {
+			return fmt.Errorf("--hidden must be ≥ 1, got %d", c.Model.Hidden)
+		}
+		return nil
+	},
+	func(c *Config) error {
+		if c.Optim.Epochs < 1 {
+			return fmt.Errorf("--epochs must be ≥ 1, got %d", c.Optim.Epochs)
+		}
+		return nil
+	},
+	func(c *Config) error {
+		if c.Run.EvalEvery < 0 {
+			return fmt.Errorf("--eval-every must be ≥ 0 (0: evaluate after the last epoch only), got %d", c.Run.EvalEvery)
+		}
+		return nil
+	},
+	func(c *Config) error {
+		if g := c.Optim.MaxLossGrowth; g < 0 || math.IsNaN(g) {
+			return fmt.Errorf("--max-loss-growth must be ≥ 0 (0: off), got %g", g)
+		}
+		return nil
+	},
+	func(c *Config) error {
+		if lr := c.Optim.LR; !(lr > 0) || math.IsInf(lr, 0) {
+			return fmt.Errorf("--lr must be > 0, got %g", lr)
+		}
+		return nil
+	},
+	func(c *Config) error {
+		if d := c.Model.Dropout; !(d >= 0 && d < 1) {
+			return fmt.Errorf("--dropout must be in [0,1), got %g", d)
+		}
+		return nil
+	},
+	func(c *Config) error {
+		if wd := c.Optim.WeightDecay; !(wd >= 0) || math.IsInf(wd, 0) {
+			return fmt.Errorf("--weight-decay must be ≥ 0, got %g", wd)
+		}
+		return nil
+	},
+	func(c *Config) error {
+		o := c.Optim
+		if !(o.Clip >= 0 && o.ClipScale >= 0) || math.IsInf(o.Clip+o.ClipScale, 0) {
+			return fmt.Errorf("--clip and --clip-scale must be ≥ 0")
+		}
+		return nil
+	},
+	func(c *Config) error {
+		if c.Exchange.RingChunk < 0 {
+			return fmt.Errorf("--chunk must be ≥ 0, got %d", c.Exchange.RingChunk)
+		}
+		return nil
+	},
+	func(c *Config) error {
+		if c.Exchange.SparseChunk < 0 {
+			return fmt.Errorf("--exchange-chunk must be ≥ 0 (0: 64 MiB), got %d", c.Exchange.SparseChunk)
+		}
+		return nil
+	},
+	func(c *Config) error {
+		if c.Run.CheckpointEvery < 0 {
+			return fmt.Errorf("--checkpoint-every must be ≥ 0, got %d", c.Run.CheckpointEvery)
+		}
+		return nil
+	},
+	func(c *Config) error {
+		if (c.Run.CheckpointEvery > 0 || c.Run.Resume) && c.Run.CheckpointDir == "" {
+			return fmt.Errorf("--checkpoint-every and --resume need --checkpoint-dir")
+		}
+		return nil
+	},
+}
+
+// widths parses the widths of forward and gradient blocks.
+func (w WireConfig) widths() (fg [2]int, err error) {
+	if fg[0], err = wire.Parse(w.Fwd); err != nil {
+		return fg, fmt.Errorf("--wire: %w", err)
+	}
+	fg[1] = fg[0]
+	if w.Grad != "" {
+		if fg[1], err = wire.Parse(w.Grad); err != nil {
+			return fg, fmt.Errorf("--wire-grad: %w", err)
+		}
+	}
+	fwd, grad := fg[0], fg[1]
+	if (fwd == wire.Auto || grad == wire.Auto) && !(w.Error > 0 && w.Error < 1) {
+		return fg, fmt.Errorf("--wire auto needs --wire-error in (0,1), got %g", w.Error)
+	}
 	switch {
-	case c.Model > model.ArchGAT:
-		return nil, fmt.Errorf("unknown model %v (gcn, sage or gat)", c.Model)
-	case c.Model.Attends() && (c.Heads < 1 || c.OutHeads < 1):
-		return nil, fmt.Errorf("a GAT needs heads and out-heads ≥ 1, got %d and %d", c.Heads, c.OutHeads)
-	case c.Batch != "" && c.Batch != "global" && c.Batch != "clusters":
-		return nil, fmt.Errorf("unknown batch %q (global or clusters)", c.Batch)
-	case !(c.AttDropout < 1):
-		return nil, fmt.Errorf("att-dropout must be < 1 (< 0: as --dropout), got %g", c.AttDropout)
-	case c.Layers < 1:
-		return nil, fmt.Errorf("layers must be ≥ 1, got %d", c.Layers)
-	case c.Residual && c.Layers < 3:
-		return nil, fmt.Errorf("--residual skips around hidden layers between hidden layers: it needs 3 or more layers, got %d", c.Layers)
-	case c.Hidden < 1:
-		return nil, fmt.Errorf("hidden must be ≥ 1, got %d", c.Hidden)
-	case c.Epochs < 1:
-		return nil, fmt.Errorf("epochs must be ≥ 1, got %d", c.Epochs)
-	case c.EvalEvery < 0:
-		return nil, fmt.Errorf("eval-every must be ≥ 0 (0: evaluate after the last epoch only), got %d", c.EvalEvery)
-	case c.MaxLossGrowth < 0 || math.IsNaN(c.MaxLossGrowth):
-		return nil, fmt.Errorf("max-loss-growth must be ≥ 0 (0: off), got %g", c.MaxLossGrowth)
-	case !(c.LR > 0) || math.IsInf(c.LR, 0):
-		return nil, fmt.Errorf("lr must be > 0, got %g", c.LR)
-	case !(c.Dropout >= 0 && c.Dropout < 1):
-		return nil, fmt.Errorf("dropout must be in [0,1), got %g", c.Dropout)
-	case !(c.WeightDecay >= 0) || math.IsInf(c.WeightDecay, 0):
-		return nil, fmt.Errorf("weight-decay must be ≥ 0, got %g", c.WeightDecay)
-	case !(c.Clip >= 0 && c.ClipScale >= 0) || math.IsInf(c.Clip+c.ClipScale, 0):
-		return nil, fmt.Errorf("clip and clip-scale must be ≥ 0")
-	case c.Chunk < 0:
-		return nil, fmt.Errorf("chunk must be ≥ 0, got %d", c.Chunk)
-	case c.ExchangeChunk < 0:
-		return nil, fmt.Errorf("exchange-chunk must be ≥ 0 (0: 64 MiB), got %d", c.ExchangeChunk)
-	case c.CheckpointEvery < 0:
-		return nil, fmt.Errorf("checkpoint-every must be ≥ 0, got %d", c.CheckpointEvery)
-	case (c.CheckpointEvery > 0 || c.Resume) && c.CheckpointDir == "":
-		return nil, fmt.Errorf("checkpoints need --checkpoint-dir")
+	case w.CacheBits && fwd == wire.FP32 && grad == wire.FP32:
+		return fg, fmt.Errorf("--cache-bits keeps blocks in the wire's bits: it needs --wire or --wire-grad narrower than fp32")
+	case w.CacheBits && w.Delta:
+		return fg, fmt.Errorf("--cache-bits cannot hold --wire-delta's copies: a delta is added to a float32 copy")
 	}
-	if _, _, err := c.wireBits(); err != nil {
-		return nil, err
+	switch w.Allreduce {
+	case "", "fp32", "bf16":
+	default:
+		return fg, fmt.Errorf("--wire-allreduce: unknown %q (fp32 or bf16)", w.Allreduce)
 	}
-	return staleness.Parse(c.Staleness, c.Eps, c.MaxStale)
+	return fg, nil
 }

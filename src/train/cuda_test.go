@@ -34,23 +34,23 @@ func TestCUDAMatchesCPU(t *testing.T) {
 		gpu  func(*Config) // GPU run only
 	}{
 		{"cora/P1", cora, 1, func(c *Config) {}, nil},
-		{"cora/P1/plain", cora, 1, func(c *Config) { c.Precompute = false }, nil},
-		{"cora/P2/sparse/variation-gap", cora, 2, func(c *Config) { c.Staleness, c.Eps = "variation-gap", 0.02 }, nil},
-		{"cora/P2/dense/3-layers/clip", cora, 2, func(c *Config) { c.DenseBcast, c.Layers, c.Clip = true, 3, 0.5 }, nil},
+		{"cora/P1/plain", cora, 1, func(c *Config) { c.Model.Precompute = false }, nil},
+		{"cora/P2/sparse/variation-gap", cora, 2, func(c *Config) { c.Staleness.Policy, c.Staleness.Eps = "variation-gap", 0.02 }, nil},
+		{"cora/P2/dense/3-layers/clip", cora, 2, func(c *Config) { c.Exchange.Dense, c.Model.Layers, c.Optim.Clip = true, 3, 0.5 }, nil},
 		{"planted/P1", planted, 1, func(c *Config) {}, nil},
-		{"planted/P2/plain", planted, 2, func(c *Config) { c.Precompute = false }, nil},
+		{"planted/P2/plain", planted, 2, func(c *Config) { c.Model.Precompute = false }, nil},
 		// NCCL through the engine: one GPU allows one rank per communicator.
-		{"cora/P1/nccl", cora, 1, func(c *Config) { c.DenseBcast, c.Layers = true, 3 }, func(c *Config) { c.DeviceComm = "nccl" }},
+		{"cora/P1/nccl", cora, 1, func(c *Config) { c.Exchange.Dense, c.Model.Layers = true, 3 }, func(c *Config) { c.Exchange.DeviceComm = "nccl" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Defaults()
-			cfg.Epochs, cfg.EvalEvery = 30, 10
+			cfg.Optim.Epochs, cfg.Run.EvalEvery = 30, 10
 			tc.edit(&cfg)
 			cpu, err := RunInProcess(tc.ds, tc.p, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.Device = "cuda"
+			cfg.Run.Device = "cuda"
 			if tc.gpu != nil {
 				tc.gpu(&cfg)
 			}
@@ -80,7 +80,7 @@ func TestCUDAMatchesCPU(t *testing.T) {
 // caches and resumes bit-identically (the GPU kernels are deterministic).
 func TestCUDAStopAndResumeIsBitIdentical(t *testing.T) {
 	cfg := Defaults()
-	cfg.Device, cfg.Clip = "cuda", 0.5
-	cfg.Staleness, cfg.Eps = "variation-gap", 0.03
+	cfg.Run.Device, cfg.Optim.Clip = "cuda", 0.5
+	cfg.Staleness.Policy, cfg.Staleness.Eps = "variation-gap", 0.03
 	checkStopResume(t, cfg)
 }

@@ -80,7 +80,7 @@ type view struct {
 
 // New sets up rank c.Rank()'s engine on its shard.
 func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
-	policy, err := cfg.Policy()
+	k, err := cfg.check()
 	if err != nil {
 		return nil, err
 	}
@@ -90,20 +90,19 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 	if s.Classes < 1 {
 		return nil, fmt.Errorf("dataset has no labelled classes")
 	}
-	e := &Engine{cfg: cfg, c: c, s: s, P: c.Size(), rank: c.Rank(), rows: s.Rows(), policy: policy, shadow: policy.NeedsDrift()}
-	e.wire[0], e.wire[1], _ = cfg.wireBits() // checked by Policy
-	e.clipScale = cfg.ClipScale
+	e := &Engine{cfg: cfg, c: c, s: s, P: c.Size(), rank: c.Rank(), rows: s.Rows(), policy: k.policy, shadow: k.policy.NeedsDrift(), wire: k.wire}
+	e.clipScale = cfg.Optim.ClipScale
 	if e.clipScale == 0 {
 		e.clipScale = math.Sqrt(float64(e.P))
 	}
-	local := cfg.LocalRank
+	local := cfg.Run.LocalRank
 	if local < 0 {
 		local = e.rank
 	}
-	if e.be, err = kernels.Open(cfg.Device, local); err != nil {
+	if e.be, err = kernels.Open(cfg.Run.Device, local); err != nil {
 		return nil, fmt.Errorf("rank %d: %w", e.rank, err)
 	}
-	if cfg.ProfileKernels {
+	if cfg.Run.ProfileKernels {
 		e.timed = kernels.NewTimed(e.be)
 		e.be = e.timed
 	}
@@ -121,22 +120,22 @@ func (e *Engine) setup() error {
 		return err
 	}
 	dims, heads := []int{e.s.FeatDim}, []int(nil)
-	for l := 0; l+1 < e.cfg.Layers; l++ {
-		if e.cfg.Model.Attends() {
-			dims, heads = append(dims, e.cfg.Heads*e.cfg.Hidden), append(heads, e.cfg.Heads)
+	for l := 0; l+1 < e.cfg.Model.Layers; l++ {
+		if e.cfg.Model.Arch.Attends() {
+			dims, heads = append(dims, e.cfg.Model.Heads*e.cfg.Model.Hidden), append(heads, e.cfg.Model.Heads)
 		} else {
-			dims = append(dims, e.cfg.Hidden)
+			dims = append(dims, e.cfg.Model.Hidden)
 		}
 	}
 	dims = append(dims, e.s.Classes)
-	if e.cfg.Model.Attends() {
-		heads = append(heads, e.cfg.OutHeads)
+	if e.cfg.Model.Arch.Attends() {
+		heads = append(heads, e.cfg.Model.OutHeads)
 	}
 	var err error
-	if e.m, err = model.New(e.cfg.Model, dims, heads, e.cfg.Seed); err != nil {
+	if e.m, err = model.New(e.cfg.Model.Arch, dims, heads, e.cfg.Optim.Seed); err != nil {
 		return err
 	}
-	e.opt = model.NewAdam(e.cfg.LR, e.m.NumParams())
+	e.opt = model.NewAdam(e.cfg.Optim.LR, e.m.NumParams())
 	e.grads = make([]float32, e.m.NumParams())
 	if err := e.shareSparsity(); err != nil {
 		return err
@@ -151,11 +150,11 @@ func (e *Engine) setup() error {
 		return err
 	}
 	gradPolicy := staleness.Policy(staleness.None{})
-	if e.cfg.SkipGradients {
+	if e.cfg.Staleness.SkipGradients {
 		gradPolicy = e.policy
 	}
-	e.res = make([]*matrix.Dense, e.cfg.Layers)
-	for l := range e.cfg.Layers {
+	e.res = make([]*matrix.Dense, e.cfg.Model.Layers)
+	for l := range e.cfg.Model.Layers {
 		e.layers = append(e.layers, e.newLayer(l, dims[l], dims[l+1], gradPolicy))
 		if e.hasResidual(l) {
 			e.res[l] = e.be.NewDense(e.rows, dims[l+1])
@@ -178,7 +177,7 @@ func (e *Engine) setup() error {
 // openInput makes layer 1's operand, ÂX or X, usable on the backend.
 func (e *Engine) openInput() error {
 	var op *kernels.Operand
-	fromAX := e.cfg.Precompute && e.readsAX()
+	fromAX := e.cfg.Model.Precompute && e.readsAX()
 	switch {
 	case !fromAX:
 		op = kernels.NewOperand(e.s.Features)
@@ -223,37 +222,37 @@ func (e *Engine) openInput() error {
 func (e *Engine) chooseExchange() error {
 	var err error
 	switch {
-	case e.cfg.DeviceComm != "":
-		if !e.cfg.DenseBcast && e.P > 1 {
-			return fmt.Errorf("--device-comm %s moves whole blocks: add --dense-bcast", e.cfg.DeviceComm)
+	case e.cfg.Exchange.DeviceComm != "":
+		if !e.cfg.Exchange.Dense && e.P > 1 {
+			return fmt.Errorf("--device-comm %s moves whole blocks: add --dense-bcast", e.cfg.Exchange.DeviceComm)
 		}
 		if e.wire != [2]int{wire.FP32, wire.FP32} {
-			return fmt.Errorf("--device-comm %s moves float32 blocks: the quantized wire goes through the rank transport", e.cfg.DeviceComm)
+			return fmt.Errorf("--device-comm %s moves float32 blocks: the quantized wire goes through the rank transport", e.cfg.Exchange.DeviceComm)
 		}
-		if e.blocks, err = collectives.OpenBlockComm(e.cfg.DeviceComm, e.c, e.be); err != nil {
+		if e.blocks, err = collectives.OpenBlockComm(e.cfg.Exchange.DeviceComm, e.c, e.be); err != nil {
 			return fmt.Errorf("rank %d: %w", e.rank, err)
 		}
 		e.x = &blockExchange{comm: e.c, bc: e.blocks}
 		e.view, err = e.denseView()
-	case !e.cfg.DenseBcast && e.P > 1:
+	case !e.cfg.Exchange.Dense && e.P > 1:
 		var sendIdx [][]int32
 		e.view, sendIdx, err = e.sparseView()
-		x := &sparseExchange{comm: e.c, be: e.be, sendIdx: sendIdx, packed: map[int][][]byte{}, chunk: cmp.Or(e.cfg.ExchangeChunk, defaultExchangeChunk)}
+		x := &sparseExchange{comm: e.c, be: e.be, sendIdx: sendIdx, packed: map[int][][]byte{}, chunk: cmp.Or(e.cfg.Exchange.SparseChunk, defaultExchangeChunk)}
 		e.x = x
-		if err == nil && e.cfg.Batch == "clusters" {
+		if err == nil && e.cfg.Batch.Mode == "clusters" {
 			err = e.setupBatches(sendIdx)
 			x.batch = e.batch
 		}
 		return err
 	default:
-		bcast := collectives.Ring(e.cfg.Chunk * 4) // --chunk counts floats
-		if e.cfg.NativeBcast {
+		bcast := collectives.Ring(e.cfg.Exchange.RingChunk * 4) // --chunk counts floats
+		if e.cfg.Exchange.Native {
 			bcast = collectives.Native
 		}
 		e.x = &ringExchange{comm: e.c, be: e.be, bcast: bcast}
 		e.view, err = e.denseView()
 	}
-	if err == nil && e.cfg.Batch == "clusters" {
+	if err == nil && e.cfg.Batch.Mode == "clusters" {
 		err = e.setupBatches(nil)
 	}
 	return err
@@ -319,7 +318,7 @@ func (e *Engine) shareSparsity() error {
 // readsAX: layer 1 of a GCN with --precompute multiplies the shard's ÂX;
 // GraphSAGE and GAT layers, and cluster-batch training, read X.
 func (e *Engine) readsAX() bool {
-	return e.cfg.Model.ReadsAX() && e.cfg.Batch != "clusters" // a batch renormalizes Â: X it is
+	return e.cfg.Model.Arch.ReadsAX() && e.cfg.Batch.Mode != "clusters" // a batch renormalizes Â: X it is
 }
 
 // srcID is the original node id of root j's row r as this rank holds it.
@@ -342,7 +341,7 @@ func (e *Engine) mask(epoch, l int, train bool) matrix.Mask {
 	if !train {
 		return matrix.Mask{}
 	}
-	return matrix.Mask{P: float32(e.cfg.Dropout), Seed: e.cfg.Seed, Stream: uint64(epoch)<<8 | uint64(l), Row0: e.s.Row0(), IDs: e.ownIDs}
+	return matrix.Mask{P: float32(e.cfg.Model.Dropout), Seed: e.cfg.Optim.Seed, Stream: uint64(epoch)<<8 | uint64(l), Row0: e.s.Row0(), IDs: e.ownIDs}
 }
 
 // maskFor is a layer's dropout applied to root j's rows as cache c holds

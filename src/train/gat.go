@@ -130,7 +130,7 @@ func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
 	}
 	L.attKey, L.attKeep = 0, 1
 	if pa := e.attDropout(); p.train && pa > 0 {
-		L.attKey, L.attKeep = wire.Seed(e.cfg.Seed^0x6a7, uint64(p.epoch)<<8|uint64(L.l)), float32(1-pa)
+		L.attKey, L.attKeep = wire.Seed(e.cfg.Optim.Seed^0x6a7, uint64(p.epoch)<<8|uint64(L.l)), float32(1-pa)
 	}
 	for i := range L.m {
 		L.m[i], L.s[i] = float32(math.Inf(-1)), 0
@@ -294,10 +294,10 @@ func (L *gatLayer) scoreGradients(e *Engine, own, dU []float32) {
 
 // attDropout is the attention dropout probability.
 func (e *Engine) attDropout() float64 {
-	if e.cfg.AttDropout < 0 {
-		return e.cfg.Dropout
+	if e.cfg.Model.AttDropout < 0 {
+		return e.cfg.Model.Dropout
 	}
-	return e.cfg.AttDropout
+	return e.cfg.Model.AttDropout
 }
 
 func dot(a, b []float32) float32 {

@@ -96,11 +96,11 @@ func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
 	r := e.rows
 	c := conv{l: l, din: din, dout: dout, z: e.be.NewDense(r, dout), dW: e.be.NewDense(din, dout), db: make([]float32, dout)}
 	switch {
-	case e.cfg.Model.HasRoot():
+	case e.cfg.Model.Arch.HasRoot():
 		return e.newSAGELayer(c, gradPolicy)
-	case e.cfg.Model.Attends():
+	case e.cfg.Model.Arch.Attends():
 		return e.newGATLayer(c, gradPolicy)
-	case l == 0 && e.cfg.Precompute && e.readsAX():
+	case l == 0 && e.cfg.Model.Precompute && e.readsAX():
 		return &localLayer{conv: c}
 	case l == 0 || din > dout:
 		L := &transformLayer{conv: c, first: l == 0, u: e.be.NewDense(r, dout), dU: e.be.NewDense(r, dout)}
@@ -127,8 +127,8 @@ func (e *Engine) addCaches(c *conv, width int, gradPolicy staleness.Policy) {
 func (e *Engine) addCachesOver(c *conv, fw, gw int, gradPolicy staleness.Policy, fwd, grad []*matrix.CSR) {
 	name := fmt.Sprintf("layer %d", c.l+1)
 	w := func(bits int, dir uint64) wireState {
-		return wireState{bits: bits, delta: e.cfg.WireDelta, maxErr: e.cfg.WireError, stream: uint64(c.l)<<2 | dir,
-			keepPacked: e.cfg.CacheBits && bits != wire.FP32}
+		return wireState{bits: bits, delta: e.cfg.Wire.Delta, maxErr: e.cfg.Wire.Error, stream: uint64(c.l)<<2 | dir,
+			keepPacked: e.cfg.Wire.CacheBits && bits != wire.FP32}
 	}
 	c.fwd = newCache(e.be, name+" forward", fw, e.view.rows, fwd, e.policy, w(e.wire[0], 1), e.rank)
 	c.eval = newCache(e.be, name+" eval", fw, e.view.rows, fwd, staleness.None{}, w(wire.FP32, 2), e.rank)

@@ -50,7 +50,7 @@ func (e *Engine) rowsAt(l int) kernels.RowOps {
 // blocks: a GCN layer (either order of Â· and ·W) in global-batch training.
 // GraphSAGE's root term and GAT's attention keep their full products.
 func (e *Engine) restrictOutput() error {
-	if e.cfg.FullOutput || e.batch != nil {
+	if e.cfg.Exchange.FullOutput || e.batch != nil {
 		return nil
 	}
 	last := e.layers[len(e.layers)-1]
@@ -81,7 +81,7 @@ func (e *Engine) restrictOutput() error {
 	// Rows travel partly only as a float32 copy or one encoded afresh:
 	// --wire-delta and --cache-bits keep whole copies (as cluster batches).
 	x, sparse := e.x.(*sparseExchange)
-	if sparse && !e.cfg.WireDelta && !e.cfg.CacheBits {
+	if sparse && !e.cfg.Wire.Delta && !e.cfg.Wire.CacheBits {
 		for _, ca := range []*cache{c.fwd, c.grad} {
 			var recv [][]int32
 			if ca.send, recv, err = e.rowsRead(ca.blocks, x.sendIdx); err != nil {
@@ -164,7 +164,7 @@ func (c *cache) heldIDs(j int, viewIDs []int64) []int64 {
 // ∂H is zero (dropout's and ReLU's backward), which leaves them zero.
 func (e *Engine) restrictInput(c *conv) {
 	first, ok := e.layers[0].(*localLayer)
-	if !ok || len(e.layers) != 2 || e.cfg.Residual || (e.P > 1 && c.fwd.send == nil) {
+	if !ok || len(e.layers) != 2 || e.cfg.Model.Residual || (e.P > 1 && c.fwd.send == nil) {
 		return
 	}
 	ri, ok := kernels.InputRowsOf(e.input)
@@ -189,7 +189,7 @@ func (e *Engine) restrictInput(c *conv) {
 	// Its bias and ReLU can then be applied as its rows are written: no
 	// other row is read. Not where the rank's whole block is encoded for
 	// the wire (its scales would see the other rows change).
-	first.fused = !e.cfg.Model.Attends() && !c.fwd.quantized()
+	first.fused = !e.cfg.Model.Arch.Attends() && !c.fwd.quantized()
 }
 
 // listed is the indices set in marks, in order.

@@ -41,16 +41,16 @@ func TestRestrictedOutputEqualsFull(t *testing.T) {
 	} {
 		for _, p := range []int{1, 3} {
 			cfg := Defaults()
-			cfg.Epochs, cfg.Hidden, cfg.Precompute, cfg.Wire, cfg.DenseBcast = 15, run.hidden, run.pre, run.wire, run.dense
+			cfg.Optim.Epochs, cfg.Model.Hidden, cfg.Model.Precompute, cfg.Wire.Fwd, cfg.Exchange.Dense = 15, run.hidden, run.pre, run.wire, run.dense
 			if run.vargap {
-				cfg.Staleness, cfg.Eps = "variation-gap", 0.3 // loose enough to skip within 15 epochs
+				cfg.Staleness.Policy, cfg.Staleness.Eps = "variation-gap", 0.3 // loose enough to skip within 15 epochs
 			}
 			data := ds
 			if run.multi {
 				data = multi
 			}
 			full := cfg
-			full.FullOutput = true
+			full.Exchange.FullOutput = true
 			want, err := RunInProcess(data, p, full)
 			if err != nil {
 				t.Fatal(err)
@@ -96,7 +96,7 @@ func TestRestrictedOutputEqualsFull(t *testing.T) {
 			return err
 		}
 		cfg := Defaults()
-		cfg.Hidden = 4 // aggregate first: its products with W run at the training rows
+		cfg.Model.Hidden = 4 // aggregate first: its products with W run at the training rows
 		e, err := New(cfg, c, s)
 		if err != nil {
 			return err
@@ -164,7 +164,7 @@ func TestEngineHoldsOneInput(t *testing.T) {
 				return err
 			}
 			cfg := Defaults()
-			cfg.Precompute = fromAX
+			cfg.Model.Precompute = fromAX
 			e, err := New(cfg, c, s)
 			if err != nil {
 				return err
@@ -202,7 +202,7 @@ func TestEngineHoldsOneInput(t *testing.T) {
 func TestNoTrainingRowsComputesNone(t *testing.T) {
 	for _, hidden := range []int{16, 4} { // transform first, aggregate first (7 classes)
 		cfg := Defaults()
-		cfg.Hidden = hidden
+		cfg.Model.Hidden = hidden
 		onRanks(t, loadCora(t), 2, cfg, func(e *Engine) error {
 			defer e.Close()
 			for _, b := range e.m.B { // as after some training: a bias added to a row shows

@@ -2,42 +2,41 @@ package train
 
 import (
 	"encoding/json"
-	"reflect"
-	"sancus/src/model"
 	"testing"
 
+	"sancus/src/model"
 	"sancus/src/result"
 )
 
-// TestSettingsReadConfig: every field a report reads from a run's
-// configuration exists in Config under the same name, and a written run
-// reads back with those fields set (so their JSON types agree).
+// TestSettingsReadConfig: a report reads what labels a run from the
+// configuration the engine wrote, and from results written before the
+// configuration was grouped.
 func TestSettingsReadConfig(t *testing.T) {
-	ct := reflect.TypeFor[Config]()
-	st := reflect.TypeFor[result.Settings]()
-	for i := range st.NumField() {
-		f := st.Field(i)
-		cf, ok := ct.FieldByName(f.Name)
-		if !ok || cf.Tag.Get("json") != f.Tag.Get("json") {
-			t.Errorf("result.Settings.%s has no Config field of that name and tag", f.Name)
-		}
-	}
 	cfg := Defaults()
-	cfg.Staleness, cfg.Eps, cfg.MaxStale, cfg.Batch, cfg.ClustersPerStep, cfg.Wire, cfg.Model = "variation-gap", 0.03, 7, "clusters", 4, "int4", model.ArchSAGE
+	cfg.Staleness.Policy, cfg.Staleness.Eps, cfg.Staleness.MaxStale = "variation-gap", 0.03, 7
+	cfg.Batch.Mode, cfg.Batch.ClustersPerStep, cfg.Wire.Fwd, cfg.Model.Arch = "clusters", 4, "int4", model.ArchSAGE
 	b, err := json.Marshal(result.Run{Dataset: "d", Config: cfg, Result: &result.Result{Ranks: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	flat := []byte(`{"dataset": "d", "config": {"Model": "sage", "Staleness": "variation-gap", "Eps": 0.03, "MaxStale": 7,
+		"Batch": "clusters", "ClustersPerStep": 4, "Wire": "int4", "Hidden": 16}, "result": {"ranks": 2}}`)
+	want := result.Settings{Model: "sage", Staleness: "variation-gap", Eps: 0.03, MaxStale: 7, Batch: "clusters", ClustersPerStep: 4, Wire: "int4"}
+	for name, js := range map[string][]byte{"grouped": b, "flat": flat} {
+		var r result.Run
+		if err := json.Unmarshal(js, &r); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if r.Settings != want || r.Result.Ranks != 2 {
+			t.Fatalf("%s: read back %+v, ranks %d; want %+v", name, r.Settings, r.Result.Ranks, want)
+		}
+	}
+	var back Config
 	var r result.Run
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
-	want := result.Settings{Model: "sage", Staleness: "variation-gap", Eps: 0.03, MaxStale: 7, Batch: "clusters", ClustersPerStep: 4, Wire: "int4"}
-	if r.Settings != want || r.Result.Ranks != 2 {
-		t.Fatalf("read back %+v, ranks %d; want %+v", r.Settings, r.Result.Ranks, want)
-	}
-	var back Config
-	if err := json.Unmarshal(r.Config.(json.RawMessage), &back); err != nil || back.Hidden != cfg.Hidden {
-		t.Fatalf("raw config: %v, hidden %d", err, back.Hidden)
+	if err := json.Unmarshal(r.Config.(json.RawMessage), &back); err != nil || back.Model.Hidden != cfg.Model.Hidden {
+		t.Fatalf("raw config: %v, hidden %d", err, back.Model.Hidden)
 	}
 }

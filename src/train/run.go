@@ -30,7 +30,7 @@ type divergence struct {
 func (d *divergence) Error() string     { return fmt.Sprintf("diverged at epoch %d: %s", d.epoch, d.what) }
 func (d *divergence) Is(err error) bool { return err == ErrDiverged }
 
-// Run trains for cfg.Epochs and returns the report (complete on every
+// Run trains for cfg.Optim.Epochs and returns the report (complete on every
 // rank's own figures; PerRank gathered from all ranks).
 func (e *Engine) Run() (*result.Result, error) {
 	res := &result.Result{Ranks: e.P, Params: e.m.NumParams(), Dims: e.m.Dims, Heads: e.m.Heads, SIMD: kernels.SIMD(), Threads: kernels.Threads(), Device: e.be.Name(),
@@ -51,7 +51,7 @@ func (e *Engine) Run() (*result.Result, error) {
 	}
 	res.Status = "completed"
 	var ended error
-	for ep := r.first; ep < e.cfg.Epochs; ep++ {
+	for ep := r.first; ep < e.cfg.Optim.Epochs; ep++ {
 		stop, err := e.epoch(ep, &r)
 		if errors.Is(err, ErrDiverged) {
 			res.Status, res.Error, ended = "diverged", err.Error(), err
@@ -85,10 +85,10 @@ type runState struct {
 // always says what it did: which epoch it continues after, or why it
 // starts from the beginning.
 func (e *Engine) resume(r *runState) error {
-	if !e.cfg.Resume {
+	if !e.cfg.Run.Resume {
 		return nil
 	}
-	dir := e.cfg.CheckpointDir
+	dir := e.cfg.Run.CheckpointDir
 	ep, err := LatestCheckpoint(dir)
 	if err != nil {
 		return err
@@ -136,7 +136,7 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 		s, n := e.quantErr(id)
 		m.quantErr, m.quantN = m.quantErr+s, m.quantN+n
 	}
-	if diverged == nil && ((e.cfg.EvalEvery > 0 && (ep+1)%e.cfg.EvalEvery == 0) || ep == e.cfg.Epochs-1) {
+	if diverged == nil && ((e.cfg.Run.EvalEvery > 0 && (ep+1)%e.cfg.Run.EvalEvery == 0) || ep == e.cfg.Optim.Epochs-1) {
 		t1, s0 := time.Now(), stats.Total().BytesSent
 		if err := e.evaluate(ep, &m); err != nil {
 			return false, err
@@ -144,7 +144,7 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 		r.evalSent += stats.Total().BytesSent - s0
 		row.EvalMs, row.Evaluated = ms(time.Since(t1)), true
 	}
-	if e.cfg.Stop != nil && e.cfg.Stop() {
+	if e.cfg.Run.Stop != nil && e.cfg.Run.Stop() {
 		m.stop = 1
 	}
 	// The stop request rides on the metrics' sum, so every rank stops after
@@ -161,11 +161,11 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 		return false, diverged
 	}
 	stop := m.stop > 0
-	if e.cfg.CheckpointDir != "" && (stop || (e.cfg.CheckpointEvery > 0 && (ep+1)%e.cfg.CheckpointEvery == 0)) {
-		if err := e.saveCheckpoint(e.cfg.CheckpointDir, ep+1, r.res, r.best); err != nil {
+	if e.cfg.Run.CheckpointDir != "" && (stop || (e.cfg.Run.CheckpointEvery > 0 && (ep+1)%e.cfg.Run.CheckpointEvery == 0)) {
+		if err := e.saveCheckpoint(e.cfg.Run.CheckpointDir, ep+1, r.res, r.best); err != nil {
 			return false, err
 		}
-		e.logf("checkpoint: %s after epoch %d\n", e.cfg.CheckpointDir, ep+1)
+		e.logf("checkpoint: %s after epoch %d\n", e.cfg.Run.CheckpointDir, ep+1)
 	}
 	return stop, nil
 }
@@ -230,8 +230,8 @@ func (e *Engine) lossDiverged(ep int, res *result.Result) error {
 	switch first := res.Curve[0].Loss; {
 	case math.IsNaN(loss) || math.IsInf(loss, 0):
 		return &divergence{epoch: ep + 1, what: fmt.Sprintf("the training loss is %v", loss)}
-	case e.cfg.MaxLossGrowth > 0 && first > 0 && loss > e.cfg.MaxLossGrowth*first:
-		return &divergence{epoch: ep + 1, what: fmt.Sprintf("the training loss %.4g grew past %g× the first epoch's %.4g (--max-loss-growth)", loss, e.cfg.MaxLossGrowth, first)}
+	case e.cfg.Optim.MaxLossGrowth > 0 && first > 0 && loss > e.cfg.Optim.MaxLossGrowth*first:
+		return &divergence{epoch: ep + 1, what: fmt.Sprintf("the training loss %.4g grew past %g× the first epoch's %.4g (--max-loss-growth)", loss, e.cfg.Optim.MaxLossGrowth, first)}
 	}
 	return nil
 }
@@ -331,7 +331,7 @@ func (e *Engine) finish(r *runState) error {
 	res.Clipped = e.clipped
 	tot := e.c.Stats().Total()
 	mine := result.RankStats{Rank: e.rank, Rows: e.rows, ComputeSec: r.compute.Seconds(), CommSec: tot.Seconds, CommWaitSec: r.wait.Seconds(),
-		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), PeakRSSMB: launch.PeakRSSMB(), PssMB: launch.PssMB(), BaseRSSMB: e.cfg.BaseRSSMB}
+		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), PeakRSSMB: launch.PeakRSSMB(), PssMB: launch.PssMB(), BaseRSSMB: e.cfg.Run.BaseRSSMB}
 	if e.timed != nil {
 		mine.KernelMs = map[string]float64{}
 		for k, d := range e.timed.Times {
@@ -348,7 +348,7 @@ func (e *Engine) notice(format string, args ...any) {
 	if e.rank != 0 {
 		return
 	}
-	w := e.cfg.Notices
+	w := e.cfg.Run.Notices
 	if w == nil {
 		w = os.Stderr
 	}
@@ -357,8 +357,8 @@ func (e *Engine) notice(format string, args ...any) {
 
 // logf prints a progress line on rank 0.
 func (e *Engine) logf(format string, args ...any) {
-	if e.cfg.Log != nil && e.rank == 0 {
-		fmt.Fprintf(e.cfg.Log, format, args...)
+	if e.cfg.Run.Log != nil && e.rank == 0 {
+		fmt.Fprintf(e.cfg.Run.Log, format, args...)
 	}
 }
 

@@ -136,7 +136,7 @@ func (e *Engine) decide(c *cache, epoch int, ref *matrix.Dense) ([]bool, error) 
 // rows instead of the shared copy).
 func (e *Engine) multiply(c *cache, out *matrix.Dense, own *ownRows, j int, mask matrix.Mask, accumulate bool) error {
 	var b *matrix.Dense
-	if j == e.rank && (e.cfg.FreshDiagonal || c.route.direct) {
+	if j == e.rank && (e.cfg.Staleness.FreshDiagonal || c.route.direct) {
 		b = own.rows
 	} else {
 		b = c.block(e.be, j)
@@ -171,10 +171,10 @@ func (e *Engine) multiply(c *cache, out *matrix.Dense, own *ownRows, j int, mask
 // clip scales δ_i to norm th_i = ClipScale·Clip when it is larger, before
 // the block is exchanged (SANCUS's per-rank gradient clipping).
 func (e *Engine) clip(d *matrix.Dense) {
-	if e.cfg.Clip <= 0 {
+	if e.cfg.Optim.Clip <= 0 {
 		return
 	}
-	th := e.clipScale * e.cfg.Clip
+	th := e.clipScale * e.cfg.Optim.Clip
 	if n := e.be.Norm(d); n > th {
 		e.be.Scale(d, float32(th/n))
 		e.clipped++

@@ -57,13 +57,13 @@ func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
 // hasResidual reports whether layer l adds its input to its output: a hidden
 // layer between hidden layers, with --residual (their widths are equal).
 func (e *Engine) hasResidual(l int) bool {
-	return e.cfg.Residual && l > 0 && l < e.cfg.Layers-1 && e.m.Dims[l] == e.m.Dims[l+1]
+	return e.cfg.Model.Residual && l > 0 && l < e.cfg.Model.Layers-1 && e.m.Dims[l] == e.m.Dims[l+1]
 }
 
 // activate adds layer l's bias and, for a hidden layer, applies the
 // activation in place: ReLU, or ELU for a GAT (as Veličković et al.).
 func (e *Engine) activate(h *matrix.Dense, l int, hidden bool) {
-	if !e.cfg.Model.ELU() {
+	if !e.cfg.Model.Arch.ELU() {
 		e.be.AddBiasReLU(h, e.m.B[l], hidden)
 		return
 	}
@@ -82,7 +82,7 @@ func (e *Engine) activate(h *matrix.Dense, l int, hidden bool) {
 // activationBackward multiplies g by the activation's derivative, read off
 // its output h: ReLU's 1 where h > 0, ELU's 1 there and h + 1 elsewhere.
 func (e *Engine) activationBackward(g, h *matrix.Dense) {
-	if !e.cfg.Model.ELU() {
+	if !e.cfg.Model.Arch.ELU() {
 		e.be.ReLUBackward(g, h)
 		return
 	}
@@ -116,7 +116,7 @@ func (e *Engine) backward(epoch int, g *matrix.Dense) error {
 		}
 		if l > 0 {
 			mask := e.mask(epoch, l, true) // dropout's backward is the same mask
-			if f, ok := kernels.FusedOf(e.be); ok && !skip && !e.hasResidual(l-1) && !e.cfg.Model.Attends() {
+			if f, ok := kernels.FusedOf(e.be); ok && !skip && !e.hasResidual(l-1) && !e.cfg.Model.Arch.Attends() {
 				// One pass for the two calls below and the bias gradient
 				// of layer l-1 (formed where rowsAt(l-1) is nil: l-1 is
 				// not the last layer).
@@ -160,8 +160,8 @@ func (e *Engine) step() (nonFinite string, err error) {
 	if err := e.reduceGradients(); err != nil {
 		return "", err
 	}
-	if wd := float32(e.cfg.WeightDecay); wd > 0 { // the first layer's weights (and root weights); a GAT's every parameter
-		decayed, all := 1, e.cfg.Model.DecaysAll()
+	if wd := float32(e.cfg.Optim.WeightDecay); wd > 0 { // the first layer's weights (and root weights); a GAT's every parameter
+		decayed, all := 1, e.cfg.Model.Arch.DecaysAll()
 		if all {
 			decayed = len(e.layers)
 		}
@@ -226,7 +226,7 @@ func (e *Engine) reduceGradients() error {
 // with error feedback — what rounding this rank's contribution drops is
 // added back into its next one, so no gradient is lost for good.
 func (e *Engine) allreduce(g []float32) error {
-	if e.cfg.WireAllreduce != "bf16" || e.P == 1 {
+	if e.cfg.Wire.Allreduce != "bf16" || e.P == 1 {
 		return collectives.Allreduce(e.c, g)
 	}
 	if e.residual == nil {

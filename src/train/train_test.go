@@ -94,7 +94,7 @@ func generatedMulti(t testing.TB) *graph.Dataset {
 func TestMultiLabelRanksAgree(t *testing.T) {
 	ds := generatedMulti(t)
 	cfg := Defaults()
-	cfg.Epochs, cfg.LR, cfg.Dropout = 60, 0.05, 0
+	cfg.Optim.Epochs, cfg.Optim.LR, cfg.Model.Dropout = 60, 0.05, 0
 	one, err := RunInProcess(ds, 1, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func loadCora(t testing.TB) *graph.Dataset {
 // onRanks builds P in-process engines on ds and runs fn on each.
 func onRanks(t *testing.T, ds *graph.Dataset, p int, cfg Config, fn func(e *Engine) error) {
 	t.Helper()
-	onRanksWith(t, ds, p, cfg, shard.Options{Precompute: cfg.Precompute}, fn)
+	onRanksWith(t, ds, p, cfg, shard.Options{Precompute: cfg.Model.Precompute}, fn)
 }
 
 // onRanksWith is onRanks on shards prepared with opt.
@@ -212,11 +212,11 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 				ds = generatedMulti(t)
 			}
 			cfg := Defaults()
-			cfg.Precompute, cfg.Layers, cfg.Hidden, cfg.Model = tc.precompute, tc.layers, tc.hidden, tc.model
-			cfg.Heads, cfg.OutHeads = tc.heads, max(tc.heads-1, 1) // an averaged output layer too
-			cfg.Residual = strings.HasPrefix(tc.name, "residual")
-			cfg.WeightDecay = 0
-			cfg.Dropout = 0.3 // masks are fixed per epoch, so the loss is still a function
+			cfg.Model.Precompute, cfg.Model.Layers, cfg.Model.Hidden, cfg.Model.Arch = tc.precompute, tc.layers, tc.hidden, tc.model
+			cfg.Model.Heads, cfg.Model.OutHeads = tc.heads, max(tc.heads-1, 1) // an averaged output layer too
+			cfg.Model.Residual = strings.HasPrefix(tc.name, "residual")
+			cfg.Optim.WeightDecay = 0
+			cfg.Model.Dropout = 0.3 // masks are fixed per epoch, so the loss is still a function
 			var mu sync.Mutex
 			var fails []string
 			onRanks(t, ds, tc.ranks, cfg, func(e *Engine) error {
@@ -316,13 +316,13 @@ func TestRanksGiveSameLosses(t *testing.T) {
 		pre := run.pre
 		for _, layers := range []int{2, 3} {
 			cfg := Defaults()
-			cfg.Epochs, cfg.Precompute, cfg.Layers, cfg.Model = 25, pre, layers, run.model
-			cfg.Residual = layers == 3 && run.model != model.ArchGCN
+			cfg.Optim.Epochs, cfg.Model.Precompute, cfg.Model.Layers, cfg.Model.Arch = 25, pre, layers, run.model
+			cfg.Model.Residual = layers == 3 && run.model != model.ArchGCN
 			if layers == 3 {
-				cfg.Hidden = 6 // makes the middle layer aggregate-first
+				cfg.Model.Hidden = 6 // makes the middle layer aggregate-first
 			}
 			if run.model == model.ArchGAT {
-				cfg.Heads, cfg.OutHeads, cfg.Hidden = 2, 2, 4
+				cfg.Model.Heads, cfg.Model.OutHeads, cfg.Model.Hidden = 2, 2, 4
 			}
 			var ref *result.Result
 			for _, p := range []int{1, 2, 4} {
@@ -355,7 +355,7 @@ func meanTestAcc(t *testing.T, ds *graph.Dataset, p int, cfg Config, seeds int) 
 	t.Helper()
 	var sent, skip int
 	for s := 1; s <= seeds; s++ {
-		cfg.Seed = uint64(s)
+		cfg.Optim.Seed = uint64(s)
 		out, err := RunInProcess(ds, p, cfg)
 		res := out.Result
 		if err != nil {
@@ -394,7 +394,7 @@ func TestStalenessKeepsAccuracy(t *testing.T) {
 		eps  float64
 	}{{"epoch-fixed", 1}, {"epoch-adaptive", 1}, {"variation-gap", 0.01}, {"variation-gap", 0.02}, {"variation-gap", 0.03}} {
 		cfg := base
-		cfg.Staleness, cfg.Eps = pol.name, pol.eps
+		cfg.Staleness.Policy, cfg.Staleness.Eps = pol.name, pol.eps
 		acc, skipped := meanTestAcc(t, ds, 4, cfg, 5)
 		t.Logf("%s(%g): mean test %.4f (none %.4f), %.0f%% of broadcasts skipped", pol.name, pol.eps, acc, ref, 100*skipped)
 		if skipped < 0.01 {
@@ -411,7 +411,7 @@ func TestStalenessKeepsAccuracy(t *testing.T) {
 func TestEngineBroadcastSchedule(t *testing.T) {
 	ds, _ := generated(t)
 	cfg := Defaults()
-	cfg.Epochs = 10
+	cfg.Optim.Epochs = 10
 	cases := []struct {
 		policy string
 		eps    float64
@@ -426,7 +426,7 @@ func TestEngineBroadcastSchedule(t *testing.T) {
 		{"variation-gap", 0, 10, "[0 1 2 3 4 5 6 7 8 9]"},
 	}
 	for _, c := range cases {
-		cfg.Staleness, cfg.Eps, cfg.MaxStale = c.policy, c.eps, c.cap
+		cfg.Staleness.Policy, cfg.Staleness.Eps, cfg.Staleness.MaxStale = c.policy, c.eps, c.cap
 		out, err := RunInProcess(ds, 4, cfg)
 		res := out.Result
 		if err != nil {
@@ -445,17 +445,17 @@ func TestEngineBroadcastSchedule(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	bad := []func(c *Config){
-		func(c *Config) { c.Layers = 0 },
-		func(c *Config) { c.Dropout = 1 },
-		func(c *Config) { c.LR = 0 },
-		func(c *Config) { c.Staleness = "sometimes" },
-		func(c *Config) { c.Staleness, c.Eps = "epoch-fixed", 0.5 },
-		func(c *Config) { c.MaxStale = 0 },
-		func(c *Config) { c.Epochs = 0 },
-		func(c *Config) { c.EvalEvery = -1 },
-		func(c *Config) { c.Dropout = math.NaN() },
-		func(c *Config) { c.Staleness, c.Eps = "variation-gap", math.NaN() },
-		func(c *Config) { c.MaxLossGrowth = -1 },
+		func(c *Config) { c.Model.Layers = 0 },
+		func(c *Config) { c.Model.Dropout = 1 },
+		func(c *Config) { c.Optim.LR = 0 },
+		func(c *Config) { c.Staleness.Policy = "sometimes" },
+		func(c *Config) { c.Staleness.Policy, c.Staleness.Eps = "epoch-fixed", 0.5 },
+		func(c *Config) { c.Staleness.MaxStale = 0 },
+		func(c *Config) { c.Optim.Epochs = 0 },
+		func(c *Config) { c.Run.EvalEvery = -1 },
+		func(c *Config) { c.Model.Dropout = math.NaN() },
+		func(c *Config) { c.Staleness.Policy, c.Staleness.Eps = "variation-gap", math.NaN() },
+		func(c *Config) { c.Optim.MaxLossGrowth = -1 },
 	}
 	for i, f := range bad {
 		c := Defaults()
@@ -477,13 +477,13 @@ func TestSparseExchangeEqualsDense(t *testing.T) {
 	}{{"none", 0}, {"epoch-fixed", 1}, {"variation-gap", 0.03}} {
 		for _, p := range []int{2, 4} {
 			cfg := Defaults()
-			cfg.Epochs, cfg.Staleness, cfg.Eps = 20, pol.name, pol.eps
-			cfg.DenseBcast = true
+			cfg.Optim.Epochs, cfg.Staleness.Policy, cfg.Staleness.Eps = 20, pol.name, pol.eps
+			cfg.Exchange.Dense = true
 			dense, err := RunInProcess(ds, p, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.DenseBcast = false
+			cfg.Exchange.Dense = false
 			sparse, err := RunInProcess(ds, p, cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -517,12 +517,12 @@ func TestChunkedExchangeEqualsWhole(t *testing.T) {
 		name, staleness, wire string
 	}{{"none", "none", "fp32"}, {"variation-gap", "variation-gap", "fp32"}, {"int8", "none", "int8"}} {
 		cfg := Defaults()
-		cfg.Epochs, cfg.Staleness, cfg.Wire, cfg.EvalEvery = 8, run.staleness, run.wire, 2
+		cfg.Optim.Epochs, cfg.Staleness.Policy, cfg.Wire.Fwd, cfg.Run.EvalEvery = 8, run.staleness, run.wire, 2
 		whole, err := RunInProcess(ds, 3, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.ExchangeChunk = 200 // a few rows a message
+		cfg.Exchange.SparseChunk = 200 // a few rows a message
 		chunked, err := RunInProcess(ds, 3, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -570,7 +570,7 @@ func TestWholeBlockSendsEqualPacked(t *testing.T) {
 		full                  bool
 	}{{"none", "none", "fp32", false}, {"full-output", "none", "fp32", true}, {"variation-gap", "variation-gap", "fp32", false}, {"int8", "none", "int8", false}} {
 		cfg := Defaults()
-		cfg.Epochs, cfg.Staleness, cfg.Wire, cfg.EvalEvery, cfg.FullOutput = 8, run.staleness, run.wire, 2, run.full
+		cfg.Optim.Epochs, cfg.Staleness.Policy, cfg.Wire.Fwd, cfg.Run.EvalEvery, cfg.Exchange.FullOutput = 8, run.staleness, run.wire, 2, run.full
 		wholeBlockShare = 101 // never: only the rows used travel, packed
 		packed, err := RunInProcess(ds, 3, cfg)
 		if err != nil {
@@ -607,7 +607,7 @@ func TestReorderedTrainingEqualsContiguous(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Defaults()
-	cfg.Epochs = 20
+	cfg.Optim.Epochs = 20
 	ref, err := RunInProcess(ds, 4, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -619,7 +619,7 @@ func TestReorderedTrainingEqualsContiguous(t *testing.T) {
 		}
 		for _, dense := range []bool{false, true} {
 			c := cfg
-			c.DenseBcast = dense
+			c.Exchange.Dense = dense
 			got, err := RunPartitioned(ds, assign, 4, c)
 			if err != nil {
 				t.Fatal(err)
@@ -641,13 +641,13 @@ func TestBlockCommMatchesRing(t *testing.T) {
 	ds, _ := generated(t)
 	for _, p := range []int{2, 4} {
 		cfg := Defaults()
-		cfg.Epochs, cfg.EvalEvery, cfg.DenseBcast = 12, 6, true
-		cfg.Staleness, cfg.Eps = "epoch-fixed", 2
+		cfg.Optim.Epochs, cfg.Run.EvalEvery, cfg.Exchange.Dense = 12, 6, true
+		cfg.Staleness.Policy, cfg.Staleness.Eps = "epoch-fixed", 2
 		ring, err := RunInProcess(ds, p, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.DeviceComm = "host"
+		cfg.Exchange.DeviceComm = "host"
 		blocks, err := RunInProcess(ds, p, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -670,12 +670,12 @@ func TestBlockCommMatchesRing(t *testing.T) {
 func TestDeviceCommErrors(t *testing.T) {
 	ds, _ := generated(t)
 	cfg := Defaults()
-	cfg.Epochs = 1
-	cfg.DeviceComm = "host"
+	cfg.Optim.Epochs = 1
+	cfg.Exchange.DeviceComm = "host"
 	if _, err := RunInProcess(ds, 2, cfg); err == nil || !strings.Contains(err.Error(), "--dense-bcast") {
 		t.Fatalf("sparse exchange with a device communicator: %v", err)
 	}
-	cfg.DeviceComm, cfg.DenseBcast = "nccl", true
+	cfg.Exchange.DeviceComm, cfg.Exchange.Dense = "nccl", true
 	if _, err := RunInProcess(ds, 2, cfg); err == nil || !strings.Contains(err.Error(), "make cuda") {
 		t.Fatalf("nccl in a CPU build: %v", err)
 	}
@@ -691,13 +691,13 @@ func TestDivergenceStopsWithAReport(t *testing.T) {
 		want string
 	}{{1e30, "non-finite"}, {1e6, "grew past"}} {
 		cfg := Defaults()
-		cfg.Epochs, cfg.LR = 30, c.lr
+		cfg.Optim.Epochs, cfg.Optim.LR = 30, c.lr
 		out, err := RunInProcess(ds, 2, cfg)
 		if !errors.Is(err, ErrDiverged) || !strings.Contains(err.Error(), "diverged at epoch") || !strings.Contains(err.Error(), c.want) {
 			t.Fatalf("lr %g: want a divergence saying %q, got %v", c.lr, c.want, err)
 		}
 		res := out.Result
-		if res == nil || res.Status != "diverged" || len(res.Curve) == 0 || len(res.Curve) == cfg.Epochs || res.Error != err.Error() {
+		if res == nil || res.Status != "diverged" || len(res.Curve) == 0 || len(res.Curve) == cfg.Optim.Epochs || res.Error != err.Error() {
 			t.Fatalf("lr %g: report %+v", c.lr, res)
 		}
 		if _, jerr := json.Marshal(res); jerr != nil {
@@ -730,7 +730,7 @@ func TestNPZCoraAccuracy(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := Defaults()
-		cfg.Seed = s
+		cfg.Optim.Seed = s
 		out, err := RunInProcess(ds, 1, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -759,7 +759,7 @@ func TestSAGEAccuracy(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := Defaults()
-		cfg.Model, cfg.Precompute = model.ArchSAGE, false
+		cfg.Model.Arch, cfg.Model.Precompute = model.ArchSAGE, false
 		acc, _ := meanTestAcc(t, ds, 1, cfg, 5)
 		t.Logf("%s GraphSAGE: mean test %.4f, PyTorch %.4f", name, acc, ref)
 		if acc < ref-0.01 {
@@ -788,7 +788,7 @@ func policiesWithinAPoint(t *testing.T, name string, ds *graph.Dataset, cfg Conf
 	}
 	for _, p := range pols {
 		c := cfg
-		c.Staleness, c.Eps = p.name, p.eps
+		c.Staleness.Policy, c.Staleness.Eps = p.name, p.eps
 		got, skipped := meanTestAcc(t, ds, 4, c, 5)
 		t.Logf("%s %s(%g): mean test %.4f (none %.4f), %.0f%% skipped", name, p.name, p.eps, got, none, 100*skipped)
 		if got < none-0.01 || skipped < 0.01 {
@@ -810,7 +810,7 @@ func TestGATAccuracy(t *testing.T) {
 	sweep(t)
 	ds := loadCora(t)
 	cfg := Defaults()
-	cfg.Model, cfg.Precompute, cfg.Hidden, cfg.Heads, cfg.Dropout, cfg.LR = model.ArchGAT, false, 8, 8, 0.6, 0.005
+	cfg.Model.Arch, cfg.Model.Precompute, cfg.Model.Hidden, cfg.Model.Heads, cfg.Model.Dropout, cfg.Optim.LR = model.ArchGAT, false, 8, 8, 0.6, 0.005
 	none, _ := meanTestAcc(t, ds, 1, cfg, 5)
 	t.Logf("cora GAT: mean test %.4f, PyTorch %.4f", none, gatReference)
 	if none < 0.815 || none < gatReference-0.01 {
@@ -838,7 +838,7 @@ func TestCompulsoryMemoryCountsLayerBuffers(t *testing.T) {
 	ds, _ := generated(t)
 	mb := func(hidden int) float64 {
 		cfg := Defaults()
-		cfg.Epochs, cfg.Hidden = 1, hidden
+		cfg.Optim.Epochs, cfg.Model.Hidden = 1, hidden
 		out, err := RunInProcess(ds, 2, cfg)
 		if err != nil {
 			t.Fatal(err)

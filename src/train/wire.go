@@ -180,7 +180,7 @@ func (e *Engine) rowKey(c *cache, epoch int) uint64 {
 			c.wire.rowHash[r] = wire.RowHash(uint64(e.ownID(r)))
 		}
 	}
-	return wire.Seed(e.cfg.Seed^c.wire.stream, uint64(epoch))
+	return wire.Seed(e.cfg.Optim.Seed^c.wire.stream, uint64(epoch))
 }
 
 // grow returns b with length n, reallocated only when too small.
@@ -189,34 +189,6 @@ func grow[T any](b []T, n int) []T {
 		return make([]T, n)
 	}
 	return b[:n]
-}
-
-// wireBits parses the configured widths of forward and gradient blocks.
-func (c Config) wireBits() (fwd, grad int, err error) {
-	if fwd, err = wire.Parse(c.Wire); err != nil {
-		return 0, 0, err
-	}
-	grad = fwd
-	if c.WireGrad != "" {
-		if grad, err = wire.Parse(c.WireGrad); err != nil {
-			return 0, 0, fmt.Errorf("wire-grad: %w", err)
-		}
-	}
-	if (fwd == wire.Auto || grad == wire.Auto) && !(c.WireError > 0 && c.WireError < 1) {
-		return 0, 0, fmt.Errorf("--wire auto needs --wire-error in (0,1), got %g", c.WireError)
-	}
-	switch {
-	case c.CacheBits && fwd == wire.FP32 && grad == wire.FP32:
-		return 0, 0, fmt.Errorf("--cache-bits keeps blocks in the wire's bits: it needs --wire or --wire-grad narrower than fp32")
-	case c.CacheBits && c.WireDelta:
-		return 0, 0, fmt.Errorf("--cache-bits cannot hold --wire-delta's copies: a delta is added to a float32 copy")
-	}
-	switch c.WireAllreduce {
-	case "", "fp32", "bf16":
-	default:
-		return 0, 0, fmt.Errorf("unknown wire-allreduce %q (fp32 or bf16)", c.WireAllreduce)
-	}
-	return fwd, grad, nil
 }
 
 // sampledError is ‖decoded − block‖/‖block‖ over every n-th row.

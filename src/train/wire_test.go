@@ -20,7 +20,7 @@ func TestQuantizedCopiesAgreeEverywhere(t *testing.T) {
 	ds, _ := generated(t)
 	for _, w := range []string{"int4", "int2", "bf16"} {
 		cfg := Defaults()
-		cfg.Epochs, cfg.DenseBcast, cfg.Wire, cfg.EvalEvery = 5, true, w, 0
+		cfg.Optim.Epochs, cfg.Exchange.Dense, cfg.Wire.Fwd, cfg.Run.EvalEvery = 5, true, w, 0
 		onRanks(t, ds, 4, cfg, func(e *Engine) error {
 			if _, err := e.Run(); err != nil {
 				return err
@@ -67,14 +67,14 @@ func TestQuantizedRunsDoNotDependOnP(t *testing.T) {
 		{"auto", "bf16", "none", 0, true},
 	} {
 		cfg := Defaults()
-		cfg.Epochs, cfg.Wire, cfg.WireGrad, cfg.WireDelta, cfg.WireError = 15, c.wire, c.grad, c.delta, 0.1
-		cfg.Staleness, cfg.Eps = c.policy, c.eps
+		cfg.Optim.Epochs, cfg.Wire.Fwd, cfg.Wire.Grad, cfg.Wire.Delta, cfg.Wire.Error = 15, c.wire, c.grad, c.delta, 0.1
+		cfg.Staleness.Policy, cfg.Staleness.Eps = c.policy, c.eps
 		var ref *result.Result
 		for _, run := range []struct {
 			p     int
 			dense bool
 		}{{1, false}, {2, false}, {4, false}, {4, true}} {
-			cfg.DenseBcast = run.dense
+			cfg.Exchange.Dense = run.dense
 			out, err := RunInProcess(ds, run.p, cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -100,8 +100,8 @@ func TestQuantizedRunsDoNotDependOnP(t *testing.T) {
 // allreduce's error feedback in the state.
 func TestQuantizedStopAndResumeIsBitIdentical(t *testing.T) {
 	cfg := Defaults()
-	cfg.Staleness, cfg.Eps = "variation-gap", 0.05
-	cfg.Wire, cfg.WireGrad, cfg.WireDelta, cfg.WireAllreduce = "int4", "int8", true, "bf16"
+	cfg.Staleness.Policy, cfg.Staleness.Eps = "variation-gap", 0.05
+	cfg.Wire.Fwd, cfg.Wire.Grad, cfg.Wire.Delta, cfg.Wire.Allreduce = "int4", "int8", true, "bf16"
 	checkStopResume(t, cfg)
 }
 
@@ -130,14 +130,14 @@ func TestQuantizedAccuracy(t *testing.T) {
 			t.Fatal(err)
 		}
 		base := Defaults()
-		base.Model = run.model
+		base.Model.Arch = run.model
 		ref, _ := meanTestAcc(t, ds, 4, base, run.seeds)
 		for _, c := range []struct {
 			wire string
 			tol  float64
 		}{{"int8", run.int8}, {"int4", 0.01}} {
 			cfg := base
-			cfg.Wire = c.wire
+			cfg.Wire.Fwd = c.wire
 			acc, _ := meanTestAcc(t, ds, 4, cfg, run.seeds)
 			t.Logf("%s %s: mean test %.4f, fp32 %.4f", name, c.wire, acc, ref)
 			if acc < ref-c.tol {
@@ -149,12 +149,12 @@ func TestQuantizedAccuracy(t *testing.T) {
 
 func TestWireConfigErrors(t *testing.T) {
 	for _, f := range []func(c *Config){
-		func(c *Config) { c.Wire = "int3" },
-		func(c *Config) { c.WireGrad = "fp64" },
-		func(c *Config) { c.Wire = "auto" },
-		func(c *Config) { c.WireAllreduce = "int8" },
-		func(c *Config) { c.CacheBits = true },
-		func(c *Config) { c.CacheBits, c.Wire, c.WireDelta = true, "int4", true },
+		func(c *Config) { c.Wire.Fwd = "int3" },
+		func(c *Config) { c.Wire.Grad = "fp64" },
+		func(c *Config) { c.Wire.Fwd = "auto" },
+		func(c *Config) { c.Wire.Allreduce = "int8" },
+		func(c *Config) { c.Wire.CacheBits = true },
+		func(c *Config) { c.Wire.CacheBits, c.Wire.Fwd, c.Wire.Delta = true, "int4", true },
 	} {
 		c := Defaults()
 		f(&c)

@@ -234,7 +234,7 @@ func benchKernels(args []string) error {
 		ms  *float64
 	}{{true, ds, &r.EpochMs}, {false, ds, &r.EpochPlainMs}, {true, rds, &r.EpochRCMMs}} {
 		cfg := train.Defaults()
-		cfg.Epochs, cfg.EvalEvery, cfg.Precompute, cfg.Device = *epochs, 0, run.pre, *device
+		cfg.Optim.Epochs, cfg.Run.EvalEvery, cfg.Model.Precompute, cfg.Run.Device = *epochs, 0, run.pre, *device
 		out, err := train.RunInProcess(run.ds, 1, cfg)
 		if err != nil {
 			return err

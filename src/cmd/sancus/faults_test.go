@@ -8,6 +8,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
+
+	"sancus/src/train"
 )
 
 // Issue 15's table, row by row: each case failed (lost work or misled)
@@ -201,4 +205,49 @@ func writeDataset(t *testing.T, dir string, files map[string]string) string {
 		}
 	}
 	return dir
+}
+
+// TestTrainHelpIsGrouped: train --help lists every flag exactly once, each
+// under a section title, with an example before the first section.
+func TestTrainHelpIsGrouped(t *testing.T) {
+	b, err := exec.Command(bin, "train", "--help").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := string(b)
+	if !strings.Contains(help, "Example:\n  mpirun") {
+		t.Fatalf("train --help has no example:\n%s", help)
+	}
+	var tf trainFlags
+	cfg := train.Defaults()
+	all := trainFlagSet(&cfg, &tf)
+	seen, section, sections := map[string]int{}, "", 0
+	for _, line := range strings.Split(help, "\n") {
+		switch {
+		case strings.HasSuffix(line, ":") && !strings.HasPrefix(line, " "):
+			section = line
+			if line != "Example:" {
+				sections++
+			}
+		case strings.HasPrefix(strings.TrimSpace(line), "--"):
+			name := strings.TrimPrefix(strings.Fields(line)[0], "--")
+			name, _, _ = strings.Cut(name, "[")
+			if section == "" || section == "Example:" {
+				t.Errorf("--%s is listed outside a section", name)
+			}
+			seen[name]++
+		}
+	}
+	all.VisitAll(func(f *pflag.Flag) {
+		if seen[f.Name] != 1 {
+			t.Errorf("--%s appears %d times in train --help", f.Name, seen[f.Name])
+		}
+		delete(seen, f.Name)
+	})
+	for name := range seen {
+		t.Errorf("train --help lists --%s, which train does not take", name)
+	}
+	if sections < 8 {
+		t.Errorf("train --help has %d sections", sections)
+	}
 }

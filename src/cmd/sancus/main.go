@@ -46,17 +46,58 @@ var help func(w io.Writer)
 // newFlags makes a command's flag set.
 func newFlags(name, synopsis string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	return withUsage(fs, func(w io.Writer) {
+		fmt.Fprintf(w, "Usage: sancus %s\n\n", synopsis)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	})
+}
+
+// withUsage makes print a set's --help.
+func withUsage(fs *pflag.FlagSet, print func(w io.Writer)) *pflag.FlagSet {
 	fs.SortFlags = false
 	fs.SetOutput(io.Discard) // errors are returned and printed once, by main
-	fs.Usage = func() {
-		help = func(w io.Writer) {
-			fmt.Fprintf(w, "Usage: sancus %s\n\n", synopsis)
-			fs.SetOutput(w)
-			fs.PrintDefaults()
-			fs.SetOutput(io.Discard)
-		}
-	}
+	fs.Usage = func() { help = print }
 	return fs
+}
+
+// grouped is a command's flags in sections, printed under their titles
+// in the order they were made.
+type grouped struct {
+	fs       *pflag.FlagSet
+	titles   []string
+	sections []*pflag.FlagSet
+}
+
+// newGrouped makes a command's flag set whose help shows the synopsis, an
+// example and each section.
+func newGrouped(name, synopsis, example string) *grouped {
+	g := &grouped{fs: pflag.NewFlagSet(name, pflag.ContinueOnError)}
+	g.fs.SortFlags = false
+	withUsage(g.fs, func(w io.Writer) {
+		fmt.Fprintf(w, "Usage: sancus %s\n\nExample:\n  %s\n", synopsis, example)
+		for i, s := range g.sections {
+			fmt.Fprintf(w, "\n%s:\n%s", g.titles[i], s.FlagUsages())
+		}
+	})
+	return g
+}
+
+// section starts a section of flags.
+func (g *grouped) section(title string) *pflag.FlagSet {
+	s := pflag.NewFlagSet(title, pflag.ContinueOnError)
+	s.SortFlags = false
+	g.titles, g.sections = append(g.titles, title), append(g.sections, s)
+	return s
+}
+
+// done adds every section's flags to the set that parses them.
+func (g *grouped) done() *pflag.FlagSet {
+	for _, s := range g.sections {
+		g.fs.AddFlagSet(s)
+	}
+	return g.fs
 }
 
 func main() {

@@ -182,14 +182,14 @@ func predictRank(pf predictFlags, spec model.Spec, m *model.GCN, c collectives.C
 	}
 	s.Classes = spec.Classes // data may lack a class the model knows
 	cfg := train.Defaults()
-	cfg.Model, cfg.Layers, cfg.Precompute, cfg.Epochs, cfg.LocalRank = spec.Model, spec.Layers, s.HasAX(), 1, -1
-	cfg.Residual = spec.Residual
+	cfg.Model.Arch, cfg.Model.Layers, cfg.Model.Precompute, cfg.Optim.Epochs, cfg.Run.LocalRank = spec.Model, spec.Layers, s.HasAX(), 1, -1
+	cfg.Model.Residual = spec.Residual
 	if spec.Layers > 1 {
-		cfg.Hidden = spec.Dims[1]
+		cfg.Model.Hidden = spec.Dims[1]
 	}
 	if spec.Model.Attends() && len(spec.Heads) == spec.Layers {
-		cfg.Heads, cfg.OutHeads = spec.Heads[0], spec.Heads[spec.Layers-1]
-		cfg.Hidden = spec.Dims[1] / spec.Heads[0]
+		cfg.Model.Heads, cfg.Model.OutHeads = spec.Heads[0], spec.Heads[spec.Layers-1]
+		cfg.Model.Hidden = spec.Dims[1] / spec.Heads[0]
 	}
 	e, err := train.New(cfg, c, s)
 	if err != nil {

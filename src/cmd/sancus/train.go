@@ -85,61 +85,84 @@ func watchSignals(who string) {
 }
 
 func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
-	fs := newFlags("train", "train (--data DIR | --shards DIR) [flags]")
-	fs.StringVar(&tf.data, "data", "", "dataset `DIR` (whole graph; every rank reads it)")
+	g := newGrouped("train", "train (--data DIR | --shards DIR) [flags]",
+		"mpirun -np 4 sancus train --shards data/g-P4 --staleness variation-gap --eps 0.03 --epochs 200")
+	m, o, st, w := &cfg.Model, &cfg.Optim, &cfg.Staleness, &cfg.Wire
+	b, x, r := &cfg.Batch, &cfg.Exchange, &cfg.Run
+
+	fs := g.section("Data")
+	fs.StringVar(&tf.data, "data", "", "dataset `DIR` or file (whole graph; every rank reads it)")
 	fs.StringVar(&tf.shards, "shards", "", "shard `DIR` from 'sancus prepare' (each rank reads its own shard)")
-	fs.IntVar(&tf.ranks, "ranks", 1, "run this many ranks as goroutines in one process (without mpirun)")
-	fs.Var(&cfg.Model, "model", "gcn (Kipf and Welling), sage (GraphSAGE-mean: neighbour mean and a root weight) or gat (Veličković et al.: attention heads, ELU); sage and gat read X, not ÂX")
-	fs.IntVar(&cfg.Layers, "layers", cfg.Layers, "graph convolution layers")
-	fs.IntVar(&cfg.Hidden, "hidden", cfg.Hidden, "hidden width (a GAT's: per head)")
-	fs.BoolVar(&cfg.Residual, "residual", false, "hidden layers of equal width add their input to their output (needs 3+ layers)")
-	fs.StringVar(&cfg.Batch, "batch", "global", "global (the whole graph every step) or clusters (--clusters-per-step of the shards' clusters per step; prepare --clusters)")
-	fs.IntVar(&cfg.ClustersPerStep, "clusters-per-step", 10, "with --batch clusters: clusters in each step's batch")
-	fs.BoolVar(&cfg.Boundary, "boundary", false, "with --batch clusters: a batch's nodes also read their neighbours outside the batch (cached copies, whole-graph normalization)")
-	fs.IntVar(&cfg.Heads, "heads", cfg.Heads, "GAT: attention heads of the hidden layers (concatenated)")
-	fs.IntVar(&cfg.OutHeads, "out-heads", cfg.OutHeads, "GAT: attention heads of the output layer (averaged)")
-	fs.Float64Var(&cfg.AttDropout, "att-dropout", cfg.AttDropout, "GAT: dropout of attention coefficients (< 0: as --dropout)")
-	fs.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "training epochs")
-	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate")
-	fs.Float64Var(&cfg.Dropout, "dropout", cfg.Dropout, "dropout probability on every layer's input")
-	fs.Float64Var(&cfg.WeightDecay, "weight-decay", cfg.WeightDecay, "L2 weight decay on the first layer")
-	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for weights and dropout")
-	fs.BoolVar(&cfg.Precompute, "precompute", cfg.Precompute, "use precomputed ÂX (exact; layer 1 sends nothing); --precompute=false runs the plain path")
-	fs.StringVar(&cfg.Staleness, "staleness", cfg.Staleness, "staleness policy: none, epoch-fixed, epoch-adaptive, variation-gap")
-	fs.Float64Var(&cfg.Eps, "eps", cfg.Eps, "staleness bound: epochs (ε_E, ε_A; default 1) or relative change (ε_H; default 0.03)")
-	fs.IntVar(&cfg.MaxStale, "max-stale", cfg.MaxStale, "hard cap on epochs a cached block may be reused, for every policy")
-	fs.Float64Var(&cfg.Clip, "clip", cfg.Clip, "per-rank gradient clipping threshold th (0: off)")
-	fs.Float64Var(&cfg.ClipScale, "clip-scale", cfg.ClipScale, "th_i = clip-scale·th (0: √P, as in SANCUS)")
-	fs.BoolVar(&cfg.FreshDiagonal, "fresh-diagonal", cfg.FreshDiagonal, "multiply a rank's own block with its fresh rows instead of the shared cached copy")
-	fs.BoolVar(&cfg.FullOutput, "full-output", cfg.FullOutput, "compute every row in training: the last layer, and layer 1 on ÂX, not only the rows the loss reads (the same losses; for comparisons)")
-	fs.BoolVar(&cfg.ProfileKernels, "profile-kernels", false, "time kernel calls by class (gemm, spmm, dropout, loss, elementwise) into the results' per-rank kernel_ms")
-	fs.BoolVar(&cfg.SkipGradients, "skip-gradients", cfg.SkipGradients, "SkipG baseline: let the staleness policy skip gradient broadcasts too")
-	fs.BoolVar(&cfg.DenseBcast, "dense-bcast", cfg.DenseBcast, "broadcast whole blocks (SANCUS as published) instead of sending each rank only the rows it uses")
-	fs.BoolVar(&cfg.NativeBcast, "native-bcast", cfg.NativeBcast, "with --dense-bcast: MPI_Bcast instead of the pipelined ring")
-	fs.IntVar(&cfg.Chunk, "chunk", cfg.Chunk, "ring broadcast chunk in floats (0: 65536)")
-	fs.IntVar(&cfg.ExchangeChunk, "exchange-chunk", cfg.ExchangeChunk, "most bytes of rows in one message of the sparse exchange; more go in chunks through two pack buffers per peer (0: 64 MiB; smaller: less memory, slower)")
-	fs.StringVar(&cfg.Wire, "wire", "fp32", "forward blocks on the wire: fp32, bf16, int8, int4, int2 (per-row offset and step, stochastic rounding) or auto")
-	fs.StringVar(&cfg.WireGrad, "wire-grad", "", "gradient blocks on the wire (default: as --wire)")
-	fs.Float64Var(&cfg.WireError, "wire-error", 0.05, "--wire auto: the largest relative error ‖decoded − block‖/‖block‖ a block may get")
-	fs.BoolVar(&cfg.WireDelta, "wire-delta", false, "a refreshed root sends its change against the copy every rank holds, not its block")
-	fs.BoolVar(&cfg.CacheBits, "cache-bits", false, "keep other ranks' cached blocks in the wire's bits, decoding each when it is multiplied (less memory, same results; not with --wire-delta)")
-	fs.StringVar(&cfg.WireAllreduce, "wire-allreduce", "fp32", "weight-gradient allreduce: fp32, or bf16 (half the bytes, with error feedback)")
-	fs.IntVar(&cfg.EvalEvery, "eval-every", cfg.EvalEvery, "evaluate every k epochs and after the last (0: after the last only)")
-	fs.Float64Var(&cfg.MaxLossGrowth, "max-loss-growth", cfg.MaxLossGrowth, "stop as diverged when the loss exceeds this many times the first epoch's (0: only NaN/Inf stop)")
 	addLoadFlags(fs, &tf.load, " (with --data)")
-	fs.StringVar(&cfg.DeviceComm, "device-comm", "", "move dense blocks device to device: nccl (in a binary built with make cuda; needs --dense-bcast); default: through the rank transport")
-	fs.StringVar(&cfg.Device, "device", "cpu", "kernels backend: cpu, or cuda in a binary built with make cuda (one GPU per local rank)")
-	fs.IntVar(&tf.threads, "threads", 0, "kernel threads per rank (0: GOMAXPROCS / in-process ranks)")
+
+	fs = g.section("Model")
+	fs.Var(&m.Arch, "model", "gcn (Kipf and Welling), sage (GraphSAGE-mean: neighbour mean and a root weight) or gat (Veličković et al.: attention heads, ELU); sage and gat read X, not ÂX")
+	fs.IntVar(&m.Layers, "layers", m.Layers, "graph convolution layers")
+	fs.IntVar(&m.Hidden, "hidden", m.Hidden, "hidden width (a GAT's: per head)")
+	fs.BoolVar(&m.Residual, "residual", false, "hidden layers of equal width add their input to their output (needs 3+ layers)")
+	fs.IntVar(&m.Heads, "heads", m.Heads, "GAT: attention heads of the hidden layers (concatenated)")
+	fs.IntVar(&m.OutHeads, "out-heads", m.OutHeads, "GAT: attention heads of the output layer (averaged)")
+	fs.Float64Var(&m.Dropout, "dropout", m.Dropout, "dropout probability on every layer's input")
+	fs.Float64Var(&m.AttDropout, "att-dropout", m.AttDropout, "GAT: dropout of attention coefficients (< 0: as --dropout)")
+	fs.BoolVar(&m.Precompute, "precompute", m.Precompute, "use precomputed ÂX (exact; layer 1 sends nothing); --precompute=false runs the plain path")
+
+	fs = g.section("Optimization")
+	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "training epochs")
+	fs.Float64Var(&o.LR, "lr", o.LR, "Adam learning rate")
+	fs.Float64Var(&o.WeightDecay, "weight-decay", o.WeightDecay, "L2 weight decay on the first layer (a GAT's: every parameter)")
+	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed for weights and dropout")
+	fs.Float64Var(&o.Clip, "clip", o.Clip, "per-rank gradient clipping threshold th (0: off)")
+	fs.Float64Var(&o.ClipScale, "clip-scale", o.ClipScale, "th_i = clip-scale·th (0: √P, as in SANCUS)")
+	fs.Float64Var(&o.MaxLossGrowth, "max-loss-growth", o.MaxLossGrowth, "stop as diverged when the loss exceeds this many times the first epoch's (0: only NaN/Inf stop)")
+
+	fs = g.section("Staleness (which broadcasts a rank may skip)")
+	fs.StringVar(&st.Policy, "staleness", st.Policy, "staleness policy: none, epoch-fixed, epoch-adaptive, variation-gap")
+	fs.Float64Var(&st.Eps, "eps", st.Eps, "staleness bound: epochs (ε_E, ε_A; default 1) or relative change (ε_H; default 0.03)")
+	fs.IntVar(&st.MaxStale, "max-stale", st.MaxStale, "hard cap on epochs a cached block may be reused, for every policy")
+	fs.BoolVar(&st.SkipGradients, "skip-gradients", st.SkipGradients, "SkipG baseline: let the staleness policy skip gradient broadcasts too")
+	fs.BoolVar(&st.FreshDiagonal, "fresh-diagonal", st.FreshDiagonal, "multiply a rank's own block with its fresh rows instead of the shared cached copy")
+
+	fs = g.section("Wire (blocks in fewer bits)")
+	fs.StringVar(&w.Fwd, "wire", "fp32", "forward blocks on the wire: fp32, bf16, int8, int4, int2 (per-row offset and step, stochastic rounding) or auto")
+	fs.StringVar(&w.Grad, "wire-grad", "", "gradient blocks on the wire (default: as --wire)")
+	fs.Float64Var(&w.Error, "wire-error", 0.05, "--wire auto: the largest relative error ‖decoded − block‖/‖block‖ a block may get")
+	fs.BoolVar(&w.Delta, "wire-delta", false, "a refreshed root sends its change against the copy every rank holds, not its block")
+	fs.BoolVar(&w.CacheBits, "cache-bits", false, "keep other ranks' cached blocks in the wire's bits, decoding each when it is multiplied (less memory, same results; not with --wire-delta)")
+	fs.StringVar(&w.Allreduce, "wire-allreduce", "fp32", "weight-gradient allreduce: fp32, or bf16 (half the bytes, with error feedback)")
+
+	fs = g.section("Batch")
+	fs.StringVar(&b.Mode, "batch", "global", "global (the whole graph every step) or clusters (--clusters-per-step of the shards' clusters per step; prepare --clusters)")
+	fs.IntVar(&b.ClustersPerStep, "clusters-per-step", 10, "with --batch clusters: clusters in each step's batch")
+	fs.BoolVar(&b.Boundary, "boundary", false, "with --batch clusters: a batch's nodes also read their neighbours outside the batch (cached copies, whole-graph normalization)")
+
+	fs = g.section("Exchange (which rows move, and how)")
+	fs.BoolVar(&x.Dense, "dense-bcast", x.Dense, "broadcast whole blocks (SANCUS as published) instead of sending each rank only the rows it uses")
+	fs.BoolVar(&x.Native, "native-bcast", x.Native, "with --dense-bcast: MPI_Bcast instead of the pipelined ring")
+	fs.IntVar(&x.RingChunk, "chunk", x.RingChunk, "ring broadcast chunk in floats (0: 65536)")
+	fs.IntVar(&x.SparseChunk, "exchange-chunk", x.SparseChunk, "most bytes of rows in one message of the sparse exchange; more go in chunks through two pack buffers per peer (0: 64 MiB; smaller: less memory, slower)")
+	fs.BoolVar(&x.FullOutput, "full-output", x.FullOutput, "compute every row in training: the last layer, and layer 1 on ÂX, not only the rows the loss reads (the same losses; for comparisons)")
 	fs.DurationVar(&tf.timeout, "comm-timeout", 5*time.Minute, "abort the job when a communication wait exceeds this")
+
+	fs = g.section("Checkpoints")
+	fs.StringVar(&r.CheckpointDir, "checkpoint-dir", "", "`DIR` for checkpoints (one file per rank per committed epoch)")
+	fs.IntVar(&r.CheckpointEvery, "checkpoint-every", 0, "checkpoint every K epochs (0: only on SIGTERM/SIGUSR1)")
+	fs.BoolVar(&r.Resume, "resume", false, "continue from the latest checkpoint in --checkpoint-dir (start fresh if there is none)")
+
+	fs = g.section("Output")
 	fs.StringVar(&tf.out, "out", "", "results JSON `FILE` (default results/runs/<name>-<job id or time>.json)")
 	fs.StringVar(&tf.name, "name", "", "run name used in the default --out")
 	fs.BoolVar(&tf.quiet, "quiet", false, "no per-epoch lines")
-	fs.StringVar(&cfg.CheckpointDir, "checkpoint-dir", "", "`DIR` for checkpoints (one file per rank per committed epoch)")
-	fs.IntVar(&cfg.CheckpointEvery, "checkpoint-every", 0, "checkpoint every K epochs (0: only on SIGTERM/SIGUSR1)")
-	fs.BoolVar(&cfg.Resume, "resume", false, "continue from the latest checkpoint in --checkpoint-dir (start fresh if there is none)")
+	fs.IntVar(&r.EvalEvery, "eval-every", r.EvalEvery, "evaluate every k epochs and after the last (0: after the last only)")
 	fs.StringVar(&tf.saveModel, "save-model", "", "write the trained model (final weights and its whole configuration, for sancus predict) to `FILE`")
 	fs.StringVar(&tf.saveWeights, "save-weights", "", "write the final weights alone (raw float32, little endian, W0 b0 W1 b1 …) to `FILE`")
-	return fs
+	fs.BoolVar(&r.ProfileKernels, "profile-kernels", false, "time kernel calls by class (gemm, spmm, dropout, loss, elementwise) into the results' per-rank kernel_ms")
+
+	fs = g.section("Ranks and devices")
+	fs.IntVar(&tf.ranks, "ranks", 1, "run this many ranks as goroutines in one process (without mpirun)")
+	fs.IntVar(&tf.threads, "threads", 0, "kernel threads per rank (0: GOMAXPROCS / in-process ranks)")
+	fs.StringVar(&r.Device, "device", "cpu", "kernels backend: cpu, or cuda in a binary built with make cuda (one GPU per local rank)")
+	fs.StringVar(&x.DeviceComm, "device-comm", "", "move dense blocks device to device: nccl (in a binary built with make cuda; needs --dense-bcast); default: through the rank transport")
+	return g.done()
 }
 
 func runTrain(args []string) error {
@@ -163,15 +186,15 @@ func runTrain(args []string) error {
 	// at most, since the large arrays hold no pointers.
 	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	if !fs.Changed("eps") {
-		cfg.Eps = staleness.DefaultEps(cfg.Staleness)
+		cfg.Staleness.Eps = staleness.DefaultEps(cfg.Staleness.Policy)
 	}
 	if err := checkTrainFlags(cfg, tf); err != nil {
 		return err
 	}
 	if !tf.quiet {
-		cfg.Log = os.Stdout
+		cfg.Run.Log = os.Stdout
 	}
-	cfg.Stop = stopRequested.Load
+	cfg.Run.Stop = stopRequested.Load
 	env, err := launch.Detect()
 	if err != nil {
 		return err
@@ -189,14 +212,14 @@ func runTrain(args []string) error {
 		return err
 	}
 	if env.Parallel() {
-		cfg.LocalRank = env.LocalRank // one device per rank on its node
+		cfg.Run.LocalRank = env.LocalRank // one device per rank on its node
 		if tf.ranks != 1 {
 			return fmt.Errorf("--ranks is for single-process runs; under %s the launcher sets the rank count", env.Launcher)
 		}
 		return trainMPI(cfg, tf, rep)
 	}
 	setThreads(tf.threads, tf.ranks, nil)
-	cfg.BaseRSSMB = launch.RSSMB()
+	cfg.Run.BaseRSSMB = launch.RSSMB()
 	var res train.Outcome
 	if tf.data != "" {
 		ds, lerr := graph.Load(tf.data, tf.load)
@@ -240,7 +263,7 @@ func defaultOut(tf trainFlags, cfg train.Config, rep *result.Run) string {
 		if env, err := launch.Detect(); err == nil && env.Parallel() {
 			ranks = env.Size
 		}
-		name = fmt.Sprintf("%s-P%d-%s", ds, ranks, strings.ReplaceAll(cfg.Staleness, "-", ""))
+		name = fmt.Sprintf("%s-P%d-%s", ds, ranks, strings.ReplaceAll(cfg.Staleness.Policy, "-", ""))
 	}
 	id := rep.JobID
 	if id == "" {
@@ -266,8 +289,8 @@ func checkTrainFlags(cfg train.Config, tf trainFlags) error {
 // whether this process writes the results (rank 0); every rank writes
 // checkpoints.
 func checkOutputs(cfg train.Config, tf trainFlags, write bool) error {
-	if cfg.CheckpointDir != "" {
-		if err := atomicfile.CheckDir(cfg.CheckpointDir); err != nil {
+	if cfg.Run.CheckpointDir != "" {
+		if err := atomicfile.CheckDir(cfg.Run.CheckpointDir); err != nil {
 			return fmt.Errorf("--checkpoint-dir: %w", err)
 		}
 	}
@@ -298,11 +321,11 @@ func ended(err error, cfg train.Config) error {
 	if !errors.Is(err, train.ErrStopped) {
 		return nil
 	}
-	if cfg.CheckpointDir == "" {
+	if cfg.Run.CheckpointDir == "" {
 		fmt.Fprintln(os.Stderr, "sancus: stopped by signal without --checkpoint-dir: progress is lost")
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "sancus: checkpoint committed in %s; exiting %d so the job can be requeued and --resume\n", cfg.CheckpointDir, ExitRequeue)
+	fmt.Fprintf(os.Stderr, "sancus: checkpoint committed in %s; exiting %d so the job can be requeued and --resume\n", cfg.Run.CheckpointDir, ExitRequeue)
 	os.Exit(ExitRequeue)
 	return nil
 }
@@ -315,7 +338,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 	if err != nil {
 		return err
 	}
-	cfg.BaseRSSMB = launch.RSSMB()
+	cfg.Run.BaseRSSMB = launch.RSSMB()
 	setThreads(tf.threads, 0, c)
 	rank, size := c.Rank(), c.Size()
 	abort := func(what string, err error) error {
@@ -333,7 +356,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 		if err != nil {
 			return abort("loading dataset", err)
 		}
-		prep, err := shard.Prepare(ds, size, shard.Options{Precompute: cfg.Precompute})
+		prep, err := shard.Prepare(ds, size, shard.Options{Precompute: cfg.Model.Precompute})
 		if err != nil {
 			return abort("partitioning", err)
 		}
@@ -344,7 +367,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 	}
 	rep.Nodes = s.N
 	if rank != 0 {
-		cfg.Log = nil
+		cfg.Run.Log = nil
 	} else {
 		printStart(cfg, size, rep.Dataset, s.N, "MPI ("+rep.Launcher+")")
 	}
@@ -428,11 +451,11 @@ func numNodeCPUs() int {
 }
 
 func printStart(cfg train.Config, ranks int, name string, n int, transport string) {
-	if cfg.Log == nil {
+	if cfg.Run.Log == nil {
 		return
 	}
-	fmt.Fprintf(cfg.Log, "sancus: training %d-layer %s (hidden %d) on %s (%d nodes), %d rank(s) over %s, staleness %s, %s kernels, %d threads\n",
-		cfg.Layers, strings.ToUpper(cfg.Model.String()), cfg.Hidden, name, n, ranks, transport, cfg.Staleness, kernels.SIMD(), kernels.Threads())
+	fmt.Fprintf(cfg.Run.Log, "sancus: training %d-layer %s (hidden %d) on %s (%d nodes), %d rank(s) over %s, staleness %s, %s kernels, %d threads\n",
+		cfg.Model.Layers, strings.ToUpper(cfg.Model.Arch.String()), cfg.Model.Hidden, name, n, ranks, transport, cfg.Staleness.Policy, kernels.SIMD(), kernels.Threads())
 }
 
 func finish(rep *result.Run, cfg train.Config, tf trainFlags, params [][]float32) error {
@@ -472,7 +495,7 @@ func finish(rep *result.Run, cfg train.Config, tf trainFlags, params [][]float32
 // were preprocessed and how the split was drawn.
 func saveModel(path string, rep *result.Run, cfg train.Config, load graph.LoadOptions, params [][]float32) error {
 	res := rep.Result
-	m, err := model.New(cfg.Model, res.Dims, res.Heads, 0)
+	m, err := model.New(cfg.Model.Arch, res.Dims, res.Heads, 0)
 	if err != nil {
 		return fmt.Errorf("--save-model: %w", err)
 	}
@@ -480,7 +503,7 @@ func saveModel(path string, rep *result.Run, cfg train.Config, load graph.LoadOp
 		copy(p, params[i])
 	}
 	training, _ := json.Marshal(cfg)
-	spec := model.Spec{Model: cfg.Model, Layers: len(res.Dims) - 1, Dims: res.Dims, Heads: res.Heads, Residual: cfg.Residual, Normalization: model.SymNorm,
+	spec := model.Spec{Model: cfg.Model.Arch, Layers: len(res.Dims) - 1, Dims: res.Dims, Heads: res.Heads, Residual: cfg.Model.Residual, Normalization: model.SymNorm,
 		NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName,
 		Classes: res.Dims[len(res.Dims)-1], LabelKind: map[bool]string{true: "multi", false: "single"}[res.Metric == "micro-f1"], Epochs: len(res.Curve), FinalTestAcc: res.FinalTestAcc, Training: training}
 	if rep.Shards != "" { // prepared shards: their preprocessing is the model's

@@ -25,7 +25,7 @@ func TestReportFromRuns(t *testing.T) {
 	dir := t.TempDir()
 	for _, p := range []int{1, 2} {
 		cfg := train.Defaults()
-		cfg.Epochs, cfg.Staleness, cfg.Eps = 6, "epoch-fixed", 1
+		cfg.Optim.Epochs, cfg.Staleness.Policy, cfg.Staleness.Eps = 6, "epoch-fixed", 1
 		out, err := train.RunInProcess(ds, p, cfg)
 		if err != nil {
 			t.Fatal(err)
