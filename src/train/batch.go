@@ -130,14 +130,14 @@ func (e *Engine) enterBatch(clusters []int) error {
 		}
 		b.in[c] = true
 	}
-	b.rowIn = make([]bool, e.rows)
+	b.rowIn = make([]bool, e.rows())
 	for r, c := range s.Clusters {
 		b.rowIn[r] = b.in[c]
 	}
 	e.batchTraffic()
 	b.fwd, b.grad = make([]*matrix.CSR, e.P), make([]*matrix.CSR, e.P)
 	if e.cfg.Batch.Boundary { // the whole graph's normalization: nothing to exchange
-		b.invDeg = e.sage.invDeg
+		b.invDeg = e.part.sage.invDeg
 		for j, blk := range e.view.blocks {
 			b.fwd[j], b.grad[j] = e.boundaryBlocks(blk, j)
 		}
@@ -145,10 +145,10 @@ func (e *Engine) enterBatch(clusters []int) error {
 	}
 	// Batch degrees of this rank's rows (neighbours in the batch plus the
 	// self loop), then of every held row, from their owners.
-	deg := make([]float32, e.rows)
+	deg := make([]float32, e.rows())
 	for j, blk := range e.view.blocks {
 		held := b.held[j]
-		for r := range e.rows {
+		for r := range e.rows() {
 			if !b.rowIn[r] {
 				continue
 			}
@@ -163,7 +163,7 @@ func (e *Engine) enterBatch(clusters []int) error {
 	if err != nil {
 		return err
 	}
-	b.invDeg = make([]float32, e.rows)
+	b.invDeg = make([]float32, e.rows())
 	for r, d := range deg {
 		if d > 1 {
 			b.invDeg[r] = 1 / (d - 1)
@@ -301,7 +301,7 @@ func (e *Engine) boundaryBlocks(blk *matrix.CSR, j int) (fwd, grad *matrix.CSR) 
 	fv, gv := blk.Val, blk.Val
 	switch {
 	case e.cfg.Model.Arch.HasRoot():
-		fv, gv = e.sage.mean[j].Val, e.sage.adj[j].Val
+		fv, gv = e.part.sage.mean[j].Val, e.part.sage.adj[j].Val
 	case e.cfg.Model.Arch.Attends():
 		fv = make([]float32, len(blk.Val))
 		for i := range fv {

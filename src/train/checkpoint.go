@@ -130,7 +130,7 @@ func ckptPath(dir string, epoch, rank, p int) string {
 // commits it once every rank has written.
 func (e *Engine) saveCheckpoint(dir string, epoch int, res *result.Result, best float64) error {
 	ck := checkpoint{Version: 1, Rank: e.rank, P: e.P, Signature: e.signature(), Epoch: epoch,
-		Params: e.m.Flat(), AdamM: e.opt.M, AdamV: e.opt.V, AdamStep: e.opt.Step, Result: *res, Best: best, Clipped: e.clipped, Residual: e.residual}
+		Params: e.m.Flat(), AdamM: e.opt.M, AdamV: e.opt.V, AdamStep: e.opt.Step, Result: *res, Best: best, Clipped: e.tally.clipped, Residual: e.ar.residual}
 	for _, L := range e.layers {
 		ck.Fwd = append(ck.Fwd, snapshotCache(e.be, L.base().fwd))
 		ck.Grad = append(ck.Grad, snapshotCache(e.be, L.base().grad))
@@ -233,8 +233,8 @@ func (e *Engine) loadCheckpoint(dir string, epoch int) (*checkpoint, error) {
 	copy(e.opt.M, ck.AdamM)
 	copy(e.opt.V, ck.AdamV)
 	e.opt.Step = ck.AdamStep
-	e.clipped = ck.Clipped
-	e.residual = ck.Residual
+	e.tally.clipped = ck.Clipped
+	e.ar.residual = ck.Residual
 	for l, L := range e.layers {
 		if l < len(ck.Fwd) {
 			if err := restoreCache(e.be, L.base().fwd, ck.Fwd[l]); err != nil {

@@ -145,11 +145,12 @@ func Defaults() Config {
 	}
 }
 
-// checked is what Check made of a Config: the staleness policy of forward
-// blocks and the widths of forward and gradient blocks.
+// checked is what check made of a Config: the staleness policy of forward
+// blocks, the widths of forward and gradient blocks and the clip scale.
 type checked struct {
-	policy staleness.Policy
-	wire   [2]int
+	policy    staleness.Policy
+	wire      [2]int
+	clipScale float64 // th_i = clipScale·Clip (set by New: it depends on P)
 }
 
 // Validate reports the first unusable setting.

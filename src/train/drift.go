@@ -41,7 +41,7 @@ func driftSampleRows(n int) []int32 {
 // sampleBuf returns *buf, allocated at the sample's rows and width cols.
 func (e *Engine) sampleBuf(buf **matrix.Dense, cols int) *matrix.Dense {
 	if *buf == nil || (*buf).Cols != cols {
-		*buf = e.be.NewDense(len(e.sample), cols)
+		*buf = e.be.NewDense(len(e.drift.rows), cols)
 	}
 	return *buf
 }
@@ -54,7 +54,7 @@ func (e *Engine) sampled(in act, buf **matrix.Dense) (*matrix.Dense, error) {
 		return in.clean, nil
 	}
 	out := e.sampleBuf(buf, in.h.Cols)
-	if err := kernels.GatherRows(collectives.Bytes(e.host(out)), collectives.Bytes(e.host(in.h)), e.sample, 4*in.h.Cols); err != nil {
+	if err := kernels.GatherRows(collectives.Bytes(e.host(out)), collectives.Bytes(e.host(in.h)), e.drift.rows, 4*in.h.Cols); err != nil {
 		return nil, err
 	}
 	e.be.Upload(out)
@@ -65,7 +65,7 @@ func (e *Engine) sampled(in act, buf **matrix.Dense) (*matrix.Dense, error) {
 // when first, else in's.
 func (e *Engine) cleanRef(out *matrix.Dense, first bool, in act, w *matrix.Dense, buf **matrix.Dense) error {
 	if first {
-		return e.sampleIn.Mul(out, w)
+		return e.drift.in.Mul(out, w)
 	}
 	x, err := e.sampled(in, buf)
 	if err != nil {
@@ -77,16 +77,16 @@ func (e *Engine) cleanRef(out *matrix.Dense, first bool, in act, w *matrix.Dense
 // sampleRowsOf is Â's block b at the sample rows, cut once per block
 // (global-batch blocks are the same every epoch).
 func (e *Engine) sampleRowsOf(b *matrix.CSR) *matrix.CSR {
-	if e.sampleBlocks == nil {
-		e.sampleBlocks = map[*matrix.CSR]*matrix.CSR{}
+	if e.drift.blocks == nil {
+		e.drift.blocks = map[*matrix.CSR]*matrix.CSR{}
 	}
-	s, ok := e.sampleBlocks[b]
+	s, ok := e.drift.blocks[b]
 	if !ok {
-		if len(e.sampleBlocks) >= 8*e.P { // cluster-batch makes new blocks every step
-			clear(e.sampleBlocks)
+		if len(e.drift.blocks) >= 8*e.P { // cluster-batch makes new blocks every step
+			clear(e.drift.blocks)
 		}
-		s = b.SelectRows(e.sample)
-		e.sampleBlocks[b] = s
+		s = b.SelectRows(e.drift.rows)
+		e.drift.blocks[b] = s
 	}
 	return s
 }

@@ -67,7 +67,7 @@ func TestSampledDriftTracksWholeBlock(t *testing.T) {
 // shadow, the drift reads the input's own rows at the sample, in order; a
 // shadow, where there is one, is used as it is.
 func TestSampledGathersTheSampleRows(t *testing.T) {
-	e := &Engine{be: kernels.CPU{}, sample: driftSampleRows(5000)}
+	e := &Engine{be: kernels.CPU{}, drift: drift{rows: driftSampleRows(5000)}}
 	h := matrix.NewDense(5000, 5)
 	for i := range h.Data {
 		h.Data[i] = float32(i)
@@ -77,10 +77,10 @@ func TestSampledGathersTheSampleRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Rows != len(e.sample) || got.Cols != 5 {
-		t.Fatalf("sampled %d×%d, want %d×5", got.Rows, got.Cols, len(e.sample))
+	if got.Rows != len(e.drift.rows) || got.Cols != 5 {
+		t.Fatalf("sampled %d×%d, want %d×5", got.Rows, got.Cols, len(e.drift.rows))
 	}
-	for i, r := range e.sample {
+	for i, r := range e.drift.rows {
 		for j, v := range got.Row(i) {
 			if want := h.Data[int(r)*5+j]; v != want {
 				t.Fatalf("sample row %d (input row %d) column %d is %g, want %g", i, r, j, v, want)

@@ -23,49 +23,59 @@ type clock struct{ comm, wait time.Duration }
 // allreduce and the once-per-epoch agreement on metrics (run.go).
 type Engine struct {
 	cfg     Config
+	chk     checked // the configuration's policy, wire widths and clip scale, parsed once
 	c       collectives.Comm
 	s       *shard.Shard
 	P, rank int
-	rows    int
 
 	m      *model.GCN
 	opt    *model.Adam
 	be     kernels.Backend // where the matrices live and are computed
 	input  kernels.Input   // (ÂX)_i when precomputed, else X_i
 	layers []layer
-	policy staleness.Policy // for forward blocks, built once from the configuration
-	wire   [2]int           // widths of forward and gradient blocks on the wire (collectives/wire)
-	shadow bool             // the policy measures drift: keep noise-free shadows
-	// sample and sampleIn: the rows variation-gap measures drift on, and
-	// the input operand at them (drift.go).
-	axBytes      int64 // ÂX as the engine holds it: its operand when layer 1 reads it, else the shard's
-	sample       []int32
-	sampleIn     kernels.Input
-	sampleBlocks map[*matrix.CSR]*matrix.CSR // Â's blocks at the sample rows, by block
-
-	view   view                  // what this rank multiplies with each root's block
-	x      exchanger             // how blocks travel (chosen once, in setup)
-	blocks collectives.BlockComm // the device communicator, when one is used
-
-	depends   [][]bool // depends[i][j]: nnz(Â_ij) > 0, known on every rank
-	ownIDs    []int64  // original node id per local row (nil: contiguous numbering)
-	clipScale float64
-	clipped   int
-	clock     clock
-	timed     *kernels.Timed  // with --profile-kernels: e.be, timing each call
-	grads     []float32       // flat gradient buffer, one allreduce per step
-	lossGrad  *matrix.Dense   // ∂loss/∂logits, where the backend computes, made at first use (lossGradBuf): the restricted last layer's loss writes it over the logits
-	rowOps    kernels.RowOps  // the restricted last layer's operations at the training rows (output.go; nil: every row)
-	outRows   []int32         // those rows, ascending
-	logitsAll bool            // a pass that computes every row wrote the logits: the loss at outRows zeroes the others (run.go, step.go)
-	residual  []float32       // bf16 gradient allreduce: the error fed back
-	batch     *batchState     // cluster-batch training (nil: global-batch)
-	res       []*matrix.Dense // --residual: layer l's output act(Z_l) + H_l (nil: no skip)
-	skip      *matrix.Dense   // --residual: the gradient a skip carries down
-	sage      struct {        // GraphSAGE: M = D⁻¹A and A blocks, this rank's 1/deg
-		mean, adj []*matrix.CSR
-		invDeg    []float32
+	view   view // what this rank multiplies with each root's block
+	part   part
+	net    struct {
+		x      exchanger             // how blocks travel (chosen once, in setup)
+		blocks collectives.BlockComm // the device communicator, when one is used
 	}
+	drift drift    // variation-gap's row sample (drift.go)
+	out   outRows  // the restricted last layer (output.go)
+	ar    struct { // the weight-gradient allreduce
+		grads    []float32 // flat gradient buffer, one allreduce per step
+		residual []float32 // bf16: the error fed back
+	}
+	skips struct { // --residual
+		out  []*matrix.Dense // layer l's output act(Z_l) + H_l (nil: no skip)
+		grad *matrix.Dense   // the gradient a skip carries down
+	}
+	batch *batchState // cluster-batch training (nil: global-batch)
+	tally tally
+}
+
+// drift is where variation-gap measures drift: on a sample of rows, with
+// the input operand and Â's blocks at them.
+type drift struct {
+	on     bool // the policy measures drift: keep noise-free shadows
+	rows   []int32
+	in     kernels.Input
+	blocks map[*matrix.CSR]*matrix.CSR // Â's blocks at the sample rows, by block
+}
+
+// outRows is the last layer restricted to the rows the loss reads.
+type outRows struct {
+	rows     []int32        // those rows, ascending
+	rowOps   kernels.RowOps // the operations at them (nil: every row)
+	lossGrad *matrix.Dense  // ∂loss/∂logits, where the backend computes, made at first use (lossGradBuf): the restricted last layer's loss writes it over the logits
+	all      bool           // a pass that computes every row wrote the logits: the loss at rows zeroes the others (run.go, step.go)
+}
+
+// tally is what the run counts for its report.
+type tally struct {
+	clock      clock          // this epoch's time inside and waiting on communication
+	clipped    int            // gradient blocks clipped
+	timed      *kernels.Timed // with --profile-kernels: e.be, timing each call
+	inputBytes int64          // ÂX as the engine holds it: its operand when layer 1 reads it, else the shard's
 }
 
 // view is what this rank multiplies with root j's cached block: Â_ij with
@@ -77,6 +87,19 @@ type view struct {
 	rows   []int
 	ids    [][]int64
 }
+
+// part is what this rank knows of its part of the graph beyond its shard.
+type part struct {
+	depends [][]bool // depends[i][j]: nnz(Â_ij) > 0, known on every rank
+	ownIDs  []int64  // original node id per local row (nil: contiguous numbering)
+	sage    struct { // GraphSAGE: M = D⁻¹A and A blocks, this rank's 1/deg
+		mean, adj []*matrix.CSR
+		invDeg    []float32
+	}
+}
+
+// rows is how many rows this rank holds.
+func (e *Engine) rows() int { return e.s.Rows() }
 
 // New sets up rank c.Rank()'s engine on its shard.
 func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
@@ -90,11 +113,11 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 	if s.Classes < 1 {
 		return nil, fmt.Errorf("dataset has no labelled classes")
 	}
-	e := &Engine{cfg: cfg, c: c, s: s, P: c.Size(), rank: c.Rank(), rows: s.Rows(), policy: k.policy, shadow: k.policy.NeedsDrift(), wire: k.wire}
-	e.clipScale = cfg.Optim.ClipScale
-	if e.clipScale == 0 {
-		e.clipScale = math.Sqrt(float64(e.P))
+	if k.clipScale = cfg.Optim.ClipScale; k.clipScale == 0 {
+		k.clipScale = math.Sqrt(float64(c.Size()))
 	}
+	e := &Engine{cfg: cfg, chk: k, c: c, s: s, P: c.Size(), rank: c.Rank()}
+	e.drift.on = k.policy.NeedsDrift()
 	local := cfg.Run.LocalRank
 	if local < 0 {
 		local = e.rank
@@ -103,8 +126,8 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 		return nil, fmt.Errorf("rank %d: %w", e.rank, err)
 	}
 	if cfg.Run.ProfileKernels {
-		e.timed = kernels.NewTimed(e.be)
-		e.be = e.timed
+		e.tally.timed = kernels.NewTimed(e.be)
+		e.be = e.tally.timed
 	}
 	if err := e.setup(); err != nil {
 		e.Close() // device memory and communicators taken so far
@@ -136,14 +159,14 @@ func (e *Engine) setup() error {
 		return err
 	}
 	e.opt = model.NewAdam(e.cfg.Optim.LR, e.m.NumParams())
-	e.grads = make([]float32, e.m.NumParams())
+	e.ar.grads = make([]float32, e.m.NumParams())
 	if err := e.shareSparsity(); err != nil {
 		return err
 	}
 	if e.s.NodeIDs != nil {
-		e.ownIDs = make([]int64, e.rows)
-		for r := range e.ownIDs {
-			e.ownIDs[r] = int64(e.s.NodeIDs[r])
+		e.part.ownIDs = make([]int64, e.rows())
+		for r := range e.part.ownIDs {
+			e.part.ownIDs[r] = int64(e.s.NodeIDs[r])
 		}
 	}
 	if err := e.chooseExchange(); err != nil {
@@ -151,15 +174,15 @@ func (e *Engine) setup() error {
 	}
 	gradPolicy := staleness.Policy(staleness.None{})
 	if e.cfg.Staleness.SkipGradients {
-		gradPolicy = e.policy
+		gradPolicy = e.chk.policy
 	}
-	e.res = make([]*matrix.Dense, e.cfg.Model.Layers)
+	e.skips.out = make([]*matrix.Dense, e.cfg.Model.Layers)
 	for l := range e.cfg.Model.Layers {
 		e.layers = append(e.layers, e.newLayer(l, dims[l], dims[l+1], gradPolicy))
 		if e.hasResidual(l) {
-			e.res[l] = e.be.NewDense(e.rows, dims[l+1])
-			if e.skip == nil {
-				e.skip = e.be.NewDense(e.rows, dims[l+1])
+			e.skips.out[l] = e.be.NewDense(e.rows(), dims[l+1])
+			if e.skips.grad == nil {
+				e.skips.grad = e.be.NewDense(e.rows(), dims[l+1])
 			}
 		}
 	}
@@ -192,9 +215,9 @@ func (e *Engine) openInput() error {
 	if e.input, err = e.be.Input(op); err != nil {
 		return fmt.Errorf("rank %d: input on %s: %w", e.rank, e.be.Name(), err)
 	}
-	if e.shadow {
-		e.sample = driftSampleRows(e.rows)
-		if e.sampleIn, err = e.be.Input(op.SelectRows(e.sample)); err != nil {
+	if e.drift.on {
+		e.drift.rows = driftSampleRows(e.rows())
+		if e.drift.in, err = e.be.Input(op.SelectRows(e.drift.rows)); err != nil {
 			return fmt.Errorf("rank %d: drift sample on %s: %w", e.rank, e.be.Name(), err)
 		}
 	}
@@ -205,7 +228,7 @@ func (e *Engine) openInput() error {
 	// it reads no ÂX. Cluster batches, which slice X, read X alone.
 	sh := *e.s
 	if fromAX {
-		sh.Features, e.axBytes = nil, op.Bytes()
+		sh.Features, e.tally.inputBytes = nil, op.Bytes()
 		if !op.IsSparse() {
 			sh.AX = nil
 		}
@@ -226,19 +249,19 @@ func (e *Engine) chooseExchange() error {
 		if !e.cfg.Exchange.Dense && e.P > 1 {
 			return fmt.Errorf("--device-comm %s moves whole blocks: add --dense-bcast", e.cfg.Exchange.DeviceComm)
 		}
-		if e.wire != [2]int{wire.FP32, wire.FP32} {
+		if e.chk.wire != [2]int{wire.FP32, wire.FP32} {
 			return fmt.Errorf("--device-comm %s moves float32 blocks: the quantized wire goes through the rank transport", e.cfg.Exchange.DeviceComm)
 		}
-		if e.blocks, err = collectives.OpenBlockComm(e.cfg.Exchange.DeviceComm, e.c, e.be); err != nil {
+		if e.net.blocks, err = collectives.OpenBlockComm(e.cfg.Exchange.DeviceComm, e.c, e.be); err != nil {
 			return fmt.Errorf("rank %d: %w", e.rank, err)
 		}
-		e.x = &blockExchange{comm: e.c, bc: e.blocks}
+		e.net.x = &blockExchange{comm: e.c, bc: e.net.blocks}
 		e.view, err = e.denseView()
 	case !e.cfg.Exchange.Dense && e.P > 1:
 		var sendIdx [][]int32
 		e.view, sendIdx, err = e.sparseView()
 		x := &sparseExchange{comm: e.c, be: e.be, sendIdx: sendIdx, packed: map[int][][]byte{}, chunk: cmp.Or(e.cfg.Exchange.SparseChunk, defaultExchangeChunk)}
-		e.x = x
+		e.net.x = x
 		if err == nil && e.cfg.Batch.Mode == "clusters" {
 			err = e.setupBatches(sendIdx)
 			x.batch = e.batch
@@ -249,7 +272,7 @@ func (e *Engine) chooseExchange() error {
 		if e.cfg.Exchange.Native {
 			bcast = collectives.Native
 		}
-		e.x = &ringExchange{comm: e.c, be: e.be, bcast: bcast}
+		e.net.x = &ringExchange{comm: e.c, be: e.be, bcast: bcast}
 		e.view, err = e.denseView()
 	}
 	if err == nil && e.cfg.Batch.Mode == "clusters" {
@@ -265,12 +288,12 @@ func (e *Engine) denseView() (view, error) {
 	for j := range v.rows {
 		v.rows[j] = e.s.RowsOf(j)
 	}
-	v.ids[e.rank] = e.ownIDs
-	if e.ownIDs == nil || e.P == 1 {
+	v.ids[e.rank] = e.part.ownIDs
+	if e.part.ownIDs == nil || e.P == 1 {
 		return v, nil
 	}
 	all := make([]int64, e.s.N)
-	if err := collectives.Allgatherv(e.c, e.ownIDs, all, v.rows); err != nil {
+	if err := collectives.Allgatherv(e.c, e.part.ownIDs, all, v.rows); err != nil {
 		return v, fmt.Errorf("gathering node ids: %w", err)
 	}
 	for j := range v.ids {
@@ -281,8 +304,8 @@ func (e *Engine) denseView() (view, error) {
 
 // Close releases the device communicator and the backend's device memory.
 func (e *Engine) Close() error {
-	if e.blocks != nil {
-		if err := e.blocks.Close(); err != nil {
+	if e.net.blocks != nil {
+		if err := e.net.blocks.Close(); err != nil {
 			e.be.Close()
 			return err
 		}
@@ -303,11 +326,11 @@ func (e *Engine) shareSparsity() error {
 	if err != nil {
 		return fmt.Errorf("sharing block sparsity: %w", err)
 	}
-	e.depends = make([][]bool, e.P)
-	for i := range e.depends {
-		e.depends[i] = make([]bool, e.P)
-		for j := range e.depends[i] {
-			e.depends[i][j] = all[i*e.P+j] != 0
+	e.part.depends = make([][]bool, e.P)
+	for i := range e.part.depends {
+		e.part.depends[i] = make([]bool, e.P)
+		for j := range e.part.depends[i] {
+			e.part.depends[i][j] = all[i*e.P+j] != 0
 		}
 	}
 	return nil
@@ -330,8 +353,8 @@ func (e *Engine) srcID(j, r int) int64 {
 }
 
 func (e *Engine) ownID(r int) int64 {
-	if e.ownIDs != nil {
-		return e.ownIDs[r]
+	if e.part.ownIDs != nil {
+		return e.part.ownIDs[r]
 	}
 	return e.s.Offsets[e.rank] + int64(r)
 }
@@ -341,7 +364,7 @@ func (e *Engine) mask(epoch, l int, train bool) matrix.Mask {
 	if !train {
 		return matrix.Mask{}
 	}
-	return matrix.Mask{P: float32(e.cfg.Model.Dropout), Seed: e.cfg.Optim.Seed, Stream: uint64(epoch)<<8 | uint64(l), Row0: e.s.Row0(), IDs: e.ownIDs}
+	return matrix.Mask{P: float32(e.cfg.Model.Dropout), Seed: e.cfg.Optim.Seed, Stream: uint64(epoch)<<8 | uint64(l), Row0: e.s.Row0(), IDs: e.part.ownIDs}
 }
 
 // maskFor is a layer's dropout applied to root j's rows as cache c holds

@@ -60,7 +60,7 @@ type gatLayer struct {
 func (L *gatLayer) kind() string { return "gat (send [HW | a_r·HW])" }
 
 func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
-	r, m := e.rows, e.m
+	r, m := e.rows(), e.m
 	L := &gatLayer{conv: c, first: c.l == 0, h: m.Heads[c.l], f: m.HeadWidth(c.l), concat: c.l+1 < m.Layers()}
 	L.hf = L.h * L.f
 	L.u, L.dU = e.be.NewDense(r, L.hf), e.be.NewDense(r, L.hf)
@@ -84,7 +84,7 @@ func (L *gatLayer) transform(e *Engine, u, in *matrix.Dense, mask matrix.Mask, c
 	w := e.m.W[L.l]
 	switch {
 	case L.first && clean:
-		return e.sampleIn.Mul(u, w)
+		return e.drift.in.Mul(u, w)
 	case L.first:
 		e.input.SetDropout(mask)
 		return e.input.Mul(u, w)
@@ -147,7 +147,7 @@ func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
 		return act{}, err
 	}
 	z := e.host(L.z)
-	kernels.ParallelRows(e.rows, func(lo, hi int) {
+	kernels.ParallelRows(e.rows(), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			for k := range L.h {
 				if s := L.s[i*L.h+k]; s > 0 {
@@ -195,7 +195,7 @@ func (L *gatLayer) driftRef(e *Engine, in act, mask matrix.Mask) (*matrix.Dense,
 // this rank holds them, of either width), with the ids that key dropout.
 func (L *gatLayer) block(e *Engine, blk *matrix.CSR, src []float32, j int) *kernels.GATBlock {
 	return &kernels.GATBlock{A: blk, Src: src, H: L.h, F: L.f, Key: L.attKey, Keep: L.attKeep,
-		RowIDs: e.ownIDs, RowID0: e.s.Offsets[e.rank], ColIDs: e.view.ids[j], ColID0: e.s.Offsets[j]}
+		RowIDs: e.part.ownIDs, RowID0: e.s.Offsets[e.rank], ColIDs: e.view.ids[j], ColID0: e.s.Offsets[j]}
 }
 
 // attend folds root j's rows (src, as this rank holds them) into every
@@ -207,7 +207,7 @@ func (L *gatLayer) attend(e *Engine, blk *matrix.CSR, src []float32, j int) {
 func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
 	e.clip(g)
 	G, gp, gw := e.host(g), e.host(L.gpay), L.hf+4*L.h
-	kernels.ParallelRows(e.rows, func(lo, hi int) {
+	kernels.ParallelRows(e.rows(), func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row := gp[i*gw : (i+1)*gw]
 			for k := range L.h {
@@ -277,7 +277,7 @@ func (L *gatLayer) scoreGradients(e *Engine, own, dU []float32) {
 	clear(dal)
 	clear(dar)
 	w := L.hf + L.h
-	for r := range e.rows {
+	for r := range e.rows() {
 		for k := range L.h {
 			gl, gr := L.dEl[r*L.h+k], L.dEr[r*L.h+k]
 			lo, hi := k*L.f, (k+1)*L.f

@@ -93,7 +93,7 @@ func (c *conv) shadowBuf(e *Engine) *matrix.Dense { return e.sampleBuf(&c.shadow
 // communication; otherwise the narrower of H (aggregate first) and HW
 // (transform first) travels. The raw input is never sent: XW is narrower.
 func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
-	r := e.rows
+	r := e.rows()
 	c := conv{l: l, din: din, dout: dout, z: e.be.NewDense(r, dout), dW: e.be.NewDense(din, dout), db: make([]float32, dout)}
 	switch {
 	case e.cfg.Model.Arch.HasRoot():
@@ -130,9 +130,9 @@ func (e *Engine) addCachesOver(c *conv, fw, gw int, gradPolicy staleness.Policy,
 		return wireState{bits: bits, delta: e.cfg.Wire.Delta, maxErr: e.cfg.Wire.Error, stream: uint64(c.l)<<2 | dir,
 			keepPacked: e.cfg.Wire.CacheBits && bits != wire.FP32}
 	}
-	c.fwd = newCache(e.be, name+" forward", fw, e.view.rows, fwd, e.policy, w(e.wire[0], 1), e.rank)
+	c.fwd = newCache(e.be, name+" forward", fw, e.view.rows, fwd, e.chk.policy, w(e.chk.wire[0], 1), e.rank)
 	c.eval = newCache(e.be, name+" eval", fw, e.view.rows, fwd, staleness.None{}, w(wire.FP32, 2), e.rank)
-	c.grad = newCache(e.be, name+" gradient", gw, e.view.rows, grad, gradPolicy, w(e.wire[1], 3), e.rank)
+	c.grad = newCache(e.be, name+" gradient", gw, e.view.rows, grad, gradPolicy, w(e.chk.wire[1], 3), e.rank)
 }
 
 // localLayer is layer 1 on the precomputed ÂX: Z = dropout(ÂX)·W, with no
@@ -181,7 +181,7 @@ func (L *localLayer) forward(e *Engine, p pass, _ act) (act, error) {
 	}
 	if p.shadow {
 		out.clean = L.shadowBuf(e)
-		if err = e.sampleIn.Mul(out.clean, e.m.W[0]); err != nil {
+		if err = e.drift.in.Mul(out.clean, e.m.W[0]); err != nil {
 			return act{}, err
 		}
 	}
@@ -275,7 +275,7 @@ func (L *aggregateLayer) forward(e *Engine, p pass, in act) (act, error) {
 		return act{}, err
 	}
 	if ro := e.rowsAt(L.l); p.train && ro != nil {
-		err = ro.GEMMRows(L.z, L.t, e.m.W[L.l], e.outRows)
+		err = ro.GEMMRows(L.z, L.t, e.m.W[L.l], e.out.rows)
 	} else {
 		err = e.be.GEMM(L.z, L.t, e.m.W[L.l], false)
 	}
@@ -317,10 +317,10 @@ func (L *aggregateLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matri
 	if ro := e.rowsAt(L.l); ro != nil {
 		// G is zero off the training rows, so ∇W has no terms there and ∂T
 		// is zero there: never written, ∂T's other rows stay as allocated.
-		if err := ro.GEMMTNRows(L.dW, L.t, g, e.outRows); err != nil {
+		if err := ro.GEMMTNRows(L.dW, L.t, g, e.out.rows); err != nil {
 			return nil, err
 		}
-		if err := ro.GEMMNTRows(L.dT, g, e.m.W[L.l], e.outRows); err != nil {
+		if err := ro.GEMMNTRows(L.dT, g, e.m.W[L.l], e.out.rows); err != nil {
 			return nil, err
 		}
 	} else {

@@ -15,7 +15,7 @@ import (
 // compulsoryBytes is this rank's compulsory memory.
 func (e *Engine) compulsoryBytes() int64 {
 	s := e.s
-	n := s.Features.Bytes() + e.axBytes + s.Multi.Bytes()
+	n := s.Features.Bytes() + e.tally.inputBytes + s.Multi.Bytes()
 	for _, b := range s.Blocks {
 		n += b.Bytes()
 	}
@@ -26,8 +26,8 @@ func (e *Engine) compulsoryBytes() int64 {
 			n += c.bytes()
 		}
 	}
-	if e.lossGrad != nil { // the output's gradient, where the loss cannot write it over the logits
-		n += 4 * int64(len(e.lossGrad.Data))
+	if e.out.lossGrad != nil { // the output's gradient, where the loss cannot write it over the logits
+		n += 4 * int64(len(e.out.lossGrad.Data))
 	}
 	params := int64(e.m.NumParams())
 	return n + 4*params*4 // weights, gradients, Adam's two moments

@@ -12,7 +12,7 @@ import (
 )
 
 // bceLossGrad returns this rank's summed loss (over train rows, averaged
-// over classes) and leaves ∂loss/∂logits in e.lossGrad.
+// over classes) and leaves ∂loss/∂logits in e.out.lossGrad.
 func (e *Engine) bceLossGrad(logits *matrix.Dense) float64 {
 	z, g := e.host(logits), e.lossGradBuf().Data
 	clear(g)
@@ -29,7 +29,7 @@ func (e *Engine) bceLossGrad(logits *matrix.Dense) float64 {
 			g[int(r)*c+k] = float32((1/(1+math.Exp(-v)) - float64(y[k])) / norm)
 		}
 	}
-	e.be.Upload(e.lossGrad)
+	e.be.Upload(e.out.lossGrad)
 	return sum / float64(c)
 }
 

@@ -36,14 +36,14 @@ import (
 )
 
 // rowsAt is the row operations layer l runs at the training rows
-// (e.outRows, in ascending order for locality) in a training pass: the
+// (e.out.rows, in ascending order for locality) in a training pass: the
 // restricted last layer's (nil for every other layer, or when every row is
 // computed).
 func (e *Engine) rowsAt(l int) kernels.RowOps {
 	if l != len(e.layers)-1 {
 		return nil
 	}
-	return e.rowOps
+	return e.out.rowOps
 }
 
 // restrictOutput gives the last layer's training caches the restricted
@@ -63,7 +63,7 @@ func (e *Engine) restrictOutput() error {
 	if err != nil {
 		return err
 	}
-	own := make([]bool, e.rows)
+	own := make([]bool, e.rows())
 	for _, r := range e.s.Train {
 		own[r] = true
 	}
@@ -80,7 +80,7 @@ func (e *Engine) restrictOutput() error {
 	c.fwd.blocks, c.grad.blocks = fwd, grad
 	// Rows travel partly only as a float32 copy or one encoded afresh:
 	// --wire-delta and --cache-bits keep whole copies (as cluster batches).
-	x, sparse := e.x.(*sparseExchange)
+	x, sparse := e.net.x.(*sparseExchange)
 	if sparse && !e.cfg.Wire.Delta && !e.cfg.Wire.CacheBits {
 		for _, ca := range []*cache{c.fwd, c.grad} {
 			var recv [][]int32
@@ -98,8 +98,8 @@ func (e *Engine) restrictOutput() error {
 	if ro, ok := kernels.RowsOf(e.be); ok {
 		// Never nil, as the cache's outRows says a product is restricted:
 		// a rank without training rows computes none of its rows.
-		e.rowOps, e.outRows = ro, append([]int32{}, slices.Sorted(slices.Values(e.s.Train))...)
-		c.fwd.outRows = e.outRows
+		e.out.rowOps, e.out.rows = ro, append([]int32{}, slices.Sorted(slices.Values(e.s.Train))...)
+		c.fwd.outRows = e.out.rows
 		c.fwd.read = make([][]int32, e.P)
 		for j, b := range c.fwd.blocks {
 			c.fwd.read[j] = columnsUsed(b)
@@ -171,7 +171,7 @@ func (e *Engine) restrictInput(c *conv) {
 	if !ok {
 		return
 	}
-	read, written := make([]bool, e.rows), make([]bool, e.rows)
+	read, written := make([]bool, e.rows()), make([]bool, e.rows())
 	for _, col := range c.fwd.blocks[e.rank].ColIdx {
 		read[col] = true
 	}
@@ -213,7 +213,7 @@ func (e *Engine) rowsRead(blocks []*matrix.CSR, sendIdx [][]int32) (send, recv [
 			recv[j] = columnsUsed(b)
 		}
 	}
-	asked, err := e.askRoots(recv, e.rows)
+	asked, err := e.askRoots(recv, e.rows())
 	if err != nil {
 		return nil, nil, err
 	}

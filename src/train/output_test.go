@@ -102,7 +102,7 @@ func TestRestrictedOutputEqualsFull(t *testing.T) {
 			return err
 		}
 		defer e.Close()
-		if _, ok := e.layers[len(e.layers)-1].(*aggregateLayer); !ok || e.rowOps == nil {
+		if _, ok := e.layers[len(e.layers)-1].(*aggregateLayer); !ok || e.out.rowOps == nil {
 			return fmt.Errorf("rank %d: the last layer (%s) does not multiply at the training rows", e.rank, e.layers[len(e.layers)-1].kind())
 		}
 		if first, ok := e.layers[0].(*localLayer); !ok || first.ri == nil || len(first.read) == 0 || len(first.written) == 0 {
@@ -184,8 +184,8 @@ func TestEngineHoldsOneInput(t *testing.T) {
 			if held {
 				return fmt.Errorf("rank %d (ÂX read: %v): the engine holds the input layer 1 does not read", e.rank, fromAX)
 			}
-			if !fromAX && e.axBytes != 0 {
-				return fmt.Errorf("rank %d: ÂX, not read, counted as %d compulsory bytes", e.rank, e.axBytes)
+			if !fromAX && e.tally.inputBytes != 0 {
+				return fmt.Errorf("rank %d: ÂX, not read, counted as %d compulsory bytes", e.rank, e.tally.inputBytes)
 			}
 			return nil
 		})
@@ -216,7 +216,7 @@ func TestNoTrainingRowsComputesNone(t *testing.T) {
 			if len(e.s.Train) > 0 {
 				return nil
 			}
-			if e.rowOps == nil {
+			if e.out.rowOps == nil {
 				return fmt.Errorf("rank %d: the last layer is not restricted", e.rank)
 			}
 			for i, v := range e.layers[len(e.layers)-1].base().z.Data {

@@ -89,7 +89,7 @@ func LabelSets(logits *matrix.Dense) []byte {
 
 // NodeIDs is the original node id of each of this rank's rows.
 func (e *Engine) NodeIDs() []int64 {
-	ids := make([]int64, e.rows)
+	ids := make([]int64, e.rows())
 	for r := range ids {
 		ids[r] = e.ownID(r)
 	}

@@ -47,7 +47,7 @@ const (
 // routeOf is every rule of how features combine on one cache.
 func (e *Engine) routeOf(c *cache) route {
 	_, never := c.policy.(staleness.None)
-	_, sparse := e.x.(*sparseExchange)
+	_, sparse := e.net.x.(*sparseExchange)
 	floats, whole := !c.quantized(), e.batch == nil
 	// A GAT layer's attention reads its own slot as it reads the others'.
 	attends := e.cfg.Model.Arch.Attends()

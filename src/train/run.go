@@ -41,7 +41,7 @@ func (e *Engine) Run() (*result.Result, error) {
 	for _, L := range e.layers {
 		res.LayerModes = append(res.LayerModes, L.kind())
 		if L.base().fwd != nil {
-			res.Policy = e.policy.Name()
+			res.Policy = e.chk.policy.Name()
 		}
 	}
 	start := time.Now()
@@ -112,7 +112,7 @@ func (e *Engine) resume(r *runState) error {
 func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 	stats := e.c.Stats()
 	t0 := time.Now()
-	e.clock = clock{}
+	e.tally.clock = clock{}
 	sent0 := stats.Total().BytesSent
 	var lossSum float64
 	var diverged error
@@ -125,8 +125,8 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 		return false, diverged
 	}
 	row := result.Epoch{Epoch: ep + 1, Ms: ms(time.Since(t0)), BytesSent: stats.Total().BytesSent - sent0}
-	r.compute += time.Since(t0) - e.clock.wait
-	r.wait += e.clock.wait
+	r.compute += time.Since(t0) - e.tally.clock.wait
+	r.wait += e.tally.clock.wait
 	for _, id := range e.steps(ep) {
 		s, k := e.countBroadcasts(id)
 		row.Sent, row.Skipped = row.Sent+s, row.Skipped+k
@@ -181,8 +181,8 @@ func (e *Engine) trainStep(ep int) (float64, error) {
 	var lossSum float64
 	var g *matrix.Dense // ∂loss/∂logits
 	if e.s.Multi != nil {
-		lossSum = e.bceLossGrad(logits) // makes e.lossGrad (lossGradBuf)
-		g = e.lossGrad
+		lossSum = e.bceLossGrad(logits) // makes e.out.lossGrad (lossGradBuf)
+		g = e.out.lossGrad
 	} else {
 		rows, n := e.trainRows()
 		if ro := e.rowsAt(len(e.layers) - 1); ro != nil {
@@ -192,13 +192,13 @@ func (e *Engine) trainStep(ep int) (float64, error) {
 			// reads them): the training pass wrote only these rows, so
 			// they are, unless a pass that writes every row ran since the
 			// last loss (logitsAll, step.go).
-			if e.logitsAll {
-				if err := ro.ZeroOtherRows(logits, e.outRows); err != nil {
+			if e.out.all {
+				if err := ro.ZeroOtherRows(logits, e.out.rows); err != nil {
 					return 0, err
 				}
-				e.logitsAll = false
+				e.out.all = false
 			}
-			lossSum, g = ro.LossGradRows(logits, e.s.Labels, e.outRows, float64(n), logits), logits
+			lossSum, g = ro.LossGradRows(logits, e.s.Labels, e.out.rows, float64(n), logits), logits
 		} else {
 			g = e.lossGradBuf()
 			lossSum = e.be.LossGrad(logits, e.s.Labels, rows, float64(n), g)
@@ -217,10 +217,10 @@ func (e *Engine) trainStep(ep int) (float64, error) {
 // lossGradBuf is where the loss leaves ∂loss/∂logits when it cannot write
 // it over the logits (every row is computed, or the loss is multi-label).
 func (e *Engine) lossGradBuf() *matrix.Dense {
-	if e.lossGrad == nil {
-		e.lossGrad = e.be.NewDense(e.rows, e.s.Classes)
+	if e.out.lossGrad == nil {
+		e.out.lossGrad = e.be.NewDense(e.rows(), e.s.Classes)
 	}
-	return e.lossGrad
+	return e.out.lossGrad
 }
 
 // lossDiverged checks the epoch's summed loss (the same on every rank):
@@ -328,13 +328,13 @@ func (e *Engine) finish(r *runState) error {
 	}
 	res.Broadcasts = e.broadcastLog()
 	res.WireBits = e.wireBits()
-	res.Clipped = e.clipped
+	res.Clipped = e.tally.clipped
 	tot := e.c.Stats().Total()
-	mine := result.RankStats{Rank: e.rank, Rows: e.rows, ComputeSec: r.compute.Seconds(), CommSec: tot.Seconds, CommWaitSec: r.wait.Seconds(),
+	mine := result.RankStats{Rank: e.rank, Rows: e.rows(), ComputeSec: r.compute.Seconds(), CommSec: tot.Seconds, CommWaitSec: r.wait.Seconds(),
 		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), PeakRSSMB: launch.PeakRSSMB(), PssMB: launch.PssMB(), BaseRSSMB: e.cfg.Run.BaseRSSMB}
-	if e.timed != nil {
+	if e.tally.timed != nil {
 		mine.KernelMs = map[string]float64{}
-		for k, d := range e.timed.Times {
+		for k, d := range e.tally.timed.Times {
 			mine.KernelMs[k] = ms(d)
 		}
 	}

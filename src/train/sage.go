@@ -16,13 +16,13 @@ import (
 // sageBlocks derives M = D⁻¹A and A from the view's Â blocks, and this
 // rank's 1/deg (deg(A); 0 for an isolated node).
 func (e *Engine) sageBlocks() (mean, adj []*matrix.CSR, invDeg []float32) {
-	deg := make([]int, e.rows)
+	deg := make([]int, e.rows())
 	for _, b := range e.view.blocks {
-		for r := range e.rows {
+		for r := range e.rows() {
 			deg[r] += int(b.RowPtr[r+1] - b.RowPtr[r])
 		}
 	}
-	invDeg = make([]float32, e.rows)
+	invDeg = make([]float32, e.rows())
 	for r, d := range deg {
 		if d > 1 { // Â holds the self loop
 			invDeg[r] = 1 / float32(d-1)
@@ -144,16 +144,16 @@ func (e *Engine) addInto(a, b *matrix.Dense) {
 
 // newSAGELayer makes layer l of a GraphSAGE model.
 func (e *Engine) newSAGELayer(c conv, gradPolicy staleness.Policy) *sageLayer {
-	r := e.rows
-	if e.sage.mean == nil {
-		e.sage.mean, e.sage.adj, e.sage.invDeg = e.sageBlocks()
+	r := e.rows()
+	if e.part.sage.mean == nil {
+		e.part.sage.mean, e.part.sage.adj, e.part.sage.invDeg = e.sageBlocks()
 	}
 	L := &sageLayer{conv: c, first: c.l == 0, u: e.be.NewDense(r, c.dout), dU: e.be.NewDense(r, c.dout), r: e.be.NewDense(r, c.dout),
-		scaled: e.be.NewDense(r, c.dout), dR: e.be.NewDense(c.din, c.dout), invDeg: e.sage.invDeg}
+		scaled: e.be.NewDense(r, c.dout), dR: e.be.NewDense(c.din, c.dout), invDeg: e.part.sage.invDeg}
 	L.extraGrads = []*matrix.Dense{L.dR}
 	if !L.first {
 		L.in, L.dIn, L.dInR = e.be.NewDense(r, c.din), e.be.NewDense(r, c.din), e.be.NewDense(r, c.din)
 	}
-	e.addCachesOver(&L.conv, c.dout, c.dout, gradPolicy, e.sage.mean, e.sage.adj)
+	e.addCachesOver(&L.conv, c.dout, c.dout, gradPolicy, e.part.sage.mean, e.part.sage.adj)
 	return L
 }

@@ -90,9 +90,9 @@ func (e *Engine) communicate(c *cache, epoch int, own *ownRows, ref *matrix.Dens
 		e.be.Copy(c.dev[e.rank], own.rows)
 	}
 	start := time.Now()
-	wait, err := e.x.exchange(c, own, active, use)
-	e.clock.wait += wait
-	e.clock.comm += time.Since(start)
+	wait, err := e.net.x.exchange(c, own, active, use)
+	e.tally.clock.wait += wait
+	e.tally.clock.comm += time.Since(start)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.name, err)
 	}
@@ -104,7 +104,7 @@ func (e *Engine) communicate(c *cache, epoch int, own *ownRows, ref *matrix.Dens
 // rank's vote on ref against the copy it last broadcast, and every rank's
 // vote through one small allgather.
 func (e *Engine) decide(c *cache, epoch int, ref *matrix.Dense) ([]bool, error) {
-	in := staleness.Input{Epoch: epoch, Rank: e.rank, Last: c.last, Depends: e.depends}
+	in := staleness.Input{Epoch: epoch, Rank: e.rank, Last: c.last, Depends: e.part.depends}
 	var cur []float32
 	if c.policy.NeedsDrift() {
 		cur = e.host(ref)
@@ -148,7 +148,7 @@ func (e *Engine) multiply(c *cache, out *matrix.Dense, own *ownRows, j int, mask
 		m := e.maskFor(mask, c, j)
 		masked := c.maskScratch(e.be, b.Rows)
 		if c.read != nil { // the other rows are never read: left undrawn
-			if err := e.rowOps.DropoutRows(m, masked, b, c.read[j]); err != nil {
+			if err := e.out.rowOps.DropoutRows(m, masked, b, c.read[j]); err != nil {
 				return fmt.Errorf("block %d: %w", j, err)
 			}
 		} else {
@@ -158,7 +158,7 @@ func (e *Engine) multiply(c *cache, out *matrix.Dense, own *ownRows, j int, mask
 	}
 	var err error
 	if c.outRows != nil {
-		err = e.rowOps.SpMMRows(out, c.blocks[j], b, c.outRows, accumulate)
+		err = e.out.rowOps.SpMMRows(out, c.blocks[j], b, c.outRows, accumulate)
 	} else {
 		err = e.be.SpMM(out, c.blocks[j], b, accumulate)
 	}
@@ -174,10 +174,10 @@ func (e *Engine) clip(d *matrix.Dense) {
 	if e.cfg.Optim.Clip <= 0 {
 		return
 	}
-	th := e.clipScale * e.cfg.Optim.Clip
+	th := e.chk.clipScale * e.cfg.Optim.Clip
 	if n := e.be.Norm(d); n > th {
 		e.be.Scale(d, float32(th/n))
-		e.clipped++
+		e.tally.clipped++
 	}
 }
 

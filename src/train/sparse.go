@@ -79,7 +79,7 @@ func (e *Engine) sparseView() (view, [][]int32, error) {
 	sendCounts, recvCounts := make([]int, e.P), make([]int, e.P)
 	for j, b := range e.s.Blocks {
 		if j == e.rank {
-			v.blocks[j], v.ids[j], v.rows[j] = b, e.ownIDs, e.rows
+			v.blocks[j], v.ids[j], v.rows[j] = b, e.part.ownIDs, e.rows()
 			continue
 		}
 		if need[j] = columnsUsed(b); len(need[j]) > 0 && 100*len(need[j]) >= wholeBlockShare*b.Cols {
@@ -89,11 +89,11 @@ func (e *Engine) sparseView() (view, [][]int32, error) {
 		}
 		v.rows[j], sendCounts[j] = len(need[j]), len(need[j])
 	}
-	sendIdx, err := e.askRoots(need, e.rows)
+	sendIdx, err := e.askRoots(need, e.rows())
 	if err != nil {
 		return v, nil, fmt.Errorf("sparse exchange set-up: %w", err)
 	}
-	idsOut := make([]int64, 0, e.rows)
+	idsOut := make([]int64, 0, e.rows())
 	for i, idx := range sendIdx {
 		recvCounts[i] = len(idx)
 		for _, r := range idx {

@@ -15,7 +15,7 @@ import (
 // training the staleness policy may skip broadcasts; evaluation always uses
 // fresh blocks and leaves the training caches alone.
 func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
-	p := pass{epoch: epoch, train: train, shadow: train && e.shadow}
+	p := pass{epoch: epoch, train: train, shadow: train && e.drift.on}
 	var a act
 	for l, L := range e.layers {
 		in := a
@@ -27,7 +27,7 @@ func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
 		switch ro := e.rowsAt(l); {
 		case a.activated: // the layer added its bias and ReLU as it wrote its rows
 		case train && ro != nil: // the logits are read at the training rows alone
-			err = ro.AddBiasReLURows(a.h, e.m.B[l], false, e.outRows)
+			err = ro.AddBiasReLURows(a.h, e.m.B[l], false, e.out.rows)
 		default:
 			e.activate(a.h, l, hidden)
 		}
@@ -38,7 +38,7 @@ func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
 			e.activate(a.clean, l, hidden)
 		}
 		if e.hasResidual(l) { // H_{l+1} = act(Z_l) + H_l; z keeps act(Z_l) for the backward pass
-			out := e.res[l]
+			out := e.skips.out[l]
 			e.be.Copy(out, a.h)
 			e.addInto(out, in.h)
 			a = act{h: out} // the noise-free shadow stops here
@@ -50,7 +50,7 @@ func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
 	// The loss at the training rows alone (run.go) must find the others
 	// zero: they are, unless a pass that writes them all ran, as
 	// evaluation does.
-	e.logitsAll = e.logitsAll || !train
+	e.out.all = e.out.all || !train
 	return a.h, nil
 }
 
@@ -98,12 +98,12 @@ func (e *Engine) activationBackward(g, h *matrix.Dense) {
 // backward propagates g = ∂L/∂logits and leaves every weight and bias
 // gradient of this rank's rows in the layers (before the allreduce).
 func (e *Engine) backward(epoch int, g *matrix.Dense) error {
-	skip := false   // e.skip holds ∂L/∂H_{l+1}, which a residual carries to H_l
+	skip := false   // e.skips.grad holds ∂L/∂H_{l+1}, which a residual carries to H_l
 	summed := false // the fused pass below has formed layer l's bias gradient
 	for l := len(e.layers) - 1; l >= 0; l-- {
 		L := e.layers[l]
 		if ro := e.rowsAt(l); ro != nil { // g is zero off the training rows
-			if err := ro.ColumnSumsRows(L.base().db, g, e.outRows); err != nil {
+			if err := ro.ColumnSumsRows(L.base().db, g, e.out.rows); err != nil {
 				return fmt.Errorf("backward layer %d: %w", l+1, err)
 			}
 		} else if !summed {
@@ -134,11 +134,11 @@ func (e *Engine) backward(epoch int, g *matrix.Dense) error {
 			}
 			e.be.Dropout(mask, dIn, dIn)
 			if skip {
-				e.addInto(dIn, e.skip)
+				e.addInto(dIn, e.skips.grad)
 				skip = false
 			}
 			if e.hasResidual(l - 1) {
-				e.be.Copy(e.skip, dIn)
+				e.be.Copy(e.skips.grad, dIn)
 				skip = true
 			}
 			e.activationBackward(dIn, e.layers[l-1].base().z)
@@ -170,17 +170,17 @@ func (e *Engine) step() (nonFinite string, err error) {
 			for k, t := range e.m.Tensors(l) {
 				if k != 1 || all {
 					for i, v := range t {
-						e.grads[off+i] += wd * v
+						e.ar.grads[off+i] += wd * v
 					}
 				}
 				off += len(t)
 			}
 		}
 	}
-	if what := e.nonFinite("gradient", func(off int, t []float32) []float32 { return e.grads[off : off+len(t)] }); what != "" {
+	if what := e.nonFinite("gradient", func(off int, t []float32) []float32 { return e.ar.grads[off : off+len(t)] }); what != "" {
 		return what, nil // keep the last finite weights
 	}
-	e.opt.Update(e.m.Flat(), e.grads)
+	e.opt.Update(e.m.Flat(), e.ar.grads)
 	return e.nonFinite("weights after the update", func(_ int, t []float32) []float32 { return t }), nil
 }
 
@@ -207,18 +207,18 @@ func (e *Engine) nonFinite(what string, view func(off int, t []float32) []float3
 func (e *Engine) reduceGradients() error {
 	off := 0
 	for _, L := range e.layers {
-		off += copy(e.grads[off:], e.host(L.base().dW))
-		off += copy(e.grads[off:], L.base().db)
+		off += copy(e.ar.grads[off:], e.host(L.base().dW))
+		off += copy(e.ar.grads[off:], L.base().db)
 		for _, t := range L.base().extraGrads {
-			off += copy(e.grads[off:], e.host(t))
+			off += copy(e.ar.grads[off:], e.host(t))
 		}
 	}
 	start := time.Now()
-	if err := e.allreduce(e.grads); err != nil {
+	if err := e.allreduce(e.ar.grads); err != nil {
 		return fmt.Errorf("gradient allreduce: %w", err)
 	}
-	e.clock.comm += time.Since(start)
-	e.clock.wait += time.Since(start)
+	e.tally.clock.comm += time.Since(start)
+	e.tally.clock.wait += time.Since(start)
 	return nil
 }
 
@@ -229,13 +229,13 @@ func (e *Engine) allreduce(g []float32) error {
 	if e.cfg.Wire.Allreduce != "bf16" || e.P == 1 {
 		return collectives.Allreduce(e.c, g)
 	}
-	if e.residual == nil {
-		e.residual = make([]float32, len(g))
+	if e.ar.residual == nil {
+		e.ar.residual = make([]float32, len(g))
 	}
 	for i, v := range g {
-		v += e.residual[i]
+		v += e.ar.residual[i]
 		q := wire.FromBF16(wire.ToBF16(v))
-		e.residual[i], g[i] = v-q, q
+		e.ar.residual[i], g[i] = v-q, q
 	}
 	return collectives.RingAllreduceBF16(e.c, g)
 }

@@ -243,7 +243,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 				model.SoftmaxCE(logits, e.s.Labels, e.s.Train, float64(e.s.GlobalTrain), g)
 				if e.s.Multi != nil {
 					e.bceLossGrad(logits)
-					g = e.lossGrad
+					g = e.out.lossGrad
 				}
 				if err := e.backward(epoch, g); err != nil {
 					return err
@@ -251,7 +251,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 				if err := e.reduceGradients(); err != nil {
 					return err
 				}
-				grads := append([]float32(nil), e.grads...)
+				grads := append([]float32(nil), e.ar.grads...)
 				// Check the largest few gradient entries of every parameter
 				// tensor (the same ones on every rank).
 				off := 0

@@ -174,8 +174,8 @@ func (w *wireState) choose(x, ref []float32, width int, key uint64) int {
 // row's original node id, made once) it keys every row of this rank's
 // block.
 func (e *Engine) rowKey(c *cache, epoch int) uint64 {
-	if len(c.wire.rowHash) != e.rows {
-		c.wire.rowHash = make([]uint64, e.rows)
+	if len(c.wire.rowHash) != e.rows() {
+		c.wire.rowHash = make([]uint64, e.rows())
 		for r := range c.wire.rowHash {
 			c.wire.rowHash[r] = wire.RowHash(uint64(e.ownID(r)))
 		}
