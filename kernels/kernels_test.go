@@ -1097,3 +1097,49 @@ func TestGatherScatterRows(t *testing.T) {
 		t.Errorf("short packed buffer: %v", err)
 	}
 }
+
+// TestRegisteredCodecsMatchTheReference: the codec each wire width looks
+// up (the C one for the integer widths) writes the reference's bytes and
+// decoded rows, adds a delta alike, and reports the same error.
+func TestRegisteredCodecsMatchTheReference(t *testing.T) {
+	const rows, width, key = 300, 24, 99
+	rng := rand.New(rand.NewPCG(5, 6))
+	x, base := make([]float32, rows*width), make([]float32, rows*width)
+	for i := range x {
+		x[i], base[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	}
+	hash := make([]uint64, rows)
+	for i := range hash {
+		hash[i] = wire.RowHash(uint64(3 * i))
+	}
+	for _, bits := range []int{wire.FP32, wire.BF16, 8, 4, 2} {
+		got, ref := wire.CodecOf(bits), wire.Reference(bits)
+		if _, c := got.(intCodec); c != (bits <= 8) {
+			t.Fatalf("%d bits: looked up %T", bits, got)
+		}
+		for _, add := range []bool{false, true} {
+			pg, pr := make([]byte, rows*got.RowBytes(width)), make([]byte, rows*ref.RowBytes(width))
+			dg, dr := slices.Clone(base), slices.Clone(base)
+			blk := x // what the decoded rows stand for: with add, the copy plus the delta
+			if add {
+				blk = make([]float32, len(x))
+				for i := range x {
+					blk[i] = base[i] + x[i]
+				}
+			}
+			eg, rg := got.Encode(pg, dg, x, blk, width, key, hash, add, 3)
+			er, rr := ref.Encode(pr, dr, x, blk, width, key, hash, add, 3)
+			if !bytes.Equal(pg, pr) || !slices.Equal(dg, dr) {
+				t.Fatalf("%d bits add=%v: packed or decoded rows differ from the reference", bits, add)
+			}
+			if math.Abs(eg-er) > 1e-5*er || math.Abs(rg-rr) > 1e-6*rr { // sums in another order; with add, C measures the delta's error
+				t.Fatalf("%d bits add=%v: error sums %g/%g, reference %g/%g", bits, add, eg, rg, er, rr)
+			}
+			recv := slices.Clone(base)
+			got.Decode(recv, pr, width, add)
+			if !slices.Equal(recv, dr) {
+				t.Fatalf("%d bits add=%v: a receiver decodes other values than the owner holds", bits, add)
+			}
+		}
+	}
+}

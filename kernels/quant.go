@@ -5,7 +5,11 @@ package kernels
 */
 import "C"
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"sancus/collectives/wire"
+)
 
 // quantBlock is the row block whose error sums are added in order, so the
 // reported error does not depend on the thread count.
@@ -63,4 +67,22 @@ func DequantizeRows(dst []float32, src []byte, width, bits int, add bool) {
 	forRanges(evenCuts(rows, threads, 2048), func(lo, hi int) {
 		C.sc_dequant_rows(sp, C.int64_t(lo), C.int64_t(hi), C.int64_t(width), C.int(bits), a, dp)
 	})
+}
+
+// intCodec is the C integer codec as collectives/wire's Codec of its width.
+type intCodec int
+
+func (b intCodec) Bits() int              { return int(b) }
+func (b intCodec) RowBytes(width int) int { return wire.RowBytes(int(b), width) }
+func (b intCodec) Encode(dst []byte, dec, x, ref []float32, width int, key uint64, rowHash []uint64, add bool, errEvery int) (float64, float64) {
+	return QuantizeRows(dst, dec, x, ref, width, int(b), key, rowHash, add, errEvery)
+}
+func (b intCodec) Decode(dst []float32, src []byte, width int, add bool) {
+	DequantizeRows(dst, src, width, int(b), add)
+}
+
+func init() {
+	for _, b := range []int{8, 4, 2} {
+		wire.Use(intCodec(b))
+	}
 }

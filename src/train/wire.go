@@ -17,7 +17,6 @@ import (
 
 	"sancus/collectives"
 	"sancus/collectives/wire"
-	"sancus/kernels"
 )
 
 // wireState is a cache's encoding: how wide, and what the current exchange
@@ -59,7 +58,7 @@ func (w *wireState) prepare(last []int) {
 }
 
 // rowBytes is the size of one of root j's rows on the wire this exchange.
-func (c *cache) rowBytes(j int) int { return wire.RowBytes(c.wire.used[j], c.width) }
+func (c *cache) rowBytes(j int) int { return wire.CodecOf(c.wire.used[j]).RowBytes(c.width) }
 
 // unpack decodes root j's received rows into its cached copy, or, for a
 // cache kept packed, notes the width they are packed in.
@@ -71,14 +70,9 @@ func (c *cache) unpack(j int, src []byte) {
 	decode(c.host[j], src, c.width, c.wire.used[j], c.wire.add[j])
 }
 
-// decode unpacks rows with the C row codec for the integer widths (the Go
-// reference in collectives/wire is bit-identical, and slower).
+// decode unpacks rows packed at the given width.
 func decode(dst []float32, src []byte, width, bits int, add bool) {
-	if bits == wire.FP32 || bits == wire.BF16 {
-		wire.Decode(dst, src, width, bits, add)
-		return
-	}
-	kernels.DequantizeRows(dst, src, width, bits, add)
+	wire.CodecOf(bits).Decode(dst, src, width, add)
 }
 
 // recvBuf is a buffer for n of root j's rows.
@@ -144,13 +138,9 @@ const sampleEvery = 8
 // returns the relative error ‖decoded − ref‖/‖ref‖ over every errEvery-th
 // row, ref being the block the decoded copy stands for.
 func (w *wireState) encode(dec, x, ref []float32, width, bits int, key uint64, add bool, errEvery int) float64 {
-	w.own = grow(w.own, len(w.rowHash)*wire.RowBytes(bits, width))
-	if bits == wire.FP32 || bits == wire.BF16 {
-		wire.Encode(w.own, x, width, bits, func(r int) uint64 { return wire.SeedOf(key, w.rowHash[r]) })
-		wire.Decode(dec, w.own, width, bits, add)
-		return sampledError(dec, ref, width, errEvery)
-	}
-	errSq, refSq := kernels.QuantizeRows(w.own, dec, x, ref, width, bits, key, w.rowHash, add, errEvery)
+	codec := wire.CodecOf(bits)
+	w.own = grow(w.own, len(w.rowHash)*codec.RowBytes(width))
+	errSq, refSq := codec.Encode(w.own, dec, x, ref, width, key, w.rowHash, add, errEvery)
 	if refSq == 0 {
 		return math.Sqrt(errSq)
 	}
@@ -189,20 +179,4 @@ func grow[T any](b []T, n int) []T {
 		return make([]T, n)
 	}
 	return b[:n]
-}
-
-// sampledError is ‖decoded − block‖/‖block‖ over every n-th row.
-func sampledError(decoded, block []float32, width, n int) float64 {
-	var num, den float64
-	for r := 0; (r+1)*width <= len(block); r += n {
-		for i := r * width; i < (r+1)*width; i++ {
-			d := float64(decoded[i] - block[i])
-			num += d * d
-			den += float64(block[i]) * float64(block[i])
-		}
-	}
-	if den == 0 {
-		return 0
-	}
-	return math.Sqrt(num / den)
 }
