@@ -86,6 +86,17 @@ type Fused interface {
 	ReLUDroppedBackward(g, dropped *matrix.Dense, scale float32, sums []float32) error
 }
 
+// ELUOps is what a backend may add: GAT's activation and its backward
+// where the matrices live. Find it with ELUOf; without it, the engine
+// applies ELU and ELUBackward to host copies.
+type ELUOps interface {
+	ELU(z *matrix.Dense)
+	ELUBackward(g, h *matrix.Dense)
+}
+
+// ELUOf returns be's ELU, if it has it (through Timed too).
+func ELUOf(be Backend) (ELUOps, bool) { return optional[ELUOps](be) }
+
 // RowInput is what an Input may add: its products at a list of rows, as
 // RowOps' (O·W at the listed rows, Oᵀ·G summed over them), with the
 // operand's dropout. The CPU's dense operands have it; find it with
@@ -196,6 +207,8 @@ func (CPU) DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32) erro
 }
 func (CPU) ZeroOtherRows(m *matrix.Dense, rows []int32) error { return ZeroOtherRows(m, rows) }
 func (CPU) ReLUBackward(g, h *matrix.Dense)                   { ReLUBackward(g, h) }
+func (CPU) ELU(z *matrix.Dense)                               { ELU(z) }
+func (CPU) ELUBackward(g, h *matrix.Dense)                    { ELUBackward(g, h) }
 func (CPU) DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense, sums []float32) {
 	DropoutReLUBackward(m, g, h, sums)
 }

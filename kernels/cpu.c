@@ -346,6 +346,18 @@ double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps) {
       v = vexp_##SUFFIX(v);                                                    \
       for (int j = 0; j < L && i + j < n; j++) y[i + j] = v[j];                \
     }                                                                          \
+  }                                                                            \
+  ATTR static void elu_##SUFFIX(float *h, int64_t i0, int64_t i1) {            \
+    typedef vf_##SUFFIX vf;                                                    \
+    enum { L = sizeof(vf) / sizeof(float) };                                   \
+    for (int64_t i = i0; i < i1; i += L) {                                     \
+      const int m = i1 - i < L ? (int)(i1 - i) : L;                            \
+      vf v;                                                                    \
+      for (int j = 0; j < L; j++) v[j] = j < m && h[i + j] < 0 ? h[i + j] : 0.0f; \
+      v = vexp_##SUFFIX(v);                                                    \
+      for (int j = 0; j < m; j++)                                              \
+        if (h[i + j] < 0) h[i + j] = v[j] - 1.0f;                              \
+    }                                                                          \
   }
 
 SOFTMAX_CE(base, )
@@ -357,6 +369,17 @@ SOFTMAX_CE(avx512, __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma
 // sc_exp sets y = e^x for n values x ≤ 0 through vexp (the loss's
 // exponential, tested against float64 on its own).
 void sc_exp(const float *x, float *y, int64_t n) { PICK3(exp_n, x, y, n); }
+
+// ELU in place on h[i0, i1): e^x − 1 where x < 0 (x ≤ 0 is all vexp
+// takes), through the loss's exponential.
+void sc_elu(float *h, int64_t i0, int64_t i1) { PICK3(elu, h, i0, i1); }
+
+// ELU's backward on g[i0, i1), read off its output h: g·(h + 1) where
+// h ≤ 0, g where h > 0.
+void sc_elu_backward(float *g, const float *h, int64_t i0, int64_t i1) {
+  for (int64_t i = i0; i < i1; i++)
+    if (h[i] <= 0) g[i] *= h[i] + 1;
+}
 
 double sc_softmax_ce(const float *z, int64_t c, const int32_t *labels, const int32_t *rows,
                      int64_t i0, int64_t i1, double norm, float *grad) {

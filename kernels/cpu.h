@@ -62,6 +62,8 @@ void sc_column_sums(const float *g, int64_t n, int64_t r0, int64_t r1, const int
 void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1, int relu,
                   const int32_t *rows);
 void sc_relu_backward(float *g, const float *h, int64_t i0, int64_t i1);
+void sc_elu(float *h, int64_t i0, int64_t i1);
+void sc_elu_backward(float *g, const float *h, int64_t i0, int64_t i1);
 void sc_quant_rows(const float *x, const float *ref, int64_t r0, int64_t r1, int64_t width,
                    int bits, uint64_t key, const uint64_t *rowhash, uint8_t *dst, float *dec,
                    int add, int err_every, double *sums);

@@ -81,6 +81,30 @@ func ReLUBackward(g, h *matrix.Dense) {
 	})
 }
 
+// ELU sets z's negative values x to e^x − 1 in place (GAT's activation,
+// after AddBiasReLU without ReLU), through the softmax's exponential.
+func ELU(z *matrix.Dense) {
+	if len(z.Data) == 0 {
+		return
+	}
+	zp := f32p(z.Data)
+	forRanges(evenCuts(len(z.Data), threads, 1<<15), func(lo, hi int) {
+		C.sc_elu(zp, C.int64_t(lo), C.int64_t(hi))
+	})
+}
+
+// ELUBackward multiplies g by ELU's derivative, read off its output h:
+// 1 where h > 0, h + 1 elsewhere.
+func ELUBackward(g, h *matrix.Dense) {
+	if len(g.Data) == 0 {
+		return
+	}
+	gp, hp := f32p(g.Data), f32p(h.Data)
+	forRanges(evenCuts(len(g.Data), threads, 1<<15), func(lo, hi int) {
+		C.sc_elu_backward(gp, hp, C.int64_t(lo), C.int64_t(hi))
+	})
+}
+
 // ColumnSums adds every row of g into out (len g.Cols): a bias gradient.
 func ColumnSums(out []float32, g *matrix.Dense) { columnSums(out, g, nil) }
 

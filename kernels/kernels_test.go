@@ -1143,3 +1143,43 @@ func TestRegisteredCodecsMatchTheReference(t *testing.T) {
 		}
 	}
 }
+
+// TestELU: ELU is e^x − 1 within the exponential's 2 ulp (and the
+// subtraction's rounding) at every negative value, leaves the others, is 0
+// far below; its backward scales g by h + 1 where h ≤ 0.
+func TestELU(t *testing.T) {
+	var xs []float32
+	for x := float32(-100); x < 5; x += 0.0137 {
+		xs = append(xs, x)
+	}
+	xs = append(xs, 0, -0.0)
+	z := matrix.NewDense(len(xs), 1)
+	copy(z.Data, xs)
+	ELU(z)
+	for i, x := range xs {
+		want := float64(x)
+		if x < 0 {
+			want = math.Exp(float64(x)) - 1
+		}
+		if got := float64(z.Data[i]); math.Abs(got-want) > 2.5e-7*math.Exp(min(float64(x), 0))+6e-8 {
+			t.Fatalf("ELU(%g) = %g, want %g", x, got, want)
+		}
+	}
+	if e := z.Data[0]; e != -1 {
+		t.Fatalf("ELU(-100) = %g, want -1", e)
+	}
+	g := matrix.NewDense(len(xs), 1)
+	for i := range g.Data {
+		g.Data[i] = 2
+	}
+	ELUBackward(g, z)
+	for i, h := range z.Data {
+		want := float32(2)
+		if h <= 0 {
+			want = 2 * (h + 1)
+		}
+		if g.Data[i] != want {
+			t.Fatalf("ELU backward at h = %g: %g, want %g", h, g.Data[i], want)
+		}
+	}
+}

@@ -94,6 +94,14 @@ func (t *Timed) ReLUBackward(g, h *matrix.Dense) {
 	defer t.add("elementwise", time.Now())
 	t.Backend.ReLUBackward(g, h)
 }
+func (t *Timed) ELU(z *matrix.Dense) {
+	defer t.add("elementwise", time.Now())
+	t.Backend.(ELUOps).ELU(z)
+}
+func (t *Timed) ELUBackward(g, h *matrix.Dense) {
+	defer t.add("elementwise", time.Now())
+	t.Backend.(ELUOps).ELUBackward(g, h)
+}
 func (t *Timed) DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense, sums []float32) {
 	defer t.add("dropout", time.Now())
 	t.Backend.(Fused).DropoutReLUBackward(m, g, h, sums)

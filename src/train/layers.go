@@ -51,7 +51,8 @@ type act struct {
 // conv is what every layer kind shares.
 type conv struct {
 	l, din, dout    int
-	z               *matrix.Dense // output: Z, then H = ReLU(Z + b) in place
+	z               *matrix.Dense // output: Z, then H = act(Z + b) in place
+	act             activation    // ReLU, or a GAT's ELU (activation.go)
 	shadow          *matrix.Dense // noise-free Z at the drift sample (allocated when first used)
 	sampIn          *matrix.Dense // the layer's input at the drift sample, where it had no shadow
 	dW              *matrix.Dense
@@ -94,7 +95,7 @@ func (c *conv) shadowBuf(e *Engine) *matrix.Dense { return e.sampleBuf(&c.shadow
 // (transform first) travels. The raw input is never sent: XW is narrower.
 func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
 	r := e.rows()
-	c := conv{l: l, din: din, dout: dout, z: e.be.NewDense(r, dout), dW: e.be.NewDense(din, dout), db: make([]float32, dout)}
+	c := conv{l: l, din: din, dout: dout, z: e.be.NewDense(r, dout), dW: e.be.NewDense(din, dout), db: make([]float32, dout), act: e.activation()}
 	switch {
 	case e.cfg.Model.Arch.HasRoot():
 		return e.newSAGELayer(c, gradPolicy)

@@ -29,13 +29,13 @@ func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
 		case train && ro != nil: // the logits are read at the training rows alone
 			err = ro.AddBiasReLURows(a.h, e.m.B[l], false, e.out.rows)
 		default:
-			e.activate(a.h, l, hidden)
+			e.layers[l].base().act.apply(a.h, e.m.B[l], hidden)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("forward layer %d: %w", l+1, err)
 		}
 		if a.clean != nil {
-			e.activate(a.clean, l, hidden)
+			e.layers[l].base().act.apply(a.clean, e.m.B[l], hidden)
 		}
 		if e.hasResidual(l) { // H_{l+1} = act(Z_l) + H_l; z keeps act(Z_l) for the backward pass
 			out := e.skips.out[l]
@@ -58,41 +58,6 @@ func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
 // layer between hidden layers, with --residual (their widths are equal).
 func (e *Engine) hasResidual(l int) bool {
 	return e.cfg.Model.Residual && l > 0 && l < e.cfg.Model.Layers-1 && e.m.Dims[l] == e.m.Dims[l+1]
-}
-
-// activate adds layer l's bias and, for a hidden layer, applies the
-// activation in place: ReLU, or ELU for a GAT (as Veličković et al.).
-func (e *Engine) activate(h *matrix.Dense, l int, hidden bool) {
-	if !e.cfg.Model.Arch.ELU() {
-		e.be.AddBiasReLU(h, e.m.B[l], hidden)
-		return
-	}
-	e.be.AddBiasReLU(h, e.m.B[l], false)
-	if hidden {
-		x := e.host(h)
-		for i, v := range x[:h.Rows*h.Cols] {
-			if v < 0 {
-				x[i] = exp32(v) - 1
-			}
-		}
-		e.be.Upload(h)
-	}
-}
-
-// activationBackward multiplies g by the activation's derivative, read off
-// its output h: ReLU's 1 where h > 0, ELU's 1 there and h + 1 elsewhere.
-func (e *Engine) activationBackward(g, h *matrix.Dense) {
-	if !e.cfg.Model.Arch.ELU() {
-		e.be.ReLUBackward(g, h)
-		return
-	}
-	x, y := e.host(g), e.host(h)
-	for i, v := range y[:h.Rows*h.Cols] {
-		if v <= 0 {
-			x[i] *= v + 1
-		}
-	}
-	e.be.Upload(g)
 }
 
 // backward propagates g = ∂L/∂logits and leaves every weight and bias
@@ -141,7 +106,7 @@ func (e *Engine) backward(epoch int, g *matrix.Dense) error {
 				e.be.Copy(e.skips.grad, dIn)
 				skip = true
 			}
-			e.activationBackward(dIn, e.layers[l-1].base().z)
+			e.layers[l-1].base().act.backward(dIn, e.layers[l-1].base().z)
 			g = dIn
 		}
 	}
@@ -238,30 +203,4 @@ func (e *Engine) allreduce(g []float32) error {
 		e.ar.residual[i], g[i] = v-q, q
 	}
 	return collectives.RingAllreduceBF16(e.c, g)
-}
-
-// exp32 is e^x in float32 (Cephes' expf: x = n·ln2 + r, a degree-6
-// polynomial in r, scaled by 2^n), within 2 ulp and faster than math.Exp on
-// float64: ELU takes one per non-positive hidden value.
-func exp32(x float32) float32 {
-	switch {
-	case x < -87.33:
-		return 0
-	case x > 88.72:
-		return float32(math.Inf(1))
-	}
-	v := x * 1.44269504088896341
-	n := float32(int32(v + 0.5)) // rounded to the nearest integer
-	if v < 0 {
-		n = float32(int32(v - 0.5))
-	}
-	r := x - n*0.693359375 - n*-2.12194440e-4
-	p := float32(1.9875691500e-4)
-	p = p*r + 1.3981999507e-3
-	p = p*r + 8.3334519073e-3
-	p = p*r + 4.1665795894e-2
-	p = p*r + 1.6666665459e-1
-	p = p*r + 5.0000001201e-1
-	y := p*r*r + r + 1
-	return y * math.Float32frombits(uint32(int32(n)+127)<<23)
 }

@@ -819,19 +819,6 @@ func TestGATAccuracy(t *testing.T) {
 	policiesWithinAPoint(t, "cora GAT", ds, cfg, none, 0.02)
 }
 
-// exp32 is within 2 ulp of e^x where the softmax and ELU use it.
-func TestExp32(t *testing.T) {
-	for x := float32(-87); x < 88; x += 0.0137 {
-		want := math.Exp(float64(x))
-		if got := float64(exp32(x)); math.Abs(got-want) > 2.5e-7*want {
-			t.Fatalf("exp32(%g) = %g, e^x = %g", x, got, want)
-		}
-	}
-	if exp32(-100) != 0 || !math.IsInf(float64(exp32(100)), 1) || exp32(0) != 1 {
-		t.Fatalf("exp32 limits: %g %g %g", exp32(-100), exp32(100), exp32(0))
-	}
-}
-
 // The reported compulsory memory counts the layers' buffers: widening the
 // hidden layer by 48 columns adds at least its output and gradient rows.
 func TestCompulsoryMemoryCountsLayerBuffers(t *testing.T) {
