@@ -86,6 +86,18 @@ type Fused interface {
 	ReLUDroppedBackward(g, dropped *matrix.Dense, scale float32, sums []float32) error
 }
 
+// ElementOps is what a backend may add: a sum and a row scaling where the
+// matrices live (GraphSAGE's root path, and D⁻¹ on its gradients). Find
+// it with ElementOpsOf; without it, the engine computes on host copies.
+type ElementOps interface {
+	Add(a, b *matrix.Dense)                        // a += b
+	ScaleRows(dst, src *matrix.Dense, s []float32) // dst row r = src row r · s[r]
+}
+
+// ElementOpsOf returns be's element operations, if it has them (through
+// Timed too).
+func ElementOpsOf(be Backend) (ElementOps, bool) { return optional[ElementOps](be) }
+
 // ELUOps is what a backend may add: GAT's activation and its backward
 // where the matrices live. Find it with ELUOf; without it, the engine
 // applies ELU and ELUBackward to host copies.
@@ -208,6 +220,8 @@ func (CPU) DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32) erro
 func (CPU) ZeroOtherRows(m *matrix.Dense, rows []int32) error { return ZeroOtherRows(m, rows) }
 func (CPU) ReLUBackward(g, h *matrix.Dense)                   { ReLUBackward(g, h) }
 func (CPU) ELU(z *matrix.Dense)                               { ELU(z) }
+func (CPU) Add(a, b *matrix.Dense)                            { Add(a, b) }
+func (CPU) ScaleRows(dst, src *matrix.Dense, s []float32)     { ScaleRows(dst, src, s) }
 func (CPU) ELUBackward(g, h *matrix.Dense)                    { ELUBackward(g, h) }
 func (CPU) DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense, sums []float32) {
 	DropoutReLUBackward(m, g, h, sums)

@@ -81,6 +81,30 @@ func ReLUBackward(g, h *matrix.Dense) {
 	})
 }
 
+// Add sets a += b, elementwise.
+func Add(a, b *matrix.Dense) {
+	x, y := a.Data[:a.Rows*a.Cols], b.Data[:a.Rows*a.Cols]
+	ParallelRows(a.Rows, func(lo, hi int) {
+		for i := lo * a.Cols; i < hi*a.Cols; i++ {
+			x[i] += y[i]
+		}
+	})
+}
+
+// ScaleRows sets row r of dst to row r of src times s[r], for the rows s
+// lists (len(s) ≤ dst.Rows).
+func ScaleRows(dst, src *matrix.Dense, s []float32) {
+	n := dst.Cols
+	ParallelRows(len(s), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			d, x := dst.Data[r*n:(r+1)*n], src.Data[r*n:(r+1)*n]
+			for k := range d {
+				d[k] = x[k] * s[r]
+			}
+		}
+	})
+}
+
 // ELU sets z's negative values x to e^x − 1 in place (GAT's activation,
 // after AddBiasReLU without ReLU), through the softmax's exponential.
 func ELU(z *matrix.Dense) {

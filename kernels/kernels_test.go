@@ -1183,3 +1183,38 @@ func TestELU(t *testing.T) {
 		}
 	}
 }
+
+// TestAddAndScaleRows: a += b elementwise; row r of dst is row r of src
+// times s[r], for the rows s lists, across thread splits.
+func TestAddAndScaleRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	a, b := matrix.NewDense(1000, 7), matrix.NewDense(1000, 7)
+	for i := range a.Data {
+		a.Data[i], b.Data[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	}
+	want := slices.Clone(a.Data)
+	for i := range want {
+		want[i] += b.Data[i]
+	}
+	Add(a, b)
+	if !slices.Equal(a.Data, want) {
+		t.Fatal("Add differs from a += b")
+	}
+	s := make([]float32, 999)
+	for i := range s {
+		s[i] = float32(i%5) / 3
+	}
+	dst := matrix.NewDense(1000, 7)
+	dst.Data[999*7] = 42 // past the rows s lists: untouched
+	ScaleRows(dst, b, s)
+	for r := range s {
+		for k := range 7 {
+			if dst.Data[r*7+k] != b.Data[r*7+k]*s[r] {
+				t.Fatalf("ScaleRows row %d col %d: %g, want %g", r, k, dst.Data[r*7+k], b.Data[r*7+k]*s[r])
+			}
+		}
+	}
+	if dst.Data[999*7] != 42 {
+		t.Fatal("ScaleRows wrote a row s does not list")
+	}
+}

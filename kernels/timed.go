@@ -94,6 +94,14 @@ func (t *Timed) ReLUBackward(g, h *matrix.Dense) {
 	defer t.add("elementwise", time.Now())
 	t.Backend.ReLUBackward(g, h)
 }
+func (t *Timed) Add(a, b *matrix.Dense) {
+	defer t.add("elementwise", time.Now())
+	t.Backend.(ElementOps).Add(a, b)
+}
+func (t *Timed) ScaleRows(dst, src *matrix.Dense, s []float32) {
+	defer t.add("elementwise", time.Now())
+	t.Backend.(ElementOps).ScaleRows(dst, src, s)
+}
 func (t *Timed) ELU(z *matrix.Dense) {
 	defer t.add("elementwise", time.Now())
 	t.Backend.(ELUOps).ELU(z)

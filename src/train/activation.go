@@ -23,7 +23,7 @@ func (e *Engine) activation() activation {
 	if ops, ok := kernels.ELUOf(e.be); ok {
 		return elu{e.be, ops}
 	}
-	return elu{e.be, hostELU{e}}
+	return elu{e.be, hostOps{e}}
 }
 
 type relu struct{ be kernels.Backend }
@@ -44,18 +44,32 @@ func (a elu) apply(h *matrix.Dense, bias []float32, hidden bool) {
 }
 func (a elu) backward(g, h *matrix.Dense) { a.ops.ELUBackward(g, h) }
 
-// hostELU is ELU on host copies, for a backend without its own.
-type hostELU struct{ e *Engine }
+// hostOps are the optional backend operations on host copies, for a
+// backend without them.
+type hostOps struct{ e *Engine }
 
-func (h hostELU) ELU(z *matrix.Dense) {
+func (h hostOps) ELU(z *matrix.Dense) {
 	h.e.host(z)
 	kernels.ELU(z)
 	h.e.be.Upload(z)
 }
 
-func (h hostELU) ELUBackward(g, y *matrix.Dense) {
+func (h hostOps) ELUBackward(g, y *matrix.Dense) {
 	h.e.host(g)
 	h.e.host(y)
 	kernels.ELUBackward(g, y)
 	h.e.be.Upload(g)
+}
+
+func (h hostOps) Add(a, b *matrix.Dense) {
+	h.e.host(a)
+	h.e.host(b)
+	kernels.Add(a, b)
+	h.e.be.Upload(a)
+}
+
+func (h hostOps) ScaleRows(dst, src *matrix.Dense, s []float32) {
+	h.e.host(src)
+	kernels.ScaleRows(dst, src, s)
+	h.e.be.Upload(dst)
 }

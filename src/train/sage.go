@@ -9,6 +9,7 @@ package train
 // loops are zeroed, not removed), so the same rows travel.
 
 import (
+	"sancus/kernels"
 	"sancus/kernels/matrix"
 	"sancus/src/staleness"
 )
@@ -55,6 +56,7 @@ type sageLayer struct {
 	dR, dInR      *matrix.Dense
 	invDeg        []float32
 	refBuf        *matrix.Dense
+	ops           kernels.ElementOps // the root path's sum and D⁻¹ on gradients
 }
 
 func (L *sageLayer) kind() string { return "graphsage-mean (send HW)" }
@@ -86,7 +88,7 @@ func (L *sageLayer) forward(e *Engine, p pass, in act) (act, error) {
 	if err := e.aggregate(L.cacheFor(p), p.epoch, L.z, ownRows{rows: L.u}, ref, matrix.Mask{}); err != nil {
 		return act{}, err
 	}
-	e.addInto(L.z, L.r)
+	L.ops.Add(L.z, L.r)
 	return act{h: L.z}, nil
 }
 
@@ -94,18 +96,11 @@ func (L *sageLayer) forward(e *Engine, p pass, in act) (act, error) {
 // path is local: ∇Root = H̃ᵀg, ∂H̃ += g·Rootᵀ.
 func (L *sageLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
 	e.clip(g)
-	e.be.Copy(L.scaled, g)
-	s := e.host(L.scaled)
 	invDeg := L.invDeg
 	if e.batch.stepping() {
 		invDeg = e.batch.invDeg
 	}
-	for r, d := range invDeg {
-		for k := range L.dout {
-			s[r*L.dout+k] *= d
-		}
-	}
-	e.be.Upload(L.scaled)
+	L.ops.ScaleRows(L.scaled, g, invDeg)
 	if err := e.aggregate(L.grad, epoch, L.dU, ownRows{rows: L.scaled}, nil, matrix.Mask{}); err != nil {
 		return nil, err
 	}
@@ -128,18 +123,20 @@ func (L *sageLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Den
 	if err := e.be.GEMMNT(L.dInR, g, root); err != nil {
 		return nil, err
 	}
-	e.addInto(L.dIn, L.dInR)
+	L.ops.Add(L.dIn, L.dInR)
 	return L.dIn, nil
 }
 
-// addInto adds b to a on the host (a device backend's copies move; on the
-// CPU nothing does).
-func (e *Engine) addInto(a, b *matrix.Dense) {
-	x, y := e.host(a), e.host(b)
-	for i := range x[:a.Rows*a.Cols] {
-		x[i] += y[i]
+// addInto sets a += b where the backend computes.
+func (e *Engine) addInto(a, b *matrix.Dense) { e.elementOps().Add(a, b) }
+
+// elementOps are the backend's element operations, or the same on host
+// copies for a backend without them.
+func (e *Engine) elementOps() kernels.ElementOps {
+	if ops, ok := kernels.ElementOpsOf(e.be); ok {
+		return ops
 	}
-	e.be.Upload(a)
+	return hostOps{e}
 }
 
 // newSAGELayer makes layer l of a GraphSAGE model.
@@ -149,7 +146,7 @@ func (e *Engine) newSAGELayer(c conv, gradPolicy staleness.Policy) *sageLayer {
 		e.part.sage.mean, e.part.sage.adj, e.part.sage.invDeg = e.sageBlocks()
 	}
 	L := &sageLayer{conv: c, first: c.l == 0, u: e.be.NewDense(r, c.dout), dU: e.be.NewDense(r, c.dout), r: e.be.NewDense(r, c.dout),
-		scaled: e.be.NewDense(r, c.dout), dR: e.be.NewDense(c.din, c.dout), invDeg: e.part.sage.invDeg}
+		scaled: e.be.NewDense(r, c.dout), dR: e.be.NewDense(c.din, c.dout), invDeg: e.part.sage.invDeg, ops: e.elementOps()}
 	L.extraGrads = []*matrix.Dense{L.dR}
 	if !L.first {
 		L.in, L.dIn, L.dInR = e.be.NewDense(r, c.din), e.be.NewDense(r, c.din), e.be.NewDense(r, c.din)
