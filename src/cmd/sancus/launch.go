@@ -34,16 +34,21 @@ func runLaunch(args []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "sancus launch: %v\n", cmd.Args)
+	// The launcher runs in a process group of its own, so a ^C at the
+	// terminal reaches this process alone (mpirun aborts the job on one),
+	// and it gets the stop signal if this process dies.
+	stop := launch.StopSignal(cmd.Path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: stop.(syscall.Signal)}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	// A SIGTERM or ^C becomes the launcher's stop signal (SIGUSR1 for
-	// mpirun): every rank finishes its epoch, checkpoints and exits 85. A
-	// second one is passed on as it is, which aborts the job.
+	// A SIGTERM, SIGUSR1 (a walltime warning) or ^C becomes the launcher's
+	// stop signal (SIGUSR1 for mpirun): every rank finishes its epoch,
+	// checkpoints and exits 85. A second one is passed on as it is, which
+	// aborts the job.
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
 	go func() {
-		stop := launch.StopSignal(cmd.Path)
 		for s := range sigs {
 			fmt.Fprintf(os.Stderr, "sancus launch: %v: asking the ranks to checkpoint and stop (%v)\n", s, stop)
 			cmd.Process.Signal(stop)

@@ -311,27 +311,37 @@ func TestSignalCheckpointResume(t *testing.T) {
 	want, _ := os.ReadFile(ref)
 
 	type launch struct {
-		name string
-		np   int
-		sig  syscall.Signal
+		name  string
+		np    int
+		sig   syscall.Signal
+		group bool // sancus launch, signalled as a terminal's ^C is: its whole process group
 	}
-	cases := []launch{{"in-process SIGTERM", 0, syscall.SIGTERM}}
+	cases := []launch{{"in-process SIGTERM", 0, syscall.SIGTERM, false}, {"in-process ^C", 0, syscall.SIGINT, false}}
 	if _, err := exec.LookPath("mpirun"); err == nil {
-		cases = append(cases, launch{"mpirun SIGUSR1", 2, syscall.SIGUSR1})
+		cases = append(cases, launch{"mpirun SIGUSR1", 2, syscall.SIGUSR1, false}, launch{"sancus launch ^C", 2, syscall.SIGINT, true})
 	}
-	for _, c := range cases {
-		ck := filepath.Join(dir, "ck-"+strconv.Itoa(c.np))
-		w := filepath.Join(dir, "w-"+strconv.Itoa(c.np))
+	for i, c := range cases {
+		ck := filepath.Join(dir, "ck-"+strconv.Itoa(i))
+		w := filepath.Join(dir, "w-"+strconv.Itoa(i))
 		args := append(append([]string{}, common...), "--checkpoint-dir", ck, "--save-weights", w, "--out", filepath.Join(dir, "r.json"))
 		var cmd *exec.Cmd
-		if c.np == 0 {
+		switch {
+		case c.np == 0:
 			cmd = exec.Command(bin, append(args, "--ranks", "2")...)
-		} else {
+		case c.group:
+			needMPI(t)
+			cmd = exec.Command(bin, append([]string{"launch", "-n", strconv.Itoa(c.np), "--via", "mpirun", "--"}, args...)...)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		default:
 			cmd = exec.Command(needMPI(t), append([]string{"-np", strconv.Itoa(c.np), bin}, args...)...)
 		}
 		cmd.Env = mpiEnv()
 		wait := startUntil(t, cmd, "epoch   10")
-		cmd.Process.Signal(c.sig)
+		if c.group {
+			syscall.Kill(-cmd.Process.Pid, c.sig)
+		} else {
+			cmd.Process.Signal(c.sig)
+		}
 		out, err := wait()
 		if exitCode(err) != ExitRequeue || !strings.Contains(out, "checkpoint committed") {
 			t.Fatalf("%s: exit %d, want %d:\n%s", c.name, exitCode(err), ExitRequeue, out)
@@ -344,5 +354,29 @@ func TestSignalCheckpointResume(t *testing.T) {
 		if len(got) != len(want) || string(got) != string(want) {
 			t.Fatalf("%s: resumed weights differ from the uninterrupted run", c.name)
 		}
+	}
+}
+
+// TestSecondRunOnOneCheckpointDirIsRefused: while a run holds a checkpoint
+// directory (or a results path), a second run on it is refused at start,
+// naming the first one's pid, and the first run goes on undisturbed.
+func TestSecondRunOnOneCheckpointDirIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	ck := filepath.Join(dir, "ck")
+	first := exec.Command(bin, "train", "--data", cora, "--epochs", "100000", "--eval-every", "0", "--checkpoint-dir", ck, "--out", filepath.Join(dir, "a.json"))
+	wait := startUntil(t, first, "epoch    5")
+	for name, out := range map[string]string{"checkpoint directory": filepath.Join(dir, "b.json"), "results path": filepath.Join(dir, "a.json")} {
+		args := []string{"train", "--data", cora, "--epochs", "3", "--quiet", "--out", out}
+		if name == "checkpoint directory" {
+			args = append(args, "--checkpoint-dir", ck)
+		}
+		o, err := run(t, 0, args...)
+		if err == nil || !strings.Contains(o, "in use by process "+strconv.Itoa(first.Process.Pid)) {
+			t.Errorf("a second run on the %s: %v\n%s", name, err, o)
+		}
+	}
+	first.Process.Signal(syscall.SIGTERM)
+	if o, err := wait(); exitCode(err) != ExitRequeue {
+		t.Fatalf("the first run, stopped: exit %d\n%s", exitCode(err), o)
 	}
 }

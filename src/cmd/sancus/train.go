@@ -63,15 +63,19 @@ const ExitDiverged = 86
 var stopRequested atomic.Bool
 
 func watchSignals(who string) {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGTERM, syscall.SIGUSR1)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGINT)
 	go func() {
 		for s := range ch {
 			if stopRequested.Swap(true) {
+				if s == syscall.SIGINT { // a second ^C: the user will not wait for the epoch
+					fmt.Fprintf(os.Stderr, "sancus: %s: second interrupt: exiting now, without a checkpoint\n", who)
+					exitUnlocked(130)
+				}
 				continue
 			}
-			msg := fmt.Sprintf("sancus: %s: %v: stopping after this epoch (checkpoint, then exit %d)\n", who, s, ExitRequeue)
-			if s == syscall.SIGUSR1 {
+			msg := fmt.Sprintf("sancus: %s: %v: stopping after this epoch (checkpoint, then exit %d; ^C again to quit at once)\n", who, s, ExitRequeue)
+			if s != syscall.SIGTERM {
 				fmt.Fprint(os.Stderr, msg)
 				continue
 			}
@@ -211,6 +215,14 @@ func runTrain(args []string) error {
 	if err := checkOutputs(cfg, tf, env.Rank == 0); err != nil {
 		return err
 	}
+	if env.Rank == 0 {
+		release, err := lockOutputs(cfg, tf)
+		if err != nil {
+			return err
+		}
+		unlock = release
+		defer release()
+	}
 	if env.Parallel() {
 		cfg.Run.LocalRank = env.LocalRank // one device per rank on its node
 		if tf.ranks != 1 {
@@ -311,22 +323,56 @@ func checkOutputs(cfg train.Config, tf trainFlags, write bool) error {
 	return nil
 }
 
+// lockOutputs takes the results path and the checkpoint directory for
+// this run: a second run on either is refused at start, naming this one.
+func lockOutputs(cfg train.Config, tf trainFlags) (release func(), err error) {
+	paths := []string{tf.out}
+	if cfg.Run.CheckpointDir != "" {
+		paths = append(paths, cfg.Run.CheckpointDir)
+	}
+	var held []func()
+	release = func() {
+		for _, r := range held {
+			r()
+		}
+	}
+	for _, p := range paths {
+		r, err := atomicfile.Lock(p)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		held = append(held, r)
+	}
+	return release, nil
+}
+
+// exitUnlocked releases the output locks and exits.
+func exitUnlocked(code int) {
+	unlock()
+	os.Exit(code)
+}
+
+// unlock releases the output locks; ended calls it before an exit that
+// skips deferred calls.
+var unlock = func() {}
+
 // ended turns how training ended into the exit status: a honoured stop
 // request exits 85 (requeue), a divergence 86, both after the report.
 func ended(err error, cfg train.Config) error {
 	if errors.Is(err, train.ErrDiverged) {
 		fmt.Fprintf(os.Stderr, "sancus: the results JSON has the curve up to the divergence (status \"diverged\"); exiting %d\n", ExitDiverged)
-		os.Exit(ExitDiverged)
+		exitUnlocked(ExitDiverged)
 	}
 	if !errors.Is(err, train.ErrStopped) {
 		return nil
 	}
 	if cfg.Run.CheckpointDir == "" {
 		fmt.Fprintln(os.Stderr, "sancus: stopped by signal without --checkpoint-dir: progress is lost")
-		os.Exit(1)
+		exitUnlocked(1)
 	}
 	fmt.Fprintf(os.Stderr, "sancus: checkpoint committed in %s; exiting %d so the job can be requeued and --resume\n", cfg.Run.CheckpointDir, ExitRequeue)
-	os.Exit(ExitRequeue)
+	exitUnlocked(ExitRequeue)
 	return nil
 }
 
