@@ -169,6 +169,11 @@ type Result struct {
 	// checkpoint) or diverged (Error says where).
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
+	// Checkpoint is the last epoch committed to the checkpoint directory
+	// (0: none). WriteErrors are the writes that failed while the run
+	// went on: a checkpoint (retried at the next), a saved model.
+	Checkpoint  int      `json:"checkpoint_epoch,omitempty"`
+	WriteErrors []string `json:"write_errors,omitempty"`
 }
 
 // JSON has no NaN or Inf: a diverged loss is written as null, so a run

@@ -127,8 +127,62 @@ func ckptPath(dir string, epoch, rank, p int) string {
 }
 
 // saveCheckpoint writes this rank's state after `epoch` completed epochs and
-// commits it once every rank has written.
+// commits it once every rank has written. A rank that cannot write (a full
+// disk) does not end the run: no rank commits that epoch, the failure is
+// reported and recorded in res, and the next checkpoint tries again. Only
+// a failure to communicate is an error.
 func (e *Engine) saveCheckpoint(dir string, epoch int, res *result.Result, best float64) error {
+	werr := e.writeCheckpoint(dir, epoch, res, best)
+	ok := make([]byte, e.P)
+	if err := collectives.AllgatherFlags(e.c, boolByte(werr == nil), ok); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	var failed []int
+	for r, v := range ok {
+		if v == 0 {
+			failed = append(failed, r)
+		}
+	}
+	if werr != nil {
+		fmt.Fprintf(os.Stderr, "sancus: rank %d: %v\n", e.rank, werr)
+	}
+	if len(failed) > 0 {
+		os.RemoveAll(filepath.Dir(ckptPath(dir, epoch, e.rank, e.P))) // this epoch's partial set; LATEST still names the last whole one
+		msg := fmt.Sprintf("checkpoint after epoch %d failed on rank(s) %v: training goes on; the last committed checkpoint is epoch %d", epoch, failed, res.Checkpoint)
+		res.WriteErrors = append(res.WriteErrors, msg)
+		e.notice("%s", msg)
+		return e.c.Barrier()
+	}
+	committed := true
+	if e.rank == 0 {
+		if err := atomicfile.WriteBytes(filepath.Join(dir, "LATEST"), []byte(strconv.Itoa(epoch)+"\n")); err != nil {
+			committed = false
+			msg := fmt.Sprintf("checkpoint after epoch %d: %v: training goes on; the last committed checkpoint is epoch %d", epoch, err, res.Checkpoint)
+			res.WriteErrors = append(res.WriteErrors, msg)
+			e.notice("%s", msg)
+		}
+	}
+	if err := collectives.AllgatherFlags(e.c, boolByte(committed), ok); err != nil { // every rank learns rank 0's LATEST
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if ok[0] == 0 {
+		return nil
+	}
+	res.Checkpoint = epoch
+	if e.rank == 0 {
+		old, _ := filepath.Glob(filepath.Join(dir, "epoch-*"))
+		for _, o := range old {
+			if filepath.Base(o) != fmt.Sprintf("epoch-%06d", epoch) {
+				os.RemoveAll(o)
+			}
+		}
+		e.logf("checkpoint: %s after epoch %d\n", dir, epoch)
+	}
+	return e.c.Barrier()
+}
+
+// writeCheckpoint writes this rank's file of the checkpoint after epoch.
+func (e *Engine) writeCheckpoint(dir string, epoch int, res *result.Result, best float64) error {
 	ck := checkpoint{Version: 1, Rank: e.rank, P: e.P, Signature: e.signature(), Epoch: epoch,
 		Params: e.m.Flat(), AdamM: e.opt.M, AdamV: e.opt.V, AdamStep: e.opt.Step, Result: *res, Best: best, Clipped: e.tally.clipped, Residual: e.ar.residual}
 	for _, L := range e.layers {
@@ -149,22 +203,7 @@ func (e *Engine) saveCheckpoint(dir string, epoch int, res *result.Result, best 
 	if err := atomicfile.WriteBytes(path, buf.Bytes()); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	// Every rank's file must be on disk before the epoch is declared complete.
-	if err := e.c.Barrier(); err != nil {
-		return fmt.Errorf("checkpoint barrier: %w", err)
-	}
-	if e.rank == 0 {
-		if err := atomicfile.WriteBytes(filepath.Join(dir, "LATEST"), []byte(strconv.Itoa(epoch)+"\n")); err != nil {
-			return fmt.Errorf("checkpoint: %w", err)
-		}
-		old, _ := filepath.Glob(filepath.Join(dir, "epoch-*"))
-		for _, o := range old {
-			if filepath.Base(o) != fmt.Sprintf("epoch-%06d", epoch) {
-				os.RemoveAll(o)
-			}
-		}
-	}
-	return e.c.Barrier()
+	return nil
 }
 
 // LatestCheckpoint returns the last committed epoch in dir (0, nil if none).

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"os"
@@ -147,5 +148,44 @@ func TestRestoreIntoHeldSlots(t *testing.T) {
 	old.Bufs[1] = old.Bufs[1][:6]
 	if err := restoreCache(be, c, old); err == nil || !strings.Contains(err.Error(), "block 1 has 6 values, run expects 4") {
 		t.Fatalf("a checkpoint of another size: %v", err)
+	}
+}
+
+// TestCheckpointFailureKeepsTraining: a rank that cannot write its
+// checkpoint (here a directory stands at its file's path) does not end the
+// run: no rank commits that epoch, the next checkpoint is committed, the
+// result records the failure, and training is what it would have been.
+func TestCheckpointFailureKeepsTraining(t *testing.T) {
+	ds, _ := generated(t)
+	cfg := Defaults()
+	cfg.Optim.Epochs = 12
+	ref, err := RunInProcess(ds, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg.Run.CheckpointDir, cfg.Run.CheckpointEvery = dir, 4
+	if err := os.MkdirAll(ckptPath(dir, 4, 1, 2), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var notices bytes.Buffer
+	cfg.Run.Notices = &notices
+	out, err := RunInProcess(ds, 2, cfg)
+	if err != nil {
+		t.Fatalf("a failed checkpoint ended the run: %v", err)
+	}
+	sameCurve(t, "with a failed checkpoint", out.Result, ref.Result, 0)
+	res := out.Result
+	if res.Checkpoint != 12 || len(res.WriteErrors) != 1 || !strings.Contains(res.WriteErrors[0], "epoch 4 failed on rank(s) [1]") {
+		t.Fatalf("checkpoint %d, write errors %q", res.Checkpoint, res.WriteErrors)
+	}
+	if !strings.Contains(notices.String(), "training goes on") {
+		t.Fatalf("the failure was not reported: %q", notices.String())
+	}
+	if ep, err := LatestCheckpoint(dir); err != nil || ep != 12 {
+		t.Fatalf("LATEST is %d (%v), want 12", ep, err)
+	}
+	if _, err := os.Stat(filepath.Dir(ckptPath(dir, 4, 0, 2))); err == nil {
+		t.Fatal("the failed epoch's partial checkpoint was left behind")
 	}
 }

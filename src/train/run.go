@@ -102,6 +102,7 @@ func (e *Engine) resume(r *runState) error {
 		return err
 	}
 	*r.res, r.best, r.first = ck.Result, ck.Best, ck.Epoch
+	r.res.Checkpoint = ep
 	e.notice("resumed from %s after epoch %d (the last complete checkpoint)", dir, ep)
 	return nil
 }
@@ -165,7 +166,6 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 		if err := e.saveCheckpoint(e.cfg.Run.CheckpointDir, ep+1, r.res, r.best); err != nil {
 			return false, err
 		}
-		e.logf("checkpoint: %s after epoch %d\n", e.cfg.Run.CheckpointDir, ep+1)
 	}
 	return stop, nil
 }

@@ -251,3 +251,43 @@ func TestTrainHelpIsGrouped(t *testing.T) {
 		t.Errorf("train --help has %d sections", sections)
 	}
 }
+
+// TestFailedModelWriteKeepsTheResults: a --save-model that fails at the end
+// (its directory gone) is reported and recorded, and the results JSON is
+// written all the same; the run exits 1.
+func TestFailedModelWriteKeepsTheResults(t *testing.T) {
+	dir := t.TempDir()
+	sub, out := filepath.Join(dir, "models"), filepath.Join(dir, "r.json")
+	cmd := exec.Command(bin, "train", "--data", cora, "--epochs", "400", "--eval-every", "0", "--save-model", filepath.Join(sub, "m.sancus"), "--out", out)
+	wait := startUntil(t, cmd, "epoch    5")
+	os.RemoveAll(sub)
+	os.WriteFile(sub, []byte("a file where the model's directory was"), 0o644)
+	o, err := wait()
+	if exitCode(err) != 1 || !strings.Contains(o, "--save-model") {
+		t.Fatalf("exit %d:\n%s", exitCode(err), o)
+	}
+	rep := readReport(t, out)
+	if rep.Result.Status != "completed" || len(rep.Result.WriteErrors) != 1 || !strings.Contains(rep.Result.WriteErrors[0], "--save-model") {
+		t.Fatalf("results JSON: status %q, write errors %q", rep.Result.Status, rep.Result.WriteErrors)
+	}
+}
+
+// TestFailedPredictLeavesNoStaleIndex: a predict that fails after it
+// started on an output directory leaves no index.json naming the files of
+// the run before.
+func TestFailedPredictLeavesNoStaleIndex(t *testing.T) {
+	dir := t.TempDir()
+	m, pred := filepath.Join(dir, "m.sancus"), filepath.Join(dir, "pred")
+	if o, err := run(t, 0, "train", "--data", cora, "--epochs", "3", "--quiet", "--save-model", m, "--out", filepath.Join(dir, "r.json")); err != nil {
+		t.Fatalf("train: %v\n%s", err, o)
+	}
+	if o, err := run(t, 0, "predict", "--model-file", m, "--data", cora, "--out", pred); err != nil {
+		t.Fatalf("predict: %v\n%s", err, o)
+	}
+	if o, err := run(t, 0, "predict", "--model-file", m, "--data", filepath.Join(dir, "no-such-data"), "--out", pred); err == nil {
+		t.Fatalf("predict on missing data succeeded:\n%s", o)
+	}
+	if _, err := os.Stat(filepath.Join(pred, "index.json")); err == nil {
+		t.Fatal("a failed predict left the previous run's index.json")
+	}
+}

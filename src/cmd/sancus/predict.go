@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -89,6 +91,11 @@ func runPredict(args []string) error {
 		return err
 	}
 	if err := atomicfile.CheckDir(pf.out); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	// The old index goes before any file it names is overwritten; the new
+	// one is written last: an index never names files of another run.
+	if err := os.Remove(filepath.Join(pf.out, "index.json")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("--out: %w", err)
 	}
 	env, err := launch.Detect()

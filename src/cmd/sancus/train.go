@@ -256,10 +256,11 @@ func runTrain(args []string) error {
 		return err
 	}
 	rep.Config, rep.Result = cfg, res.Result
-	if ferr := finish(rep, cfg, tf, res.Params); ferr != nil {
+	sideErr, ferr := finish(rep, cfg, tf, res.Params)
+	if ferr != nil {
 		return ferr
 	}
-	return ended(err, cfg)
+	return ended(err, cfg, rep.Result, sideErr)
 }
 
 // defaultOut is results/runs/<name>-<job id or start time>.json, named
@@ -359,19 +360,24 @@ var unlock = func() {}
 
 // ended turns how training ended into the exit status: a honoured stop
 // request exits 85 (requeue), a divergence 86, both after the report.
-func ended(err error, cfg train.Config) error {
+func ended(err error, cfg train.Config, res *result.Result, sideErr error) error {
 	if errors.Is(err, train.ErrDiverged) {
 		fmt.Fprintf(os.Stderr, "sancus: the results JSON has the curve up to the divergence (status \"diverged\"); exiting %d\n", ExitDiverged)
 		exitUnlocked(ExitDiverged)
 	}
 	if !errors.Is(err, train.ErrStopped) {
-		return nil
+		return sideErr // completed: a failed side write still fails the run
 	}
 	if cfg.Run.CheckpointDir == "" {
 		fmt.Fprintln(os.Stderr, "sancus: stopped by signal without --checkpoint-dir: progress is lost")
 		exitUnlocked(1)
 	}
-	fmt.Fprintf(os.Stderr, "sancus: checkpoint committed in %s; exiting %d so the job can be requeued and --resume\n", cfg.Run.CheckpointDir, ExitRequeue)
+	if last := len(res.Curve); res.Checkpoint == last {
+		fmt.Fprintf(os.Stderr, "sancus: checkpoint committed in %s; exiting %d so the job can be requeued and --resume\n", cfg.Run.CheckpointDir, ExitRequeue)
+	} else {
+		fmt.Fprintf(os.Stderr, "sancus: stopped after epoch %d, but its checkpoint failed: --resume continues after epoch %d from %s; exiting %d\n",
+			last, res.Checkpoint, cfg.Run.CheckpointDir, ExitRequeue)
+	}
 	exitUnlocked(ExitRequeue)
 	return nil
 }
@@ -433,8 +439,10 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 		return abort("training", err)
 	}
 	rep.Config, rep.Result = cfg, res
+	var sideErr error
 	if rank == 0 {
-		if ferr := finish(rep, cfg, tf, e.Params()); ferr != nil {
+		var ferr error
+		if sideErr, ferr = finish(rep, cfg, tf, e.Params()); ferr != nil {
 			return abort("writing results", ferr)
 		}
 	}
@@ -444,7 +452,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 	if cerr := c.Close(); cerr != nil {
 		return cerr
 	}
-	return ended(err, cfg)
+	return ended(err, cfg, res, sideErr)
 }
 
 // shardDataset names the dataset a shard directory was prepared from (its
@@ -504,8 +512,13 @@ func printStart(cfg train.Config, ranks int, name string, n int, transport strin
 		cfg.Model.Layers, strings.ToUpper(cfg.Model.Arch.String()), cfg.Model.Hidden, name, n, ranks, transport, cfg.Staleness.Policy, kernels.SIMD(), kernels.Threads())
 }
 
-func finish(rep *result.Run, cfg train.Config, tf trainFlags, params [][]float32) error {
+// finish writes the run's side outputs (weights, model) and then its
+// results JSON, which is written whatever became of them: a side write
+// that failed is recorded in it (write_errors) and returned as sideErr,
+// after the JSON. err is a failure to write the JSON itself.
+func finish(rep *result.Run, cfg train.Config, tf trainFlags, params [][]float32) (sideErr, err error) {
 	res := rep.Result
+	var side []error
 	if tf.saveWeights != "" {
 		var b []byte
 		for _, p := range params {
@@ -514,26 +527,31 @@ func finish(rep *result.Run, cfg train.Config, tf trainFlags, params [][]float32
 			}
 		}
 		if err := writeAtomic(tf.saveWeights, b); err != nil {
-			return err
+			side = append(side, fmt.Errorf("--save-weights: %w", err))
 		}
 	}
 	if tf.saveModel != "" {
 		if err := saveModel(tf.saveModel, rep, cfg, tf.load, params); err != nil {
-			return err
+			side = append(side, fmt.Errorf("--save-model: %w", err))
 		}
+	}
+	for _, e := range side {
+		res.WriteErrors = append(res.WriteErrors, e.Error())
 	}
 	fmt.Printf("done: test accuracy %.4f at best validation epoch %d (val %.4f); final test %.4f; %.2f ms/epoch; %.1fs total\n",
 		res.TestAtBest, res.BestEpoch, res.BestValAcc, res.FinalTestAcc, res.MeanEpochMs, res.TotalSec)
-	out := tf.out
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := writeAtomic(out, append(b, '\n')); err != nil {
-		return err
+	if err := writeAtomic(tf.out, append(b, '\n')); err != nil {
+		return nil, err
 	}
-	fmt.Printf("results: %s\n", out)
-	return nil
+	fmt.Printf("results: %s\n", tf.out)
+	if sideErr = errors.Join(side...); sideErr != nil {
+		fmt.Fprintf(os.Stderr, "sancus: %v (the results JSON records it)\n", sideErr)
+	}
+	return sideErr, nil
 }
 
 // saveModel writes the final parameters with what a later predict needs to
@@ -543,7 +561,7 @@ func saveModel(path string, rep *result.Run, cfg train.Config, load graph.LoadOp
 	res := rep.Result
 	m, err := model.New(cfg.Model.Arch, res.Dims, res.Heads, 0)
 	if err != nil {
-		return fmt.Errorf("--save-model: %w", err)
+		return err
 	}
 	for i, p := range m.Flat() {
 		copy(p, params[i])
