@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Fault injection under Slurm: SIGKILL, SIGSTOP or SIGTERM to a random task
+# Fault injection under Slurm: SIGKILL, SIGSTOP, SIGTERM or SIGINT to a random task
 # of an `srun --mpi=pmix -n 3` training step at a random epoch, FAULTS times
-# (cycling through the three). Each time every task must exit within 30 s
+# (cycling through the four). Each time every task must exit within 30 s
 # with the cause named, and the step resumed from its checkpoints must end
 # with weights bit-identical to an uninterrupted run. Uses the running local
 # cluster when SLURM_CONF is set, else starts one (slurm/local-cluster.sh).
@@ -21,10 +21,10 @@ bin/sancus gen --out "$work/g" --nodes 12000 --edges 100000 --features 64 --feat
 train=(bin/sancus train --data "$work/g" --epochs 120 --hidden 64 --staleness variation-gap --checkpoint-every 7 --comm-timeout 6s)
 srun --mpi=pmix -n 3 "${train[@]}" --quiet --checkpoint-dir "$work/ck-ref" --save-weights "$work/ref.w" --out "$work/ref.json" >/dev/null
 : >"$work/chaos.log"
-signals=(KILL STOP TERM)
+signals=(KILL STOP TERM INT)
 f=0 missed=0
 while [ "$f" -lt "$faults" ]; do
-	sig=${signals[$((f % 3))]} victim=$((RANDOM % 3)) at=$((10 + RANDOM % 80))
+	sig=${signals[$((f % 4))]} victim=$((RANDOM % 3)) at=$((10 + RANDOM % 80))
 	out=$work/run-$f.log
 	SANCUS_CHAOS_RUN=$f srun --mpi=pmix -n 3 "${train[@]}" --checkpoint-dir "$work/ck-$f" --save-weights "$work/w-$f" --out "$work/r-$f.json" >"$out" 2>&1 &
 	step=$!
@@ -65,7 +65,7 @@ while [ "$f" -lt "$faults" ]; do
 	case $sig in
 	KILL) cause="task $victim" ;;
 	STOP) cause="timed out" ;;
-	TERM) cause="checkpoint committed" ;;
+	TERM | INT) cause="checkpoint committed" ;;
 	esac
 	printf 'fault %2d: SIG%-4s to task %d (pid %s), seen at epoch %3d: the step ended after %5.1fs with status %d\n' $((f + 1)) "$sig" "$victim" "$pid" "$at" "$took" "$rc" >>"$work/chaos.log"
 	awk -v t="$took" 'BEGIN { exit !(t < 30) }' || fail "fault $f: the step took ${took}s to end"

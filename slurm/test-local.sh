@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end test against a real (local, single-node) Slurm:
 #   1. sbatch slurm/train.sbatch with 4 tasks on Cora; check its results JSON;
-#   2. a walltime warning: SIGTERM to the running job, which checkpoints,
-#      exits 85, is requeued by its script and resumes to the end;
+#   2. a walltime warning: SIGUSR1 to the batch script, whose job
+#      checkpoints, exits 85, is requeued and resumes to the end; and a
+#      scancel, which checkpoints and ends CANCELLED, not requeued;
 #   3. sbatch slurm/strong-scaling.sbatch P = 1, 2, 4 on a small generated
 #      graph; check the CSV and the PNGs;
 #   4. one injected fault (slurm/chaos-slurm.sh; make chaos runs more).
@@ -34,7 +35,7 @@ res=results/ci-train/$job/result.json
 check "$res" 'r["ranks"] == 4 and d["launcher"] == "pmix" and d["job_id"] == "'"$job"'" and len(r["curve"]) == 60 and r["test_acc_at_best_val"] > 0.7'
 echo "ok: $res"
 
-echo "== 2. SIGTERM before the walltime: checkpoint, exit 85, requeue, resume"
+echo "== 2. the walltime warning (SIGUSR1 to the batch script): checkpoint, exit 85, requeue, resume"
 job=$(DATA=$cora EPOCHS=6000 CHECKPOINT_EVERY=0 NAME=ci-requeue TRAIN_ARGS="--eval-every 50" sbatch --parsable --ntasks=2 slurm/train.sbatch)
 out=results/slurm-sancus-train-$job.out
 for _ in $(seq 120); do
@@ -42,7 +43,7 @@ for _ in $(seq 120); do
 	sleep 0.5
 done
 sleep 3
-scancel --signal=TERM "$job"
+scancel --batch --signal=USR1 "$job" # what --signal=B:USR1@600 sends before the walltime
 for _ in $(seq 600); do
 	[ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break
 	sleep 0.5
@@ -52,6 +53,27 @@ grep -q "requeueing job $job" "$out" || fail "job was not requeued: $(tail -20 "
 grep -q "restart 1" "$out" || fail "job did not restart: $(tail -20 "$out")"
 check "results/ci-requeue/$job/result.json" 'len(r["curve"]) == 6000 and not r.get("stopped")'
 echo "ok: job $job checkpointed, requeued and finished all epochs"
+
+echo "== 2b. scancel is a cancel: checkpoint, CANCELLED, no requeue"
+job=$(DATA=$cora EPOCHS=600000 CHECKPOINT_EVERY=0 NAME=ci-cancel TRAIN_ARGS="--eval-every 0" sbatch --parsable --ntasks=2 slurm/train.sbatch)
+out=results/slurm-sancus-train-$job.out
+for _ in $(seq 120); do
+	[ "$(squeue -h -j "$job" -o %T)" = RUNNING ] && break
+	sleep 0.5
+done
+sleep 3
+scancel "$job"
+for _ in $(seq 120); do
+	[ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break
+	sleep 0.5
+done
+[ -z "$(squeue -h -j "$job" 2>/dev/null)" ] || fail "cancelled job $job is still queued: $(squeue -j "$job")"
+state=$(scontrol show job "$job" | grep -o 'JobState=[A-Z]*')
+restarts=$(scontrol show job "$job" | grep -o 'Restarts=[0-9]*')
+[ "$state" = JobState=CANCELLED ] && [ "$restarts" = Restarts=0 ] || fail "job $job after scancel: $state $restarts"
+grep -q "requeueing job" "$out" && fail "cancelled job $job was requeued: $(tail -20 "$out")"
+ls results/ci-cancel/$job/checkpoints/LATEST >/dev/null 2>&1 || fail "cancelled job $job left no checkpoint: $(tail -20 "$out")"
+echo "ok: job $job $state $restarts, checkpoint kept"
 
 echo "== 3. strong scaling P = 1, 2, 4 on a generated graph"
 data=$(mktemp -d)/g
@@ -66,5 +88,5 @@ echo "ok: $dir/summary.csv and plots"
 echo "== 4. fault injection: SIGKILL to a random task of a running step, resume bit-identical"
 bash slurm/chaos-slurm.sh 1 /dev/null
 
-rm -rf "$(dirname "$data")" results/ci-train results/ci-requeue results/ci-strong results/slurm-sancus-*.out
+rm -rf "$(dirname "$data")" results/ci-train results/ci-requeue results/ci-cancel results/ci-strong results/slurm-sancus-*.out
 echo "slurm tests passed"
