@@ -21,7 +21,7 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: cuda test-cuda all deps torch build run test test-short test-mpi test-slurm chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-sancus bench-partition clean
+.PHONY: cuda test-cuda all deps torch build run test test-short test-mpi test-slurm chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-sancus bench-partition bench-ab clean
 
 all: build
 
@@ -125,6 +125,14 @@ bench-epoch: build torch $(DATA)/test.txt
 # Graphs from 100k/1M to 4M/40M nodes/edges, 10 epochs at P = 1 and 2.
 bench-scale: build
 	bash slurm/scale-bench.sh data/scale results/bench/scale "$(MPIRUN)"
+
+# The epoch time of this tree against revision OLD (default: HEAD~1), the
+# two binaries taking turns on the 100k graph: GCN, GraphSAGE and GAT at
+# P = 1 and 2 (a refactor must not be slower).
+OLD ?= HEAD~1
+bench-ab: build $(DATA)/test.txt
+	MODELS=$$'gcn|--model gcn --epochs 60\nsage|--model sage --epochs 40\ngat|--model gat --hidden 8 --heads 8 --epochs 6' \
+		bash slurm/compare-revisions.sh $(OLD) $(DATA) results/bench/ab "$(MPIRUN)" 30 3
 
 bench-kernels: build openblas
 	$(GO) build -tags openblas -o bin/sancus-openblas ./src/cmd/sancus

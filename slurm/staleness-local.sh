@@ -12,8 +12,10 @@ for np in 2 4; do
 	[ -f "$shards/meta.json" ] || "$bin" prepare --data "$data" --parts "$np" --out "$shards"
 	while read -r policy eps; do
 		name="P$np-$policy-$eps"
+		bound=(--eps "$eps") # none takes no bound
+		[ "$policy" = none ] && bound=()
 		$mpirun -np "$np" "$bin" train --shards "$shards" --epochs "$epochs" --quiet \
-			--staleness "$policy" --eps "$eps" --out "$out/$name.json" </dev/null # mpirun would eat the list
+			--staleness "$policy" "${bound[@]}" --out "$out/$name.json" </dev/null # mpirun would eat the list
 	done <<'POLICIES'
 none 0
 epoch-fixed 1

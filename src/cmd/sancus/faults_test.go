@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -289,5 +290,45 @@ func TestFailedPredictLeavesNoStaleIndex(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(pred, "index.json")); err == nil {
 		t.Fatal("a failed predict left the previous run's index.json")
+	}
+}
+
+// TestInertFlagsAreRefused: every flag of the inert table, given without
+// the setting it needs, is refused naming itself; with that setting it is
+// not refused for being inert.
+func TestInertFlagsAreRefused(t *testing.T) {
+	value := map[string]string{"native-bcast": "true", "chunk": "1000", "device-comm": "host", "exchange-chunk": "8192",
+		"heads": "2", "out-heads": "2", "att-dropout": "0.1", "clusters-per-step": "4", "boundary": "true", "eps": "1",
+		"max-stale": "5", "skip-gradients": "true", "wire-error": "0.1", "clip-scale": "2", "normalize-features": "false",
+		"split": "planetoid", "split-seed": "3", "split-name": "x", "checkpoint-every": "5", "resume": "true"}
+	context := map[string][]string{"exchange-chunk": {"--dense-bcast"}, "normalize-features": {"--shards", "no-such-dir"},
+		"split": {"--shards", "no-such-dir"}, "split-seed": {"--shards", "no-such-dir"}, "split-name": {"--shards", "no-such-dir"}}
+	seen := 0
+	for _, r := range inert {
+		for _, f := range r.flags {
+			v, ok := value[f]
+			if !ok {
+				t.Fatalf("no test value for --%s", f)
+			}
+			args := []string{"train", "--epochs", "1", "--out", filepath.Join(t.TempDir(), "r.json"), "--" + f + "=" + v}
+			if c, ok := context[f]; ok {
+				args = append(args, c...)
+			}
+			if !slices.Contains(args, "--shards") {
+				args = append(args, "--data", cora)
+			}
+			o, err := run(t, 0, args...)
+			if err == nil || !strings.Contains(o, "--"+f+" does nothing without") {
+				t.Errorf("--%s=%s without %s: %v\n%s", f, v, r.needs, err, o)
+			}
+			seen++
+		}
+	}
+	if seen != len(value) {
+		t.Errorf("tested %d inert flags, have values for %d", seen, len(value))
+	}
+	if o, err := run(t, 0, "train", "--data", cora, "--epochs", "1", "--quiet", "--out", filepath.Join(t.TempDir(), "r.json"),
+		"--model", "gat", "--heads", "2", "--staleness", "epoch-fixed", "--eps", "2", "--clip", "1", "--clip-scale", "2"); err != nil {
+		t.Fatalf("flags with what they need: %v\n%s", err, o)
 	}
 }

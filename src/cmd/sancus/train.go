@@ -192,6 +192,9 @@ func runTrain(args []string) error {
 	if !fs.Changed("eps") {
 		cfg.Staleness.Eps = staleness.DefaultEps(cfg.Staleness.Policy)
 	}
+	if err := refuseInert(fs, cfg, tf); err != nil {
+		return err
+	}
 	if err := checkTrainFlags(cfg, tf); err != nil {
 		return err
 	}
@@ -296,6 +299,39 @@ func checkTrainFlags(cfg train.Config, tf trainFlags) error {
 		return fmt.Errorf("--comm-timeout must be > 0, got %v", tf.timeout)
 	}
 	return cfg.Validate()
+}
+
+// inert are the flags that do nothing unless another setting holds. One
+// given without it is refused, naming both, rather than silently ignored.
+var inert = []struct {
+	flags []string
+	needs string
+	holds func(cfg train.Config, tf trainFlags) bool
+}{
+	{[]string{"native-bcast", "chunk", "device-comm"}, "--dense-bcast", func(c train.Config, _ trainFlags) bool { return c.Exchange.Dense }},
+	{[]string{"exchange-chunk"}, "the sparse exchange (not --dense-bcast)", func(c train.Config, _ trainFlags) bool { return !c.Exchange.Dense }},
+	{[]string{"heads", "out-heads", "att-dropout"}, "--model gat", func(c train.Config, _ trainFlags) bool { return c.Model.Arch.Attends() }},
+	{[]string{"clusters-per-step", "boundary"}, "--batch clusters", func(c train.Config, _ trainFlags) bool { return c.Batch.Mode == "clusters" }},
+	{[]string{"eps", "max-stale", "skip-gradients"}, "a --staleness policy other than none", func(c train.Config, _ trainFlags) bool { return c.Staleness.Policy != "none" }},
+	{[]string{"wire-error"}, "--wire auto or --wire-grad auto", func(c train.Config, _ trainFlags) bool { return c.Wire.Fwd == "auto" || c.Wire.Grad == "auto" }},
+	{[]string{"clip-scale"}, "--clip", func(c train.Config, _ trainFlags) bool { return c.Optim.Clip > 0 }},
+	{[]string{"normalize-features", "split", "split-seed", "split-name"}, "--data (shards carry how they were prepared)", func(_ train.Config, tf trainFlags) bool { return tf.data != "" }},
+	{[]string{"checkpoint-every", "resume"}, "--checkpoint-dir", func(c train.Config, _ trainFlags) bool { return c.Run.CheckpointDir != "" }},
+}
+
+// refuseInert refuses a flag given where it does nothing (inert).
+func refuseInert(fs *pflag.FlagSet, cfg train.Config, tf trainFlags) error {
+	for _, r := range inert {
+		if r.holds(cfg, tf) {
+			continue
+		}
+		for _, f := range r.flags {
+			if fs.Changed(f) {
+				return fmt.Errorf("--%s does nothing without %s: drop it, or add that", f, r.needs)
+			}
+		}
+	}
+	return nil
 }
 
 // checkOutputs creates and test-writes every output location. write says
