@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"sancus/src/result"
 
 	"encoding/json"
@@ -379,4 +380,74 @@ func TestSecondRunOnOneCheckpointDirIsRefused(t *testing.T) {
 	if o, err := wait(); exitCode(err) != ExitRequeue {
 		t.Fatalf("the first run, stopped: exit %d\n%s", exitCode(err), o)
 	}
+}
+
+// TestEmulatedLink: slurm/emu-link.sh caps what MPI sends (bench comm at
+// 1 Gbit/s reads 0.09–0.13 GB/s for 16 MiB messages), changes timing but
+// never results (the same losses with and without it at P = 2), and leaves
+// no namespace behind: after a job, a failed job and a ^C.
+func TestEmulatedLink(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the emulated link runs MPI jobs over a slow loopback: run without -short")
+	}
+	mpirun := needMPI(t)
+	name := fmt.Sprintf("sancus-test-%d", os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Skipf("network namespaces are not permitted here (ip netns add: %v: %s): the emulated link needs root", err, out)
+	}
+	exec.Command("ip", "netns", "del", name).Run()
+	script, _ := filepath.Abs("../../../slurm/emu-link.sh")
+	link := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(script, append([]string{"with", "--rate", "1gbit", "--name", name, "--"}, args...)...)
+		cmd.Env = mpiEnv()
+		return cmd
+	}
+	left := func(when string) {
+		t.Helper()
+		if out, _ := exec.Command("ip", "netns", "list").Output(); strings.Contains(string(out), name) {
+			exec.Command("ip", "netns", "del", name).Run()
+			t.Fatalf("%s: namespace %s left behind", when, name)
+		}
+	}
+	dir := t.TempDir()
+	out, err := link(mpirun, "-np", "2", bin, "bench", "comm", "--max-mib", "16", "--out", filepath.Join(dir, "comm.json")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench comm on the link: %v\n%s", err, out)
+	}
+	left("after bench comm")
+	var ring float64 = -1
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "16777216" {
+			ring, _ = strconv.ParseFloat(f[1], 64)
+		}
+	}
+	if ring < 0.09 || ring > 0.13 {
+		t.Fatalf("a 16 MiB ring broadcast at 1 Gbit/s moved %.3f GB/s, want 0.09-0.13:\n%s", ring, out)
+	}
+
+	common := []string{"train", "--data", cora, "--epochs", "15", "--staleness", "epoch-fixed", "--eps", "1"}
+	free, slow := filepath.Join(dir, "free.json"), filepath.Join(dir, "slow.json")
+	if o, err := run(t, 2, append(common, "--out", free)...); err != nil {
+		t.Fatalf("without the link: %v\n%s", err, o)
+	}
+	if o, err := link(append([]string{mpirun, "-np", "2", bin}, append(common, "--out", slow)...)...).CombinedOutput(); err != nil {
+		t.Fatalf("on the link: %v\n%s", err, o)
+	}
+	sameLosses(t, "on a 1 Gbit/s link", readReport(t, slow), readReport(t, free))
+	left("after training")
+
+	if o, err := link("false").CombinedOutput(); err == nil {
+		t.Fatalf("a failed job reported success:\n%s", o)
+	}
+	left("after a failed job")
+	cmd := link("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); exitCode(err) != 130 {
+		t.Fatalf("^C: exit %d, want 130", exitCode(err))
+	}
+	left("after ^C")
 }
