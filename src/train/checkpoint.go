@@ -132,23 +132,13 @@ func ckptPath(dir string, epoch, rank, p int) string {
 // reported and recorded in res, and the next checkpoint tries again. Only
 // a failure to communicate is an error.
 func (e *Engine) saveCheckpoint(dir string, epoch int, res *result.Result, best float64) error {
-	werr := e.writeCheckpoint(dir, epoch, res, best)
-	ok := make([]byte, e.P)
-	if err := collectives.AllgatherFlags(e.c, boolByte(werr == nil), ok); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	var failed []int
-	for r, v := range ok {
-		if v == 0 {
-			failed = append(failed, r)
-		}
+	werr, comm := e.agree(e.writeCheckpoint(dir, epoch, res, best))
+	if comm != nil {
+		return fmt.Errorf("checkpoint: %w", comm)
 	}
 	if werr != nil {
-		fmt.Fprintf(os.Stderr, "sancus: rank %d: %v\n", e.rank, werr)
-	}
-	if len(failed) > 0 {
 		os.RemoveAll(filepath.Dir(ckptPath(dir, epoch, e.rank, e.P))) // this epoch's partial set; LATEST still names the last whole one
-		msg := fmt.Sprintf("checkpoint after epoch %d failed on rank(s) %v: training goes on; the last committed checkpoint is epoch %d", epoch, failed, res.Checkpoint)
+		msg := fmt.Sprintf("checkpoint after epoch %d failed (%v): training goes on; the last committed checkpoint is epoch %d", epoch, werr, res.Checkpoint)
 		res.WriteErrors = append(res.WriteErrors, msg)
 		e.notice("%s", msg)
 		return e.c.Barrier()
@@ -162,6 +152,7 @@ func (e *Engine) saveCheckpoint(dir string, epoch int, res *result.Result, best 
 			e.notice("%s", msg)
 		}
 	}
+	ok := make([]byte, e.P)
 	if err := collectives.AllgatherFlags(e.c, boolByte(committed), ok); err != nil { // every rank learns rank 0's LATEST
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -242,6 +233,13 @@ func describeNoCheckpoint(dir string, p int) string {
 func (e *Engine) loadCheckpoint(dir string, epoch int) (*checkpoint, error) {
 	path := ckptPath(dir, epoch, e.rank, e.P)
 	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		if other, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "rank-00000-of-*.ckpt")); len(other) > 0 {
+			var p int
+			fmt.Sscanf(filepath.Base(other[0]), "rank-00000-of-%05d.ckpt", &p)
+			return nil, fmt.Errorf("resume: the checkpoint after epoch %d in %s was written by %d ranks; this run has %d: resume on %d ranks, or train afresh in another --checkpoint-dir", epoch, dir, p, e.P, p)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
 	}

@@ -112,9 +112,26 @@ func TestResumeRefusesAnotherRun(t *testing.T) {
 	b, _ := os.ReadFile(p)
 	b[len(b)/2] ^= 1
 	os.WriteFile(p, b, 0o644)
+	var notices bytes.Buffer
+	cfg.Run.Notices = &notices
 	_, err = RunInProcess(ds, 2, cfg)
 	if err == nil || !strings.Contains(err.Error(), "checksum mismatch") {
 		t.Fatalf("corrupt checkpoint: %v", err)
+	}
+	if strings.Contains(notices.String(), "resumed") {
+		t.Fatalf("a resume that failed on one rank was announced: %q", notices.String())
+	}
+	// A checkpoint of another rank count names both counts.
+	cfg.Run.Notices = nil
+	b[len(b)/2] ^= 1 // the file whole again
+	os.WriteFile(p, b, 0o644)
+	if _, err = RunInProcess(ds, 4, cfg); err == nil || !strings.Contains(err.Error(), "written by 2 ranks; this run has 4") {
+		t.Fatalf("a checkpoint of 2 ranks resumed on 4: %v", err)
+	}
+	// A run cannot go back: --epochs below the checkpoint's epoch is refused.
+	cfg.Optim.Epochs = 3
+	if _, err = RunInProcess(ds, 2, cfg); err == nil || !strings.Contains(err.Error(), "past --epochs 3") {
+		t.Fatalf("--epochs 3 from a checkpoint after epoch 4: %v", err)
 	}
 }
 
@@ -176,7 +193,7 @@ func TestCheckpointFailureKeepsTraining(t *testing.T) {
 	}
 	sameCurve(t, "with a failed checkpoint", out.Result, ref.Result, 0)
 	res := out.Result
-	if res.Checkpoint != 12 || len(res.WriteErrors) != 1 || !strings.Contains(res.WriteErrors[0], "epoch 4 failed on rank(s) [1]") {
+	if res.Checkpoint != 12 || len(res.WriteErrors) != 1 || !strings.Contains(res.WriteErrors[0], "epoch 4 failed (rank 1: checkpoint: writing") {
 		t.Fatalf("checkpoint %d, write errors %q", res.Checkpoint, res.WriteErrors)
 	}
 	if !strings.Contains(notices.String(), "training goes on") {

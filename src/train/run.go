@@ -3,6 +3,7 @@ package train
 import (
 	"sancus/launch"
 	"sancus/src/result"
+	"strings"
 
 	"errors"
 	"fmt"
@@ -97,14 +98,64 @@ func (e *Engine) resume(r *runState) error {
 		e.notice("--resume: %s; starting from epoch 1", describeNoCheckpoint(dir, e.P))
 		return nil
 	}
+	// Every rank reads and checks its file before any says it resumed.
 	ck, err := e.loadCheckpoint(dir, ep)
-	if err != nil {
-		return err
+	failed, comm := e.agree(err)
+	switch {
+	case comm != nil:
+		return fmt.Errorf("resume: %w", comm)
+	case failed != nil:
+		return failed
+	}
+	if ck.Epoch > e.cfg.Optim.Epochs {
+		return fmt.Errorf("resume: %s holds a checkpoint after epoch %d, past --epochs %d: a run cannot go back; give --epochs %d or more", dir, ck.Epoch, e.cfg.Optim.Epochs, ck.Epoch)
 	}
 	*r.res, r.best, r.first = ck.Result, ck.Best, ck.Epoch
 	r.res.Checkpoint = ep
+	if ck.Epoch == e.cfg.Optim.Epochs {
+		e.notice("resumed from %s after epoch %d, the last: nothing is left to train", dir, ep)
+		return nil
+	}
 	e.notice("resumed from %s after epoch %d (the last complete checkpoint)", dir, ep)
 	return nil
+}
+
+// agree makes one rank's failure every rank's: each rank's error text goes
+// to every rank, and all return the same error (failed), naming each rank
+// that failed and why; nil where every rank succeeded. comm is a failure
+// to communicate.
+func (e *Engine) agree(err error) (failed, comm error) {
+	const room = 512 // bytes of each rank's message
+	mine := make([]byte, room)
+	if err != nil {
+		text := err.Error()
+		if text == "" {
+			text = "failed"
+		}
+		copy(mine, text)
+	}
+	all := make([]byte, room*e.P)
+	counts := make([]int, e.P)
+	for r := range counts {
+		counts[r] = room
+	}
+	if comm := collectives.Allgatherv(e.c, mine, all, counts); comm != nil {
+		return nil, comm
+	}
+	var msgs []string
+	for r := range e.P {
+		text, _, _ := strings.Cut(string(all[r*room:(r+1)*room]), "\x00")
+		if text != "" {
+			if e.P > 1 {
+				text = fmt.Sprintf("rank %d: %s", r, text)
+			}
+			msgs = append(msgs, text)
+		}
+	}
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	return errors.New(strings.Join(msgs, "; ")), nil
 }
 
 // epoch runs training epoch ep (and its evaluation), agrees with the other
