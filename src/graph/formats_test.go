@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"archive/zip"
+	"bytes"
 	"compress/gzip"
 	"math"
 	"os"
@@ -246,3 +248,31 @@ func readGz(t *testing.T, p string) string {
 }
 
 func npyWrite(f *os.File, v any) error { return npyio.Write(f, v) }
+
+// TestNPZCorruptMemberIsRefused: a byte flipped inside a member's array
+// (past its header) fails the member's CRC-32, and the load says so.
+func TestNPZCorruptMemberIsRefused(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(testdata, "npz", "cora.npz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range z.File {
+		if f.Name != "labels.npy" {
+			continue
+		}
+		off, err := f.DataOffset()
+		if err != nil || f.Method != zip.Store {
+			t.Skipf("labels.npy is not stored plainly (method %d, %v)", f.Method, err)
+		}
+		b[off+int64(f.UncompressedSize64)-10] ^= 0x40
+	}
+	p := filepath.Join(t.TempDir(), "cora.npz")
+	os.WriteFile(p, b, 0o644)
+	if _, err := Load(p, LoadOptions{Split: "planetoid"}); err == nil || !strings.Contains(err.Error(), "checksum mismatch") || !strings.Contains(err.Error(), "labels") {
+		t.Fatalf("a corrupt labels member: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"archive/zip"
 	"bufio"
 	"encoding/binary"
 	"errors"
@@ -140,22 +141,39 @@ func (a *npyArray) eachInt(fn func(i int, v int64) error) error {
 			return err
 		}
 	}
+	return a.end()
+}
+
+// end reads what follows the last element: archive/zip checks an npz
+// member's CRC-32 only at the member's end.
+func (a *npyArray) end() error {
+	if _, err := io.Copy(io.Discard, a.r); err != nil {
+		if errors.Is(err, zip.ErrChecksum) {
+			return a.errorf("checksum mismatch: the archive is corrupt")
+		}
+		return a.errorf("%v", err)
+	}
 	return nil
 }
 
+// headerCap bounds what a header's shape may preallocate: a shape that
+// promises more than the file holds fails at its end, not in the allocator.
+const headerCap = 1 << 20
+
 // ints reads a whole integer array.
 func (a *npyArray) ints() ([]int64, error) {
-	out := make([]int64, 0, a.len())
-	return out, a.eachInt(func(_ int, v int64) error {
+	out := make([]int64, 0, min(a.len(), headerCap))
+	err := a.eachInt(func(_ int, v int64) error {
 		out = append(out, v)
 		return nil
 	})
+	return out, err
 }
 
 // floats reads a whole numeric array as finite float32 values.
 func (a *npyArray) floats() ([]float32, error) {
-	out := make([]float32, a.len())
-	for i := range out {
+	out := make([]float32, 0, min(a.len(), headerCap))
+	for i := range a.len() {
 		_, v, err := a.next(i)
 		if err != nil {
 			return nil, err
@@ -163,9 +181,9 @@ func (a *npyArray) floats() ([]float32, error) {
 		if math.IsNaN(v) || math.Abs(v) > math.MaxFloat32 {
 			return nil, a.errorf("value %d is %v, not a finite float32", i, v)
 		}
-		out[i] = float32(v)
+		out = append(out, float32(v))
 	}
-	return out, nil
+	return out, a.end()
 }
 
 // npzFile is an open .npz archive.
