@@ -2,6 +2,7 @@ package launch
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -35,4 +36,40 @@ func procMB(path, field string) float64 {
 		}
 	}
 	return 0
+}
+
+// AvailableBytes is the memory this process can still take: the kernel's
+// MemAvailable, or less where a cgroup (a Slurm job's, a container's) caps
+// it. 0 where neither can be read.
+func AvailableBytes() int64 {
+	avail := int64(procMB("/proc/meminfo", "MemAvailable:") * (1 << 20))
+	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		limit, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil { // "max": no limit
+			continue
+		}
+		used := cgroupUsed(f)
+		if left := limit - used; left >= 0 && (avail == 0 || left < avail) {
+			avail = left
+		}
+	}
+	return avail
+}
+
+// cgroupUsed is what the cgroup of limit file f holds now.
+func cgroupUsed(f string) int64 {
+	name := "memory.current"
+	if strings.HasSuffix(f, "limit_in_bytes") {
+		name = "memory.usage_in_bytes"
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(f), name))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
 }

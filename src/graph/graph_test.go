@@ -302,7 +302,11 @@ func TestReadFeaturesCanonical(t *testing.T) {
 	}
 	p = write(t, dir, "huge.mtx", "%%MatrixMarket matrix coordinate pattern general\n2 2 1000000000000\n1 1\n2 2\n")
 	_, err = ReadFeatures(p, 2)
-	wantErr(t, err, p, 0, "2 entries, the size line declares 1000000000000")
+	wantErr(t, err, p, 2, "declares 1000000000000 entries, but the file holds")
+	// Rows that no memory holds are refused at the size line, saying how much they would need.
+	p = write(t, dir, "wide.mtx", "%%MatrixMarket matrix coordinate pattern general\n1000000000000 100000000000 2\n1 1\n2 2\n")
+	_, err = ReadFeatures(p, 1000000000000)
+	wantErr(t, err, p, 2, "would need 8000.0 GB")
 }
 
 // Column blocks that do not tile B's rows are refused, naming the block.

@@ -2,6 +2,8 @@ package graph
 
 import (
 	"strings"
+
+	"sancus/launch"
 )
 
 // MTXHeader is the banner and size line of a Matrix Market coordinate file.
@@ -19,6 +21,25 @@ type MTXHeader struct {
 // count.
 func ReadMTX(path string, fn func(r, c int, v float64) error) (MTXHeader, error) {
 	return ReadMTXSized(path, nil, fn)
+}
+
+// fits checks a size line against the file and the machine before anything
+// is allocated for it: every entry takes 4 bytes of text or more, and the
+// matrix as a CSR (row pointers; a column and a value per entry, twice for
+// a symmetric one) must fit in the memory this process can still take.
+func (l *lineReader) fits(h MTXHeader) error {
+	if fi, err := l.f.Stat(); err == nil && !strings.HasSuffix(l.path, ".gz") && int64(h.NNZ) > fi.Size()/4 {
+		return l.errorf("the size line declares %d entries, but the file holds %d bytes (an entry takes 4 or more)", h.NNZ, fi.Size())
+	}
+	entries := int64(h.NNZ)
+	if h.Symmetry == "symmetric" {
+		entries *= 2
+	}
+	need := 8*(int64(max(h.Rows, h.Cols))+1) + 8*entries
+	if avail := launch.AvailableBytes(); avail > 0 && need > avail {
+		return l.errorf("a %d × %d matrix of %d entries would need %.1f GB; this machine has %.1f GB available", h.Rows, h.Cols, h.NNZ, float64(need)/1e9, float64(avail)/1e9)
+	}
+	return nil
 }
 
 // ReadMTXSized is ReadMTX that calls sized (if set) with the header as soon
@@ -78,6 +99,9 @@ func ReadMTXSized(path string, sized func(MTXHeader) error, fn func(r, c int, v 
 			}
 			if h.Rows < 0 || h.Cols < 0 || h.NNZ < 0 {
 				return h, l.errorf("negative size in %q", t)
+			}
+			if err := l.fits(h); err != nil {
+				return h, err
 			}
 			hasSize = true
 			if sized != nil {
