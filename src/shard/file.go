@@ -31,11 +31,12 @@ import (
 // the engine multiplies), labels, train,
 // val, test, original node ids (length-prefixed i32 arrays; no ids = the
 // original order), multi-label targets (flag + CSR, since format 4),
-// cluster count and each row's cluster (since format 5). A CSR
+// cluster count and each row's cluster (since format 5), the identity of
+// the shard set (u64, since format 7: Shard.Set). A CSR
 // is rows, cols, nnz, then rowptr (i64), colidx (i32), values (f32).
 const (
 	magic   = "SANCUSSH"
-	Version = 6
+	Version = 7
 )
 
 // FileName is the name of rank r's shard out of parts.
@@ -139,6 +140,7 @@ func (s *Shard) encode(w io.Writer) (int64, error) {
 	}
 	e.u64(uint64(s.NumClusters))
 	e.i32s(s.Clusters)
+	e.u64(s.Set)
 	if e.err == nil {
 		e.err = e.w.Flush()
 	}
@@ -402,6 +404,7 @@ func (d *dec) shard() *Shard {
 	if s.Clusters = d.i32s(d.count(4)); len(s.Clusters) == 0 {
 		s.Clusters = nil
 	}
+	s.Set = d.u64()
 	return s
 }
 

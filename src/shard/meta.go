@@ -37,6 +37,7 @@ type Meta struct {
 	PeakRSSMB         float64           `json:"peak_rss_mb"`
 	CompulsoryMB      float64           `json:"compulsory_mb"` // the largest part's Â and ÂX rows and the features, held at once
 	Created           time.Time         `json:"created"`
+	Set               string            `json:"set"` // every shard's Shard.Set, in hex
 }
 
 // WriteMeta writes dir/meta.json atomically. prepare writes it last, so its

@@ -5,7 +5,9 @@
 package shard
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"slices"
 
 	"sancus/kernels/matrix"
@@ -31,9 +33,14 @@ type Shard struct {
 	NodeIDs     []int32       // original node id of each local row (nil: rows are in the original order)
 	Clusters    []int32       // cluster of each local row, for cluster-batch training (nil: none prepared)
 	NumClusters int           // clusters over all ranks
-	Train       []int32       // local row ids
-	Val         []int32
-	Test        []int32
+	// Set identifies the preparation that made this shard: every shard of
+	// one `prepare` carries the same value, a hash of the data it read
+	// (Options.Source), its sizes, the split, the partition and the
+	// preprocessing. Ranks refuse to train on shards of two sets.
+	Set   uint64
+	Train []int32 // local row ids
+	Val   []int32
+	Test  []int32
 }
 
 // HasAX reports whether the shard holds the precomputed ÂX.
@@ -85,6 +92,20 @@ type Options struct {
 	// the shards for cluster-batch training; NumClusters counts them.
 	Clusters    []int32
 	NumClusters int
+	// Source says what was read and how (the files and their sizes, the
+	// loader's flags): it goes into Shard.Set.
+	Source string
+}
+
+// identity is the Set of the shards a preparation cuts from ds.
+func (opt Options) identity(ds *graph.Dataset, off []int64, ids []int32) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s|%s|%d|%d|%d|%d|%d/%d/%d|%v|%d|%v|", opt.Source, ds.Name, ds.N, ds.Classes, ds.Features.Cols, ds.Features.NNZ(),
+		len(ds.Train), len(ds.Val), len(ds.Test), opt.Precompute, opt.NumClusters, off)
+	binary.Write(h, binary.LittleEndian, ids)
+	binary.Write(h, binary.LittleEndian, opt.Clusters)
+	binary.Write(h, binary.LittleEndian, ds.Labels)
+	return h.Sum64()
 }
 
 // Split cuts one rank's shard out of a whole dataset whose normalized
@@ -181,6 +202,7 @@ type Prepared struct {
 	AX      *matrix.CSR
 	Offsets []int64
 	IDs     []int32 // IDs[new] = original node id (nil: original order)
+	Set     uint64  // the shards' Shard.Set
 	nnz     int64   // nonzeros of Â (streaming preparation, where AHat is not kept)
 	opt     Options
 	// compulsory is what streaming preparation must hold at once: the
@@ -224,7 +246,7 @@ func Prepare(ds *graph.Dataset, parts int, opt Options) (*Prepared, error) {
 			return nil, fmt.Errorf("dataset %s: %w", ds.Name, err)
 		}
 	}
-	p := &Prepared{DS: ds, AHat: ahat, Offsets: off, IDs: perm, opt: opt}
+	p := &Prepared{DS: ds, AHat: ahat, Offsets: off, IDs: perm, opt: opt, Set: opt.identity(ds, off, perm)}
 	if opt.Precompute {
 		var err error
 		if p.AX, err = graph.SpGEMM(ahat, ds.Features); err != nil {
@@ -239,6 +261,7 @@ func (p *Prepared) Shard(r int) (*Shard, error) {
 	s, err := Split(p.DS, p.AHat, p.AX, p.Offsets, p.IDs, r)
 	if err == nil {
 		p.opt.attachClusters(s, p.IDs)
+		s.Set = p.Set
 	}
 	return s, err
 }

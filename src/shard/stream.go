@@ -139,7 +139,7 @@ func PrepareStreaming(dataDir, outDir string, parts int, opt Options, load graph
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return nil, err
 	}
-	prep := &Prepared{DS: ds, Offsets: off, IDs: perm}
+	prep := &Prepared{DS: ds, Offsets: off, IDs: perm, Set: opt.identity(ds, off, perm)}
 	for q := 0; q < parts; q++ {
 		a, err := rowsOf(q)
 		if err != nil {
@@ -156,6 +156,7 @@ func PrepareStreaming(dataDir, outDir string, parts int, opt Options, load graph
 		}
 		prep.compulsory = max(prep.compulsory, blockBytes+ds.Features.Bytes()+sh.AX.Bytes())
 		opt.attachClusters(sh, perm)
+		sh.Set = prep.Set
 		if err := sh.Write(outDir); err != nil {
 			return nil, err
 		}

@@ -113,6 +113,9 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 	if s.Classes < 1 {
 		return nil, fmt.Errorf("dataset has no labelled classes")
 	}
+	if err := sameShardSet(c, s); err != nil {
+		return nil, err
+	}
 	if k.clipScale = cfg.Optim.ClipScale; k.clipScale == 0 {
 		k.clipScale = math.Sqrt(float64(c.Size()))
 	}
@@ -134,6 +137,22 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// sameShardSet checks, before anything else travels, that every rank's
+// shard comes from one preparation: a shard of another prepare (another
+// partition, other flags) would train on mismatched rows, or hang.
+func sameShardSet(c collectives.Comm, s *shard.Shard) error {
+	sets := make([]uint64, c.Size())
+	if err := collectives.AllgatherFlags(c, s.Set, sets); err != nil {
+		return fmt.Errorf("comparing shard sets: %w", err)
+	}
+	for r, set := range sets {
+		if set != sets[0] {
+			return fmt.Errorf("rank %d's shard and rank 0's come from different preparations (shard sets %016x and %016x): the shard directory mixes files of two `sancus prepare` runs; prepare it again", r, set, sets[0])
+		}
+	}
+	return nil
 }
 
 // setup builds the model, chooses the exchange and builds the layers on the

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sancus/src/shard"
 	"slices"
 	"strings"
 	"syscall"
@@ -331,5 +332,34 @@ func TestInertFlagsAreRefused(t *testing.T) {
 	if o, err := run(t, 0, "train", "--data", cora, "--epochs", "1", "--quiet", "--out", filepath.Join(t.TempDir(), "r.json"),
 		"--model", "gat", "--heads", "2", "--staleness", "epoch-fixed", "--eps", "2", "--clip", "1", "--clip-scale", "2"); err != nil {
 		t.Fatalf("flags with what they need: %v\n%s", err, o)
+	}
+}
+
+// TestMixedShardSetIsRefused: a shard of another prepare (here one with
+// --normalize-features=false) dropped into a shard directory is refused
+// before training, naming the ranks, in-process and under mpirun with
+// --dense-bcast (which used to hang until --comm-timeout).
+func TestMixedShardSetIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for out, extra := range map[string][]string{a: nil, b: {"--normalize-features=false"}} {
+		if o, err := run(t, 0, append([]string{"prepare", "--data", cora, "--parts", "2", "--out", out}, extra...)...); err != nil {
+			t.Fatalf("prepare: %v\n%s", err, o)
+		}
+	}
+	other, err := os.ReadFile(filepath.Join(b, shard.FileName(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(a, shard.FileName(1, 2)), other, 0o644)
+	args := []string{"train", "--shards", a, "--epochs", "2", "--quiet", "--out", filepath.Join(dir, "r.json"), "--comm-timeout", "30s"}
+	if o, err := run(t, 0, append(args, "--ranks", "2")...); err == nil || !strings.Contains(o, "rank 1's shard and rank 0's come from different preparations") {
+		t.Fatalf("in-process on a mixed shard set: %v\n%s", err, o)
+	}
+	if _, err := exec.LookPath("mpirun"); err == nil {
+		start := time.Now()
+		if o, err := run(t, 2, append(args, "--dense-bcast")...); err == nil || !strings.Contains(o, "different preparations") || time.Since(start) > 20*time.Second {
+			t.Fatalf("mpirun --dense-bcast on a mixed shard set: %v after %v\n%s", err, time.Since(start), o)
+		}
 	}
 }

@@ -38,7 +38,7 @@ func runPrepare(args []string) (err error) {
 		return fmt.Errorf("--data, --out and --parts ≥ 1 are required")
 	}
 	start := time.Now()
-	opt := shard.Options{Precompute: *pre}
+	opt := shard.Options{Precompute: *pre, Source: source(*data, load, pf.name)}
 	var took time.Duration
 	if *clusters > 0 {
 		if !fs.Changed("partitioner") {
@@ -85,7 +85,7 @@ func runPrepare(args []string) (err error) {
 	ds := prep.DS
 	meta := shard.Meta{Dataset: ds.Name, Parts: *parts, Nodes: ds.N, Features: ds.Features.Cols, Classes: ds.Classes,
 		Precomputed: *pre, NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName, Offsets: prep.Offsets, Partitioner: pf.name, Partition: metrics, PartitionS: took.Seconds(), Clusters: *clusters,
-		PeakRSSMB: launch.PeakRSSMB(), CompulsoryMB: prep.CompulsoryMB(), Created: time.Now().UTC()}
+		PeakRSSMB: launch.PeakRSSMB(), CompulsoryMB: prep.CompulsoryMB(), Created: time.Now().UTC(), Set: fmt.Sprintf("%016x", prep.Set)}
 	if err := shard.WriteMeta(*out, meta); err != nil {
 		return err
 	}
@@ -122,4 +122,23 @@ func addLoadFlags(fs *pflag.FlagSet, o *graph.LoadOptions, when string) {
 	fs.StringVar(&o.Split, "split", "random", "split of datasets that ship none: random (10/10/80) or planetoid (20 per class, 500, 1000)"+when)
 	fs.Uint64Var(&o.SplitSeed, "split-seed", 1, "seed of that split"+when)
 	fs.StringVar(&o.SplitName, "split-name", "", "which split/<name>/ of an OGB dataset (needed when it has several)"+when)
+}
+
+// source says what prepare read and how, for the shard set's identity: the
+// data's files with their sizes, the loader's flags and the partitioner.
+func source(data string, load graph.LoadOptions, partitioner string) string {
+	var files []string
+	add := func(p string) {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			files = append(files, fmt.Sprintf("%s:%d", filepath.Base(p), fi.Size()))
+		}
+	}
+	if entries, err := os.ReadDir(data); err == nil {
+		for _, e := range entries {
+			add(filepath.Join(data, e.Name()))
+		}
+	} else {
+		add(data)
+	}
+	return fmt.Sprintf("%s %v normalize=%v split=%s/%d/%s partitioner=%s", filepath.Base(data), files, load.NormalizeFeatures, load.Split, load.SplitSeed, load.SplitName, partitioner)
 }
