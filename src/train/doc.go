@@ -32,4 +32,84 @@
 //	run.go       epochs, evaluation, the agreement on metrics, the run report
 //	engine.go    set-up: model, input, the exchange chosen once, the layers
 //	checkpoint.go consistent per-rank checkpoints and bit-identical resume
+//
+// # Staleness
+//
+// --staleness none|epoch-fixed|epoch-adaptive|variation-gap with --eps sets
+// SANCUS's bounds ε_E, ε_A (epochs) and ε_H (relative Frobenius change);
+// without --eps they are the paper's (ε_E = ε_A = 1 epoch, ε_H = 0.03).
+// Every policy obeys the hard cap --max-stale (default 10 epochs).
+// Gradient blocks never skip unless --skip-gradients (the SkipG baseline).
+// Variation-gap measures drift on a rank's noise-free rows (no dropout) at
+// a fixed sample: every k-th row, at least 1,024 and one in 64 (a 2% error
+// bound on the drift), through row subsets of the input and of Â's blocks,
+// not a second forward over every row; the sampled drift stays within 5% of
+// the whole block's (TestSampledDriftTracksWholeBlock).
+// --fresh-diagonal multiplies a rank's own block with its fresh rows
+// instead of the shared cached copy. --clip and --clip-scale clip each
+// rank's gradient block at th_i = scale·th (scale 0: √P).
+//
+// # Precompute and the rows computed
+//
+// --precompute (default, GCN only): ÂX is constant, computed once by
+// prepare, so layer 1 sends nothing. It is exact without dropout; with
+// dropout it drops entries of ÂX instead of X, a slightly different model
+// (results/README.md measures what that costs per graph);
+// --precompute=false is the paper's model. By default a GCN's last layer
+// computes in training only what the loss reads (its training rows forward,
+// the columns of training nodes backward, and only those rows travel);
+// --full-output computes every row, with the same losses.
+//
+// # Exchange
+//
+// By default each root sends every rank only the rows its block of Â
+// references, point to point, and caches hold only those rows; where a
+// rank references 98% or more of a root's rows the root sends its block
+// whole. --exchange-chunk bounds the bytes of one message (default 64
+// MiB; a peer's rows go in chunks through two pack buffers). --dense-bcast
+// broadcasts whole blocks around a pipelined ring (SANCUS as published;
+// --native-bcast: MPI_Bcast, --chunk: the ring's chunk).
+//
+// # Fewer bits on the wire
+//
+// --wire fp32|bf16|int8|int4|int2|auto sets how forward blocks travel,
+// --wire-grad gradient blocks (default: as --wire). An integer row is its
+// offset and step (two bf16 values) plus b-bit codes, rounded
+// stochastically and keyed by (seed, epoch, layer, direction, original
+// node id), so every receiver decodes the same values, the owner
+// multiplies exactly what the others decode, and a run gives the same
+// losses at any P and with either exchange. --wire auto --wire-error e lets
+// each owner pick, per block and epoch, the fewest bits whose relative
+// error stays under e. --wire-delta sends a refreshed root's change
+// against the copy every rank holds. --wire-allreduce bf16 halves the
+// weight-gradient allreduce, with error feedback. --cache-bits keeps other
+// ranks' cached blocks in their wire bits, decoding each when multiplied
+// (same results, less memory; not with --wire-delta). Staleness decides
+// whether a root sends, the width how much: a receiver's copy is off by
+// the root's drift since its last send plus that send's quantization
+// error (quant_error per epoch, wire_bits per layer in the results).
+//
+// # Models
+//
+// --model sage is GraphSAGE-mean as PyG's SAGEConv (h' = W·mean over
+// neighbours + Root·h + b): Algorithm 3 over D⁻¹A forward, A with
+// gradients pre-scaled by 1/deg backward. --model gat is GAT: --heads
+// heads of --hidden features in hidden layers (concatenated, ELU),
+// --out-heads in the output layer (averaged), --att-dropout on the
+// coefficients, weight decay on every parameter. A row's softmax spans
+// every rank's block: it is taken block by block as blocks arrive (online
+// softmax), so Algorithm 3 is unchanged; a stale rank's nodes are attended
+// with their cached features and scores. Multi-label data trains a sigmoid
+// per class and reports micro-F1.
+//
+// # Cluster batches
+//
+// --batch clusters trains each step on the subgraph --clusters-per-step of
+// the shards' clusters induce (prepare --clusters K), renormalized as
+// Cluster-GCN does; every epoch is one pass over all clusters in an order
+// drawn from (seed, epoch). Only the batch's rows travel. --boundary lets a
+// batch's nodes read their neighbours outside it from the caches, with
+// the whole graph's normalization. Evaluation stays full-graph. Pick it
+// when a whole-graph step is too slow for the time you have; keep
+// global-batch when an epoch is cheap.
 package train

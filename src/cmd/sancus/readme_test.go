@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestREADMETutorial runs every command of the README's Tutorial section
+// as written, in a scratch directory holding the checkout's testdata and
+// the built binaries under bin/, so the README cannot drift from what
+// sancus does. The sbatch line needs a Slurm cluster: slurm/test-local.sh
+// submits the same script. The README stays a guide, not a manual: at
+// most 250 lines.
+func TestREADMETutorial(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the README's tutorial: run without -short")
+	}
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(readme), "\n"); n > 250 {
+		t.Errorf("README.md has %d lines, more than 250", n)
+	}
+	_, tutorial, ok := strings.Cut(string(readme), "\n## Tutorial\n")
+	if !ok {
+		t.Fatal("README.md has no Tutorial section")
+	}
+	tutorial, _, _ = strings.Cut(tutorial, "\n## ")
+	var cmds []string
+	for _, line := range strings.Split(tutorial, "\n") {
+		if strings.HasPrefix(line, "    ") {
+			cmds = append(cmds, strings.TrimSpace(line))
+		}
+	}
+	if len(cmds) < 6 {
+		t.Fatalf("the tutorial shows %d commands", len(cmds))
+	}
+	dir := t.TempDir()
+	testdata, _ := filepath.Abs("../../../testdata")
+	os.Symlink(testdata, filepath.Join(dir, "testdata"))
+	os.Mkdir(filepath.Join(dir, "bin"), 0o755)
+	exe, err := os.ReadFile(bin) // a copy: report finds sancus-report beside the binary it runs as
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "bin", "sancus"), exe, 0o755)
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "sancus-report"), "../sancus-report").CombinedOutput(); err != nil {
+		t.Fatalf("building sancus-report: %v\n%s", err, out)
+	}
+	for _, c := range cmds {
+		if strings.Contains(c, "sbatch ") {
+			continue
+		}
+		if strings.HasPrefix(c, "mpirun") {
+			needMPI(t)
+		}
+		cmd := exec.Command("bash", "-c", c)
+		cmd.Dir, cmd.Env = dir, mpiEnv()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("README tutorial: %s: %v\n%s", c, err, out)
+		}
+	}
+	for _, want := range []string{"results/runs/cora.json", "results/runs/cora-P2-vg.json", "data/cora-P2/meta.json", "cora.sancus", "pred/index.json", "results/runs/summary.csv"} {
+		if _, err := os.Stat(filepath.Join(dir, want)); err != nil {
+			t.Errorf("after the tutorial: %v", err)
+		}
+	}
+	if rep := readReport(t, filepath.Join(dir, "results/runs/cora.json")); rep.Result.TestAtBest < 0.78 {
+		t.Errorf("the tutorial's Cora run reached %.3f test accuracy; the README says near 81%%", rep.Result.TestAtBest)
+	}
+}
