@@ -87,6 +87,34 @@ type Row struct {
 	PeakRSSMB        float64 // max over ranks
 	EpochsCompleted  int
 	BroadcastsPerEpc float64
+	// TimeToTarget is the training seconds (evaluation excluded) until the
+	// validation accuracy first reached 99% of the best any run on the same
+	// dataset reached; -1: never.
+	TimeToTarget float64
+}
+
+// target is the fraction of the best validation accuracy that TimeToTarget
+// waits for.
+const target = 0.99
+
+// timeToTarget sets each row's TimeToTarget.
+func timeToTarget(rows []Row) {
+	best := map[string]float64{}
+	for _, r := range rows {
+		best[r.Run.Dataset] = max(best[r.Run.Dataset], r.Run.Result.BestValAcc)
+	}
+	for i := range rows {
+		r := &rows[i]
+		r.TimeToTarget = -1
+		t := 0.0
+		for _, e := range r.Run.Result.Curve {
+			t += e.Ms / 1000
+			if e.Evaluated && e.ValAcc >= target*best[r.Run.Dataset] {
+				r.TimeToTarget = t
+				break
+			}
+		}
+	}
 }
 
 // Summarize computes the table rows.
@@ -117,6 +145,7 @@ func Summarize(runs []*result.Run) []Row {
 		}
 		rows = append(rows, row)
 	}
+	timeToTarget(rows)
 	return rows
 }
 
@@ -125,13 +154,13 @@ func WriteCSV(path string, rows []Row) error {
 	return atomicfile.Write(path, func(f io.Writer) error {
 		w := csv.NewWriter(f)
 		w.Write([]string{"dataset", "ranks", "policy", "eps", "max_stale", "epochs", "ms_per_epoch", "mb_sent_per_rank_per_epoch",
-			"compute_s", "comm_wait_s", "skipped_fraction", "test_acc_at_best_val", "peak_rss_mb", "job_id", "file"})
+			"compute_s", "comm_wait_s", "skipped_fraction", "test_acc_at_best_val", "peak_rss_mb", "time_to_target_s", "job_id", "file"})
 		f3 := func(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
 		for _, r := range rows {
 			c := r.Run.Settings
 			w.Write([]string{r.Run.Dataset, strconv.Itoa(r.Run.Result.Ranks), c.Staleness, strconv.FormatFloat(c.Eps, 'g', -1, 64),
 				strconv.Itoa(c.MaxStale), strconv.Itoa(r.EpochsCompleted), f3(r.MsPerEpoch), f3(r.MBSentPerEpoch), f3(r.ComputeSec),
-				f3(r.CommWaitSec), f3(r.SkippedFraction), f3(r.TestAcc), f3(r.PeakRSSMB), r.Run.JobID, r.Run.Path})
+				f3(r.CommWaitSec), f3(r.SkippedFraction), f3(r.TestAcc), f3(r.PeakRSSMB), f3(r.TimeToTarget), r.Run.JobID, r.Run.Path})
 		}
 		w.Flush()
 		return w.Error()

@@ -38,6 +38,10 @@ type Settings struct {
 	Batch           string
 	ClustersPerStep int
 	Wire            string
+	// Exchange is "dense" (whole blocks broadcast, SANCUS as published),
+	// "sparse" (only the rows each rank reads), or "" where a result from
+	// before the choice existed does not say.
+	Exchange string
 }
 
 // UnmarshalJSON reads Settings from a run's configuration: its groups, or
@@ -47,9 +51,15 @@ func (s *Settings) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &top); err != nil {
 		return err
 	}
-	if m := top["Model"]; len(m) > 0 && m[0] != '{' {
+	if st := top["Staleness"]; len(st) > 0 && st[0] == '"' { // flat: the policy's name is a string
 		type flat Settings
-		return json.Unmarshal(b, (*flat)(s))
+		if err := json.Unmarshal(b, (*flat)(s)); err != nil {
+			return err
+		}
+		var dense struct{ DenseBcast *bool }
+		err := json.Unmarshal(b, &dense)
+		s.Exchange = exchange(dense.DenseBcast)
+		return err
 	}
 	var g struct {
 		Model     struct{ Arch string }
@@ -62,14 +72,25 @@ func (s *Settings) UnmarshalJSON(b []byte) error {
 			Mode            string
 			ClustersPerStep int
 		}
-		Wire struct{ Fwd string }
+		Wire     struct{ Fwd string }
+		Exchange struct{ Dense *bool }
 	}
 	if err := json.Unmarshal(b, &g); err != nil {
 		return err
 	}
 	*s = Settings{Model: g.Model.Arch, Staleness: g.Staleness.Policy, Eps: g.Staleness.Eps, MaxStale: g.Staleness.MaxStale,
-		Batch: g.Batch.Mode, ClustersPerStep: g.Batch.ClustersPerStep, Wire: g.Wire.Fwd}
+		Batch: g.Batch.Mode, ClustersPerStep: g.Batch.ClustersPerStep, Wire: g.Wire.Fwd, Exchange: exchange(g.Exchange.Dense)}
 	return nil
+}
+
+func exchange(dense *bool) string {
+	switch {
+	case dense == nil:
+		return ""
+	case *dense:
+		return "dense"
+	}
+	return "sparse"
 }
 
 // UnmarshalJSON keeps the configuration raw and reads its Settings.

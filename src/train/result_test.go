@@ -15,13 +15,14 @@ func TestSettingsReadConfig(t *testing.T) {
 	cfg := Defaults()
 	cfg.Staleness.Policy, cfg.Staleness.Eps, cfg.Staleness.MaxStale = "variation-gap", 0.03, 7
 	cfg.Batch.Mode, cfg.Batch.ClustersPerStep, cfg.Wire.Fwd, cfg.Model.Arch = "clusters", 4, "int4", model.ArchSAGE
+	cfg.Exchange.Dense = true
 	b, err := json.Marshal(result.Run{Dataset: "d", Config: cfg, Result: &result.Result{Ranks: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	flat := []byte(`{"dataset": "d", "config": {"Model": "sage", "Staleness": "variation-gap", "Eps": 0.03, "MaxStale": 7,
-		"Batch": "clusters", "ClustersPerStep": 4, "Wire": "int4", "Hidden": 16}, "result": {"ranks": 2}}`)
-	want := result.Settings{Model: "sage", Staleness: "variation-gap", Eps: 0.03, MaxStale: 7, Batch: "clusters", ClustersPerStep: 4, Wire: "int4"}
+		"Batch": "clusters", "ClustersPerStep": 4, "Wire": "int4", "DenseBcast": true, "Hidden": 16}, "result": {"ranks": 2}}`)
+	want := result.Settings{Model: "sage", Staleness: "variation-gap", Eps: 0.03, MaxStale: 7, Batch: "clusters", ClustersPerStep: 4, Wire: "int4", Exchange: "dense"}
 	for name, js := range map[string][]byte{"grouped": b, "flat": flat} {
 		var r result.Run
 		if err := json.Unmarshal(js, &r); err != nil {

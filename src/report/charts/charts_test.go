@@ -67,7 +67,7 @@ func TestReportFromRuns(t *testing.T) {
 		}
 		names[filepath.Base(p)] = true
 	}
-	for _, want := range []string{"compute_vs_comm.png", "scaling.png", "accuracy.png", "broadcasts_01.png"} {
+	for _, want := range []string{"compute_vs_comm.png", "scaling.png", "accuracy.png", "accuracy_vs_time.png", "time_to_accuracy.png", "broadcasts_01.png"} {
 		if !names[want] {
 			t.Fatalf("missing %s in %v", want, pngs)
 		}
