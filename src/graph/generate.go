@@ -30,6 +30,8 @@ type GenConfig struct {
 	// MultiLabel writes labels-multi.txt: every node has its planted class,
 	// the next class with probability 1/2 and any other with 1/10.
 	MultiLabel bool
+	// Progress, if set, hears how many of the edges are written.
+	Progress func(done, total int64)
 }
 
 // Validate reports the first unusable field.
@@ -157,6 +159,9 @@ func (c GenConfig) writeEdges(w io.Writer, r *rand.Rand, labels []int32, byClass
 		buf = append(buf, '\n')
 		if _, err := w.Write(buf); err != nil {
 			return err
+		}
+		if c.Progress != nil && (i+1)%(1<<16) == 0 {
+			c.Progress(i+1, c.Edges)
 		}
 	}
 	return nil

@@ -95,6 +95,16 @@ type Options struct {
 	// Source says what was read and how (the files and their sizes, the
 	// loader's flags): it goes into Shard.Set.
 	Source string
+	// Progress, if set, hears how far PrepareStreaming's passes have come
+	// (total ≤ 0 where it is not known yet).
+	Progress func(stage, unit string, done, total int64)
+}
+
+// report tells Progress, if set.
+func (opt Options) report(stage, unit string, done, total int64) {
+	if opt.Progress != nil {
+		opt.Progress(stage, unit, done, total)
+	}
 }
 
 // identity is the Set of the shards a preparation cuts from ds.

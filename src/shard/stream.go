@@ -48,13 +48,14 @@ func PrepareStreaming(dataDir, outDir string, parts int, opt Options, load graph
 	// Node order and row ranges.
 	var perm []int32
 	var off []int64
+	var edges int64 // counted by the degree pass, for the next pass's estimate
 	if assign != nil {
 		if len(assign) != n {
 			return nil, fmt.Errorf("dataset %s: partition covers %d nodes, graph has %d", nodes.Name, len(assign), n)
 		}
 		perm, off = orderByPart(assign, parts)
 	} else {
-		if off, err = streamingRanges(s, n, parts); err != nil {
+		if off, edges, err = streamingRanges(s, n, parts, opt); err != nil {
 			return nil, err
 		}
 	}
@@ -88,7 +89,11 @@ func PrepareStreaming(dataDir, outDir string, parts int, opt Options, load graph
 		_, err := buckets[part(r)].Write(pair[:])
 		return err
 	}
+	var seen int64
 	err = s.Each(func(u, v int32) error {
+		if seen++; seen%(1<<16) == 0 {
+			opt.report("bucketing edges by part", "edges", seen, edges)
+		}
 		if int(u) >= n || int(v) >= n {
 			return fmt.Errorf("edge (%d,%d) outside %d nodes", u, v, n)
 		}
@@ -160,6 +165,7 @@ func PrepareStreaming(dataDir, outDir string, parts int, opt Options, load graph
 		if err := sh.Write(outDir); err != nil {
 			return nil, err
 		}
+		opt.report("writing parts", "parts", int64(q+1), int64(parts))
 		if opt.OnShard != nil {
 			opt.OnShard(sh)
 		}
@@ -176,9 +182,13 @@ func releasePart() { debug.FreeOSMemory() }
 // streamingRanges cuts [0, n) into parts ranges of about equal nonzeros of Â
 // from one pass of degrees (duplicate edges in the file count twice here,
 // which only nudges the balance).
-func streamingRanges(s *graph.EdgeStream, n, parts int) ([]int64, error) {
+func streamingRanges(s *graph.EdgeStream, n, parts int, opt Options) ([]int64, int64, error) {
 	deg := make([]int64, n+1)
+	var edges int64
 	if err := s.Each(func(u, v int32) error {
+		if edges++; edges%(1<<16) == 0 {
+			opt.report("counting degrees", "edges", edges, 0)
+		}
 		if int(u) >= n || int(v) >= n {
 			return fmt.Errorf("edge (%d,%d) outside %d nodes", u, v, n)
 		}
@@ -188,13 +198,14 @@ func streamingRanges(s *graph.EdgeStream, n, parts int) ([]int64, error) {
 		}
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("degree pass over %s: %w", s.Path, err)
+		return nil, 0, fmt.Errorf("degree pass over %s: %w", s.Path, err)
 	}
 	for i := 0; i < n; i++ {
 		deg[i+1] += deg[i] + 1 // the self loop
 	}
 	a := &matrix.CSR{Rows: n, RowPtr: deg}
-	return BalancedRanges(a, parts)
+	off, err := BalancedRanges(a, parts)
+	return off, edges, err
 }
 
 func emptyCSR(n int) *matrix.CSR {

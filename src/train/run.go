@@ -80,6 +80,8 @@ type runState struct {
 	first         int     // first epoch to run (after a resume)
 	compute, wait time.Duration
 	evalSent      int64
+	ran           int     // epochs this run has trained (not resumed ones)
+	spentMs       float64 // their training and evaluation milliseconds
 }
 
 // resume restores the latest committed checkpoint, when asked to, and
@@ -362,7 +364,13 @@ func (e *Engine) record(row *result.Epoch, m metrics, r *runState) {
 		row.Metric = "micro-F1"
 	}
 	res.Curve = append(res.Curve, *row)
-	e.logf("%s\n", epochLine(*row))
+	r.ran, r.spentMs = r.ran+1, r.spentMs+row.Ms+row.EvalMs
+	line := epochLine(*row)
+	if left := e.cfg.Optim.Epochs - row.Epoch; left > 0 {
+		eta := time.Duration(r.spentMs / float64(r.ran) * float64(left) * float64(time.Millisecond))
+		line += "  eta " + eta.Round(time.Second).String()
+	}
+	e.logf("%s\n", line)
 }
 
 // finish fills the run-wide figures and gathers every rank's statistics.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"sancus/src/progress"
 	"time"
 
 	"sancus/src/graph"
@@ -27,6 +28,7 @@ func runGen(args []string) error {
 	fs.Uint64Var(&c.Seed, "seed", 1, "random seed")
 	fs.BoolVar(&c.MultiLabel, "multilabel", false, "multi-label classes (labels-multi.txt): the planted class, the next with probability 1/2, any other with 1/10")
 	format := fs.String("format", "mtx", "layout written: mtx (graph.mtx, features.mtx, labels.txt, splits) or ogb (OGB's raw/*.csv.gz and split/random/)")
+	quiet := fs.Bool("quiet", false, "no progress lines (on stderr: in place on a terminal, every 30 s in a log)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -37,6 +39,8 @@ func runGen(args []string) error {
 		return fmt.Errorf("--out is required")
 	}
 	start := time.Now()
+	meter := progress.New(progressTo(*quiet), "gen", c.Edges, "edges")
+	c.Progress = func(done, _ int64) { meter.Set(done) }
 	switch *format {
 	case "mtx":
 		if err := graph.Generate(*out, c); err != nil {
@@ -49,6 +53,7 @@ func runGen(args []string) error {
 	default:
 		return fmt.Errorf("--format %q: mtx or ogb", *format)
 	}
+	meter.Done()
 	fmt.Printf("generated %s graph in %s: %d nodes, %d edges, %d features, %d classes (%.1fs)\n",
 		c.Model, *out, c.Nodes, c.Edges, c.Features, c.Classes, time.Since(start).Seconds())
 	return nil

@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"sancus/launch"
 	"sancus/src/atomicfile"
+	"sancus/src/progress"
 	"time"
 
 	"sancus/src/graph"
@@ -25,6 +27,7 @@ func runPrepare(args []string) (err error) {
 	out := fs.String("out", "", "output shard directory (required)")
 	pre := fs.Bool("precompute", true, "store (ÂX) rows so layer 1 needs no communication")
 	clusters := fs.Int("clusters", 0, "also cut the graph into `K` clusters (K ≫ ranks) for train --batch clusters, with --partitioner (grem unless given: grem, spring, random or file); every rank's rows are whole clusters")
+	quiet := fs.Bool("quiet", false, "no progress lines (on stderr: in place on a terminal, every 30 s in a log)")
 	var load graph.LoadOptions
 	addLoadFlags(fs, &load, "")
 	pf := addPartitionFlags(fs)
@@ -77,7 +80,10 @@ func runPrepare(args []string) (err error) {
 	// Streaming: the edge list is never held whole (see shard.PrepareStreaming).
 	var blocks []partition.PartBlocks
 	opt.OnShard = func(s *shard.Shard) { blocks = append(blocks, partBlocks(s)) }
+	stages := progress.NewStages(progressTo(*quiet), "prepare")
+	opt.Progress = stages.Report
 	prep, err := shard.PrepareStreaming(*data, *out, *parts, opt, load)
+	stages.Done()
 	if err != nil {
 		return err
 	}
@@ -141,4 +147,12 @@ func source(data string, load graph.LoadOptions, partitioner string) string {
 		add(data)
 	}
 	return fmt.Sprintf("%s %v normalize=%v split=%s/%d/%s partitioner=%s", filepath.Base(data), files, load.NormalizeFeatures, load.Split, load.SplitSeed, load.SplitName, partitioner)
+}
+
+// progressTo is where a long step's progress goes: stderr, unless quiet.
+func progressTo(quiet bool) io.Writer {
+	if quiet {
+		return nil
+	}
+	return os.Stderr
 }
