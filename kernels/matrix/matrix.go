@@ -78,8 +78,8 @@ func (a *CSR) Validate() error {
 		return fmt.Errorf("csr: %d nonzeros but %d column indices and %d values", nnz, len(a.ColIdx), len(a.Val))
 	}
 	for r := 0; r < a.Rows; r++ {
-		if a.RowPtr[r+1] < a.RowPtr[r] {
-			return fmt.Errorf("csr: row pointer decreases at row %d", r)
+		if a.RowPtr[r+1] < a.RowPtr[r] || a.RowPtr[r+1] > nnz {
+			return fmt.Errorf("csr: row pointer at row %d is %d, outside %d..%d", r, a.RowPtr[r+1], a.RowPtr[r], nnz)
 		}
 		for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
 			if c := a.ColIdx[p]; c < 0 || int(c) >= a.Cols {

@@ -284,3 +284,52 @@ func (e *Engine) loadCheckpoint(dir string, epoch int) (*checkpoint, error) {
 	}
 	return &ck, nil
 }
+
+// CheckpointState is what a checkpoint directory holds: its committed
+// epoch, the ranks that wrote it, and the run it belongs to.
+type CheckpointState struct {
+	Epoch     int
+	Ranks     int
+	Signature string // the run's configuration, as resume compares it
+}
+
+// InspectCheckpoint reads dir's committed checkpoint without an engine:
+// every rank's file is read whole and its checksum checked, so a resume
+// would find it complete and uncorrupted.
+func InspectCheckpoint(dir string) (CheckpointState, error) {
+	var st CheckpointState
+	ep, err := LatestCheckpoint(dir)
+	if err != nil {
+		return st, err
+	}
+	if ep == 0 {
+		return st, fmt.Errorf("%s", describeNoCheckpoint(dir, 0))
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("epoch-%06d", ep), "rank-*-of-*.ckpt"))
+	if len(files) == 0 {
+		return st, fmt.Errorf("%s: LATEST names epoch %d, which has no rank files", dir, ep)
+	}
+	fmt.Sscanf(filepath.Base(files[0]), "rank-00000-of-%05d.ckpt", &st.Ranks)
+	if st.Ranks != len(files) {
+		return st, fmt.Errorf("%s: epoch %d holds %d rank files of %d", dir, ep, len(files), st.Ranks)
+	}
+	for r := range st.Ranks {
+		path := ckptPath(dir, ep, r, st.Ranks)
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return st, err
+		}
+		if len(raw) < 4 || crc32.Checksum(raw[:len(raw)-4], crc32.MakeTable(crc32.Castagnoli)) != binary.LittleEndian.Uint32(raw[len(raw)-4:]) {
+			return st, fmt.Errorf("%s: checksum mismatch, the checkpoint is corrupt", path)
+		}
+		var ck checkpoint
+		if err := gob.NewDecoder(bytes.NewReader(raw[:len(raw)-4])).Decode(&ck); err != nil {
+			return st, fmt.Errorf("%s: %w", path, err)
+		}
+		if ck.Rank != r || ck.P != st.Ranks || ck.Epoch != ep {
+			return st, fmt.Errorf("%s holds rank %d of %d after epoch %d", path, ck.Rank, ck.P, ck.Epoch)
+		}
+		st.Epoch, st.Signature = ep, ck.Signature
+	}
+	return st, nil
+}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"sancus/src/result"
+	"sancus/src/shard"
+	"slices"
 
 	"encoding/json"
 	"fmt"
@@ -236,5 +238,41 @@ func TestClusterBatchAsUsersRunIt(t *testing.T) {
 	o, err := run(t, 0, "train", "--shards", plain, "--batch", "clusters", "--epochs", "1")
 	if err == nil || !strings.Contains(o, "prepare them with --clusters K") {
 		t.Fatalf("shards without clusters: %v\n%s", err, o)
+	}
+}
+
+// TestInfo: sancus info says what a dataset, a shard directory, a model
+// file and a checkpoint directory hold, reading each whole; a shard
+// corrupted anywhere is reported, with exit 1 and no panic.
+func TestInfo(t *testing.T) {
+	dir := t.TempDir()
+	m, ck, sh := filepath.Join(dir, "m.sancus"), filepath.Join(dir, "ck"), filepath.Join(dir, "sh")
+	if o, err := run(t, 0, "train", "--data", cora, "--epochs", "10", "--quiet", "--save-model", m, "--checkpoint-dir", ck, "--checkpoint-every", "5", "--out", filepath.Join(dir, "r.json")); err != nil {
+		t.Fatalf("train: %v\n%s", err, o)
+	}
+	if o, err := run(t, 0, "prepare", "--quiet", "--data", cora, "--parts", "2", "--out", sh); err != nil {
+		t.Fatalf("prepare: %v\n%s", err, o)
+	}
+	o, err := run(t, 0, "info", cora, sh, m, ck)
+	if err != nil {
+		t.Fatalf("info: %v\n%s", err, o)
+	}
+	for _, want := range []string{"2708 nodes, 5278 undirected edges, 1433 features", "140 train, 500 validation, 1000 test",
+		"2 shards of cora", "every shard read whole, every checksum good", "GCN model, 2 layers, widths [1433 16 7]",
+		"checkpoint after epoch 10, 1 rank files, every checksum good"} {
+		if !strings.Contains(o, want) {
+			t.Errorf("info lacks %q:\n%s", want, o)
+		}
+	}
+	f := filepath.Join(sh, shard.FileName(1, 2))
+	b, _ := os.ReadFile(f)
+	for _, at := range []int{40, 1000, len(b) / 2, len(b) - 10} {
+		c := slices.Clone(b)
+		c[at] ^= 0x41
+		os.WriteFile(f, c, 0o644)
+		o, err := run(t, 0, "info", sh)
+		if exitCode(err) != 1 || !strings.Contains(o, "NOT usable") || strings.Contains(o, "panic") {
+			t.Fatalf("a byte flipped at %d: exit %d\n%s", at, exitCode(err), o)
+		}
 	}
 }
