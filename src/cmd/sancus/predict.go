@@ -57,8 +57,18 @@ type PartFiles struct {
 type predictFlags struct {
 	modelFile, data, shards, out string
 	ranks, threads               int
-	embeddings                   bool
+	embeddings, quiet            bool
 	timeout                      time.Duration
+	start                        time.Time
+}
+
+// phase says, on rank 0 unless quiet, which phase predict has reached and
+// how long it has run: a long load or forward pass is not a hang.
+func (pf predictFlags) phase(rank int, format string, args ...any) {
+	if pf.quiet || rank != 0 {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "predict: %s (%s elapsed)\n", fmt.Sprintf(format, args...), time.Since(pf.start).Round(100*time.Millisecond))
 }
 
 func runPredict(args []string) error {
@@ -72,6 +82,8 @@ func runPredict(args []string) error {
 	fs.BoolVar(&pf.embeddings, "embeddings", false, "also write the last hidden layer of every node")
 	fs.IntVar(&pf.threads, "threads", 0, "kernel threads per rank (0: automatic)")
 	fs.DurationVar(&pf.timeout, "comm-timeout", 5*time.Minute, "abort the job when a communication wait exceeds this")
+	fs.BoolVar(&pf.quiet, "quiet", false, "no progress lines (stderr, rank 0)")
+	pf.start = time.Now()
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -106,6 +118,7 @@ func runPredict(args []string) error {
 		return predictMPI(pf, spec, m)
 	}
 	setThreads(pf.threads, pf.ranks, nil)
+	pf.phase(0, "reading %s", dataName(pf))
 	shards, err := predictShards(pf, spec, pf.ranks, -1)
 	if err != nil {
 		return err
@@ -124,6 +137,7 @@ func predictMPI(pf predictFlags, spec model.Spec, m *model.GCN) error {
 		return err
 	}
 	setThreads(pf.threads, 0, c)
+	pf.phase(c.Rank(), "reading %s", dataName(pf))
 	shards, err := predictShards(pf, spec, c.Size(), c.Rank())
 	if err == nil {
 		err = predictRank(pf, spec, m, c, shards[c.Rank()])
@@ -206,6 +220,7 @@ func predictRank(pf predictFlags, spec model.Spec, m *model.GCN, c collectives.C
 	if err := e.SetParams(m.Flat()); err != nil {
 		return fmt.Errorf("model file %s: %w", pf.modelFile, err)
 	}
+	pf.phase(c.Rank(), "running the %d-layer model over %d nodes on %d rank(s)", spec.Layers, s.N, c.Size())
 	logits, hidden, err := e.Predict()
 	if err != nil {
 		return err
@@ -227,6 +242,7 @@ func predictRank(pf predictFlags, spec model.Spec, m *model.GCN, c collectives.C
 		part.Embeddings = partName("embeddings", c)
 		files = append(files, npyFile{part.Embeddings, "<f4", []int{hidden.Rows, hidden.Cols}, collectives.Bytes(hidden.Data[:hidden.Rows*hidden.Cols])})
 	}
+	pf.phase(c.Rank(), "writing %s", pf.out)
 	for _, f := range files {
 		if err := writeNPY(filepath.Join(pf.out, f.name), f.dtype, f.shape, f.data); err != nil {
 			return err
