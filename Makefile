@@ -21,7 +21,7 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: cuda test-cuda all deps torch build run test test-short test-mpi test-slurm chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-sancus bench-partition bench-ab clean
+.PHONY: cuda test-cuda all deps torch build run test test-go test-short test-mpi test-slurm chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-sancus bench-partition bench-ab clean
 
 all: build
 
@@ -68,7 +68,13 @@ vet: deps
 	@if $(GO) list -deps ./src/cmd/sancus-report | grep -E 'sancus/(kernels|collectives|src/train)'; then \
 		echo "src/cmd/sancus-report links the packages above: it reads src/result only"; exit 1; fi
 
-test: vet test-mpi test-slurm
+# The three suites run side by side, each one's output printed whole when
+# it ends: the Slurm jobs and the MPI launches spend most of their time
+# waiting, and the Go tests keep the cores busy meanwhile.
+test: vet
+	$(MAKE) --no-print-directory -j3 -O test-go test-mpi test-slurm
+
+test-go: deps
 	$(GO) test -count=1 -timeout 20m ./...
 	@# The kernels again at every lower instruction set this CPU has.
 	for simd in avx2+fma baseline; do SANCUS_SIMD=$$simd $(GO) test -count=1 ./kernels || exit 1; done

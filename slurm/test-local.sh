@@ -28,6 +28,23 @@ sys.exit(0 if ok else 1)
 PY
 }
 
+# running JOB waits (60 s at most) until the job runs, then 3 s more, so
+# its ranks are training; gone JOB SECONDS waits until it left the queue.
+running() {
+	for _ in $(seq 120); do
+		[ "$(squeue -h -j "$1" -o %T)" = RUNNING ] && break
+		sleep 0.5
+	done
+	sleep 3
+}
+gone() {
+	for _ in $(seq $(($2 * 2))); do
+		[ -z "$(squeue -h -j "$1" 2>/dev/null)" ] && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
 echo "== 1. sbatch slurm/train.sbatch, 4 tasks, Cora"
 job=$(DATA=$cora EPOCHS=60 NAME=ci-train sbatch --parsable --wait --ntasks=4 slurm/train.sbatch) || fail "train job failed: $(cat results/slurm-sancus-train-*.out 2>/dev/null | tail -20)"
 res=results/ci-train/$job/result.json
@@ -38,17 +55,9 @@ echo "ok: $res"
 echo "== 2. the walltime warning (SIGUSR1 to the batch script): checkpoint, exit 85, requeue, resume"
 job=$(DATA=$cora EPOCHS=6000 CHECKPOINT_EVERY=0 NAME=ci-requeue TRAIN_ARGS="--eval-every 50" sbatch --parsable --ntasks=2 slurm/train.sbatch)
 out=results/slurm-sancus-train-$job.out
-for _ in $(seq 120); do
-	[ "$(squeue -h -j "$job" -o %T)" = RUNNING ] && break
-	sleep 0.5
-done
-sleep 3
+running "$job"
 scancel --batch --signal=USR1 "$job" # what --signal=B:USR1@600 sends before the walltime
-for _ in $(seq 600); do
-	[ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break
-	sleep 0.5
-done
-[ -z "$(squeue -h -j "$job" 2>/dev/null)" ] || fail "requeued job $job did not finish"
+gone "$job" 300 || fail "requeued job $job did not finish"
 grep -q "requeueing job $job" "$out" || fail "job was not requeued: $(tail -20 "$out")"
 grep -q "restart 1" "$out" || fail "job did not restart: $(tail -20 "$out")"
 check "results/ci-requeue/$job/result.json" 'len(r["curve"]) == 6000 and not r.get("stopped")'
@@ -57,17 +66,9 @@ echo "ok: job $job checkpointed, requeued and finished all epochs"
 echo "== 2b. scancel is a cancel: checkpoint, CANCELLED, no requeue"
 job=$(DATA=$cora EPOCHS=600000 CHECKPOINT_EVERY=0 NAME=ci-cancel TRAIN_ARGS="--eval-every 0" sbatch --parsable --ntasks=2 slurm/train.sbatch)
 out=results/slurm-sancus-train-$job.out
-for _ in $(seq 120); do
-	[ "$(squeue -h -j "$job" -o %T)" = RUNNING ] && break
-	sleep 0.5
-done
-sleep 3
+running "$job"
 scancel "$job"
-for _ in $(seq 120); do
-	[ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break
-	sleep 0.5
-done
-[ -z "$(squeue -h -j "$job" 2>/dev/null)" ] || fail "cancelled job $job is still queued: $(squeue -j "$job")"
+gone "$job" 60 || fail "cancelled job $job is still queued: $(squeue -j "$job")"
 state=$(scontrol show job "$job" | grep -o 'JobState=[A-Z]*')
 restarts=$(scontrol show job "$job" | grep -o 'Restarts=[0-9]*')
 [ "$state" = JobState=CANCELLED ] && [ "$restarts" = Restarts=0 ] || fail "job $job after scancel: $state $restarts"
