@@ -72,12 +72,21 @@ func addBiasReLU(z *matrix.Dense, bias []float32, relu bool, rows []int32) {
 
 // ReLUBackward zeroes g where the activation h was clamped (h ≤ 0).
 func ReLUBackward(g, h *matrix.Dense) {
-	if len(g.Data) == 0 {
+	byValues(g, h, func(gp, hp *C.float, lo, hi C.int64_t) { C.sc_relu_backward(gp, hp, lo, hi) })
+}
+
+// byValues runs an elementwise kernel over a's values (and b's alongside;
+// b nil: none) in chunks of 32K or more, split over the kernel threads.
+func byValues(a, b *matrix.Dense, kernel func(ap, bp *C.float, lo, hi C.int64_t)) {
+	if len(a.Data) == 0 {
 		return
 	}
-	gp, hp := f32p(g.Data), f32p(h.Data)
-	forRanges(evenCuts(len(g.Data), threads, 1<<15), func(lo, hi int) {
-		C.sc_relu_backward(gp, hp, C.int64_t(lo), C.int64_t(hi))
+	ap, bp := f32p(a.Data), (*C.float)(nil)
+	if b != nil {
+		bp = f32p(b.Data)
+	}
+	forRanges(evenCuts(len(a.Data), threads, 1<<15), func(lo, hi int) {
+		kernel(ap, bp, C.int64_t(lo), C.int64_t(hi))
 	})
 }
 
@@ -108,25 +117,13 @@ func ScaleRows(dst, src *matrix.Dense, s []float32) {
 // ELU sets z's negative values x to e^x − 1 in place (GAT's activation,
 // after AddBiasReLU without ReLU), through the softmax's exponential.
 func ELU(z *matrix.Dense) {
-	if len(z.Data) == 0 {
-		return
-	}
-	zp := f32p(z.Data)
-	forRanges(evenCuts(len(z.Data), threads, 1<<15), func(lo, hi int) {
-		C.sc_elu(zp, C.int64_t(lo), C.int64_t(hi))
-	})
+	byValues(z, nil, func(zp, _ *C.float, lo, hi C.int64_t) { C.sc_elu(zp, lo, hi) })
 }
 
 // ELUBackward multiplies g by ELU's derivative, read off its output h:
 // 1 where h > 0, h + 1 elsewhere.
 func ELUBackward(g, h *matrix.Dense) {
-	if len(g.Data) == 0 {
-		return
-	}
-	gp, hp := f32p(g.Data), f32p(h.Data)
-	forRanges(evenCuts(len(g.Data), threads, 1<<15), func(lo, hi int) {
-		C.sc_elu_backward(gp, hp, C.int64_t(lo), C.int64_t(hi))
-	})
+	byValues(g, h, func(gp, hp *C.float, lo, hi C.int64_t) { C.sc_elu_backward(gp, hp, lo, hi) })
 }
 
 // ColumnSums adds every row of g into out (len g.Cols): a bias gradient.
