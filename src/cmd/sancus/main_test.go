@@ -172,7 +172,8 @@ func TestShardErrorsAbortTheJob(t *testing.T) {
 		t.Fatalf("prepare: %v\n%s", err, o)
 	}
 	start := time.Now()
-	out, err := run(t, 3, "train", "--shards", shards, "--epochs", "5")
+	res := filepath.Join(t.TempDir(), "r.json")
+	out, err := run(t, 3, "train", "--shards", shards, "--epochs", "5", "--out", res)
 	if err == nil || !strings.Contains(out, "another rank count") || !strings.Contains(out, "rank ") {
 		t.Fatalf("3 ranks on 2 shards: err %v\n%s", err, out)
 	}
@@ -181,7 +182,7 @@ func TestShardErrorsAbortTheJob(t *testing.T) {
 	b, _ := os.ReadFile(p)
 	b[len(b)/3] ^= 0xff
 	os.WriteFile(p, b, 0o644)
-	out, err = run(t, 2, "train", "--shards", shards, "--epochs", "5")
+	out, err = run(t, 2, "train", "--shards", shards, "--epochs", "5", "--out", res)
 	if err == nil || !strings.Contains(out, "rank 1") || !strings.Contains(out, "checksum mismatch") {
 		t.Fatalf("corrupt shard: err %v\n%s", err, out)
 	}

@@ -430,6 +430,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 	setThreads(tf.threads, 0, c)
 	rank, size := c.Rank(), c.Size()
 	abort := func(what string, err error) error {
+		unlock() // MPI_Abort ends the process: no deferred call runs after it
 		c.Abort(fmt.Errorf("%s: %w", what, err))
 		return err
 	}
