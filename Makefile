@@ -68,11 +68,12 @@ vet: deps
 	@if $(GO) list -deps ./src/cmd/sancus-report | grep -E 'sancus/(kernels|collectives|src/train)'; then \
 		echo "src/cmd/sancus-report links the packages above: it reads src/result only"; exit 1; fi
 
-# The three suites run side by side, each one's output printed whole when
-# it ends: the Slurm jobs and the MPI launches spend most of their time
-# waiting, and the Go tests keep the cores busy meanwhile.
-test: vet
-	$(MAKE) --no-print-directory -j3 -O test-go test-mpi test-slurm
+# vet and the three suites run side by side, each one's output printed
+# whole when it ends (any failure fails make test): the Slurm jobs and the
+# MPI launches spend most of their time waiting, and the Go tests keep the
+# cores busy meanwhile.
+test: deps
+	$(MAKE) --no-print-directory -j4 -O vet test-go test-mpi test-slurm
 
 test-go: deps
 	$(GO) test -count=1 -timeout 20m ./...

@@ -27,10 +27,14 @@ func (e *Engine) SetParams(params [][]float32) error {
 // pass (no dropout, every block fresh) with the current parameters. It
 // returns this rank's logits and, when the model has a hidden layer, the
 // last hidden layer's activations (on the host; both alias the engine's
-// buffers until its next pass).
-func (e *Engine) Predict() (logits, hidden *matrix.Dense, err error) {
-	if logits, err = e.forward(0, false); err != nil {
+// buffers until its next pass). layerDone, if set, hears as each layer is
+// done.
+func (e *Engine) Predict(layerDone func(done, layers int)) (logits, hidden *matrix.Dense, err error) {
+	if logits, err = e.forwardReporting(0, false, layerDone); err != nil {
 		return nil, nil, err
+	}
+	if layerDone != nil {
+		layerDone(len(e.layers), len(e.layers))
 	}
 	e.be.Download(logits)
 	if n := len(e.layers); n > 1 {

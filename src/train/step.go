@@ -15,9 +15,18 @@ import (
 // training the staleness policy may skip broadcasts; evaluation always uses
 // fresh blocks and leaves the training caches alone.
 func (e *Engine) forward(epoch int, train bool) (*matrix.Dense, error) {
+	return e.forwardReporting(epoch, train, nil)
+}
+
+// forwardReporting is forward, telling layerDone (if set) as each layer
+// is computed.
+func (e *Engine) forwardReporting(epoch int, train bool, layerDone func(l, layers int)) (*matrix.Dense, error) {
 	p := pass{epoch: epoch, train: train, shadow: train && e.drift.on}
 	var a act
 	for l, L := range e.layers {
+		if l > 0 && layerDone != nil {
+			layerDone(l, len(e.layers))
+		}
 		in := a
 		var err error
 		if a, err = L.forward(e, p, a); err != nil {

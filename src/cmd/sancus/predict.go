@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sancus/src/progress"
 	"strings"
 	"time"
 
@@ -221,7 +222,12 @@ func predictRank(pf predictFlags, spec model.Spec, m *model.GCN, c collectives.C
 		return fmt.Errorf("model file %s: %w", pf.modelFile, err)
 	}
 	pf.phase(c.Rank(), "running the %d-layer model over %d nodes on %d rank(s)", spec.Layers, s.N, c.Size())
-	logits, hidden, err := e.Predict()
+	var meter *progress.Meter
+	if c.Rank() == 0 {
+		meter = progress.New(progressTo(pf.quiet), "predict", int64(spec.Layers), "layers")
+	}
+	logits, hidden, err := e.Predict(func(done, _ int) { meter.Set(int64(done)) })
+	meter.Done()
 	if err != nil {
 		return err
 	}
