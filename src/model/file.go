@@ -89,6 +89,9 @@ func writeTensor(b *bytes.Buffer, rows, cols int, p []float32) {
 	}
 }
 
+// ErrNotModel is Load's error for a file that is no model file at all.
+var ErrNotModel = errors.New("not a sancus model file")
+
 // Load reads a model file, checking magic, version, checksum and that the
 // tensors are the model its spec describes.
 func Load(path string) (Spec, *GCN, error) {
@@ -101,7 +104,7 @@ func Load(path string) (Spec, *GCN, error) {
 		return fmt.Errorf("model file %s: %s", path, fmt.Sprintf(format, args...))
 	}
 	if len(raw) < 20 || string(raw[:8]) != fileMagic {
-		return spec, nil, bad("not a sancus model file (bad magic)")
+		return spec, nil, fmt.Errorf("model file %s: %w (bad magic)", path, ErrNotModel)
 	}
 	le := binary.LittleEndian
 	body, stored := raw[:len(raw)-4], le.Uint32(raw[len(raw)-4:])

@@ -243,16 +243,9 @@ func (e *Engine) loadCheckpoint(dir string, epoch int) (*checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
 	}
-	if len(raw) < 4 {
-		return nil, fmt.Errorf("resume: %s is truncated", path)
-	}
-	body := raw[:len(raw)-4]
-	if crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) != binary.LittleEndian.Uint32(raw[len(raw)-4:]) {
-		return nil, fmt.Errorf("resume: %s: checksum mismatch, the checkpoint is corrupt", path)
-	}
-	var ck checkpoint
-	if err := gob.NewDecoder(bytes.NewReader(body)).Decode(&ck); err != nil {
-		return nil, fmt.Errorf("resume: %s: %w", path, err)
+	ck, err := decodeCheckpoint(path, raw)
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
 	}
 	if ck.Signature != e.signature() {
 		return nil, fmt.Errorf("resume: %s was written by a different run:\n  checkpoint: %s\n  this run:   %s", path, ck.Signature, e.signature())
@@ -281,6 +274,22 @@ func (e *Engine) loadCheckpoint(dir string, epoch int) (*checkpoint, error) {
 				return nil, fmt.Errorf("resume: %s: %w", path, err)
 			}
 		}
+	}
+	return ck, nil
+}
+
+// decodeCheckpoint checks a rank file's checksum and decodes it.
+func decodeCheckpoint(path string, raw []byte) (*checkpoint, error) {
+	if len(raw) < 4 {
+		return nil, fmt.Errorf("%s is truncated", path)
+	}
+	body := raw[:len(raw)-4]
+	if crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) != binary.LittleEndian.Uint32(raw[len(raw)-4:]) {
+		return nil, fmt.Errorf("%s: checksum mismatch, the checkpoint is corrupt", path)
+	}
+	var ck checkpoint
+	if err := gob.NewDecoder(bytes.NewReader(body)).Decode(&ck); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &ck, nil
 }
@@ -319,12 +328,9 @@ func InspectCheckpoint(dir string) (CheckpointState, error) {
 		if err != nil {
 			return st, err
 		}
-		if len(raw) < 4 || crc32.Checksum(raw[:len(raw)-4], crc32.MakeTable(crc32.Castagnoli)) != binary.LittleEndian.Uint32(raw[len(raw)-4:]) {
-			return st, fmt.Errorf("%s: checksum mismatch, the checkpoint is corrupt", path)
-		}
-		var ck checkpoint
-		if err := gob.NewDecoder(bytes.NewReader(raw[:len(raw)-4])).Decode(&ck); err != nil {
-			return st, fmt.Errorf("%s: %w", path, err)
+		ck, err := decodeCheckpoint(path, raw)
+		if err != nil {
+			return st, err
 		}
 		if ck.Rank != r || ck.P != st.Ranks || ck.Epoch != ep {
 			return st, fmt.Errorf("%s holds rank %d of %d after epoch %d", path, ck.Rank, ck.P, ck.Epoch)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -67,7 +68,7 @@ func info(w io.Writer, p string, load graph.LoadOptions) error {
 			fmt.Fprintf(w, ", %d parameters, %s-label over %d classes\n  trained %d epochs, final test accuracy %.4f; checksum good\n",
 				m.NumParams(), spec.LabelKind, spec.Classes, spec.Epochs, spec.FinalTestAcc)
 			return nil
-		} else if !strings.Contains(err.Error(), "not a sancus model") {
+		} else if !errors.Is(err, model.ErrNotModel) {
 			return err
 		}
 	}
