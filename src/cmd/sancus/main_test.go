@@ -411,19 +411,29 @@ func TestEmulatedLink(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	out, err := link(mpirun, "-np", "2", bin, "bench", "comm", "--max-mib", "16", "--out", filepath.Join(dir, "comm.json")).CombinedOutput()
-	if err != nil {
-		t.Fatalf("bench comm on the link: %v\n%s", err, out)
-	}
-	left("after bench comm")
-	var ring float64 = -1
-	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) > 1 && f[0] == "16777216" {
-			ring, _ = strconv.ParseFloat(f[1], 64)
+	// The link caps every measurement at 0.13 GB/s; a measurement below
+	// 0.09 only says the ranks were starved of CPU (make test runs suites
+	// side by side), so the best of up to three must reach it.
+	best := -1.0
+	for try := 0; try < 3 && best < 0.09; try++ {
+		out, err := link(mpirun, "-np", "2", bin, "bench", "comm", "--max-mib", "16", "--out", filepath.Join(dir, "comm.json")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("bench comm on the link: %v\n%s", err, out)
 		}
+		left("after bench comm")
+		ring := -1.0
+		for _, line := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "16777216" {
+				ring, _ = strconv.ParseFloat(f[1], 64)
+			}
+		}
+		if ring > 0.13 {
+			t.Fatalf("a 16 MiB ring broadcast at 1 Gbit/s moved %.3f GB/s, past the link's rate:\n%s", ring, out)
+		}
+		best = max(best, ring)
 	}
-	if ring < 0.09 || ring > 0.13 {
-		t.Fatalf("a 16 MiB ring broadcast at 1 Gbit/s moved %.3f GB/s, want 0.09-0.13:\n%s", ring, out)
+	if best < 0.09 {
+		t.Fatalf("a 16 MiB ring broadcast at 1 Gbit/s moved at most %.3f GB/s in 3 tries, want 0.09-0.13", best)
 	}
 
 	common := []string{"train", "--data", cora, "--epochs", "15", "--staleness", "epoch-fixed", "--eps", "1"}
