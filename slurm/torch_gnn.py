@@ -9,7 +9,10 @@ validation epoch over seeds, to set next to sancus's in the same run.
     python3 slurm/torch_gnn.py testdata/cora --model gat --hidden 8 --heads 8 \
         --dropout 0.6 --lr 0.005
 
-Debian's python3-torch is enough (no GPU, no torch_geometric).
+Debian's python3-torch is enough (no GPU, no torch_geometric). With
+--device cuda everything lives on the GPU (Â as sparse CSR for GCN and
+GraphSAGE), and each epoch is timed to the GPU's end of it, the first left
+out as warm-up, as kernels/cuda/torch_gcn.py times it.
 """
 import argparse
 import os
@@ -62,7 +65,8 @@ def adjacency(n, src, dst, kind):
         s, t = src, dst
         deg = torch.zeros(n).index_add_(0, s, torch.ones(len(s)))
         v = 1 / deg[s]
-    return torch.sparse_coo_tensor(torch.stack([s, t]), v, (n, n)).coalesce()
+    a = torch.sparse_coo_tensor(torch.stack([s, t]), v, (n, n)).coalesce()
+    return a.to_sparse_csr() if a.is_cuda else a
 
 
 class Net(torch.nn.Module):
@@ -150,12 +154,19 @@ def run(data, kind, seed, epochs=200, hidden=16, layers=2, lr=0.01, wd=5e-4, dro
         rest = [p for p in net.parameters() if all(p is not q for q in first)]
         opt = torch.optim.Adam([{"params": first, "weight_decay": wd}, {"params": rest, "weight_decay": 0}], lr=lr)
     best, test_at_best, t0 = -1, 0, time.time()
+    cuda, times = x.is_cuda, []
     for _ in range(epochs):
+        if cuda:
+            torch.cuda.synchronize()
+            t1 = time.perf_counter()
         net.train()
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(net(a, x)[tr], y[tr])
         loss.backward()
         opt.step()
+        if cuda:
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t1)
         if train_only:  # time the training step alone, as sancus's ms/epoch does
             continue
         net.eval()
@@ -164,6 +175,8 @@ def run(data, kind, seed, epochs=200, hidden=16, layers=2, lr=0.01, wd=5e-4, dro
         v = (pred[va] == y[va]).float().mean().item()
         if v > best:
             best, test_at_best = v, (pred[te] == y[te]).float().mean().item()
+    if cuda and len(times) > 1:
+        return test_at_best, sum(times[1:]) / (len(times) - 1) * 1000
     return test_at_best, (time.time() - t0) / epochs * 1000
 
 
@@ -180,10 +193,15 @@ def main():
     ap.add_argument("--weight-decay", type=float, default=5e-4)
     ap.add_argument("--heads", type=int, default=8)
     ap.add_argument("--out-heads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--train-only", action="store_true", help="time training steps only (no evaluation: accuracy is not measured)")
     args = ap.parse_args()
     torch.set_num_threads(os.cpu_count())
     data = load(args.data)
+    if args.device == "cuda":
+        torch.set_default_device("cuda")
+        n, src, dst, x, y, split = data
+        data = n, src.cuda(), dst.cuda(), x.cuda(), y.cuda(), [s.cuda() for s in split]
     accs, ms = [], []
     for s in range(1, args.seeds + 1):
         acc, t = run(data, args.model, s, args.epochs, args.hidden, args.layers, args.lr, args.weight_decay,

@@ -14,6 +14,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"sort"
 	"unsafe"
 
 	"sancus/kernels"
@@ -64,6 +65,7 @@ type Backend struct {
 	i32s    map[*int32]*buf // labels and row lists, uploaded once
 	loss    *buf            // per-row losses
 	vec     *buf            // bias uploads
+	scales  *buf            // row scales (ScaleRows)
 	slab    *buf            // split-K partial products
 	partial *buf            // column sums and norms
 }
@@ -271,7 +273,84 @@ func (b *Backend) spmm(d *devCSR, val C.scg_ptr, x, c C.scg_ptr, n int, acc bool
 		b.ok(C.scg_spmm_wide(b.g, d.rowptr.p, d.col.p, val, x, c, C.longlong(d.rows), C.int(n), cbool(acc)), "spmm (long rows)")
 		return
 	}
+	if n%4 == 0 && b.has(C.SCG_SPMM4) && (x|c)%16 == 0 {
+		b.ok(C.scg_spmm4(b.g, d.rowptr.p, d.col.p, val, x, c, C.longlong(d.rows), C.int(n), cbool(acc)), "spmm")
+		return
+	}
 	b.ok(C.scg_spmm(b.g, d.rowptr.p, d.col.p, val, x, c, C.longlong(d.rows), C.int(n), cbool(acc)), "spmm")
+}
+
+// has reports whether the module holds optional kernel k (an older PTX
+// may not): without it the operation runs on host copies.
+func (b *Backend) has(k C.int) bool { return C.scg_has(b.g, k) != 0 }
+
+// optional names the kernels a module may lack, by their driver.h index.
+var optional = map[C.int]string{C.SCG_SPMM4: "sc_spmm4", C.SCG_ELU: "sc_elu", C.SCG_ELU_BWD: "sc_elu_backward",
+	C.SCG_ADD: "sc_add", C.SCG_SCALE_ROWS: "sc_scale_rows"}
+
+// Missing lists the optional kernels the loaded module lacks, whose
+// operations run on host copies.
+func (b *Backend) Missing() []string {
+	var m []string
+	for k, name := range optional {
+		if !b.has(k) {
+			m = append(m, name)
+		}
+	}
+	sort.Strings(m)
+	return m
+}
+
+// onHost runs f on host copies of ms and uploads the first: the path of an
+// optional operation whose kernel the module lacks.
+func (b *Backend) onHost(f func(), ms ...*matrix.Dense) {
+	for _, m := range ms {
+		b.Download(m)
+	}
+	f()
+	b.Upload(ms[0])
+}
+
+// ELU applies GAT's activation in place (kernels.ELUOps).
+func (b *Backend) ELU(z *matrix.Dense) {
+	if !b.has(C.SCG_ELU) {
+		b.onHost(func() { kernels.ELU(z) }, z)
+		return
+	}
+	b.ok(C.scg_elu(b.g, b.out(z), C.longlong(z.Rows*z.Cols)), "elu")
+}
+
+// ELUBackward multiplies g by ELU's derivative read off its output h.
+func (b *Backend) ELUBackward(g, h *matrix.Dense) {
+	if !b.has(C.SCG_ELU_BWD) {
+		b.onHost(func() { kernels.ELUBackward(g, h) }, g, h)
+		return
+	}
+	b.ok(C.scg_elu_backward(b.g, b.out(g), b.in(h), C.longlong(g.Rows*g.Cols)), "elu backward")
+}
+
+// Add sets a += b (kernels.ElementOps).
+func (b *Backend) Add(a, x *matrix.Dense) {
+	if !b.has(C.SCG_ADD) {
+		b.onHost(func() { kernels.Add(a, x) }, a, x)
+		return
+	}
+	b.ok(C.scg_add(b.g, b.out(a), b.in(x), C.longlong(a.Rows*a.Cols)), "add")
+}
+
+// ScaleRows sets row r of dst to row r of src times s[r], for the rows s
+// lists; s is uploaded per call (a batch's degrees change).
+func (b *Backend) ScaleRows(dst, src *matrix.Dense, s []float32) {
+	if len(s) == 0 || dst.Cols == 0 {
+		return
+	}
+	if !b.has(C.SCG_SCALE_ROWS) {
+		b.onHost(func() { kernels.ScaleRows(dst, src, s) }, dst, src)
+		return
+	}
+	v := b.grow(&b.scales, len(s)*4)
+	b.upload(v, f32(s), len(s)*4)
+	b.ok(C.scg_scale_rows(b.g, b.out(dst), b.in(src), v.p, C.longlong(len(s)), C.int(dst.Cols)), "scale rows")
 }
 
 func cbool(v bool) C.int {

@@ -257,3 +257,59 @@ func TestShapeErrors(t *testing.T) {
 		t.Fatal("writing a host-only matrix was not reported")
 	}
 }
+
+// The optional kernels: the vectorized SpMM at widths 4–256 (with and
+// without accumulation, rows of every length), ELU and its backward,
+// GraphSAGE's sum and row scaling. The module under test must hold them:
+// a run that fell back to host copies would prove nothing here.
+func TestOptionalKernelsMatchCPU(t *testing.T) {
+	b := open(t)
+	if m := b.Missing(); len(m) > 0 {
+		t.Fatalf("optional kernels missing from the module: %v", m)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	a := randCSR(r, 3001, 2000, 9)
+	for _, n := range []int{4, 16, 64, 256} {
+		x, c0 := randDense(r, 2000, n), randDense(r, 3001, n)
+		for _, acc := range []bool{false, true} {
+			want := c0.Clone()
+			kernels.SpMM(want, a, x, acc)
+			got := onDevice(b, c0)
+			if err := b.SpMM(got, a, onDevice(b, x), acc); err != nil {
+				t.Fatal(err)
+			}
+			near(t, "spmm (float4)", fetch(t, b, got), want.Data, 1e-5)
+		}
+	}
+
+	z := randDense(r, 777, 33)
+	want := z.Clone()
+	kernels.ELU(want)
+	zd := onDevice(b, z)
+	b.ELU(zd)
+	near(t, "elu", fetch(t, b, zd), want.Data, 1e-6)
+
+	g := randDense(r, 777, 33)
+	wantG := g.Clone()
+	kernels.ELUBackward(wantG, want)
+	gd := onDevice(b, g)
+	b.ELUBackward(gd, zd)
+	near(t, "elu backward", fetch(t, b, gd), wantG.Data, 1e-6)
+
+	sum := z.Clone()
+	kernels.Add(sum, g)
+	sd := onDevice(b, z)
+	b.Add(sd, onDevice(b, g))
+	near(t, "add", fetch(t, b, sd), sum.Data, 0)
+
+	s := make([]float32, 500) // fewer rows than the matrix: the rest stay
+	for i := range s {
+		s[i] = float32(r.NormFloat64())
+	}
+	dst := randDense(r, 777, 33)
+	wantS := dst.Clone()
+	kernels.ScaleRows(wantS, g, s)
+	dd := onDevice(b, dst)
+	b.ScaleRows(dd, onDevice(b, g), s)
+	near(t, "scale rows", fetch(t, b, dd), wantS.Data, 0)
+}

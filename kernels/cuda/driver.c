@@ -5,7 +5,8 @@
 static const char *names[SCG_NKERNELS] = {
     "sc_spmm", "sc_gemm", "sc_reduce_slabs", "sc_colsum", "sc_bias_relu", "sc_relu_backward",
     "sc_scale", "sc_sumsq", "sc_triad", "sc_permute", "sc_dropout_dense", "sc_dropout_csr",
-    "sc_softmax_ce", "sc_spmm_wide"};
+    "sc_softmax_ce", "sc_spmm_wide", "sc_spmm4", "sc_elu", "sc_elu_backward", "sc_add",
+    "sc_scale_rows"};
 
 int scg_device_count(int *n) {
   CUresult r = cuInit(0);
@@ -25,8 +26,14 @@ int scg_open(scg *g, int ordinal, const char *ptx, char *name, int namelen, size
   if ((r = cuCtxSetCurrent(g->ctx))) return r;
   if ((r = cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING))) return r;
   if ((r = cuModuleLoadData(&g->mod, ptx))) return r;
-  for (int k = 0; k < SCG_NKERNELS; k++)
-    if ((r = cuModuleGetFunction(&g->fn[k], g->mod, names[k]))) return r;
+  for (int k = 0; k < SCG_NKERNELS; k++) {
+    r = cuModuleGetFunction(&g->fn[k], g->mod, names[k]);
+    if (r == CUDA_ERROR_NOT_FOUND && k >= SCG_NREQUIRED) {
+      g->fn[k] = 0;
+      continue;
+    }
+    if (r) return r;
+  }
   return CUDA_SUCCESS;
 }
 
@@ -44,6 +51,8 @@ const char *scg_error(int code) {
   if (cuGetErrorName((CUresult)code, &s) != CUDA_SUCCESS || !s) return "unknown CUDA error";
   return s;
 }
+
+int scg_has(scg *g, int k) { return g->fn[k] != 0; }
 
 // Goroutines move between threads: every entry makes the context current.
 #define CUR(g)                                 \
@@ -187,4 +196,35 @@ int scg_spmm_wide(scg *g, scg_ptr rowptr, scg_ptr col, scg_ptr val, scg_ptr b, s
   void *a[] = {&rowptr, &col, &val, &b, &c, &n, &acc};
   unsigned threads = 256 / (unsigned)n * (unsigned)n; /* whole groups only */
   return launch(g, SCG_SPMM_WIDE, (unsigned)rows, 1, 1, threads, 1, a);
+}
+
+int scg_spmm4(scg *g, scg_ptr rowptr, scg_ptr col, scg_ptr val, scg_ptr b, scg_ptr c,
+              long long rows, int n, int acc) {
+  int q = n / 4;
+  void *a[] = {&rowptr, &col, &val, &b, &c, &rows, &q, &acc};
+  return launch(g, SCG_SPMM4, blocks(rows * q, 256), 1, 1, 256, 1, a);
+}
+
+static int elementwise(scg *g, int k, void **args, long long total) {
+  return launch(g, k, blocks(total, 256), 1, 1, 256, 1, args);
+}
+
+int scg_elu(scg *g, scg_ptr z, long long total) {
+  void *a[] = {&z, &total};
+  return elementwise(g, SCG_ELU, a, total);
+}
+
+int scg_elu_backward(scg *g, scg_ptr grad, scg_ptr h, long long total) {
+  void *a[] = {&grad, &h, &total};
+  return elementwise(g, SCG_ELU_BWD, a, total);
+}
+
+int scg_add(scg *g, scg_ptr pa, scg_ptr pb, long long total) {
+  void *a[] = {&pa, &pb, &total};
+  return elementwise(g, SCG_ADD, a, total);
+}
+
+int scg_scale_rows(scg *g, scg_ptr dst, scg_ptr src, scg_ptr s, long long rows, int n) {
+  void *a[] = {&dst, &src, &s, &rows, &n};
+  return elementwise(g, SCG_SCALE_ROWS, a, rows * n);
 }

@@ -12,8 +12,11 @@ typedef unsigned long long scg_ptr;
 
 enum {
   SCG_SPMM, SCG_GEMM, SCG_REDUCE, SCG_COLSUM, SCG_BIAS_RELU, SCG_RELU_BWD, SCG_SCALE,
-  SCG_SUMSQ, SCG_TRIAD, SCG_PERMUTE, SCG_DROP_DENSE, SCG_DROP_CSR, SCG_SOFTMAX_CE, SCG_SPMM_WIDE, SCG_NKERNELS
+  SCG_SUMSQ, SCG_TRIAD, SCG_PERMUTE, SCG_DROP_DENSE, SCG_DROP_CSR, SCG_SOFTMAX_CE, SCG_SPMM_WIDE,
+  /* optional: a module may lack them (scg_has) */
+  SCG_SPMM4, SCG_ELU, SCG_ELU_BWD, SCG_ADD, SCG_SCALE_ROWS, SCG_NKERNELS
 };
+#define SCG_NREQUIRED SCG_SPMM4
 
 typedef struct {
   CUdevice dev;
@@ -27,6 +30,7 @@ int scg_device_count(int *n);
 int scg_open(scg *g, int ordinal, const char *ptx, char *name, int namelen, size_t *totalmem);
 int scg_close(scg *g);
 const char *scg_error(int code);
+int scg_has(scg *g, int k);
 
 int scg_alloc(scg *g, scg_ptr *p, size_t bytes);
 int scg_free(scg *g, scg_ptr p);
@@ -59,3 +63,9 @@ int scg_softmax_ce(scg *g, scg_ptr z, int c, scg_ptr labels, scg_ptr rows, long 
                    double norm, scg_ptr grad, scg_ptr loss);
 int scg_spmm_wide(scg *g, scg_ptr rowptr, scg_ptr col, scg_ptr val, scg_ptr b, scg_ptr c,
                   long long rows, int n, int acc);
+int scg_spmm4(scg *g, scg_ptr rowptr, scg_ptr col, scg_ptr val, scg_ptr b, scg_ptr c,
+              long long rows, int n, int acc);
+int scg_elu(scg *g, scg_ptr z, long long total);
+int scg_elu_backward(scg *g, scg_ptr grad, scg_ptr h, long long total);
+int scg_add(scg *g, scg_ptr a, scg_ptr b, long long total);
+int scg_scale_rows(scg *g, scg_ptr dst, scg_ptr src, scg_ptr s, long long rows, int n);

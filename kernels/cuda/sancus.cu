@@ -208,4 +208,62 @@ __global__ void sc_softmax_ce(const float *z, int c, const int *labels, const in
   }
 }
 
+// The kernels below are optional to the backend (driver.c): a module
+// without them (an older PTX) runs their operations on host copies.
+
+// sc_spmm for widths a multiple of 4: each thread a float4 of a row's
+// columns (16-byte loads of B's gathered rows), the same fmaf order per
+// element as sc_spmm, so the same bits.
+__global__ void sc_spmm4(const i64 *rowptr, const int *col, const float *val, const float4 *B,
+                         float4 *C, i64 rows, int q, int acc) {
+  i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  i64 r = t / q;
+  int c = (int)(t - r * q);
+  if (r >= rows) return;
+  float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (i64 p = rowptr[r]; p < rowptr[r + 1]; p++) {
+    const float v = val[p];
+    const float4 b = __ldg(&B[(i64)col[p] * q + c]);
+    s.x = fmaf(v, b.x, s.x);
+    s.y = fmaf(v, b.y, s.y);
+    s.z = fmaf(v, b.z, s.z);
+    s.w = fmaf(v, b.w, s.w);
+  }
+  float4 *o = &C[r * q + c];
+  if (acc) {
+    float4 w = *o;
+    w.x += s.x;
+    w.y += s.y;
+    w.z += s.z;
+    w.w += s.w;
+    *o = w;
+  } else {
+    *o = s;
+  }
+}
+
+// GAT's activation in place: e^x − 1 where x < 0.
+__global__ void sc_elu(float *z, i64 total) {
+  i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < total && z[i] < 0.f) z[i] = expf(z[i]) - 1.f;
+}
+
+// ELU's backward read off its output h: g·(h + 1) where h ≤ 0.
+__global__ void sc_elu_backward(float *g, const float *h, i64 total) {
+  i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < total && h[i] <= 0.f) g[i] *= h[i] + 1.f;
+}
+
+// a += b (GraphSAGE's root path).
+__global__ void sc_add(float *a, const float *b, i64 total) {
+  i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < total) a[i] += b[i];
+}
+
+// dst row r = src row r · s[r] for the first rows rows (D⁻¹ on a gradient).
+__global__ void sc_scale_rows(float *dst, const float *src, const float *s, i64 rows, int n) {
+  i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < rows * n) dst[i] = src[i] * s[i / n];
+}
+
 } // extern "C"

@@ -3,6 +3,7 @@
 package train
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	_ "sancus/collectives/nccl"
 	_ "sancus/kernels/cuda"
 	"sancus/src/graph"
+	"sancus/src/model"
 )
 
 // TestCUDAMatchesCPU trains the same runs on the CPU and on the GPU and
@@ -74,6 +76,78 @@ func TestCUDAMatchesCPU(t *testing.T) {
 				len(cpu.Result.Curve), worst, cpu.Result.MeanEpochMs, gpu.Result.MeanEpochMs, cpu.Result.FinalTestAcc, gpu.Result.FinalTestAcc)
 		})
 	}
+}
+
+// TestCUDAEveryModelMatchesCPU: GCN, GraphSAGE and GAT, each on the fp32,
+// int8 and int2 wire, at P = 1 and 2 in-process ranks on the one GPU; a
+// multi-label graph and cluster batches: every epoch's loss on the GPU is
+// the CPU's to 1e-4.
+func TestCUDAEveryModelMatchesCPU(t *testing.T) {
+	ds, _ := generated(t)
+	multi := generatedMulti(t)
+	type run struct {
+		name string
+		ds   *graph.Dataset
+		p    int
+		edit func(*Config)
+	}
+	var runs []run
+	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE, model.ArchGAT} {
+		for _, wire := range []string{"fp32", "int8", "int2"} {
+			for _, p := range []int{1, 2} {
+				if p == 1 && wire != "fp32" {
+					continue // one rank sends nothing
+				}
+				runs = append(runs, run{fmt.Sprintf("%s/%s/P%d", arch, wire, p), ds, p, func(c *Config) {
+					c.Model.Arch, c.Wire.Fwd, c.Model.Precompute, c.Model.Hidden, c.Model.Heads = arch, wire, false, 8, 2
+				}})
+			}
+		}
+		runs = append(runs, run{fmt.Sprintf("%s/multi-label/P2", arch), multi, 2, func(c *Config) {
+			c.Model.Arch, c.Model.Precompute, c.Model.Hidden, c.Model.Heads = arch, false, 8, 2
+		}})
+	}
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			cfg := Defaults()
+			cfg.Optim.Epochs, cfg.Run.EvalEvery = 20, 10
+			r.edit(&cfg)
+			sameOnBoth(t, cfg, func(cfg Config) (Outcome, error) { return RunInProcess(r.ds, r.p, cfg) })
+		})
+	}
+	t.Run("sage/clusters/int4/P2", func(t *testing.T) {
+		cfg := Defaults()
+		cfg.Optim.Epochs, cfg.Model.Arch, cfg.Model.Precompute, cfg.Model.Hidden, cfg.Wire.Fwd = 8, model.ArchSAGE, false, 8, "int4"
+		cfg.Batch.Mode, cfg.Batch.ClustersPerStep = "clusters", 4
+		sameOnBoth(t, cfg, func(cfg Config) (Outcome, error) { return RunClustered(ds, clustersOf(ds.N, 12), 12, 2, cfg) })
+	})
+}
+
+// sameOnBoth runs cfg on the CPU and on the GPU and compares every epoch's
+// loss (1e-4 relative).
+func sameOnBoth(t *testing.T, cfg Config, run func(Config) (Outcome, error)) {
+	t.Helper()
+	cpu, err := run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Run.Device = "cuda"
+	gpu, err := run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gpu.Result.Device != "cuda" || len(gpu.Result.Curve) != len(cpu.Result.Curve) || len(cpu.Result.Curve) == 0 {
+		t.Fatalf("GPU run on %q with %d epochs, CPU %d", gpu.Result.Device, len(gpu.Result.Curve), len(cpu.Result.Curve))
+	}
+	worst := 0.0
+	for i, c := range cpu.Result.Curve {
+		rel := math.Abs(gpu.Result.Curve[i].Loss-c.Loss) / math.Abs(c.Loss)
+		worst = max(worst, rel)
+		if !(rel <= 1e-4) {
+			t.Fatalf("epoch %d: GPU loss %.7g, CPU %.7g (relative %.2g)", i+1, gpu.Result.Curve[i].Loss, c.Loss, rel)
+		}
+	}
+	t.Logf("worst relative loss gap %.2g; ms/epoch CPU %.2f GPU %.2f", worst, cpu.Result.MeanEpochMs, gpu.Result.MeanEpochMs)
 }
 
 // TestCUDAStopAndResumeIsBitIdentical: a GPU run checkpoints its device
