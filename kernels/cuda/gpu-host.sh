@@ -62,18 +62,27 @@ run() {
 		cp .dev/sancus-base.cu kernels/cuda/sancus.cu
 		make kernels/cuda/sancus.ptx 2>&1 | tail -5
 	fi
-	step "build"
-	make cuda 2>&1 | tail -20 || return 1
+	step "build (and the last committed kernels, as the baseline)"
+	cp kernels/cuda/sancus.cu /tmp/dev/sancus.cu
+	cp .dev/sancus-base.cu kernels/cuda/sancus.cu && make cuda 2>&1 | tail -5 && mv bin/sancus-cuda bin/sancus-cuda-base
+	cp /tmp/dev/sancus.cu kernels/cuda/sancus.cu && make cuda 2>&1 | tail -20
+	test -x bin/sancus-cuda || return 1
 	step "make test-cuda"
 	timeout 300 make test-cuda 2>&1 | tee "$out/test-cuda.txt" | grep -E "^(---|===|ok|FAIL|PASS)|worst|panic|Error" | grep -v "=== RUN"
 
 	step "benchmarks: the 100k graph"
 	local g=/tmp/g100k
 	bin/sancus-cuda gen --out $g --p-in 0.8 --feature-signal 0.5 --quiet >/dev/null || return 1
-	bin/sancus-cuda bench kernels --data $g --device cuda --epochs 50 --out "$out/gpu-kernels.json" 2>&1 | tail -25
-	python3 kernels/cuda/torch_gcn.py $g --epochs 50 --out "$out/torch-gcn.json"
+	local v
+	for v in sancus-cuda sancus-cuda-base; do # this tree's kernels, then the packed baseline
+		test -x bin/$v || continue
+		step "bench kernels: $v"
+		timeout 120 bin/$v bench kernels --data $g --device cuda --epochs 30 --out "$out/$v-kernels.json" 2>&1 |
+			tee "$out/$v-kernels.txt" | grep -E "ms/epoch|triad|SpMM|^ +[0-9]+ "
+	done
+	timeout 90 python3 kernels/cuda/torch_gcn.py $g --epochs 50 --out "$out/torch-gcn.json"
 	local m args
-	for m in "gcn 16" "gcn-plain 16" "sage 16" "gcn-plain 256" "sage 256" "gat 8"; do
+	for m in "gcn 16" "gcn-plain 16" "sage 16" "sage 256" "gat 8"; do
 		set -- $m
 		case $1 in
 		gcn) args=(--model gcn) ;;
@@ -81,9 +90,9 @@ run() {
 		*) args=(--model $1) ;;
 		esac
 		step "$1 hidden $2"
-		bin/sancus-cuda train --data $g --device cuda "${args[@]}" --hidden $2 --epochs 30 --eval-every 0 --quiet \
+		timeout 90 bin/sancus-cuda train --data $g --device cuda "${args[@]}" --hidden $2 --epochs 30 --eval-every 0 --quiet \
 			--out "$out/sancus-$1-$2.json" >/dev/null 2>"$out/sancus-$1-$2.err" || tail -3 "$out/sancus-$1-$2.err"
-		python3 slurm/torch_gnn.py $g --device cuda --model ${1%-plain} --hidden $2 --epochs 30 --seeds 1 --train-only \
+		timeout 90 python3 slurm/torch_gnn.py $g --device cuda --model ${1%-plain} --hidden $2 --epochs 30 --seeds 1 --train-only \
 			2>&1 | tail -1 | tee "$out/torch-$1-$2.txt"
 	done
 	step "table"
