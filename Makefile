@@ -190,5 +190,6 @@ cuda: kernels/cuda/sancus.ptx $(NCCL_LINK)/libnccl.so
 # The GPU checks: every kernel against the CPU, NCCL collectives, and whole
 # training runs whose losses must match the CPU's to 1e-4.
 test-cuda: kernels/cuda/sancus.ptx $(NCCL_LINK)/libnccl.so
-	$(CUDA_ENV) $(GO) test -tags cuda -count=1 -v ./kernels/cuda ./collectives/nccl
-	$(CUDA_ENV) $(GO) test -tags cuda -count=1 -v -run CUDA -timeout 20m ./src/train
+	@# (both run: a failing package does not hide the other's results)
+	$(CUDA_ENV) $(GO) test -tags cuda -count=1 -v ./kernels/cuda ./collectives/nccl; k=$$?; \
+	$(CUDA_ENV) $(GO) test -tags cuda -count=1 -v -run CUDA -timeout 20m ./src/train && exit $$k

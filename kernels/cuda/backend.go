@@ -112,6 +112,7 @@ func cudaError(what string, r C.int) error {
 func (b *Backend) ok(r C.int, what string) bool {
 	if r != 0 && b.err == nil {
 		b.err = fmt.Errorf("cuda device %d (%s): %w", b.ordinal, b.device, cudaError(what, r))
+		b.g.failed = 1
 	}
 	return r == 0
 }
@@ -119,6 +120,7 @@ func (b *Backend) ok(r C.int, what string) bool {
 func (b *Backend) fail(format string, args ...any) {
 	if b.err == nil {
 		b.err = fmt.Errorf("cuda: "+format, args...)
+		b.g.failed = 1
 	}
 }
 

@@ -94,13 +94,13 @@ int scg_download(scg *g, void *dst, scg_ptr src, size_t bytes) {
 
 int scg_copy(scg *g, scg_ptr dst, scg_ptr src, size_t bytes) {
   CUR(g);
-  if (!bytes) return CUDA_SUCCESS;
+  if (!bytes || g->failed) return CUDA_SUCCESS;
   return cuMemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes, g->stream);
 }
 
 int scg_zero(scg *g, scg_ptr p, size_t words) {
   CUR(g);
-  if (!words) return CUDA_SUCCESS;
+  if (!words || g->failed) return CUDA_SUCCESS;
   return cuMemsetD32Async((CUdeviceptr)p, 0, words, g->stream);
 }
 
@@ -112,7 +112,7 @@ int scg_sync(scg *g) {
 static int launch(scg *g, int k, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                   void **args) {
   CUR(g);
-  if (gx == 0 || gy == 0 || gz == 0) return CUDA_SUCCESS;
+  if (gx == 0 || gy == 0 || gz == 0 || g->failed) return CUDA_SUCCESS;
   return cuLaunchKernel(g->fn[k], gx, gy, gz, bx, by, 1, 0, g->stream, args, 0);
 }
 

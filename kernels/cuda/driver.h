@@ -24,6 +24,10 @@ typedef struct {
   CUstream stream;
   CUmodule mod;
   CUfunction fn[SCG_NKERNELS];
+  /* set by the backend once it has recorded an error: no later kernel or
+     device copy runs (a launch on a missing operand would fault the
+     context every backend of the process shares) */
+  int failed;
 } scg;
 
 int scg_device_count(int *n);
