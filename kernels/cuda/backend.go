@@ -16,6 +16,7 @@ import (
 	"math"
 	"sort"
 	"unsafe"
+	"weak"
 
 	"sancus/kernels"
 	"sancus/kernels/matrix"
@@ -43,11 +44,6 @@ type devCSR struct {
 	nnz              int64
 }
 
-type idKey struct {
-	p *int64
-	n int
-}
-
 // Backend runs kernels on one GPU: device memory holds every matrix made
 // by NewDense or Mirror, the Â blocks (uploaded once) and the layer-1
 // input. Host matrices (weights, biases) are uploaded when used.
@@ -60,14 +56,15 @@ type Backend struct {
 
 	all     []*buf
 	staged  map[*matrix.Dense]*buf
-	csrs    map[*matrix.CSR]*devCSR
-	ids     map[idKey]*buf
-	i32s    map[*int32]*buf // labels and row lists, uploaded once
-	loss    *buf            // per-row losses
-	vec     *buf            // bias uploads
-	scales  *buf            // row scales (ScaleRows)
-	slab    *buf            // split-K partial products
-	partial *buf            // column sums and norms
+	csrs    map[weak.Pointer[matrix.CSR]]*devCSR
+	ids     map[weak.Pointer[int64]]*listCopy[int64] // dropout ids
+	i32s    map[weak.Pointer[int32]]*listCopy[int32] // labels and row lists
+	inputs  map[weak.Pointer[input]]*owned
+	loss    *buf // per-row losses
+	vec     *buf // bias uploads
+	scales  *buf // row scales (ScaleRows)
+	slab    *buf // split-K partial products
+	partial *buf // column sums and norms
 }
 
 // DeviceCount is the number of CUDA devices (0 with an error when the
@@ -89,7 +86,9 @@ func Open(localRank int) (*Backend, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("cuda: no device found")
 	}
-	b := &Backend{ordinal: localRank % n, staged: map[*matrix.Dense]*buf{}, csrs: map[*matrix.CSR]*devCSR{}, ids: map[idKey]*buf{}, i32s: map[*int32]*buf{}}
+	b := &Backend{ordinal: localRank % n, staged: map[*matrix.Dense]*buf{}, csrs: map[weak.Pointer[matrix.CSR]]*devCSR{},
+		ids: map[weak.Pointer[int64]]*listCopy[int64]{}, i32s: map[weak.Pointer[int32]]*listCopy[int32]{},
+		inputs: map[weak.Pointer[input]]*owned{}}
 	b.g = (*C.scg)(C.calloc(1, C.size_t(unsafe.Sizeof(C.scg{}))))
 	src := C.CString(ptx)
 	defer C.free(unsafe.Pointer(src))
@@ -249,24 +248,6 @@ func (b *Backend) Zero(d *matrix.Dense) {
 	b.ok(C.scg_zero(b.g, b.out(d), C.size_t(d.Rows*d.Cols)), "zero")
 }
 
-// csr uploads a sparse matrix once; Â blocks never change.
-func (b *Backend) csr(a *matrix.CSR) *devCSR {
-	if d := b.csrs[a]; d != nil {
-		return d
-	}
-	d := &devCSR{rows: a.Rows, cols: a.Cols, nnz: a.NNZ()}
-	d.rowptr = b.alloc(len(a.RowPtr) * 8)
-	b.upload(d.rowptr, unsafe.Pointer(&a.RowPtr[0]), len(a.RowPtr)*8)
-	d.col = b.alloc(len(a.ColIdx) * 4)
-	d.val = b.alloc(len(a.Val) * 4)
-	if len(a.ColIdx) > 0 {
-		b.upload(d.col, unsafe.Pointer(&a.ColIdx[0]), len(a.ColIdx)*4)
-		b.upload(d.val, f32(a.Val), len(a.Val)*4)
-	}
-	b.csrs[a] = d
-	return d
-}
-
 // wideRow is the mean row length above which a row gets a whole block.
 const wideRow = 256
 
@@ -288,7 +269,7 @@ func (b *Backend) has(k C.int) bool { return C.scg_has(b.g, k) != 0 }
 
 // optional names the kernels a module may lack, by their driver.h index.
 var optional = map[C.int]string{C.SCG_SPMM4: "sc_spmm4", C.SCG_ELU: "sc_elu", C.SCG_ELU_BWD: "sc_elu_backward",
-	C.SCG_ADD: "sc_add", C.SCG_SCALE_ROWS: "sc_scale_rows"}
+	C.SCG_ADD: "sc_add", C.SCG_SCALE_ROWS: "sc_scale_rows", C.SCG_GEMM64: "sc_gemm64"}
 
 // Missing lists the optional kernels the loaded module lacks, whose
 // operations run on host copies.
@@ -461,14 +442,7 @@ func (b *Backend) idsOf(ids []int64) C.scg_ptr {
 	if len(ids) == 0 {
 		return 0
 	}
-	k := idKey{&ids[0], len(ids)}
-	x := b.ids[k]
-	if x == nil {
-		x = b.alloc(len(ids) * 8)
-		b.upload(x, unsafe.Pointer(&ids[0]), len(ids)*8)
-		b.ids[k] = x
-	}
-	return x.p
+	return list(b, b.ids, ids).p
 }
 
 // Dropout sets dst = src ⊙ mask / (1−p) with the CPU's masks.
@@ -487,18 +461,12 @@ func (b *Backend) Dropout(m matrix.Mask, dst, src *matrix.Dense) {
 		C.uint(m.Threshold()), C.float(m.KeepScale())), "dropout")
 }
 
-// i32 uploads a label or row list once (they do not change during a run).
+// i32 is a label or row list on the device (uploaded when its values change).
 func (b *Backend) i32(s []int32) C.scg_ptr {
 	if len(s) == 0 {
 		return 0
 	}
-	x := b.i32s[&s[0]]
-	if x == nil {
-		x = b.alloc(len(s) * 4)
-		b.upload(x, unsafe.Pointer(&s[0]), len(s)*4)
-		b.i32s[&s[0]] = x
-	}
-	return x.p
+	return list(b, b.i32s, s).p
 }
 
 // LossGrad is the softmax cross-entropy over rows on the device: the
@@ -581,15 +549,25 @@ func (b *Backend) Triad(a, x, c *matrix.Dense, s float32) {
 
 // Input puts the layer-1 operand on the device.
 func (b *Backend) Input(o *kernels.Operand) (kernels.Input, error) {
-	in := &input{b: b}
+	// A cluster batch makes an input per step: free the buffers of those gone.
+	for k, own := range b.inputs {
+		if k.Value() == nil {
+			for _, x := range own.bufs {
+				b.free(x)
+			}
+			delete(b.inputs, k)
+		}
+	}
+	in := &input{b: b, own: &owned{}}
+	b.inputs[weak.Make(in)] = in.own
 	if a := o.Sparse(); a != nil {
 		in.csr = a
 		in.a = b.csr(a)
-		in.drop = b.alloc(len(a.Val) * 4)
+		in.drop = in.alloc(len(a.Val) * 4)
 		in.cur = in.a.val.p
 	} else {
 		d := o.DenseValues()
-		in.dense = b.NewDense(d.Rows, d.Cols)
+		in.dense = in.newDense(d.Rows, d.Cols)
 		copy(in.dense.Data, d.Data)
 		b.Upload(in.dense)
 		in.curDense = in.dense
@@ -597,11 +575,27 @@ func (b *Backend) Input(o *kernels.Operand) (kernels.Input, error) {
 	return in, b.err
 }
 
+// owned lists an input's device buffers, freed once the input is gone.
+type owned struct{ bufs []*buf }
+
+func (in *input) alloc(bytes int) *buf {
+	x := in.b.alloc(bytes)
+	in.own.bufs = append(in.own.bufs, x)
+	return x
+}
+
+func (in *input) newDense(rows, cols int) *matrix.Dense {
+	d := in.b.NewDense(rows, cols)
+	in.own.bufs = append(in.own.bufs, devBuf(d))
+	return d
+}
+
 // input is X (or ÂX) on the device, with its dropout applied on the device.
 type input struct {
 	b *Backend
 	// sparse operand
 	csr     *matrix.CSR
+	trHost  *matrix.CSR // Oᵀ, kept while its device copy (tr) is in use
 	a, tr   *devCSR
 	perm    *buf
 	drop    *buf
@@ -609,6 +603,7 @@ type input struct {
 	trFresh bool
 	// dense operand
 	dense, dropped, curDense *matrix.Dense
+	own                      *owned
 }
 
 func (in *input) SetDropout(m matrix.Mask) {
@@ -618,7 +613,7 @@ func (in *input) SetDropout(m matrix.Mask) {
 		in.curDense = in.dense
 		if m.P > 0 {
 			if in.dropped == nil {
-				in.dropped = b.NewDense(in.dense.Rows, in.dense.Cols)
+				in.dropped = in.newDense(in.dense.Rows, in.dense.Cols)
 			}
 			b.Dropout(m, in.dropped, in.dense)
 			in.curDense = in.dropped
@@ -659,7 +654,7 @@ func (in *input) MulT(c, g *matrix.Dense) error {
 	}
 	if in.tr == nil {
 		t := a.Transpose()
-		in.tr = b.csr(t)
+		in.trHost, in.tr = t, b.csr(t)
 		perm := make([]int64, a.NNZ())
 		next := append([]int64(nil), t.RowPtr[:a.Cols]...)
 		for r := 0; r < a.Rows; r++ {
@@ -669,7 +664,7 @@ func (in *input) MulT(c, g *matrix.Dense) error {
 				next[col]++
 			}
 		}
-		in.perm = b.alloc(len(perm) * 8)
+		in.perm = in.alloc(len(perm) * 8)
 		if len(perm) > 0 {
 			b.upload(in.perm, unsafe.Pointer(&perm[0]), len(perm)*8)
 		}

@@ -3,8 +3,10 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"sancus/kernels"
@@ -282,6 +284,30 @@ func TestOptionalKernelsMatchCPU(t *testing.T) {
 		}
 	}
 
+	// Wide products take the tiled GEMM: A·B, A·Bᵀ and Aᵀ·B (split-K).
+	for _, sh := range [][3]int{{3001, 130, 256}, {777, 70, 100}, {9000, 64, 64}} {
+		m, k, n := sh[0], sh[1], sh[2]
+		A, B, G := randDense(r, m, k), randDense(r, k, n), randDense(r, m, n)
+		want := matrix.NewDense(m, n)
+		kernels.GEMM(want, A, B, false)
+		got := b.NewDense(m, n)
+		if err := b.GEMM(got, onDevice(b, A), B, false); err != nil {
+			t.Fatal(err)
+		}
+		near(t, fmt.Sprintf("gemm %v", sh), fetch(t, b, got), want.Data, 1e-4)
+		wantT := matrix.NewDense(k, n)
+		kernels.GEMMTN(wantT, A, G)
+		gotT := b.NewDense(k, n)
+		b.GEMMTN(gotT, onDevice(b, A), onDevice(b, G))
+		near(t, fmt.Sprintf("gemm Aᵀ·B %v", sh), fetch(t, b, gotT), wantT.Data, 1e-3)
+		Bt := randDense(r, n, k)
+		wantNT := matrix.NewDense(m, n)
+		kernels.GEMMNT(wantNT, A, Bt)
+		gotNT := b.NewDense(m, n)
+		b.GEMMNT(gotNT, onDevice(b, A), Bt)
+		near(t, fmt.Sprintf("gemm A·Bᵀ %v", sh), fetch(t, b, gotNT), wantNT.Data, 1e-4)
+	}
+
 	z := randDense(r, 777, 33)
 	want := z.Clone()
 	kernels.ELU(want)
@@ -312,4 +338,39 @@ func TestOptionalKernelsMatchCPU(t *testing.T) {
 	dd := onDevice(b, dst)
 	b.ScaleRows(dd, onDevice(b, g), s)
 	near(t, "scale rows", fetch(t, b, dd), wantS.Data, 0)
+}
+
+// A row list refilled with other values (a cluster batch's training rows)
+// is uploaded anew; blocks made and dropped per step are freed, not kept
+// on the device for the rest of the run.
+func TestPerStepDataIsFreshAndFreed(t *testing.T) {
+	b := open(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	g := randDense(r, 100, 5)
+	labels := make([]int32, 100)
+	for i := range labels {
+		labels[i] = int32(r.IntN(5))
+	}
+	gd, grad := onDevice(b, g), b.NewDense(100, 5)
+	rows := make([]int32, 7)
+	for step := range 3 {
+		for i := range rows {
+			rows[i] = int32(r.IntN(100))
+		}
+		want := kernels.SoftmaxCE(g, labels, rows, 1, matrix.NewDense(100, 5))
+		if got := b.LossGrad(gd, labels, rows, 1, grad); math.Abs(got-want) > 1e-6*math.Abs(want) {
+			t.Fatalf("step %d: loss %v over the refilled rows, CPU %v", step, got, want)
+		}
+	}
+	x, c := onDevice(b, randDense(r, 100, 8)), b.NewDense(200, 8)
+	before := len(b.all)
+	for range 50 {
+		if err := b.SpMM(c, randCSR(r, 200, 100, 4), x, false); err != nil {
+			t.Fatal(err)
+		}
+		runtime.GC()
+	}
+	if n := len(b.all) - before; n > 3*2 || len(b.csrs) > 2 {
+		t.Fatalf("after 50 dropped blocks: %d more allocations, %d blocks held", n, len(b.csrs))
+	}
 }

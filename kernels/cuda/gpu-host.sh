@@ -89,8 +89,11 @@ run() {
 		*) args=(--model $1) ;;
 		esac
 		step "$1 hidden $2"
-		timeout 90 bin/sancus-cuda train --data $g --device cuda "${args[@]}" --hidden $2 --epochs 30 --eval-every 0 --quiet \
-			--out "$out/sancus-$1-$2.json" >/dev/null 2>"$out/sancus-$1-$2.err" || tail -3 "$out/sancus-$1-$2.err"
+		for v in sancus-cuda sancus-cuda-base; do
+			[ $1 = gat ] && [ $v = sancus-cuda-base ] && continue # (its attention is on the host either way)
+			timeout 90 bin/$v train --data $g --device cuda "${args[@]}" --hidden $2 --epochs 30 --eval-every 0 --quiet \
+				--out "$out/$v-$1-$2.json" >/dev/null 2>"$out/$v-$1-$2.err" || tail -3 "$out/$v-$1-$2.err"
+		done
 		timeout 90 python3 slurm/torch_gnn.py $g --device cuda --model ${1%-plain} --hidden $2 --epochs 30 --seeds 1 --train-only \
 			2>&1 | tail -1 | tee "$out/torch-$1-$2.txt"
 	done
@@ -98,16 +101,21 @@ run() {
 	python3 - "$out" <<'EOF'
 import json, os, re, sys
 out = sys.argv[1]
-print("%-10s %6s %14s %14s %7s" % ("model", "hidden", "sancus ms", "PyTorch ms", "ratio"))
+def ms(f):
+    try:
+        return json.load(open(os.path.join(out, f)))["result"]["mean_epoch_ms"]
+    except (OSError, ValueError, KeyError):
+        return float("nan")
+print("%-10s %6s %12s %14s %12s %7s" % ("model", "hidden", "sancus ms", "(base kernels)", "PyTorch ms", "ratio"))
 for f in sorted(os.listdir(out)):
-    m = re.match(r"sancus-(.+)-(\d+)\.json$", f)
+    m = re.match(r"sancus-cuda-(gcn|gcn-plain|sage|gat)-(\d+)\.json$", f)
     if not m:
         continue
-    s = json.load(open(os.path.join(out, f)))["result"]["mean_epoch_ms"]
+    s, base = ms(f), ms("sancus-cuda-base-%s-%s.json" % m.groups())
     t = open(os.path.join(out, "torch-%s-%s.txt" % m.groups())).read()
     tm = re.search(r"([\d.]+) ms/epoch", t)
     tv = float(tm.group(1)) if tm else float("nan")
-    print("%-10s %6s %14.2f %14.2f %7.2f" % (m.group(1), m.group(2), s, tv, s / tv))
+    print("%-10s %6s %12.2f %14.2f %12.2f %7.2f" % (m.group(1), m.group(2), s, base, tv, s / tv))
 EOF
 	step "done"
 	# (a lent machine returns few files: one archive)

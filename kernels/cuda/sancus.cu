@@ -266,4 +266,82 @@ __global__ void sc_scale_rows(float *dst, const float *src, const float *s, i64 
   if (i < rows * n) dst[i] = src[i] * s[i / n];
 }
 
+// sc_gemm for wide products (m and n at least 64): a 64×64 tile of C per
+// block of 16×16 threads, each thread 4×4 of it (rows ty + 16r, columns
+// tx + 16c), so every value loaded from shared memory feeds four products.
+// The strides are sc_gemm's, each tile loaded along whichever of its
+// dimensions is contiguous; every element sums the same products in the
+// same order as sc_gemm, so the two give the same bits.
+#define G64 64
+#define GK 16
+__global__ void sc_gemm64(const float *A, const float *B, float *C, int m, int n, i64 kdim, i64 sai,
+                          i64 sap, i64 sbp, i64 sbj, i64 kchunk, int acc) {
+  __shared__ float As[GK][G64 + 4];
+  __shared__ float Bs[GK][G64 + 4];
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
+  const i64 i0 = (i64)blockIdx.x * G64;
+  const int j0 = blockIdx.y * G64;
+  const i64 p0 = (i64)blockIdx.z * kchunk;
+  const i64 p1 = p0 + kchunk < kdim ? p0 + kchunk : kdim;
+  float s[4][4];
+#pragma unroll
+  for (int r = 0; r < 4; r++)
+#pragma unroll
+    for (int c = 0; c < 4; c++) s[r][c] = 0.f;
+  for (i64 p = p0; p < p1; p += GK) {
+    for (int e = tid; e < G64 * GK; e += 256) {
+      int ii, pp;
+      if (sap == 1) {
+        pp = e % GK;
+        ii = e / GK;
+      } else {
+        ii = e % G64;
+        pp = e / G64;
+      }
+      const i64 i = i0 + ii, q = p + pp;
+      As[pp][ii] = (i < m && q < p1) ? A[i * sai + q * sap] : 0.f;
+    }
+    for (int e = tid; e < G64 * GK; e += 256) {
+      int jj, pp;
+      if (sbj == 1) {
+        jj = e % G64;
+        pp = e / G64;
+      } else {
+        pp = e % GK;
+        jj = e / GK;
+      }
+      const i64 q = p + pp;
+      const int j = j0 + jj;
+      Bs[pp][jj] = (q < p1 && j < n) ? B[q * sbp + (i64)j * sbj] : 0.f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < GK; q++) {
+      float a[4], b[4];
+#pragma unroll
+      for (int r = 0; r < 4; r++) a[r] = As[q][ty + 16 * r];
+#pragma unroll
+      for (int c = 0; c < 4; c++) b[c] = Bs[q][tx + 16 * c];
+#pragma unroll
+      for (int r = 0; r < 4; r++)
+#pragma unroll
+        for (int c = 0; c < 4; c++) s[r][c] = fmaf(a[r], b[c], s[r][c]);
+    }
+    __syncthreads();
+  }
+  float *out = C + (i64)blockIdx.z * m * n;
+#pragma unroll
+  for (int r = 0; r < 4; r++) {
+    const i64 i = i0 + ty + 16 * r;
+    if (i >= m) continue;
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+      const int j = j0 + tx + 16 * c;
+      if (j >= n) continue;
+      if (acc) out[i * n + j] += s[r][c];
+      else out[i * n + j] = s[r][c];
+    }
+  }
+}
+
 } // extern "C"
