@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"fmt"
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"os"
@@ -16,9 +17,9 @@ import (
 
 // GenConfig describes a synthetic dataset.
 type GenConfig struct {
-	Model      string  // "planted" (planted partition) or "rmat" (Graph500 R-MAT)
+	Model      string  // "planted" (planted partition), "rmat" (Graph500 R-MAT) or "dcsbm" (dcsbm.go)
 	Nodes      int     // number of nodes
-	Edges      int64   // undirected edge lines written (duplicates are dropped on read)
+	Edges      int64   // undirected edge lines written (duplicates are dropped on read); dcsbm: 0 is Σθ/2
 	Features   int     // feature dimension
 	FeatureNNZ int     // ones per feature row
 	Classes    int     // number of classes
@@ -27,18 +28,55 @@ type GenConfig struct {
 	TrainFrac  float64
 	ValFrac    float64
 	Seed       uint64
+	// dcsbm: the weights' power law (exponent γ, bounds; MinDegree 0 is the
+	// bound whose mean is 2·Edges/Nodes) and the fraction of edges inside
+	// a class.
+	Exponent             float64
+	MinDegree, MaxDegree int
+	Homophily            float64
 	// MultiLabel writes labels-multi.txt: every node has its planted class,
 	// the next class with probability 1/2 and any other with 1/10.
 	MultiLabel bool
 	// Progress, if set, hears how many of the edges are written.
 	Progress func(done, total int64)
+	// Degrees, if set, hears the degrees of the edges written.
+	Degrees func(DegreeStats)
+}
+
+// DegreeStats describe the degrees of the edge lines written (duplicates
+// counted: a reader drops them).
+type DegreeStats struct {
+	Edges     int64
+	Max, Min  int
+	Mean      float64
+	Top1Share float64 // share of the nonzeros in the 1% of rows with most
+}
+
+func degreeStats(deg []int32, edges int64) DegreeStats {
+	s := DegreeStats{Edges: edges, Min: math.MaxInt}
+	sorted := slices.Clone(deg)
+	slices.SortFunc(sorted, func(a, b int32) int { return int(b) - int(a) })
+	var total, top int64
+	k := max(1, len(sorted)/100)
+	for i, d := range sorted {
+		total += int64(d)
+		if i < k {
+			top += int64(d)
+		}
+		s.Max, s.Min = max(s.Max, int(d)), min(s.Min, int(d))
+	}
+	s.Mean = float64(total) / float64(len(deg))
+	if total > 0 {
+		s.Top1Share = float64(top) / float64(total)
+	}
+	return s
 }
 
 // Validate reports the first unusable field.
 func (c GenConfig) Validate() error {
 	switch {
-	case c.Model != "planted" && c.Model != "rmat":
-		return fmt.Errorf("gen: model %q is not planted or rmat", c.Model)
+	case c.Model != "planted" && c.Model != "rmat" && c.Model != "dcsbm":
+		return fmt.Errorf("gen: model %q is not planted, rmat or dcsbm", c.Model)
 	case c.Nodes < 2:
 		return fmt.Errorf("gen: need at least 2 nodes, got %d", c.Nodes)
 	case c.Edges < 0:
@@ -51,6 +89,8 @@ func (c GenConfig) Validate() error {
 		return fmt.Errorf("gen: probabilities must be in [0,1]")
 	case c.TrainFrac < 0 || c.ValFrac < 0 || c.TrainFrac+c.ValFrac > 1:
 		return fmt.Errorf("gen: train+val fractions must be within [0,1]")
+	case c.Model == "dcsbm":
+		return c.validateDCSBM()
 	}
 	return nil
 }
@@ -72,8 +112,9 @@ func Generate(dir string, c GenConfig) error {
 		labels[v] = l
 		byClass[l] = append(byClass[l], int32(v))
 	}
+	next := c.edgeSource(r, labels, byClass)
 	if err := writeFile(filepath.Join(dir, "graph.mtx"), func(w io.Writer) error {
-		return c.writeEdges(w, r, labels, byClass)
+		return c.writeEdges(w, next)
 	}); err != nil {
 		return err
 	}
@@ -120,35 +161,60 @@ func writeInts(w io.Writer, xs []int32) error {
 	return nil
 }
 
-func (c GenConfig) writeEdges(w io.Writer, r *rand.Rand, labels []int32, byClass [][]int32) error {
-	fmt.Fprintf(w, "%%%%MatrixMarket matrix coordinate pattern symmetric\n%% sancus gen model=%s seed=%d\n%d %d %d\n",
-		c.Model, c.Seed, c.Nodes, c.Nodes, c.Edges)
-	var perm []int32
-	scale := 0
-	if c.Model == "rmat" {
-		scale = bits.Len(uint(c.Nodes - 1))
-		perm = make([]int32, c.Nodes) // Graph500 relabels vertices randomly
+// edgeSource returns the model's edge draw, and sets c.Edges where the
+// model derives it (dcsbm without --edges).
+func (c *GenConfig) edgeSource(r *rand.Rand, labels []int32, byClass [][]int32) func() (int, int) {
+	switch c.Model {
+	case "rmat":
+		scale := bits.Len(uint(c.Nodes - 1))
+		perm := make([]int32, c.Nodes) // Graph500 relabels vertices randomly
 		for i := range perm {
 			perm[i] = int32(i)
 		}
 		r.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		return func() (int, int) {
+			for {
+				u, v := rmatEdge(r, scale, c.Nodes)
+				if u != v {
+					return int(perm[u]), int(perm[v])
+				}
+			}
+		}
+	case "dcsbm":
+		theta, edges := c.weights(r)
+		c.Edges = edges
+		s := newDCSBM(theta, labels, byClass, c.Homophily)
+		return func() (int, int) { return s.edge(r) }
+	}
+	return func() (int, int) {
+		for {
+			u, v := r.IntN(c.Nodes), 0
+			if r.Float64() < c.PIn {
+				peers := byClass[labels[u]]
+				v = int(peers[r.IntN(len(peers))])
+			} else {
+				v = r.IntN(c.Nodes)
+			}
+			if u != v {
+				return u, v
+			}
+		}
+	}
+}
+
+func (c GenConfig) writeEdges(w io.Writer, next func() (int, int)) error {
+	fmt.Fprintf(w, "%%%%MatrixMarket matrix coordinate pattern symmetric\n%% sancus gen model=%s seed=%d\n%d %d %d\n",
+		c.Model, c.Seed, c.Nodes, c.Nodes, c.Edges)
+	var deg []int32
+	if c.Degrees != nil {
+		deg = make([]int32, c.Nodes)
 	}
 	var buf []byte
 	for i := int64(0); i < c.Edges; i++ {
-		var u, v int
-		for u == v {
-			if c.Model == "rmat" {
-				u, v = rmatEdge(r, scale, c.Nodes)
-				u, v = int(perm[u]), int(perm[v])
-			} else {
-				u = r.IntN(c.Nodes)
-				if r.Float64() < c.PIn {
-					peers := byClass[labels[u]]
-					v = int(peers[r.IntN(len(peers))])
-				} else {
-					v = r.IntN(c.Nodes)
-				}
-			}
+		u, v := next()
+		if deg != nil {
+			deg[u]++
+			deg[v]++
 		}
 		if u < v { // lower triangle, as the symmetric format wants
 			u, v = v, u
@@ -163,6 +229,9 @@ func (c GenConfig) writeEdges(w io.Writer, r *rand.Rand, labels []int32, byClass
 		if c.Progress != nil && (i+1)%(1<<16) == 0 {
 			c.Progress(i+1, c.Edges)
 		}
+	}
+	if deg != nil {
+		c.Degrees(degreeStats(deg, c.Edges))
 	}
 	return nil
 }

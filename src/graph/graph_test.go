@@ -330,3 +330,65 @@ func TestSpGEMMBlocksShapes(t *testing.T) {
 		t.Fatalf("got %+v, want %+v", c, want)
 	}
 }
+
+// TestDCSBMShape: the degree-corrected block model's graph has the degree
+// law, the largest degree and the homophily its flags ask for (a 100k-node
+// graph, read back as a loader reads it: duplicates dropped).
+func TestDCSBMShape(t *testing.T) {
+	for _, c := range []struct {
+		gamma, h float64
+	}{{2.5, 0.7}, {2.1, 0.9}} {
+		cfg := GenConfig{Model: "dcsbm", Nodes: 100000, Features: 16, FeatureNNZ: 2, Classes: 10, FeatureSig: 0.5,
+			TrainFrac: 0.1, ValFrac: 0.1, Seed: 3, Exponent: c.gamma, MinDegree: 5, MaxDegree: 2000, Homophily: c.h}
+		var lines DegreeStats
+		cfg.Degrees = func(d DegreeStats) { lines = d }
+		dir := t.TempDir()
+		if err := Generate(dir, cfg); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := Load(dir, LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deg := make([]int, ds.N)
+		same, maxDeg := 0, 0
+		for r := range ds.N {
+			deg[r] = int(ds.Adj.RowPtr[r+1] - ds.Adj.RowPtr[r])
+			maxDeg = max(maxDeg, deg[r])
+			for p := ds.Adj.RowPtr[r]; p < ds.Adj.RowPtr[r+1]; p++ {
+				if ds.Labels[r] == ds.Labels[ds.Adj.ColIdx[p]] {
+					same++
+				}
+			}
+		}
+		// The tail: the share of nodes of degree ≥ x falls as x^−(γ−1),
+		// read between x = 20 and 200 (past the Poisson spread of small
+		// expected degrees, below the cap).
+		atLeast := func(x int) float64 {
+			n := 0
+			for _, d := range deg {
+				if d >= x {
+					n++
+				}
+			}
+			return float64(n)
+		}
+		slope := math.Log10(atLeast(20) / atLeast(200))
+		h := float64(same) / float64(ds.Adj.NNZ())
+		t.Logf("γ=%g h=%g: tail slope %.3f (want %.2f), max degree %d, homophily %.3f; %d edge lines, top 1%% of rows %.1f%% of nonzeros",
+			c.gamma, c.h, slope, c.gamma-1, maxDeg, h, lines.Edges, 100*lines.Top1Share)
+		// Duplicate edges between hubs, dropped on reading, thin the
+		// tail a little: the slope reads up to 0.1 steep, and the largest
+		// degree is the edge lines', 2000 ± 10%, and at least 60% of it
+		// in the simple graph.
+		if d := slope - (c.gamma - 1); d < -0.05 || d > 0.15 {
+			t.Errorf("γ=%g: tail slope %.3f, want %.2f (−0.05, +0.15)", c.gamma, slope, c.gamma-1)
+		}
+		if lines.Max < 1800 || lines.Max > 2200 || maxDeg < 1200 {
+			t.Errorf("γ=%g: max degree %d in the edge lines, %d in the graph; want 2000 ± 10%%, ≥ 1200", c.gamma, lines.Max, maxDeg)
+		}
+		if math.Abs(h-c.h) > 0.02 {
+			t.Errorf("γ=%g: %.3f of edges inside a class, want %.2f ± 0.02", c.gamma, h, c.h)
+		}
+	}
+}

@@ -206,7 +206,12 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"train", "--data", cora, "--dropout", "1.5"}, "dropout must be in [0,1)"},
 		{[]string{"train", "--data", "/nonexistent"}, "no such file"},
 		{[]string{"train", "--data", cora, "extra"}, "unexpected argument"},
-		{[]string{"gen", "--out", t.TempDir(), "--model", "erdos"}, "not planted or rmat"},
+		{[]string{"gen", "--out", t.TempDir(), "--model", "erdos"}, "not planted, rmat or dcsbm"},
+		{[]string{"gen", "--out", t.TempDir(), "--homophily", "0.5"}, "--homophily applies to --model dcsbm"},
+		{[]string{"gen", "--out", t.TempDir(), "--like", "twitter"}, "arxiv, products or reddit"},
+		{[]string{"gen", "--out", t.TempDir(), "--scale", "2"}, "--scale needs --like"},
+		{[]string{"gen", "--out", t.TempDir(), "--model", "dcsbm", "--degree-exponent", "1"}, "--degree-exponent 1 must be in (1, 10]"},
+		{[]string{"gen", "--out", t.TempDir(), "--model", "dcsbm", "--nodes", "100", "--max-degree", "100"}, "--max-degree 100 must be in 1..nodes-1"},
 		{[]string{"prepare", "--data", cora, "--parts", "0", "--out", t.TempDir()}, "required"},
 		{[]string{"frobnicate"}, "unknown command"},
 	}
