@@ -1,6 +1,7 @@
 // Package partition assigns every node of a graph to one of P parts:
 // contiguous ranges, random, the streaming SPRING (CATGNN) and GREM
-// (Armada) algorithms, or a file of part ids (e.g. METIS's gpmetis). The
+// (Armada) algorithms, the streaming edge partitioners DBH and HDRF
+// (edges.go), or a file of part ids (e.g. METIS's gpmetis). The
 // streaming ones read the edge file in passes and keep O(|V|) state. A
 // partition becomes a node order (part by part) plus P row ranges, which
 // is how shards are cut.
@@ -30,7 +31,7 @@ type Options struct {
 func DefaultOptions() Options { return Options{Seed: 1, Balance: 1.05, ChunkEdges: 1 << 20, Passes: 1} }
 
 // Names lists the partitioners.
-var Names = []string{"contiguous", "random", "spring", "grem", "file"}
+var Names = []string{"contiguous", "random", "spring", "grem", "dbh", "hdrf", "file"}
 
 // Run assigns each node of the stream's graph to a part in [0, p).
 // "contiguous" returns nil: keep the node order (rows are cut by nonzeros
@@ -60,6 +61,9 @@ func Run(name string, s *graph.EdgeStream, p int, opt Options) ([]int32, error) 
 			err = Refine(s, parts, p, opt.Balance, opt.Refine)
 		}
 		return parts, err
+	case "dbh", "hdrf":
+		ep, err := PartitionEdges(name, s, p, opt, nil)
+		return ep.Master, err
 	case "file":
 		return ReadFile(opt.File, s.N, p)
 	}

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -76,7 +77,7 @@ func TestPartitionersAreValidAndBalanced(t *testing.T) {
 	for _, g := range graphs {
 		s := stream(t, g)
 		for _, p := range []int{2, 3, 5, 8} {
-			for _, name := range []string{"random", "spring", "grem"} {
+			for _, name := range []string{"random", "spring", "grem", "dbh", "hdrf"} {
 				opt := DefaultOptions()
 				opt.ChunkEdges = 5000 // several chunks, so refinement runs
 				parts, err := Run(name, s, p, opt)
@@ -273,6 +274,66 @@ func TestMultilevelBisectKeepsBalance(t *testing.T) {
 		random := float64(all/2) * 2 * frac * (1 - frac)
 		if float64(cut) > 0.8*random {
 			t.Fatalf("frac %.2f: cut %d of %d edges, a random split cuts about %.0f", frac, cut, all/2, random)
+		}
+	}
+}
+
+// TestEdgePartitioners: DBH and HDRF give every edge line that is not a
+// self loop exactly one part in range, and their replication factor is a
+// brute-force count of the parts each vertex's edges went to (P = 3, 8
+// and 70: more parts than a bitset word).
+func TestEdgePartitioners(t *testing.T) {
+	gen := t.TempDir()
+	if err := graph.Generate(gen, graph.GenConfig{Model: "dcsbm", Nodes: 2000, Features: 8, FeatureNNZ: 2, Classes: 4,
+		FeatureSig: 0.5, TrainFrac: 0.1, ValFrac: 0.1, Seed: 5, Exponent: 2.2, MinDegree: 2, MaxDegree: 300, Homophily: 0.7}); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []string{filepath.Join(testdata, "karate"), filepath.Join(testdata, "cora"), gen} {
+		s := stream(t, g)
+		lines := 0
+		if err := s.Each(func(u, v int32) error {
+			if u != v {
+				lines++
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range EdgeNames {
+			for _, p := range []int{3, 8, 70} {
+				parts := make([]map[int32]bool, s.N)
+				assigned := 0
+				ep, err := PartitionEdges(name, s, p, DefaultOptions(), func(u, v, q int32) {
+					if q < 0 || int(q) >= p {
+						t.Fatalf("%s: edge (%d,%d) in part %d of %d", name, u, v, q, p)
+					}
+					assigned++
+					for _, x := range []int32{u, v} {
+						if parts[x] == nil {
+							parts[x] = map[int32]bool{}
+						}
+						parts[x][q] = true
+					}
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if assigned != lines {
+					t.Fatalf("%s %s P=%d: %d assignments for %d edge lines", filepath.Base(g), name, p, assigned, lines)
+				}
+				replicas := 0
+				for _, ps := range parts {
+					replicas += max(1, len(ps))
+				}
+				want := float64(replicas) / float64(s.N)
+				if math.Abs(ep.Replication-want) > 1e-12 {
+					t.Fatalf("%s %s P=%d: replication factor %v, brute force %v", filepath.Base(g), name, p, ep.Replication, want)
+				}
+				if err := Check(ep.Master, p, 1.05); err != nil {
+					t.Fatalf("%s %s P=%d: masters %v", filepath.Base(g), name, p, err)
+				}
+				t.Logf("%s %s P=%d: replication factor %.3f", filepath.Base(g), name, p, ep.Replication)
+			}
 		}
 	}
 }

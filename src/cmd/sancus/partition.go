@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"runtime/debug"
-	"sancus/launch"
+	"slices"
 	"time"
+
+	"sancus/launch"
 
 	"github.com/spf13/pflag"
 
@@ -20,11 +22,12 @@ type partFlags struct {
 	name      string
 	opt       partition.Options
 	chunkFrac float64
+	edgeRF    float64 // dbh, hdrf: the edge partition's replication factor
 }
 
 func addPartitionFlags(fs *pflag.FlagSet) *partFlags {
 	pf := &partFlags{opt: partition.DefaultOptions()}
-	fs.StringVar(&pf.name, "partitioner", "contiguous", "contiguous, random, spring, grem, or file")
+	fs.StringVar(&pf.name, "partitioner", "contiguous", "contiguous, random, spring, grem, dbh, hdrf (edge partitioners: a node goes where most of its edges are), or file")
 	fs.StringVar(&pf.opt.File, "parts-file", "", "with --partitioner file: one part id per line (e.g. gpmetis output)")
 	fs.Float64Var(&pf.opt.Balance, "balance", pf.opt.Balance, "β: a part holds at most β·|V|/P nodes (spring, grem)")
 	fs.IntVar(&pf.opt.ChunkEdges, "chunk-edges", pf.opt.ChunkEdges, "grem: edges per in-memory chunk, seeded by multilevel bisection (more: better cut, more memory)")
@@ -61,8 +64,14 @@ func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
 		}
 		pf.opt.ChunkEdges = max(1000, int(pf.chunkFrac*float64(edges)))
 	}
-	parts, err := partition.Run(pf.name, s, p, pf.opt)
-	if err != nil {
+	var parts []int32
+	if slices.Contains(partition.EdgeNames, pf.name) {
+		ep, err := partition.PartitionEdges(pf.name, s, p, pf.opt, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		parts, pf.edgeRF = ep.Master, ep.Replication
+	} else if parts, err = partition.Run(pf.name, s, p, pf.opt); err != nil {
 		return nil, 0, err
 	}
 	if parts != nil && pf.name != "file" {
@@ -93,11 +102,13 @@ func fmtFloats(xs []float64) string {
 
 // PartitionStats is one line of the partitioner benchmark.
 type PartitionStats struct {
-	Dataset     string            `json:"dataset"`
-	Partitioner string            `json:"partitioner"`
-	Seconds     float64           `json:"seconds"`
-	PeakRSSMB   float64           `json:"peak_rss_mb"` // of the partitioning alone (the process does nothing else first)
-	Metrics     partition.Metrics `json:"metrics"`
+	Dataset     string  `json:"dataset"`
+	Partitioner string  `json:"partitioner"`
+	Seconds     float64 `json:"seconds"`
+	PeakRSSMB   float64 `json:"peak_rss_mb"` // of the partitioning alone (the process does nothing else first)
+	// EdgeReplication is an edge partitioner's replication factor (dbh, hdrf).
+	EdgeReplication float64           `json:"edge_replication_factor,omitempty"`
+	Metrics         partition.Metrics `json:"metrics"`
 }
 
 func runPartitionStats(args []string) error {
@@ -139,11 +150,19 @@ func runPartitionStats(args []string) error {
 	}
 	fmt.Printf("%s: %.2fs, peak memory %.1f MB\n", *data, secs, peak)
 	printMetrics(pf.name, m)
+	// CATGNN's replication factor: an edge partition's replicas per vertex,
+	// or a vertex partition's with full neighbour lists (Σ|V_i ∪ N(V_i)|/|V|).
+	rf := m.Replication
+	if pf.edgeRF > 0 {
+		rf = pf.edgeRF
+		fmt.Printf("  edge partition: replication factor %.3f (each edge in one part); the figures above are its nodes' parts\n", rf)
+	}
 	if *row {
-		fmt.Printf("ROW\t%s\t%s\t%d\t%.4f\t%.3f\t%.3f\t%.3f\t%.2f\t%.1f\n", *data, pf.label(), *parts, m.EdgeCut, m.Replication, m.RowBalance, m.NNZBalance, secs, peak)
+		fmt.Printf("ROW\t%s\t%s\t%d\t%.4f\t%.3f\t%.3f\t%.3f\t%.2f\t%.1f\n", *data, pf.label(), *parts, m.EdgeCut, rf, m.RowBalance, m.NNZBalance, secs, peak)
 	}
 	if *out != "" {
-		return appendJSONLine(*out, PartitionStats{Dataset: *data, Partitioner: pf.label(), Seconds: secs, PeakRSSMB: peak, Metrics: m})
+		return appendJSONLine(*out, PartitionStats{Dataset: *data, Partitioner: pf.label(), Seconds: secs, PeakRSSMB: peak,
+			EdgeReplication: pf.edgeRF, Metrics: m})
 	}
 	return nil
 }
