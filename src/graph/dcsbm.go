@@ -184,10 +184,20 @@ type dcsbmSampler struct {
 	byClass []alias
 	labels  []int32
 	h       float64
+	// Two nodes of weights θ_u, θ_v are joined about θ_u·θ_v/2E times:
+	// between heavy nodes (θ ≥ √(2E/20)) repeats are likely, so those
+	// pairs are kept and a repeat is drawn again; elsewhere one is rare.
+	heavy  []bool
+	joined map[uint64]struct{}
 }
 
-func newDCSBM(theta []float64, labels []int32, byClass [][]int32, h float64) *dcsbmSampler {
-	s := &dcsbmSampler{all: newAlias(theta, nil), labels: labels, h: h, byClass: make([]alias, len(byClass))}
+func newDCSBM(theta []float64, labels []int32, byClass [][]int32, h float64, edges int64) *dcsbmSampler {
+	s := &dcsbmSampler{all: newAlias(theta, nil), labels: labels, h: h, byClass: make([]alias, len(byClass)),
+		heavy: make([]bool, len(theta)), joined: map[uint64]struct{}{}}
+	cut := math.Sqrt(2 * float64(edges) / 20)
+	for v, w := range theta {
+		s.heavy[v] = w >= cut
+	}
 	for k, members := range byClass {
 		w := make([]float64, len(members))
 		for i, v := range members {
@@ -212,8 +222,16 @@ func (s *dcsbmSampler) edge(r *rand.Rand) (int, int) {
 			for v = s.all.draw(r); s.labels[v] == s.labels[u]; v = s.all.draw(r) {
 			}
 		}
-		if u != v {
-			return int(u), int(v)
+		if u == v {
+			continue
 		}
+		if s.heavy[u] && s.heavy[v] {
+			k := uint64(min(u, v))<<32 | uint64(max(u, v))
+			if _, seen := s.joined[k]; seen {
+				continue
+			}
+			s.joined[k] = struct{}{}
+		}
+		return int(u), int(v)
 	}
 }

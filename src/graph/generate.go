@@ -183,7 +183,7 @@ func (c *GenConfig) edgeSource(r *rand.Rand, labels []int32, byClass [][]int32) 
 	case "dcsbm":
 		theta, edges := c.weights(r)
 		c.Edges = edges
-		s := newDCSBM(theta, labels, byClass, c.Homophily)
+		s := newDCSBM(theta, labels, byClass, c.Homophily, edges)
 		return func() (int, int) { return s.edge(r) }
 	}
 	return func() (int, int) {

@@ -377,15 +377,16 @@ func TestDCSBMShape(t *testing.T) {
 		h := float64(same) / float64(ds.Adj.NNZ())
 		t.Logf("γ=%g h=%g: tail slope %.3f (want %.2f), max degree %d, homophily %.3f; %d edge lines, top 1%% of rows %.1f%% of nonzeros",
 			c.gamma, c.h, slope, c.gamma-1, maxDeg, h, lines.Edges, 100*lines.Top1Share)
-		// Duplicate edges between hubs, dropped on reading, thin the
-		// tail a little: the slope reads up to 0.1 steep, and the largest
-		// degree is the edge lines', 2000 ± 10%, and at least 60% of it
-		// in the simple graph.
+		// Hubs cannot keep every edge their weight asks for in a simple
+		// graph (repeats between heavy nodes are drawn again, the rest
+		// dropped on reading), which thins the tail a little: the slope
+		// reads up to 0.15 steep, the largest degree of the edge lines is
+		// 2000 −15%/+10%, and at least 60% of 2000 in the graph.
 		if d := slope - (c.gamma - 1); d < -0.05 || d > 0.15 {
 			t.Errorf("γ=%g: tail slope %.3f, want %.2f (−0.05, +0.15)", c.gamma, slope, c.gamma-1)
 		}
-		if lines.Max < 1800 || lines.Max > 2200 || maxDeg < 1200 {
-			t.Errorf("γ=%g: max degree %d in the edge lines, %d in the graph; want 2000 ± 10%%, ≥ 1200", c.gamma, lines.Max, maxDeg)
+		if lines.Max < 1700 || lines.Max > 2200 || maxDeg < 1200 {
+			t.Errorf("γ=%g: max degree %d in the edge lines, %d in the graph; want 2000 −15%%/+10%%, ≥ 1200", c.gamma, lines.Max, maxDeg)
 		}
 		if math.Abs(h-c.h) > 0.02 {
 			t.Errorf("γ=%g: %.3f of edges inside a class, want %.2f ± 0.02", c.gamma, h, c.h)

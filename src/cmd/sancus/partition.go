@@ -10,8 +10,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"sancus/kernels/matrix"
 	"sancus/src/graph"
 	"sancus/src/partition"
+	"sancus/src/shard"
 )
 
 func init() {
@@ -20,6 +22,7 @@ func init() {
 
 type partFlags struct {
 	name      string
+	balanceBy string
 	opt       partition.Options
 	chunkFrac float64
 	edgeRF    float64 // dbh, hdrf: the edge partition's replication factor
@@ -29,7 +32,8 @@ func addPartitionFlags(fs *pflag.FlagSet) *partFlags {
 	pf := &partFlags{opt: partition.DefaultOptions()}
 	fs.StringVar(&pf.name, "partitioner", "contiguous", "contiguous, random, spring, grem, dbh, hdrf (edge partitioners: a node goes where most of its edges are), or file")
 	fs.StringVar(&pf.opt.File, "parts-file", "", "with --partitioner file: one part id per line (e.g. gpmetis output)")
-	fs.Float64Var(&pf.opt.Balance, "balance", pf.opt.Balance, "β: a part holds at most β·|V|/P nodes (spring, grem)")
+	fs.Float64Var(&pf.opt.Balance, "balance", pf.opt.Balance, "β: a part holds at most β·|V|/P nodes (spring, grem, dbh, hdrf)")
+	fs.StringVar(&pf.balanceBy, "balance-by", "auto", "what parts are equal in: rows, or nnz (nonzeros of Â, moving the nodes least attached to their part); auto: nnz where equal rows are over 10% unequal in nonzeros (contiguous ranges: always nnz)")
 	fs.IntVar(&pf.opt.ChunkEdges, "chunk-edges", pf.opt.ChunkEdges, "grem: edges per in-memory chunk, seeded by multilevel bisection (more: better cut, more memory)")
 	fs.Float64Var(&pf.chunkFrac, "chunk-frac", 0, "grem: chunk as a fraction of the graph's edges (the paper uses 0.01-0.1); overrides --chunk-edges")
 	fs.IntVar(&pf.opt.Refine, "refine", pf.opt.Refine, "spring, grem: passes of streaming label-propagation refinement afterwards")
@@ -77,6 +81,25 @@ func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
 	if parts != nil && pf.name != "file" {
 		if err := partition.Check(parts, p, max(pf.opt.Balance, 1.05)+1e-9); err != nil {
 			return nil, 0, fmt.Errorf("%s partition: %w", pf.name, err)
+		}
+	}
+	by, err := partition.ParseBalanceBy(pf.balanceBy)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--balance-by: %w", err)
+	}
+	switch {
+	case parts == nil && by == partition.BalanceRows: // equal row ranges
+		parts = make([]int32, s.N)
+		for v := range parts {
+			parts[v] = int32(int64(v) * int64(p) / int64(s.N))
+		}
+	case parts != nil:
+		before, after, err := partition.BalanceNonzeros(s, parts, p, by, 0.03)
+		if err != nil {
+			return nil, 0, err
+		}
+		if after != before {
+			fmt.Printf("balanced by nonzeros of Â: largest part %.3f → %.3f of the mean\n", before, after)
 		}
 	}
 	return parts, time.Since(start), nil
@@ -137,10 +160,13 @@ func runPartitionStats(args []string) error {
 		return err
 	}
 	var offsets []int64
-	if assign == nil {
-		offsets = make([]int64, *parts+1)
-		for q := range offsets {
-			offsets[q] = int64(q) * int64(ds.N) / int64(*parts)
+	if assign == nil { // contiguous ranges, cut by nonzeros of Â as prepare cuts them
+		rows := &matrix.CSR{Rows: ds.N, RowPtr: make([]int64, ds.N+1)}
+		for v := range ds.N {
+			rows.RowPtr[v+1] = rows.RowPtr[v] + ds.Adj.RowPtr[v+1] - ds.Adj.RowPtr[v] + 1
+		}
+		if offsets, err = shard.BalancedRanges(rows, *parts); err != nil {
+			return err
 		}
 	}
 	m := partition.Measure(ds.Adj, assign, offsets, *parts, ds.Train)
