@@ -160,24 +160,27 @@ type RankStats struct {
 
 // Result is what a run reports; rank 0 writes it as the results JSON.
 type Result struct {
-	Ranks        int                         `json:"ranks"`
-	Policy       string                      `json:"policy"`
-	Model        string                      `json:"model"`  // gcn, sage or gat
-	Metric       string                      `json:"metric"` // what the *_acc fields hold: accuracy, or micro-f1 (multi-label)
-	LayerModes   []string                    `json:"layer_modes"`
-	Dims         []int                       `json:"dims"`            // feature width, hidden widths …, classes
-	Heads        []int                       `json:"heads,omitempty"` // GAT: attention heads per layer
-	Curve        []Epoch                     `json:"curve"`
-	BestEpoch    int                         `json:"best_epoch"`
-	BestValAcc   float64                     `json:"best_val_acc"`
-	TestAtBest   float64                     `json:"test_acc_at_best_val"`
-	FinalTestAcc float64                     `json:"final_test_acc"`
-	FinalLoss    float64                     `json:"final_loss"`
-	MeanEpochMs  float64                     `json:"mean_epoch_ms"` // training step, epochs after the first
-	TotalSec     float64                     `json:"total_s"`
-	PerRank      []RankStats                 `json:"per_rank"`
-	Broadcasts   map[string]map[string][]int `json:"broadcast_epochs"` // layer -> root -> epochs
-	Clipped      int                         `json:"clipped_blocks"`
+	Ranks        int         `json:"ranks"`
+	Policy       string      `json:"policy"`
+	Model        string      `json:"model"`  // gcn, sage or gat
+	Metric       string      `json:"metric"` // what the *_acc fields hold: accuracy, or micro-f1 (multi-label)
+	LayerModes   []string    `json:"layer_modes"`
+	Dims         []int       `json:"dims"`            // feature width, hidden widths …, classes
+	Heads        []int       `json:"heads,omitempty"` // GAT: attention heads per layer
+	Curve        []Epoch     `json:"curve"`
+	BestEpoch    int         `json:"best_epoch"`
+	BestValAcc   float64     `json:"best_val_acc"`
+	TestAtBest   float64     `json:"test_acc_at_best_val"`
+	FinalTestAcc float64     `json:"final_test_acc"`
+	FinalLoss    float64     `json:"final_loss"`
+	MeanEpochMs  float64     `json:"mean_epoch_ms"` // training step, epochs after the first
+	TotalSec     float64     `json:"total_s"`
+	PerRank      []RankStats `json:"per_rank"`
+	// ComputeImbalance is the slowest rank's compute time over the mean
+	// (1: equal work; what --balance-by is for).
+	ComputeImbalance float64                     `json:"compute_imbalance"`
+	Broadcasts       map[string]map[string][]int `json:"broadcast_epochs"` // layer -> root -> epochs
+	Clipped          int                         `json:"clipped_blocks"`
 	// WireBits is the mean width each layer's blocks were sent with
 	// ("2 forward": 4 means int4), on rank 0.
 	WireBits map[string]float64 `json:"wire_bits,omitempty"`

@@ -398,8 +398,18 @@ func (e *Engine) finish(r *runState) error {
 		}
 	}
 	var err error
-	res.PerRank, err = e.gatherRankStats(mine)
-	return err
+	if res.PerRank, err = e.gatherRankStats(mine); err != nil {
+		return err
+	}
+	var sum, slowest float64
+	for _, r := range res.PerRank {
+		sum += r.ComputeSec
+		slowest = max(slowest, r.ComputeSec)
+	}
+	if sum > 0 {
+		res.ComputeImbalance = slowest / (sum / float64(len(res.PerRank)))
+	}
+	return nil
 }
 
 // notice prints, on rank 0, what a user must see even with --quiet.
