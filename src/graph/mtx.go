@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"fmt"
+	"os"
 	"strings"
 
 	"sancus/launch"
@@ -156,4 +158,29 @@ func ReadMTXSized(path string, sized func(MTXHeader) error, fn func(r, c int, v 
 		return h, l.eofErrorf("%d entries, the size line declares %d (truncated file?)", count, h.NNZ)
 	}
 	return h, nil
+}
+
+// EdgeValues reports whether a dataset's graph file (a directory's, or a
+// file itself) is a Matrix Market file with values (real or integer), and
+// its path and field: sancus trains on the pattern, so a caller can say
+// the values are ignored.
+func EdgeValues(data string) (path, field string, ok bool) {
+	path = data
+	if st, err := os.Stat(data); err == nil && st.IsDir() {
+		if path, err = graphFile(data); err != nil {
+			return "", "", false
+		}
+	}
+	if !strings.HasSuffix(path, ".mtx") {
+		return "", "", false
+	}
+	read := false
+	ReadMTXSized(path, func(h MTXHeader) error { // stop after the header
+		field, read = h.Field, true
+		return fmt.Errorf("header read")
+	}, nil)
+	if !read || field == "pattern" {
+		return "", "", false
+	}
+	return path, field, true
 }

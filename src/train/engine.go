@@ -113,6 +113,9 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 	if s.Classes < 1 {
 		return nil, fmt.Errorf("dataset has no labelled classes")
 	}
+	if s.GlobalTrain == 0 { // the loss would be 0/0 from the first epoch
+		return nil, fmt.Errorf("dataset has no training nodes among its %d: its split (train.txt, or the default 10%% of the labelled nodes) leaves none", s.N)
+	}
 	if err := sameShardSet(c, s); err != nil {
 		return nil, err
 	}

@@ -197,6 +197,12 @@ func TestShardErrorsAbortTheJob(t *testing.T) {
 }
 
 func TestCLIErrors(t *testing.T) {
+	one := t.TempDir() // a graph of one node: a split leaves no training node
+	for name, text := range map[string]string{"graph.mtx": "%%MatrixMarket matrix coordinate pattern symmetric\n1 1 0\n", "labels.txt": "0\n"} {
+		if err := os.WriteFile(filepath.Join(one, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := []struct {
 		args []string
 		want string
@@ -214,12 +220,27 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"gen", "--out", t.TempDir(), "--model", "dcsbm", "--nodes", "100", "--max-degree", "100"}, "--max-degree 100 must be in 1..nodes-1"},
 		{[]string{"prepare", "--data", cora, "--parts", "0", "--out", t.TempDir()}, "required"},
 		{[]string{"frobnicate"}, "unknown command"},
+		{[]string{"train", "--data", one}, "no training nodes among its 1"},
+		{[]string{"prepare", "--data", cora, "--parts", "2", "--partitioner", "spring", "--balance", "NaN", "--out", t.TempDir()}, "--balance NaN: β must be in [1, 100]"},
 	}
 	for _, c := range cases {
 		out, err := run(t, 0, c.args...)
 		if err == nil || !strings.Contains(out, c.want) {
 			t.Errorf("sancus %v: err %v, output %q; want it to say %q", c.args, err, out, c.want)
 		}
+	}
+	// A weighted graph trains on its pattern, and says so.
+	weighted := t.TempDir()
+	for name, text := range map[string]string{
+		"graph.mtx":  "%%MatrixMarket matrix coordinate real symmetric\n4 4 4\n2 1 0.5\n3 2 2\n4 3 -1\n4 1 3\n",
+		"labels.txt": "0\n1\n0\n1\n", "train.txt": "0\n1\n", "val.txt": "2\n", "test.txt": "3\n"} {
+		if err := os.WriteFile(filepath.Join(weighted, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := run(t, 0, "train", "--data", weighted, "--epochs", "2", "--out", filepath.Join(t.TempDir(), "r.json")); err != nil ||
+		!strings.Contains(out, "holds real edge values") {
+		t.Errorf("weighted graph: err %v, output %q; want a note that its values are ignored", err, out)
 	}
 	if out, err := run(t, 0, "train", "--help"); err != nil || !strings.Contains(out, "--staleness") {
 		t.Errorf("train --help: %v %s", err, out)

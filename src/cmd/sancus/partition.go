@@ -56,6 +56,9 @@ func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
 	// Parsing leaves short-lived garbage on every line; a tight GC target
 	// keeps the peak near the partitioner's live O(|V| + chunk) state.
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
+	if b := pf.opt.Balance; !(b >= 1 && b <= 100) {
+		return nil, 0, fmt.Errorf("--balance %g: β must be in [1, 100] (a part holds at most β·|V|/P nodes)", b)
+	}
 	start := time.Now()
 	s, err := graph.OpenEdgeStream(data)
 	if err != nil {

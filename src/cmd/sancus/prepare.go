@@ -40,6 +40,7 @@ func runPrepare(args []string) (err error) {
 	if *data == "" || *out == "" || *parts < 1 {
 		return fmt.Errorf("--data, --out and --parts ≥ 1 are required")
 	}
+	noteEdgeValues(*data)
 	start := time.Now()
 	opt := shard.Options{Precompute: *pre, Source: source(*data, load, pf.name)}
 	var took time.Duration
@@ -155,4 +156,12 @@ func progressTo(quiet bool) io.Writer {
 		return nil
 	}
 	return os.Stderr
+}
+
+// noteEdgeValues says, on stderr, that a graph file's edge values are
+// ignored: the models normalize the unweighted graph.
+func noteEdgeValues(data string) {
+	if p, f, ok := graph.EdgeValues(data); ok {
+		fmt.Fprintf(os.Stderr, "sancus: %s holds %s edge values; sancus trains on the graph's pattern (Â = D^-1/2 (A+I) D^-1/2 of the unweighted graph), so they are ignored\n", p, f)
+	}
 }

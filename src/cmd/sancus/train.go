@@ -241,6 +241,7 @@ func runTrain(args []string) error {
 		if lerr != nil {
 			return lerr
 		}
+		noteEdgeValues(tf.data)
 		rep.Dataset, rep.Nodes = ds.Name, ds.N
 		printStart(cfg, tf.ranks, ds.Name, ds.N, "in-process")
 		res, err = train.RunInProcess(ds, tf.ranks, cfg)
