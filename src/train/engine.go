@@ -176,6 +176,9 @@ func (e *Engine) setup() error {
 	if e.cfg.Model.Arch.Attends() {
 		heads = append(heads, e.cfg.Model.OutHeads)
 	}
+	if err := e.fitsMemory(dims); err != nil {
+		return err
+	}
 	var err error
 	if e.m, err = model.New(e.cfg.Model.Arch, dims, heads, e.cfg.Optim.Seed); err != nil {
 		return err

@@ -7,9 +7,11 @@ package train
 // weight gradient, transport buffers) are what the peak adds.
 
 import (
+	"fmt"
 	"reflect"
 
 	"sancus/kernels/matrix"
+	"sancus/launch"
 )
 
 // compulsoryBytes is this rank's compulsory memory.
@@ -86,4 +88,31 @@ func bufferBytes(v reflect.Value) int64 {
 		}
 	}
 	return n
+}
+
+// fitsMemory refuses, before allocating, widths whose least memory (the
+// weights with their gradient and Adam's two moments; each layer's output
+// and its gradient at every row, twice for a GraphSAGE or GAT layer's
+// second path) exceeds what the machine has free: a mistyped --hidden
+// would otherwise swap or be killed minutes later.
+func (e *Engine) fitsMemory(dims []int) error {
+	avail := launch.AvailableBytes()
+	if avail <= 0 {
+		return nil
+	}
+	var params, widths float64
+	for l := 0; l+1 < len(dims); l++ {
+		params += float64(dims[l]) * float64(dims[l+1])
+		widths += float64(dims[l+1])
+	}
+	paths := 2.0
+	if e.cfg.Model.Arch.HasRoot() || e.cfg.Model.Arch.Attends() {
+		paths = 4
+	}
+	need := 16*params + 4*paths*widths*float64(e.rows())
+	if need > float64(avail) {
+		return fmt.Errorf("rank %d: a %d-layer %s with widths %v needs at least %.1f GB for its weights and layer buffers, more than the %.1f GB free (see --hidden, --heads)",
+			e.rank, len(dims)-1, e.cfg.Model.Arch, dims, need/1e9, float64(avail)/1e9)
+	}
+	return nil
 }

@@ -221,6 +221,7 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"prepare", "--data", cora, "--parts", "0", "--out", t.TempDir()}, "required"},
 		{[]string{"frobnicate"}, "unknown command"},
 		{[]string{"train", "--data", one}, "no training nodes among its 1"},
+		{[]string{"train", "--data", cora, "--hidden", "1000000000"}, "GB for its weights and layer buffers, more than"},
 		{[]string{"prepare", "--data", cora, "--parts", "2", "--partitioner", "spring", "--balance", "NaN", "--out", t.TempDir()}, "--balance NaN: β must be in [1, 100]"},
 	}
 	for _, c := range cases {
