@@ -92,6 +92,20 @@ func near(t *testing.T, what string, got, want []float32, tol float64) {
 	}
 }
 
+// checkSpMM compares C = A·X and C += A·X (C starting at c0) with the CPU's.
+func checkSpMM(t *testing.T, b *Backend, what string, a *matrix.CSR, x, c0 *matrix.Dense) {
+	t.Helper()
+	for _, acc := range []bool{false, true} {
+		want := c0.Clone()
+		kernels.SpMM(want, a, x, acc)
+		got := onDevice(b, c0)
+		if err := b.SpMM(got, a, onDevice(b, x), acc); err != nil {
+			t.Fatal(err)
+		}
+		near(t, what, fetch(t, b, got), want.Data, 1e-5)
+	}
+}
+
 func TestKernelsMatchCPU(t *testing.T) {
 	b := open(t)
 	r := rand.New(rand.NewPCG(1, 2))
@@ -100,15 +114,7 @@ func TestKernelsMatchCPU(t *testing.T) {
 	a := randCSR(r, m, 5000, 6)
 	x := randDense(r, 5000, n)
 	c0 := randDense(r, m, n)
-	for _, acc := range []bool{false, true} {
-		want := c0.Clone()
-		kernels.SpMM(want, a, x, acc)
-		got := onDevice(b, c0)
-		if err := b.SpMM(got, a, onDevice(b, x), acc); err != nil {
-			t.Fatal(err)
-		}
-		near(t, "spmm", fetch(t, b, got), want.Data, 1e-5)
-	}
+	checkSpMM(t, b, "spmm", a, x, c0)
 
 	// Few long rows take the block-per-row kernel (widths 16 and 100).
 	long := randCSR(r, 9, 20000, 800)
@@ -272,16 +278,7 @@ func TestOptionalKernelsMatchCPU(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	a := randCSR(r, 3001, 2000, 9)
 	for _, n := range []int{4, 16, 64, 256} {
-		x, c0 := randDense(r, 2000, n), randDense(r, 3001, n)
-		for _, acc := range []bool{false, true} {
-			want := c0.Clone()
-			kernels.SpMM(want, a, x, acc)
-			got := onDevice(b, c0)
-			if err := b.SpMM(got, a, onDevice(b, x), acc); err != nil {
-				t.Fatal(err)
-			}
-			near(t, "spmm (float4)", fetch(t, b, got), want.Data, 1e-5)
-		}
+		checkSpMM(t, b, "spmm (float4)", a, randDense(r, 2000, n), randDense(r, 3001, n))
 	}
 
 	// Wide products take the tiled GEMM: A·B, A·Bᵀ and Aᵀ·B (split-K).
