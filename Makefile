@@ -21,7 +21,7 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: cuda test-cuda all deps torch build run test test-go test-short test-mpi test-slurm chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-sancus bench-partition bench-ab clean
+.PHONY: cuda test-cuda all deps torch build run test test-go test-short test-mpi test-slurm chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-sancus bench-partition bench-powerlaw bench-link bench-ab clean
 
 all: build
 
@@ -159,6 +159,17 @@ bench-sancus: build $(DATA)/test.txt
 bench-partition: build
 	@command -v gpmetis >/dev/null || { $(APT_INSTALL) metis; }
 	bash slurm/partition-bench.sh results/bench/partition
+
+# Time to accuracy on emulated links (root: ip netns, tc): RATES, PS,
+# MODELS, EPOCHS, LR as slurm/link-bench.sh reads them.
+bench-link: build
+	bash slurm/link-bench.sh results/bench/link
+
+# Graphs shaped like the real ones: replication factors, balance by
+# nonzeros, each partitioner's bytes and accuracy on the arxiv-like graph.
+bench-powerlaw: build
+	@command -v gpmetis >/dev/null || { $(APT_INSTALL) metis; }
+	bash slurm/powerlaw-bench.sh results/bench/powerlaw
 
 clean:
 	rm -rf bin

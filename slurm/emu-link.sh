@@ -76,8 +76,12 @@ run() {
 	ip netns list | grep -qw "^$name" || { echo "emu-link: no namespace $name (slurm/emu-link.sh up --rate R)" >&2; exit 1; }
 	# Every byte between ranks over TCP on this loopback: OpenMPI's TCP
 	# transport (no shared memory) and its runtime both kept to lo.
+	# SANCUS_LINK tells train what link it ran over (its results JSON's link).
+	local r
+	r=$(ip netns exec "$name" tc qdisc show dev lo | grep -o 'rate [^ ]*' | cut -d' ' -f2 || true)
 	ip netns exec "$name" env OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=lo \
-		OMPI_MCA_oob_tcp_if_include=lo PRTE_MCA_oob_tcp_if_include=lo "$@"
+		OMPI_MCA_oob_tcp_if_include=lo PRTE_MCA_oob_tcp_if_include=lo \
+		SANCUS_LINK="emulated: one shared loopback, ${r:-no rate limit}, TCP" "$@"
 }
 
 case $verb in

@@ -16,9 +16,12 @@ type Run struct {
 	Host     string    `json:"host"`
 	JobID    string    `json:"job_id,omitempty"`
 	Launcher string    `json:"launcher"`
-	Dataset  string    `json:"dataset"`
-	Shards   string    `json:"shards,omitempty"` // the shard directory trained on, if any
-	Nodes    int       `json:"nodes"`
+	// Link is the emulated link the ranks talked over (slurm/emu-link.sh
+	// sets SANCUS_LINK: its rate, or none), empty outside one.
+	Link    string `json:"link,omitempty"`
+	Dataset string `json:"dataset"`
+	Shards  string `json:"shards,omitempty"` // the shard directory trained on, if any
+	Nodes   int    `json:"nodes"`
 	// Config is the engine's whole configuration as it ran; read back, it
 	// is the raw JSON, and Settings holds the part a report reads.
 	Config   any      `json:"config"`

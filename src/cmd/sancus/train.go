@@ -206,7 +206,8 @@ func runTrain(args []string) error {
 	if err != nil {
 		return err
 	}
-	rep := &result.Run{Command: "sancus " + strings.Join(args, " "), Started: time.Now().UTC(), JobID: env.JobID, Launcher: env.Launcher}
+	rep := &result.Run{Command: "sancus " + strings.Join(args, " "), Started: time.Now().UTC(), JobID: env.JobID, Launcher: env.Launcher,
+		Link: os.Getenv("SANCUS_LINK")}
 	rep.Host, _ = os.Hostname()
 	rep.Shards = tf.shards
 	watchSignals(fmt.Sprintf("rank %d", env.Rank))

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Are the generated graphs learnable, and what does the ÂX shortcut cost?
+# For each generator at its defaults (and the --like presets given in
+# LIKES), five seeds (the graph's and the run's), a 2-layer GCN at the
+# Kipf-Welling settings (sancus train's defaults: hidden 16, dropout 0.5,
+# Adam 0.01, weight decay 5e-4, 200 epochs), with --precompute (dropout on
+# ÂX) and --precompute=false (dropout on X, the paper's model); test
+# accuracy at the best validation epoch, then mean and std per graph.
+#   usage: slurm/learnability.sh OUTDIR
+set -euo pipefail
+out=${1:-results/bench/learnability}
+bin=${SANCUS:-bin/sancus}
+epochs=${EPOCHS:-200}
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+runs=$out/runs.tsv
+printf 'graph\tseed\tprecompute\ttest_acc\n' >"$runs"
+# graph name, then gen's flags
+graphs=("planted --model planted" "dcsbm --model dcsbm" "testdata/cora -" "testdata/citeseer -")
+for l in ${LIKES:-}; do graphs+=("$l-like --like $l"); done
+for entry in "${graphs[@]}"; do
+	read -r name flags <<<"$entry"
+	for seed in 1 2 3 4 5; do
+		d=$name
+		if [ "$flags" != - ]; then
+			d=$tmp/$name-$seed
+			# shellcheck disable=SC2086
+			"$bin" gen $flags --seed $seed --out "$d" --quiet >/dev/null
+		fi
+		for pre in true false; do
+			"$bin" train --data "$d" --seed $seed --epochs "$epochs" --precompute=$pre --quiet --out "$tmp/r.json" >/dev/null
+			printf '%s\t%d\t%s\t%s\n' "$(basename "$name")" $seed $pre \
+				"$(python3 -c "import json; print(json.load(open('$tmp/r.json'))['result']['test_acc_at_best_val'])")" >>"$runs"
+		done
+		[ "$flags" != - ] && rm -rf "$d"
+	done
+done
+python3 - "$runs" "$out/table.tsv" <<'EOF'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+out = open(sys.argv[2], "w")
+out.write("graph\tprecompute\tmean_test_acc\tstd\tseeds\tpre_minus_plain\n")
+graphs = list(dict.fromkeys(r["graph"] for r in rows))
+for g in graphs:
+    acc = {p: [float(r["test_acc"]) for r in rows if r["graph"] == g and r["precompute"] == p] for p in ("true", "false")}
+    gap = statistics.mean(acc["true"]) - statistics.mean(acc["false"])
+    for p in ("true", "false"):
+        out.write("%s\t%s\t%.4f\t%.4f\t%d\t%+.4f\n" % (g, p, statistics.mean(acc[p]), statistics.stdev(acc[p]), len(acc[p]), gap))
+out.close()
+print(open(sys.argv[2]).read())
+EOF

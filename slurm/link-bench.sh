@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Time to accuracy on an emulated link (slurm/emu-link.sh): P ranks under
+# mpirun in a network namespace, TCP over its loopback, the loopback capped
+# at each rate by tbf ("none": the same namespace and TCP, no cap, so the
+# link alone differs). On the generated 100k graph (sancus gen defaults),
+# every configuration trains the same epochs at the same learning rate; a
+# run's time to accuracy is the training seconds (evaluation excluded)
+# until its validation accuracy first reaches 99% of the best validation
+# accuracy of sparse fp32 without staleness at the same rate and model.
+#   usage: slurm/link-bench.sh OUTDIR   (root: ip netns, tc)
+#   env: RATES ("1gbit none"), PS ("2"), MODELS ("gcn"), EPOCHS (300), LR (0.05)
+set -euo pipefail
+out=${1:-results/bench/link}
+bin=${SANCUS:-bin/sancus}
+rates=${RATES:-1gbit none}
+ps=${PS:-2}
+models=${MODELS:-gcn}
+epochs=${EPOCHS:-300}
+lr=${LR:-0.05}
+emu=$(dirname "$0")/emu-link.sh
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$bin" gen --out "$tmp/g" --quiet >/dev/null
+# name, then train flags (configurations of the issue's table)
+configs=(
+	"cagnet-1d --dense-bcast --precompute=false --staleness none"
+	"sancus-paper --dense-bcast --precompute=false --staleness variation-gap"
+	"sparse-fp32 --staleness none"
+	"sparse-vgap --staleness variation-gap"
+	"sparse-epoch-fixed --staleness epoch-fixed"
+	"sparse-int8 --staleness none --wire int8"
+	"sparse-int4 --staleness none --wire int4"
+	"sparse-int2 --staleness none --wire int2"
+	"sparse-int2-delta-bf16ar --staleness none --wire int2 --wire-delta --wire-allreduce bf16"
+	"default"
+)
+for model in $models; do
+	case $model in
+	gcn) mflags=(--model gcn --hidden 16 --layers 2) ;;
+	sage) mflags=(--model sage --hidden 256 --layers 3) ;;
+	gat) mflags=(--model gat --hidden 8 --heads 8 --layers 2) ;;
+	esac
+	for p in $ps; do
+		for rate in $rates; do
+			d=$out/$model-P$p-$rate
+			mkdir -p "$d"
+			for c in "${configs[@]}"; do
+				read -r name flags <<<"$c"
+				echo "== $model P=$p $rate $name"
+				# shellcheck disable=SC2086 # the configuration carries its flags
+				"$emu" with --rate "$rate" --name sancus-bench -- mpirun --allow-run-as-root --oversubscribe -np "$p" \
+					"$bin" train --data "$tmp/g" --epochs "$epochs" --lr "$lr" --eval-every 5 "${mflags[@]}" $flags \
+					--quiet --out "$d/$name.json" >/dev/null
+			done
+		done
+	done
+done
+python3 - "$out" <<'EOF' | tee "$out/summary.tsv"
+import glob, json, os, sys
+out = sys.argv[1]
+print("\t".join(["model_P_rate", "config", "ms_per_epoch", "compute_ms", "exposed_comm_ms", "mb_per_rank_per_epoch",
+                 "test_acc", "time_to_target_s", "vs_sparse_fp32", "vs_cagnet"]))
+for d in sorted(glob.glob(os.path.join(out, "*-P*-*"))):
+    runs = {}
+    for f in glob.glob(os.path.join(d, "*.json")):
+        runs[os.path.basename(f)[:-5]] = json.load(open(f))["result"]
+    if "sparse-fp32" not in runs:
+        continue
+    target = 0.99 * runs["sparse-fp32"]["best_val_acc"]
+    def tta(r):
+        t = 0.0
+        for e in r["curve"]:
+            t += e["ms"] / 1000
+            if e.get("evaluated") and e["val_acc"] >= target:
+                return t
+        return float("nan")
+    ref, cag = tta(runs["sparse-fp32"]), tta(runs.get("cagnet-1d", runs["sparse-fp32"]))
+    for name, r in sorted(runs.items(), key=lambda kv: tta(kv[1])):
+        n = len(r["curve"])
+        ranks = r["per_rank"]
+        comp = sum(x["compute_s"] for x in ranks) / len(ranks) / n * 1000
+        wait = sum(x["comm_wait_s"] for x in ranks) / len(ranks) / n * 1000
+        mb = sum(x["bytes_sent"] for x in ranks) / len(ranks) / n / 1e6
+        t = tta(r)
+        print("%s\t%s\t%.1f\t%.1f\t%.1f\t%.3f\t%.4f\t%.2f\t%.2f\t%.2f" % (os.path.basename(d), name, r["mean_epoch_ms"], comp, wait, mb,
+              r["test_acc_at_best_val"], t, ref / t if t == t else float("nan"), cag / t if t == t else float("nan")))
+EOF

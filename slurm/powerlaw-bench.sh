@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Graphs shaped like the real ones (issue 41): on the arxiv-like generated
+# graph (gen --like arxiv: 169,343 nodes, 1.17M edges, 40 classes, power-law
+# degrees), measured on this machine, each figure beside its baseline from
+# the same run:
+#   replication.tsv  CATGNN's replication factor of SPRING, DBH, HDRF, GREM
+#                    and METIS at P = 4, 8, 16 (and on ../shared's wordnet
+#                    and METIS meshes where present)
+#   balance.tsv      GCN 2x16 under mpirun at P = 2 and 4, contiguous and
+#                    SPRING parts balanced by rows or by nonzeros, taking
+#                    turns: ms per epoch and the slowest rank's compute over
+#                    the mean
+#   partitioners.tsv GCN 2x16 and GraphSAGE 2x128 at P = 2 with each
+#                    partitioner: bytes sent per rank per epoch, test accuracy
+#   usage: slurm/powerlaw-bench.sh OUTDIR   (needs Debian's metis package)
+set -euo pipefail
+out=${1:-results/bench/powerlaw}
+bin=${SANCUS:-bin/sancus}
+shared=${SHARED:-../shared/datasets}
+epochs=${EPOCHS:-100}
+mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+g=$tmp/arxiv
+"$bin" gen --like arxiv --out "$g" --quiet | tee "$out/graph.txt"
+metisg() { # the METIS graph file of dataset $1, made once
+	local m=$tmp/$(basename "$1").graph
+	case $1 in *.graph) m=$1 ;; *) [ -f "$m" ] || "$bin" export-metis --data "$1" --out "$m" ;; esac
+	echo "$m"
+}
+metis() { # part file of dataset $1 in $2 parts
+	local m
+	m=$(metisg "$1")
+	[ -f "$m.part.$2" ] || gpmetis "$m" "$2" >/dev/null
+	echo "$m.part.$2"
+}
+
+echo "== replication factor"
+graphs=$g
+if [ -d "$shared/wordnet" ]; then
+	graphs="$g $shared/wordnet $shared/metis/mdual.graph $shared/metis/copter2.graph"
+else
+	echo "powerlaw-bench: $shared is missing: wordnet and the METIS meshes are left out (set SHARED=DIR)" >&2
+fi
+rf=$out/replication.tsv
+printf 'dataset\tpartitioner\tP\tedge_cut\treplication\trow_balance\tnnz_balance\tseconds\tpeak_mb\n' >"$rf"
+for d in $graphs; do
+	for p in 4 8 16; do
+		for part in spring dbh hdrf grem; do
+			"$bin" partition-stats --data "$d" --parts $p --partitioner $part --balance-by rows --row | grep '^ROW' | cut -f2- |
+				sed "s|^[^\t]*|$(basename "$d")|" >>"$rf"
+		done
+		"$bin" partition-stats --data "$d" --parts $p --partitioner file --parts-file "$(metis "$d" $p)" --balance-by rows --row |
+			grep '^ROW' | cut -f2- | sed "s|^[^\t]*|$(basename "$d")|; s|\tfile\t|\tmetis\t|" >>"$rf"
+	done
+done
+column -t -s $'\t' "$rf"
+
+# train DIR P OUT [flags]: one mpirun run, its results JSON at OUT.
+train() {
+	local d=$1 p=$2 o=$3
+	shift 3
+	"${mpi[@]}" -np "$p" "$bin" train --shards "$d" --epochs "$epochs" --eval-every 10 --quiet --out "$o" "$@" >/dev/null
+}
+field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['result']; print(eval(sys.argv[2]))" "$@"; }
+
+echo "== balance by rows or nonzeros"
+bal=$out/balance.tsv
+printf 'partitioner\tP\tbalance_by\tturn\tms_per_epoch\tcompute_slowest_over_mean\tnnz_balance\n' >"$bal"
+for p in 2 4; do
+	for part in contiguous spring; do
+		for by in rows nnz; do
+			"$bin" prepare --data "$g" --parts $p --partitioner $part --balance-by $by --out "$tmp/s-$part-$p-$by" --quiet >/dev/null
+		done
+		for turn in 1 2; do
+			for by in rows nnz; do
+				s=$tmp/s-$part-$p-$by
+				train "$s" $p "$tmp/r.json"
+				printf '%s\t%d\t%s\t%d\t%.2f\t%.3f\t%s\n' $part $p $by $turn "$(field "$tmp/r.json" "r['mean_epoch_ms']")" \
+					"$(field "$tmp/r.json" "r['compute_imbalance']")" \
+					"$(python3 -c "import json; print(round(json.load(open('$s/meta.json'))['partition']['nnz_balance'],3))")" >>"$bal"
+			done
+		done
+	done
+done
+column -t -s $'\t' "$bal"
+
+echo "== partitioners: bytes and accuracy"
+pt=$out/partitioners.tsv
+printf 'partitioner\tmodel\tbytes_per_rank_per_epoch\ttest_acc\tms_per_epoch\tedge_cut\n' >"$pt"
+for part in contiguous random grem spring metis; do
+	flags=(--partitioner $part)
+	[ $part = metis ] && flags=(--partitioner file --parts-file "$(metis "$g" 2)")
+	"$bin" prepare --data "$g" --parts 2 "${flags[@]}" --precompute=false --out "$tmp/p-$part" --quiet >/dev/null
+	for m in "gcn 16" "sage 128"; do
+		set -- $m
+		train "$tmp/p-$part" 2 "$tmp/r.json" --model $1 --hidden $2 --precompute=false
+		printf '%s\t%s\t%.0f\t%.4f\t%.1f\t%s\n' $part "$1-$2" \
+			"$(field "$tmp/r.json" "sum(x['bytes_sent'] for x in r['per_rank'])/len(r['per_rank'])/len(r['curve'])")" \
+			"$(field "$tmp/r.json" "r['test_acc_at_best_val']")" "$(field "$tmp/r.json" "r['mean_epoch_ms']")" \
+			"$(python3 -c "import json; print(round(json.load(open('$tmp/p-$part/meta.json'))['partition']['edge_cut_fraction'],4))")" >>"$pt"
+	done
+done
+column -t -s $'\t' "$pt"
