@@ -90,3 +90,24 @@ func TestInprocSizeMismatchIsAnError(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// MeasureLink: every rank of a ring gets one positive rate, the same on
+// every rank; one rank measures nothing.
+func TestMeasureLink(t *testing.T) {
+	for _, p := range []int{1, 2, 3} {
+		rates := make([]float64, p)
+		err := NewWorld(p, 5*time.Second).Run(func(c Comm) error {
+			g, err := MeasureLink(c, 1<<20, 3)
+			rates[c.Rank()] = g
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r, g := range rates {
+			if (p == 1) != (g == 0) || g < 0 || g != rates[0] {
+				t.Fatalf("P=%d: rank %d measured %v GB/s, rank 0 %v", p, r, g, rates[0])
+			}
+		}
+	}
+}

@@ -61,6 +61,7 @@ const (
 	tagAlltoall
 	tagBarrier
 	tagBcast
+	tagLink
 	TagUser = 1000 // first tag free for callers
 )
 

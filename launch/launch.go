@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // Env is a process's place in the job.
@@ -22,6 +23,24 @@ type Env struct {
 // Parallel reports whether the process was started as one of several ranks
 // by a launcher that provides MPI wire-up.
 func (e Env) Parallel() bool { return e.Launcher != "none" }
+
+// SharedMemory reports whether every rank is on this node and OpenMPI may
+// move their messages through shared memory (its btl list, when set,
+// names vader or sm): then no network lies between them.
+func (e Env) SharedMemory() bool {
+	if e.LocalSize != e.Size {
+		return false
+	}
+	btl, set := os.LookupEnv("OMPI_MCA_btl")
+	if !set {
+		return true
+	}
+	named := strings.Contains(btl, "vader") || strings.Contains(btl, "sm")
+	if strings.HasPrefix(btl, "^") { // a list of what to leave out
+		return !named
+	}
+	return named
+}
 
 type source struct {
 	name                             string

@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -63,5 +64,25 @@ func TestCommandFlags(t *testing.T) {
 	s := strings.Join(cmd.Args, " ")
 	if !strings.Contains(s, "--oversubscribe") || !strings.HasSuffix(s, "-np 1000 /bin/sancus train") {
 		t.Fatalf("mpirun command %q", s)
+	}
+}
+
+// SharedMemory: every rank on this node, and OpenMPI's transports (when
+// given) include shared memory.
+func TestSharedMemory(t *testing.T) {
+	for _, c := range []struct {
+		local, size int
+		btl         string // "-": unset
+		want        bool
+	}{{2, 2, "-", true}, {2, 4, "-", false}, {2, 2, "tcp,self", false}, {2, 2, "vader,self", true}, {2, 2, "^tcp", true}, {2, 2, "^vader", false}} {
+		if c.btl == "-" {
+			t.Setenv("OMPI_MCA_btl", "")
+			os.Unsetenv("OMPI_MCA_btl")
+		} else {
+			t.Setenv("OMPI_MCA_btl", c.btl)
+		}
+		if got := (Env{Size: c.size, LocalSize: c.local}).SharedMemory(); got != c.want {
+			t.Errorf("%d of %d ranks local, btl %q: shared memory %v, want %v", c.local, c.size, c.btl, got, c.want)
+		}
 	}
 }

@@ -18,10 +18,15 @@ type Run struct {
 	Launcher string    `json:"launcher"`
 	// Link is the emulated link the ranks talked over (slurm/emu-link.sh
 	// sets SANCUS_LINK: its rate, or none), empty outside one.
-	Link    string `json:"link,omitempty"`
-	Dataset string `json:"dataset"`
-	Shards  string `json:"shards,omitempty"` // the shard directory trained on, if any
-	Nodes   int    `json:"nodes"`
+	Link string `json:"link,omitempty"`
+	// LinkGBs is the rate measured between ranks at start (GB/s per rank,
+	// every rank sending at once), where train chose the wire by it;
+	// WireChosen says what it chose, if it changed the default.
+	LinkGBs    float64 `json:"link_gbs,omitempty"`
+	WireChosen string  `json:"wire_chosen,omitempty"`
+	Dataset    string  `json:"dataset"`
+	Shards     string  `json:"shards,omitempty"` // the shard directory trained on, if any
+	Nodes      int     `json:"nodes"`
 	// Config is the engine's whole configuration as it ran; read back, it
 	// is the raw JSON, and Settings holds the part a report reads.
 	Config   any      `json:"config"`

@@ -180,3 +180,20 @@ func grow[T any](b []T, n int) []T {
 	}
 	return b[:n]
 }
+
+// SlowLinkGBs is the rate between ranks (GB/s per rank, all sending at
+// once) below which blocks go as int8 when no --wire is given: there the
+// bytes cost more than quantizing them, at int8 for no loss of accuracy
+// (results/README.md, "Links"); above it (one node's shared memory, TCP
+// on one host) fp32 costs nothing and keeps every rank count's losses
+// equal.
+const SlowLinkGBs = 1.0
+
+// WireForLink is the forward blocks' default width on a link measured at
+// gbs: int8 below SlowLinkGBs, else fp32.
+func WireForLink(gbs float64) string {
+	if gbs > 0 && gbs < SlowLinkGBs {
+		return "int8"
+	}
+	return "fp32"
+}

@@ -464,15 +464,29 @@ func TestEmulatedLink(t *testing.T) {
 	}
 
 	common := []string{"train", "--data", cora, "--epochs", "15", "--staleness", "epoch-fixed", "--eps", "1"}
-	free, slow := filepath.Join(dir, "free.json"), filepath.Join(dir, "slow.json")
+	free, slow, chosen := filepath.Join(dir, "free.json"), filepath.Join(dir, "slow.json"), filepath.Join(dir, "chosen.json")
 	if o, err := run(t, 2, append(common, "--out", free)...); err != nil {
 		t.Fatalf("without the link: %v\n%s", err, o)
 	}
-	if o, err := link(append([]string{mpirun, "-np", "2", bin}, append(common, "--out", slow)...)...).CombinedOutput(); err != nil {
+	fp32 := append(common, "--wire", "fp32", "--out", slow)
+	if o, err := link(append([]string{mpirun, "-np", "2", bin}, fp32...)...).CombinedOutput(); err != nil {
 		t.Fatalf("on the link: %v\n%s", err, o)
 	}
 	sameLosses(t, "on a 1 Gbit/s link", readReport(t, slow), readReport(t, free))
 	left("after training")
+	// Given no --wire, a rank pair that shares no memory measures its link
+	// and, this slow, sends int8; on shared memory it keeps fp32.
+	if o, err := link(append([]string{mpirun, "-np", "2", bin}, append(common, "--out", chosen)...)...).CombinedOutput(); err != nil ||
+		!strings.Contains(string(o), "blocks go as --wire int8") {
+		t.Fatalf("on the link, no --wire: %v\n%s", err, o)
+	}
+	if r := readReport(t, chosen); !(r.LinkGBs > 0 && r.LinkGBs < 0.2) || !strings.Contains(r.WireChosen, "int8") || !strings.Contains(r.Link, "1Gbit") {
+		t.Fatalf("results JSON: link %q measured %v GB/s, chose %q", r.Link, r.LinkGBs, r.WireChosen)
+	}
+	if r := readReport(t, free); r.LinkGBs != 0 || r.WireChosen != "" {
+		t.Fatalf("on shared memory the link was measured (%v GB/s) or the wire chosen (%q)", r.LinkGBs, r.WireChosen)
+	}
+	left("after the chosen wire")
 
 	if o, err := link("false").CombinedOutput(); err == nil {
 		t.Fatalf("a failed job reported success:\n%s", o)

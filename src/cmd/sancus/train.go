@@ -20,6 +20,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"sancus/collectives"
 	"sancus/collectives/mpi"
 	"sancus/kernels"
 	"sancus/launch"
@@ -43,6 +44,7 @@ type trainFlags struct {
 	quiet                   bool
 	saveWeights             string
 	saveModel               string
+	wireGiven               bool // --wire or --wire-grad on the command line
 }
 
 // ExitRequeue is the exit status after a stop request was honoured and a
@@ -179,6 +181,7 @@ func runTrain(args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
+	tf.wireGiven = fs.Changed("wire") || fs.Changed("wire-grad")
 	if (tf.data == "") == (tf.shards == "") {
 		return fmt.Errorf("give exactly one of --data or --shards")
 	}
@@ -457,10 +460,18 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 		rep.Dataset = ds.Name
 	}
 	rep.Nodes = s.N
+	if env, _ := launch.Detect(); !tf.wireGiven && size > 1 && !env.SharedMemory() {
+		if err := chooseWire(&cfg, c, rep); err != nil {
+			return abort("measuring the link", err)
+		}
+	}
 	if rank != 0 {
 		cfg.Run.Log = nil
 	} else {
 		printStart(cfg, size, rep.Dataset, s.N, "MPI ("+rep.Launcher+")")
+		if rep.WireChosen != "" {
+			fmt.Fprintf(os.Stderr, "sancus: %s (--wire fp32 keeps every rank count's losses equal)\n", rep.WireChosen)
+		}
 	}
 	e, err := train.New(cfg, c, s)
 	if err != nil {
@@ -615,4 +626,20 @@ func saveModel(path string, rep *result.Run, cfg train.Config, load graph.LoadOp
 		}
 	}
 	return model.Save(path, spec, m)
+}
+
+// chooseWire measures the link between ranks that do not share memory (a
+// few MB each way, every rank at once) and lets train.WireForLink pick the
+// forward blocks' width; the rate and any change go into the results JSON.
+func chooseWire(cfg *train.Config, c collectives.Comm, rep *result.Run) error {
+	gbs, err := collectives.MeasureLink(c, 4<<20, 3)
+	if err != nil {
+		return err
+	}
+	rep.LinkGBs = gbs
+	if w := train.WireForLink(gbs); w != cfg.Wire.Fwd {
+		cfg.Wire.Fwd = w
+		rep.WireChosen = fmt.Sprintf("the link between ranks measured %.3f GB/s, under %g: blocks go as --wire %s", gbs, train.SlowLinkGBs, w)
+	}
+	return nil
 }
