@@ -2,13 +2,15 @@
 # Time to accuracy on an emulated link (slurm/emu-link.sh): P ranks under
 # mpirun in a network namespace, TCP over its loopback, the loopback capped
 # at each rate by tbf ("none": the same namespace and TCP, no cap, so the
-# link alone differs). On the generated 100k graph (sancus gen defaults),
+# link alone differs). On a generated 100k graph (GEN: gen's flags;
+# default a degree-corrected block model, whose accuracy takes epochs),
 # every configuration trains the same epochs at the same learning rate; a
 # run's time to accuracy is the training seconds (evaluation excluded)
 # until its validation accuracy first reaches 99% of the best validation
 # accuracy of sparse fp32 without staleness at the same rate and model.
 #   usage: slurm/link-bench.sh OUTDIR   (root: ip netns, tc)
-#   env: RATES ("1gbit none"), PS ("2"), MODELS ("gcn"), EPOCHS (300), LR (0.05)
+#   env: RATES ("1gbit none"), PS ("2"), MODELS ("gcn"), EPOCHS (300), LR (0.05),
+#        GEN ("--model dcsbm")
 set -euo pipefail
 out=${1:-results/bench/link}
 bin=${SANCUS:-bin/sancus}
@@ -21,19 +23,22 @@ emu=$(dirname "$0")/emu-link.sh
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$bin" gen --out "$tmp/g" --quiet >/dev/null
+# shellcheck disable=SC2086 # GEN carries gen's flags
+"$bin" gen ${GEN:---model dcsbm} --out "$tmp/g" --quiet >/dev/null
 # name, then train flags (configurations of the table)
+# (fp32 is named: given no --wire, ranks that share no memory choose by
+# the link, and the default configuration is that choice)
 configs=(
-	"cagnet-1d --dense-bcast --precompute=false --staleness none"
-	"sancus-paper --dense-bcast --precompute=false --staleness variation-gap"
-	"sparse-fp32 --staleness none"
-	"sparse-vgap --staleness variation-gap"
-	"sparse-epoch-fixed --staleness epoch-fixed"
+	"cagnet-1d --dense-bcast --precompute=false --staleness none --wire fp32"
+	"sancus-paper --dense-bcast --precompute=false --staleness variation-gap --wire fp32"
+	"sparse-fp32 --staleness none --wire fp32"
+	"sparse-vgap --staleness variation-gap --wire fp32"
+	"sparse-epoch-fixed --staleness epoch-fixed --wire fp32"
 	"sparse-int8 --staleness none --wire int8"
 	"sparse-int4 --staleness none --wire int4"
 	"sparse-int2 --staleness none --wire int2"
 	"sparse-int2-delta-bf16ar --staleness none --wire int2 --wire-delta --wire-allreduce bf16"
-	"default"
+	"default --name default"
 )
 for model in $models; do
 	case $model in
