@@ -70,3 +70,25 @@ func ReadSplit(path string, n int) ([]int32, error) {
 	}
 	return out, l.err()
 }
+
+// UnusedClasses lists the class ids below Classes that no node has (a
+// single-label dataset's labels must be numbered 0..Classes-1, so a gap
+// or one stray large id makes outputs no node trains).
+func (ds *Dataset) UnusedClasses() []int {
+	if ds.Multi != nil {
+		return nil
+	}
+	seen := make([]bool, ds.Classes)
+	for _, l := range ds.Labels {
+		if l >= 0 {
+			seen[l] = true
+		}
+	}
+	var unused []int
+	for k, ok := range seen {
+		if !ok {
+			unused = append(unused, k)
+		}
+	}
+	return unused
+}

@@ -243,6 +243,19 @@ func TestCLIErrors(t *testing.T) {
 		!strings.Contains(out, "holds real edge values") {
 		t.Errorf("weighted graph: err %v, output %q; want a note that its values are ignored", err, out)
 	}
+	// A stray class id and an empty validation split train, with a warning.
+	stray := t.TempDir()
+	for name, text := range map[string]string{
+		"graph.mtx":  "%%MatrixMarket matrix coordinate pattern symmetric\n4 4 3\n2 1\n3 2\n4 3\n",
+		"labels.txt": "0\n1\n0\n5\n", "train.txt": "0\n1\n", "val.txt": "", "test.txt": "2\n3\n"} {
+		if err := os.WriteFile(filepath.Join(stray, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := run(t, 0, "train", "--data", stray, "--epochs", "2", "--out", filepath.Join(t.TempDir(), "r.json")); err != nil ||
+		!strings.Contains(out, "labels use 3 of the class ids 0..5: none has [2 3 4]") || !strings.Contains(out, "no validation nodes") {
+		t.Errorf("stray class id, empty validation split: err %v, output %q; want both warnings", err, out)
+	}
 	if out, err := run(t, 0, "train", "--help"); err != nil || !strings.Contains(out, "--staleness") {
 		t.Errorf("train --help: %v %s", err, out)
 	}

@@ -246,6 +246,7 @@ func runTrain(args []string) error {
 			return lerr
 		}
 		noteEdgeValues(tf.data)
+		noteSplits(ds)
 		rep.Dataset, rep.Nodes = ds.Name, ds.N
 		printStart(cfg, tf.ranks, ds.Name, ds.N, "in-process")
 		res, err = train.RunInProcess(ds, tf.ranks, cfg)

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The products-sized graph on one machine (issue 41): gen --like products
+# (2,449,029 nodes, 61,859,140 edges), prepare into 2 shards (time, peak
+# memory), then GCN 2x16 and GraphSAGE 2x128 at P = 2 under mpirun: ms per
+# epoch, peak RSS per rank against its compulsory bytes, ms per million
+# nonzeros of Â beside the same GCN on the 100k planted graph in the same
+# run, and test accuracy after the stated epochs.
+#   usage: slurm/products-like.sh OUTDIR   (about 10 GB of disk in $TMPDIR)
+set -euo pipefail
+out=${1:-results/bench/powerlaw}
+bin=${SANCUS:-bin/sancus}
+epochs=${EPOCHS:-20}
+mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2)
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+log=$out/products-like.txt
+: >"$log"
+step() { echo "== $*" | tee -a "$log"; }
+timed() { /usr/bin/time -f '%e s, peak %M KB' -a -o "$log" "$@"; }
+step "gen --like products"
+timed "$bin" gen --like products --out "$tmp/products" --quiet | tee -a "$log"
+step "prepare --parts 2"
+timed "$bin" prepare --data "$tmp/products" --parts 2 --precompute=false --out "$tmp/sh" --quiet | tee -a "$log"
+rm -rf "$tmp/products" # the shards hold what training reads
+"$bin" gen --out "$tmp/planted" --quiet >/dev/null
+"$bin" prepare --data "$tmp/planted" --parts 2 --precompute=false --out "$tmp/psh" --quiet | head -1 | tee -a "$log"
+for m in "gcn 16 $tmp/psh planted-100k" "gcn 16 $tmp/sh products-like" "sage 128 $tmp/sh products-like"; do
+	set -- $m
+	step "$4: $1 hidden $2, $epochs epochs"
+	"${mpi[@]}" "$bin" train --shards "$3" --model "$1" --hidden "$2" --precompute=false --epochs "$epochs" \
+		--eval-every "$epochs" --quiet --out "$tmp/r.json" >/dev/null
+	python3 - "$tmp/r.json" "$3" <<'EOF' | tee -a "$log"
+import json, sys
+r = json.load(open(sys.argv[1]))["result"]
+meta = json.load(open(sys.argv[2] + "/meta.json"))
+ranks = r["per_rank"]
+print("ms/epoch %.1f; test acc %.4f after %d epochs; per rank: peak RSS %s MB, compulsory %s MB, peak/compulsory %s" % (
+    r["mean_epoch_ms"], r["test_acc_at_best_val"], len(r["curve"]),
+    [round(x["peak_rss_mb"]) for x in ranks], [round(x["compulsory_mb"]) for x in ranks],
+    [round(x["peak_rss_mb"] / x["compulsory_mb"], 2) for x in ranks]))
+print("nodes %d; prepare peak %s MB" % (meta["nodes"], meta.get("peak_rss_mb")))
+EOF
+done
