@@ -1,6 +1,8 @@
 package main
 
 import (
+	"hash/fnv"
+	"io"
 	"sancus/src/result"
 
 	"encoding/binary"
@@ -461,7 +463,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 		rep.Dataset = ds.Name
 	}
 	rep.Nodes = s.N
-	if env, _ := launch.Detect(); !tf.wireGiven && size > 1 && !env.SharedMemory() {
+	if !tf.wireGiven && size > 1 {
 		if err := chooseWire(&cfg, c, rep); err != nil {
 			return abort("measuring the link", err)
 		}
@@ -632,15 +634,59 @@ func saveModel(path string, rep *result.Run, cfg train.Config, load graph.LoadOp
 // chooseWire measures the link between ranks that do not share memory (a
 // few MB each way, every rank at once) and lets train.WireForLink pick the
 // forward blocks' width; the rate and any change go into the results JSON.
+// A run with a checkpoint directory keeps its first choice there, so a
+// resumed run sends as the run it continues did.
 func chooseWire(cfg *train.Config, c collectives.Comm, rep *result.Run) error {
+	if shared, err := oneHostSharedMemory(c); err != nil || shared {
+		return err
+	}
+	kept := ""
+	if cfg.Run.CheckpointDir != "" {
+		kept = filepath.Join(cfg.Run.CheckpointDir, "wire-choice")
+		if b, err := os.ReadFile(kept); err == nil {
+			if w := strings.TrimSpace(string(b)); w == "fp32" || w == "int8" {
+				cfg.Wire.Fwd = w
+				rep.WireChosen = "--wire " + w + ", as " + kept + " keeps from the run this continues"
+				return nil
+			}
+		}
+	}
 	gbs, err := collectives.MeasureLink(c, 4<<20, 3)
 	if err != nil {
 		return err
 	}
 	rep.LinkGBs = gbs
-	if w := train.WireForLink(gbs); w != cfg.Wire.Fwd {
+	w := train.WireForLink(gbs)
+	if w != cfg.Wire.Fwd {
 		cfg.Wire.Fwd = w
 		rep.WireChosen = fmt.Sprintf("the link between ranks measured %.3f GB/s, under %g: blocks go as --wire %s", gbs, train.SlowLinkGBs, w)
 	}
+	if kept != "" && c.Rank() == 0 {
+		if err := os.MkdirAll(cfg.Run.CheckpointDir, 0o755); err != nil {
+			return err
+		}
+		return atomicfile.Write(kept, func(f io.Writer) error { _, err := fmt.Fprintln(f, w); return err })
+	}
 	return nil
+}
+
+// oneHostSharedMemory reports whether every rank runs on this host (their
+// host names agree) and OpenMPI may join them through shared memory: then
+// no network lies between them.
+func oneHostSharedMemory(c collectives.Comm) (bool, error) {
+	host, _ := os.Hostname()
+	h := fnv.New64a()
+	h.Write([]byte(host))
+	all := make([]uint64, c.Size())
+	if err := collectives.AllgatherFlags(c, h.Sum64(), all); err != nil {
+		return false, err
+	}
+	for _, x := range all {
+		if x != all[0] {
+			return false, nil
+		}
+	}
+	env, _ := launch.Detect()
+	env.LocalSize = env.Size // one host, by the names
+	return env.SharedMemory(), nil
 }
