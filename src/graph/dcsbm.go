@@ -83,9 +83,9 @@ func (c GenConfig) weights(r *rand.Rand) (theta []float64, edges int64) {
 	n, hi, a := float64(c.Nodes), float64(c.MaxDegree), 1/(c.Exponent-1)
 	var i0 float64
 	if c.MinDegree > 0 {
-		q := math.Pow(float64(c.MinDegree)/hi, 1/a)
-		i0 = math.Max(q*(n-1)/(1-q), 1e-9)
-		if q >= 1 {
+		if q := math.Pow(float64(c.MinDegree)/hi, 1/a); q < 1 {
+			i0 = math.Max(q*(n-1)/(1-q), 1e-9)
+		} else {
 			i0 = 1e18 // every weight MaxDegree
 		}
 	} else {

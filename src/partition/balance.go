@@ -42,8 +42,12 @@ const autoNNZ = 1.10
 // the bound; a node too heavy to fit anywhere stays. One pass over the
 // edges counts degrees and each node's neighbours in its own part. With
 // BalanceAuto it moves nothing unless the nonzeros' max/mean exceeds 1.10.
-// It reports that max/mean before and after.
+// It reports that max/mean before and after; BalanceRows reads nothing and
+// reports 0, 0.
 func BalanceNonzeros(s *graph.EdgeStream, parts []int32, p int, by BalanceBy, tol float64) (before, after float64, err error) {
+	if by == BalanceRows {
+		return 0, 0, nil
+	}
 	n := len(parts)
 	deg, inside := make([]int32, n), make([]int32, n)
 	if err := s.Each(func(u, v int32) error {
@@ -71,7 +75,7 @@ func BalanceNonzeros(s *graph.EdgeStream, parts []int32, p int, by BalanceBy, to
 	mean := float64(total) / float64(p)
 	ratio := func() float64 { return float64(slices.Max(load)) / mean }
 	before = ratio()
-	if by == BalanceRows || (by == BalanceAuto && before <= autoNNZ) {
+	if by == BalanceAuto && before <= autoNNZ {
 		return before, before, nil
 	}
 	limit := int64(mean * (1 + tol))

@@ -690,3 +690,20 @@ func oneHostSharedMemory(c collectives.Comm) (bool, error) {
 	env.LocalSize = env.Size // one host, by the names
 	return env.SharedMemory(), nil
 }
+
+// noteSplits warns, on stderr, of labels and splits a run would quietly
+// misreport: class ids no node has (each still gets an output), and an
+// empty validation or test split.
+func noteSplits(ds *graph.Dataset) {
+	if u := ds.UnusedClasses(); len(u) > 0 {
+		shown := u[:min(len(u), 5)]
+		fmt.Fprintf(os.Stderr, "sancus: %s's labels use %d of the class ids 0..%d: none has %v%s; every id still gets an output (number the classes densely if that is not meant)\n",
+			ds.Name, ds.Classes-len(u), ds.Classes-1, shown, map[bool]string{true: " …", false: ""}[len(u) > 5])
+	}
+	if len(ds.Val) == 0 {
+		fmt.Fprintf(os.Stderr, "sancus: %s has no validation nodes: the epoch reported as best is the last\n", ds.Name)
+	}
+	if len(ds.Test) == 0 {
+		fmt.Fprintf(os.Stderr, "sancus: %s has no test nodes: its test accuracy is not measured (reported as 0)\n", ds.Name)
+	}
+}
