@@ -4,6 +4,7 @@
 #include "activation.h"
 #include "cpu.h"
 #include "simd.h"
+#include "vexp.h"
 #include <math.h>
 #include <string.h>
 #if defined(__SSE2__)
@@ -12,9 +13,6 @@
 
 // A tile is 16 columns in the level's native vectors (four xmm, two ymm
 // or one zmm); aligned(4) makes the loads unaligned.
-typedef float vf_base __attribute__((vector_size(16), aligned(4)));
-typedef float vf_avx2 __attribute__((vector_size(32), aligned(4)));
-typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
 #define VW 16
 #define PF_DIST 16
 
@@ -272,35 +270,12 @@ double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps) {
 // Softmax cross-entropy of the listed rows [i0, i1) of rows: returns their
 // summed loss and writes their gradient rows (softmax − onehot)/norm into
 // grad (nil: loss only). A row is padded with −∞ to whole vectors, its
-// exponentials taken on vectors (vexp, within 2 ulp of e^x), summed and
-// logged in double, as in the CUDA kernel, in column order. With libm's
-// expf per element and two double divisions the loss took 1.73 ms of CPU
-// an epoch over both ranks at P = 2 on the EPYC VM, 1.06 now (perf, a
-// 220-epoch run minus a 20-epoch one). Training rows are scattered, so
-// each row is a cache miss: rows and their labels are prefetched 8 ahead
-// (the loss took half the time without the rows, and a third again
-// without the labels).
-//
-// vexp is Cephes' expf on vectors: e^x = 2^n·e^r, n = round(x·log₂e),
-// r = x − n·ln 2 in two parts, e^r a degree-7 polynomial. Softmax only
-// takes it of x ≤ 0: below −87.33 (where e^x leaves the normal floats) it
-// is 0, and a NaN stays a NaN (a NaN logit must make a NaN loss).
+// exponentials taken on vectors (vexp.h, within 2 ulp of e^x), summed and
+// logged in double, as in the CUDA kernel, in column order. Training rows
+// are scattered, so each row is a cache miss: rows and their labels are
+// prefetched 8 ahead.
 #define SOFTMAX_CE(SUFFIX, ATTR)                                               \
-  ATTR static inline vf_##SUFFIX vexp_##SUFFIX(vf_##SUFFIX x) {                \
-    typedef vf_##SUFFIX vf;                                                    \
-    typedef int32_t vi __attribute__((vector_size(sizeof(vf)), aligned(4)));   \
-    const vf n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;       \
-    const vf r = (x - n * 0.693359375f) - n * -2.12194440e-4f;                 \
-    vf y = 1.9875691500e-4f * r + 1.3981999507e-3f;                            \
-    y = y * r + 8.3334519073e-3f;                                              \
-    y = y * r + 4.1665795894e-2f;                                              \
-    y = y * r + 1.6666665459e-1f;                                              \
-    y = y * r + 5.0000001201e-1f;                                              \
-    y = y * r * r + r + 1.0f;                                                  \
-    const vi two_n = (__builtin_convertvector(n, vi) + 127) << 23;             \
-    const vi under = x < -87.3365447505f;                                      \
-    return (vf)((vi)(y * (vf)two_n) & ~under);                                 \
-  }                                                                            \
+  VEXP(SUFFIX, ATTR)                                                           \
   ATTR static void softmax_ce_##SUFFIX(const float *z, int64_t c, const int32_t *labels, \
                                        const int32_t *rows, int64_t i0, int64_t i1, \
                                        double norm, float *grad, double *out) { \

@@ -44,19 +44,12 @@ func (b *GATBlock) run(f func(rp *C.int64_t, cp *C.int32_t, lo, hi int)) {
 }
 
 // GATAttend folds the block into the targets' running softmax (m, s) and
-// outputs o, given their scores el.
-func GATAttend(b *GATBlock, el, m, s, o []float32) {
+// outputs o, given their scores el. With o2 and c (nil: not kept) it also
+// sums the slope-weighted outputs and coefficients the backward's target
+// side reads.
+func GATAttend(b *GATBlock, el, m, s, o, o2, c []float32) {
 	b.run(func(rp *C.int64_t, cp *C.int32_t, lo, hi int) {
-		C.sc_gat_attend(rp, cp, f32p(b.Src), C.int64_t(b.H), C.int64_t(b.F), f32p(el), f32p(m), f32p(s), f32p(o),
-			C.int64_t(lo), C.int64_t(hi), C.uint64_t(b.Key), C.float(b.Keep), i64p(b.RowIDs), C.int64_t(b.RowID0), i64p(b.ColIDs), C.int64_t(b.ColID0))
-	})
-}
-
-// GATTarget adds the block's ∂s into the targets' dEl, gp being their
-// gradient rows.
-func GATTarget(b *GATBlock, gp, dEl []float32) {
-	b.run(func(rp *C.int64_t, cp *C.int32_t, lo, hi int) {
-		C.sc_gat_target(rp, cp, f32p(b.Src), C.int64_t(b.H), C.int64_t(b.F), f32p(gp), f32p(dEl),
+		C.sc_gat_attend(rp, cp, f32p(b.Src), C.int64_t(b.H), C.int64_t(b.F), f32p(el), f32p(m), f32p(s), f32p(o), f32p(o2), f32p(c),
 			C.int64_t(lo), C.int64_t(hi), C.uint64_t(b.Key), C.float(b.Keep), i64p(b.RowIDs), C.int64_t(b.RowID0), i64p(b.ColIDs), C.int64_t(b.ColID0))
 	})
 }

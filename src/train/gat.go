@@ -19,8 +19,12 @@ package train
 // Backward, per head, with G_i = ∂L/∂out_i and δ_i = G_i·out_i:
 //
 //	∂s_ij = α_ij (d_ij G_i·U_j − δ_i) · LeakyReLU'(s_ij)
-//	∂el_i = Σ_j ∂s_ij                      target side: local, from the forward cache
+//	∂el_i = Σ_j ∂s_ij = G_i·o2_i − δ_i c_i         target side: local
 //	∂U_j  = Σ_i d_ij α_ij G_i, ∂er_j = Σ_i ∂s_ij   neighbour side
+//
+// where the training forward also summed o2_i = Σ_j α_ij d_ij σ'_ij U_j and
+// c_i = Σ_j α_ij σ'_ij (σ' = LeakyReLU'(s_ij)): the target side then costs
+// a dot product per row, not a second pass over the edges.
 //
 // The neighbour side needs, at j's owner, each target's [G_i, el_i, m_i,
 // s_i, δ_i]: those rows travel through the gradient cache over the same
@@ -48,6 +52,7 @@ type gatLayer struct {
 	gpay     *matrix.Dense // [G | el | m | s | δ] per row: the gradient rows that travel
 	el, m, s []float32     // rows × h
 	o        []float32     // rows × hf: each head's output
+	o2, c    []float32     // rows × hf, rows × h: the target side's sums
 	dEl, dEr []float32     // rows × h
 	dAl, dAr *matrix.Dense
 	dIn      *matrix.Dense
@@ -67,6 +72,7 @@ func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
 	L.pay, L.gpay = e.be.NewDense(r, L.hf+L.h), e.be.NewDense(r, L.hf+4*L.h)
 	L.el, L.m, L.s = make([]float32, r*L.h), make([]float32, r*L.h), make([]float32, r*L.h)
 	L.dEl, L.dEr, L.o = make([]float32, r*L.h), make([]float32, r*L.h), make([]float32, r*L.hf)
+	L.o2, L.c = make([]float32, r*L.hf), make([]float32, r*L.h)
 	L.dAl, L.dAr = e.be.NewDense(1, L.hf), e.be.NewDense(1, L.hf)
 	L.dW = e.be.NewDense(c.din, L.hf)
 	L.extraGrads = []*matrix.Dense{L.dAl, L.dAr}
@@ -136,10 +142,16 @@ func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
 		L.m[i], L.s[i] = float32(math.Inf(-1)), 0
 	}
 	clear(L.o)
+	o2, sums := L.o2, L.c
+	if !p.train {
+		o2, sums = nil, nil
+	}
+	clear(o2)
+	clear(sums)
 	c := L.cacheFor(p)
 	err := e.communicate(c, p.epoch, &ownRows{rows: L.pay}, ref, func(j int) error {
 		if c.blocks[j].NNZ() > 0 {
-			L.attend(e, c.blocks[j], e.host(c.block(e.be, j)), j)
+			kernels.GATAttend(L.block(e, c.blocks[j], e.host(c.block(e.be, j)), j), L.el, L.m, L.s, L.o, o2, sums)
 		}
 		return nil
 	})
@@ -198,12 +210,6 @@ func (L *gatLayer) block(e *Engine, blk *matrix.CSR, src []float32, j int) *kern
 		RowIDs: e.part.ownIDs, RowID0: e.s.Offsets[e.rank], ColIDs: e.view.ids[j], ColID0: e.s.Offsets[j]}
 }
 
-// attend folds root j's rows (src, as this rank holds them) into every
-// row's running softmax and output.
-func (L *gatLayer) attend(e *Engine, blk *matrix.CSR, src []float32, j int) {
-	kernels.GATAttend(L.block(e, blk, src, j), L.el, L.m, L.s, L.o)
-}
-
 func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
 	e.clip(g)
 	G, gp, gw := e.host(g), e.host(L.gpay), L.hf+4*L.h
@@ -218,20 +224,18 @@ func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dens
 					copy(gk, G[i*L.dout:(i+1)*L.dout])
 					kernels.Scale(gk, 1/float32(L.h))
 				}
-				ik := i*L.h + k
+				ik, seg := i*L.h+k, i*L.hf+k*L.f
 				row[L.hf+k], row[L.hf+L.h+k], row[L.hf+2*L.h+k] = L.el[ik], L.m[ik], L.s[ik]
-				row[L.hf+3*L.h+k] = dot(gk, L.o[i*L.hf+k*L.f:i*L.hf+(k+1)*L.f])
+				delta := dot(gk, L.o[seg:seg+L.f])
+				row[L.hf+3*L.h+k] = delta
+				L.dEl[ik] = 0
+				if s := L.s[ik]; s > 0 { // the target side
+					L.dEl[ik] = (dot(gk, L.o2[seg:seg+L.f]) - delta*L.c[ik]) / s
+				}
 			}
 		}
 	})
 	e.be.Upload(L.gpay)
-	// The target side: ∂el_i over the blocks this layer's forward used.
-	clear(L.dEl)
-	for j, blk := range L.fwd.blocks {
-		if blk.NNZ() > 0 {
-			L.targetSide(e, blk, e.host(L.fwd.block(e.be, j)), j, gp)
-		}
-	}
 	// The neighbour side, as each target's rows arrive.
 	own := e.host(L.fwd.block(e.be, e.rank)) // this rank's rows as the targets used them
 	e.be.Zero(L.dU)
@@ -255,11 +259,6 @@ func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dens
 		return nil, err
 	}
 	return L.dIn, e.be.GEMMNT(L.dIn, L.dU, e.m.W[L.l])
-}
-
-// targetSide adds Σ_j ∂s_ij over root j's block into ∂el_i.
-func (L *gatLayer) targetSide(e *Engine, blk *matrix.CSR, src []float32, j int, gp []float32) {
-	kernels.GATTarget(L.block(e, blk, src, j), gp, L.dEl)
 }
 
 // neighbourSide adds, for this rank's rows r, Σ_i d α G_i into ∂U_r and

@@ -1,0 +1,35 @@
+// Vectors of floats per instruction set and the exponential on them,
+// shared by the kernels that take softmaxes (cpu.c: the loss and ELU;
+// gat.c: attention).
+#ifndef SC_VEXP_H
+#define SC_VEXP_H
+#include <stdint.h>
+
+// Each level's native vector (xmm, ymm, zmm); aligned(4) makes the
+// loads unaligned.
+typedef float vf_base __attribute__((vector_size(16), aligned(4)));
+typedef float vf_avx2 __attribute__((vector_size(32), aligned(4)));
+typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
+
+// vexp is Cephes' expf on vectors: e^x = 2^n·e^r, n = round(x·log₂e),
+// r = x − n·ln 2 in two parts, e^r a degree-7 polynomial. Softmax only
+// takes it of x ≤ 0: below −87.33 (where e^x leaves the normal floats) it
+// is 0, and a NaN stays a NaN (a NaN logit must make a NaN loss).
+#define VEXP(SUFFIX, ATTR)                                                     \
+  ATTR static inline vf_##SUFFIX vexp_##SUFFIX(vf_##SUFFIX x) {                \
+    typedef vf_##SUFFIX vf;                                                    \
+    typedef int32_t vi __attribute__((vector_size(sizeof(vf)), aligned(4)));   \
+    const vf n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;       \
+    const vf r = (x - n * 0.693359375f) - n * -2.12194440e-4f;                 \
+    vf y = 1.9875691500e-4f * r + 1.3981999507e-3f;                            \
+    y = y * r + 8.3334519073e-3f;                                              \
+    y = y * r + 4.1665795894e-2f;                                              \
+    y = y * r + 1.6666665459e-1f;                                              \
+    y = y * r + 5.0000001201e-1f;                                              \
+    y = y * r * r + r + 1.0f;                                                  \
+    const vi two_n = (__builtin_convertvector(n, vi) + 127) << 23;             \
+    const vi under = x < -87.3365447505f;                                      \
+    return (vf)((vi)(y * (vf)two_n) & ~under);                                 \
+  }
+
+#endif
