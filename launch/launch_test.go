@@ -86,3 +86,25 @@ func TestSharedMemory(t *testing.T) {
 		}
 	}
 }
+
+func TestThreads(t *testing.T) {
+	for _, tc := range []struct {
+		name                                         string
+		flag, inProc, onNode, procs, own, node, want int
+	}{
+		{"flag wins", 3, 2, 4, 16, 16, 16, 3},
+		{"in-process ranks share the process's cores", 0, 4, 0, 16, 16, 16, 4},
+		{"one in-process rank", 0, 1, 0, 8, 8, 16, 8},
+		{"MPI ranks share the node", 0, 1, 4, 16, 16, 16, 4},
+		{"an MPI rank bound to its cores uses them", 0, 1, 4, 2, 2, 16, 2},
+		{"never fewer than one", 0, 8, 0, 2, 2, 2, 1},
+		{"more ranks than cores", 0, 1, 4, 2, 2, 2, 1},
+	} {
+		if got := threads(tc.flag, tc.inProc, tc.onNode, tc.procs, tc.own, tc.node); got != tc.want {
+			t.Errorf("%s: threads = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	if n := nodeCPUs(); n < 1 {
+		t.Errorf("nodeCPUs = %d", n)
+	}
+}

@@ -518,43 +518,14 @@ func shardDataset(dir string) string {
 	return filepath.Base(dir)
 }
 
-// setThreads sets the kernel threads of this process: flag when given,
-// else the process's cores shared by its in-process ranks or, under MPI
-// (c set), by the ranks on its node (all of them when the launcher bound
-// this rank to its own cores).
+// setThreads sets the kernel threads of this process (launch.Threads
+// chooses; c: the MPI communicator, nil for in-process ranks).
 func setThreads(flag, inProcessRanks int, c *mpi.Comm) {
-	switch {
-	case flag > 0:
-	case c == nil:
-		flag = runtime.GOMAXPROCS(0) / inProcessRanks
-	case bound():
-		flag = runtime.NumCPU()
-	default:
-		flag = runtime.NumCPU() / max(1, c.LocalSize())
+	onNode := 0
+	if c != nil {
+		onNode = max(1, c.LocalSize())
 	}
-	kernels.SetThreads(max(1, flag))
-}
-
-// bound reports whether the launcher pinned this process to fewer cores than
-// the node has (mpirun binds each rank to a core by default).
-func bound() bool { return runtime.NumCPU() < numNodeCPUs() }
-
-func numNodeCPUs() int {
-	b, err := os.ReadFile("/sys/devices/system/cpu/online")
-	if err != nil {
-		return runtime.NumCPU()
-	}
-	// "0-15" or "0-3,8-11"
-	n := 0
-	for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
-		var lo, hi int
-		if c, _ := fmt.Sscanf(part, "%d-%d", &lo, &hi); c == 2 {
-			n += hi - lo + 1
-		} else {
-			n++
-		}
-	}
-	return max(n, 1)
+	kernels.SetThreads(launch.Threads(flag, inProcessRanks, onNode))
 }
 
 func printStart(cfg train.Config, ranks int, name string, n int, transport string) {

@@ -1,0 +1,48 @@
+package launch
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+)
+
+// Threads is how many kernel threads a process runs: flag when given (> 0),
+// else the process's cores shared by its in-process ranks or, under MPI
+// (ranksOnNode > 0), by the ranks on its node — all of its cores when the
+// launcher bound it to fewer cores than the node has (mpirun binds each rank
+// to a core by default).
+func Threads(flag, inProcessRanks, ranksOnNode int) int {
+	return threads(flag, inProcessRanks, ranksOnNode, runtime.GOMAXPROCS(0), runtime.NumCPU(), nodeCPUs())
+}
+
+func threads(flag, inProcessRanks, ranksOnNode, procs, ownCPUs, nodeCPUs int) int {
+	switch {
+	case flag > 0:
+	case ranksOnNode <= 0:
+		flag = procs / max(1, inProcessRanks)
+	case ownCPUs < nodeCPUs: // bound to its own cores
+		flag = ownCPUs
+	default:
+		flag = ownCPUs / ranksOnNode
+	}
+	return max(1, flag)
+}
+
+// nodeCPUs counts the node's online cores ("0-15" or "0-3,8-11").
+func nodeCPUs() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return runtime.NumCPU()
+	}
+	n := 0
+	for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		var lo, hi int
+		if c, _ := fmt.Sscanf(part, "%d-%d", &lo, &hi); c == 2 {
+			n += hi - lo + 1
+		} else {
+			n++
+		}
+	}
+	return max(n, 1)
+}
