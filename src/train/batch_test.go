@@ -13,7 +13,7 @@ import (
 	"sancus/kernels/matrix"
 	"sancus/src/graph"
 	"sancus/src/partition"
-	"sancus/src/shard"
+	"sancus/src/prepare"
 )
 
 // clustersOf cuts a dataset's nodes into k clusters: runs of consecutive
@@ -153,13 +153,13 @@ func TestBatchAdjacencyIsTheInducedSubgraph(t *testing.T) {
 	for _, p := range []int{1, 3} {
 		cfg := Defaults()
 		cfg.Model.Precompute, cfg.Batch.Mode, cfg.Batch.ClustersPerStep = false, "clusters", 3
-		assign, err := shard.ClusterRanks(clusters, k, p)
+		assign, err := prepare.ClusterRanks(clusters, k, p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var mu sync.Mutex
 		got := map[[2]int64]float64{}
-		onRanksWith(t, ds, p, cfg, shard.Options{Parts: assign, Clusters: clusters, NumClusters: k}, func(e *Engine) error {
+		onRanksWith(t, ds, p, cfg, prepare.Options{Parts: assign, Clusters: clusters, NumClusters: k}, func(e *Engine) error {
 			if err := e.enterBatch(batch); err != nil {
 				return err
 			}
@@ -191,10 +191,10 @@ func TestBatchAdjacencyIsTheInducedSubgraph(t *testing.T) {
 	}
 	cfg := Defaults()
 	cfg.Model.Precompute, cfg.Batch.Mode, cfg.Batch.ClustersPerStep, cfg.Batch.Boundary = false, "clusters", 3, true
-	assign, _ := shard.ClusterRanks(clusters, k, 2)
+	assign, _ := prepare.ClusterRanks(clusters, k, 2)
 	var mu sync.Mutex
 	fwd, bwd := map[[2]int64]float64{}, map[[2]int64]float64{}
-	onRanksWith(t, ds, 2, cfg, shard.Options{Parts: assign, Clusters: clusters, NumClusters: k}, func(e *Engine) error {
+	onRanksWith(t, ds, 2, cfg, prepare.Options{Parts: assign, Clusters: clusters, NumClusters: k}, func(e *Engine) error {
 		if err := e.enterBatch(batch); err != nil {
 			return err
 		}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"sancus/collectives"
-	"sancus/src/shard"
+	"sancus/src/prepare"
 )
 
 // TestRestrictedOutputEqualsFull: computing the last layer only where the
@@ -82,7 +82,7 @@ func TestRestrictedOutputEqualsFull(t *testing.T) {
 
 	// The restricted blocks: forward rows only at training rows, backward
 	// columns only at training nodes, over all ranks.
-	prep, err := shard.Prepare(ds, 3, shard.Options{Precompute: true})
+	prep, err := prepare.InMemory(ds, 3, prepare.Options{Precompute: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestRestrictedOutputEqualsFull(t *testing.T) {
 // and counts only that one (the caller's shard keeps both).
 func TestEngineHoldsOneInput(t *testing.T) {
 	ds, _ := generated(t)
-	prep, err := shard.Prepare(ds, 2, shard.Options{Precompute: true})
+	prep, err := prepare.InMemory(ds, 2, prepare.Options{Precompute: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"sancus/src/graph"
 	"sancus/src/model"
 	"sancus/src/partition"
-	"sancus/src/shard"
+	"sancus/src/prepare"
 )
 
 // sweep marks an accuracy sweep over seeds: the full suite (make test, CI)
@@ -174,13 +174,13 @@ func loadCora(t testing.TB) *graph.Dataset {
 // onRanks builds P in-process engines on ds and runs fn on each.
 func onRanks(t *testing.T, ds *graph.Dataset, p int, cfg Config, fn func(e *Engine) error) {
 	t.Helper()
-	onRanksWith(t, ds, p, cfg, shard.Options{Precompute: cfg.Model.Precompute}, fn)
+	onRanksWith(t, ds, p, cfg, prepare.Options{Precompute: cfg.Model.Precompute}, fn)
 }
 
 // onRanksWith is onRanks on shards prepared with opt.
-func onRanksWith(t *testing.T, ds *graph.Dataset, p int, cfg Config, opt shard.Options, fn func(e *Engine) error) {
+func onRanksWith(t *testing.T, ds *graph.Dataset, p int, cfg Config, opt prepare.Options, fn func(e *Engine) error) {
 	t.Helper()
-	prep, err := shard.Prepare(ds, p, opt)
+	prep, err := prepare.InMemory(ds, p, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"sancus/launch"
 	"sancus/src/graph"
 	"sancus/src/partition"
-	"sancus/src/shard"
+	"sancus/src/prepare"
 	"sancus/src/train"
 )
 
@@ -193,7 +193,7 @@ func benchKernels(args []string) error {
 
 	// The same product after a locality order: what the kernel reaches when
 	// a row's neighbours sit near each other in H.
-	rds := shard.Reorder(ds, partition.RCM(ds.Adj))
+	rds := prepare.Reorder(ds, partition.RCM(ds.Adj))
 	ahatR := graph.Normalize(rds.Adj)
 	d = timed(20, func() { be.SpMM(out16, ahatR, h, false) })
 	r.SpMMRCMGBs = bytes / d.Seconds() / 1e9
@@ -235,7 +235,7 @@ func benchKernels(args []string) error {
 	}{{true, ds, &r.EpochMs}, {false, ds, &r.EpochPlainMs}, {true, rds, &r.EpochRCMMs}} {
 		cfg := train.Defaults()
 		cfg.Optim.Epochs, cfg.Run.EvalEvery, cfg.Model.Precompute, cfg.Run.Device = *epochs, 0, run.pre, *device
-		out, err := train.RunInProcess(run.ds, 1, cfg)
+		out, err := runInProcess(run.ds, 1, cfg)
 		if err != nil {
 			return err
 		}

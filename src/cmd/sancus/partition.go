@@ -13,7 +13,7 @@ import (
 	"sancus/kernels/matrix"
 	"sancus/src/graph"
 	"sancus/src/partition"
-	"sancus/src/shard"
+	"sancus/src/prepare"
 )
 
 func init() {
@@ -168,7 +168,7 @@ func runPartitionStats(args []string) error {
 		for v := range ds.N {
 			rows.RowPtr[v+1] = rows.RowPtr[v] + ds.Adj.RowPtr[v+1] - ds.Adj.RowPtr[v] + 1
 		}
-		if offsets, err = shard.BalancedRanges(rows, *parts); err != nil {
+		if offsets, err = prepare.BalancedRanges(rows, *parts); err != nil {
 			return err
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"sancus/src/atomicfile"
 	"sancus/src/graph"
 	"sancus/src/model"
+	"sancus/src/prepare"
 	"sancus/src/shard"
 	"sancus/src/train"
 )
@@ -176,7 +177,7 @@ func predictShards(pf predictFlags, spec model.Spec, parts, rank int) ([]*shard.
 	if err != nil {
 		return nil, err
 	}
-	prep, err := shard.Prepare(ds, parts, shard.Options{Precompute: true})
+	prep, err := prepare.InMemory(ds, parts, prepare.Options{Precompute: true})
 	if err != nil {
 		return nil, err
 	}

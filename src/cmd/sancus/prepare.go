@@ -13,6 +13,7 @@ import (
 
 	"sancus/src/graph"
 	"sancus/src/partition"
+	"sancus/src/prepare"
 	"sancus/src/shard"
 
 	"github.com/spf13/pflag"
@@ -42,7 +43,7 @@ func runPrepare(args []string) (err error) {
 	}
 	noteEdgeValues(*data)
 	start := time.Now()
-	opt := shard.Options{Precompute: *pre, Source: source(*data, load, pf.name)}
+	opt := prepare.Options{Precompute: *pre, Source: source(*data, load, pf.name)}
 	var took time.Duration
 	if *clusters > 0 {
 		if !fs.Changed("partitioner") {
@@ -55,7 +56,7 @@ func runPrepare(args []string) (err error) {
 			return fmt.Errorf("--clusters %d: %w", *clusters, err)
 		}
 		opt.NumClusters = *clusters
-		if opt.Parts, err = shard.ClusterRanks(opt.Clusters, *clusters, *parts); err != nil {
+		if opt.Parts, err = prepare.ClusterRanks(opt.Clusters, *clusters, *parts); err != nil {
 			return fmt.Errorf("--clusters %d: %w", *clusters, err)
 		}
 	} else if opt.Parts, took, err = pf.run(*data, *parts); err != nil {
@@ -78,12 +79,12 @@ func runPrepare(args []string) (err error) {
 	// tighter collector target (the default lets the heap reach twice what
 	// is live) cuts its peak by a quarter for under a tenth more time.
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
-	// Streaming: the edge list is never held whole (see shard.PrepareStreaming).
+	// Streaming: the edge list is never held whole (see prepare.Streaming).
 	var blocks []partition.PartBlocks
 	opt.OnShard = func(s *shard.Shard) { blocks = append(blocks, partBlocks(s)) }
 	stages := progress.NewStages(progressTo(*quiet), "prepare")
 	opt.Progress = stages.Report
-	prep, err := shard.PrepareStreaming(*data, *out, *parts, opt, load)
+	prep, err := prepare.Streaming(*data, *out, *parts, opt, load)
 	stages.Done()
 	if err != nil {
 		return err

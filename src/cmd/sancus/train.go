@@ -29,6 +29,7 @@ import (
 	"sancus/src/atomicfile"
 	"sancus/src/graph"
 	"sancus/src/model"
+	"sancus/src/prepare"
 	"sancus/src/shard"
 	"sancus/src/staleness"
 	"sancus/src/train"
@@ -251,7 +252,7 @@ func runTrain(args []string) error {
 		noteSplits(ds)
 		rep.Dataset, rep.Nodes = ds.Name, ds.N
 		printStart(cfg, tf.ranks, ds.Name, ds.N, "in-process")
-		res, err = train.RunInProcess(ds, tf.ranks, cfg)
+		res, err = runInProcess(ds, tf.ranks, cfg)
 	} else {
 		shards := make([]*shard.Shard, tf.ranks)
 		for r := range shards {
@@ -453,7 +454,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 		if err != nil {
 			return abort("loading dataset", err)
 		}
-		prep, err := shard.Prepare(ds, size, shard.Options{Precompute: cfg.Model.Precompute})
+		prep, err := prepare.InMemory(ds, size, prepare.Options{Precompute: cfg.Model.Precompute})
 		if err != nil {
 			return abort("partitioning", err)
 		}
@@ -516,6 +517,24 @@ func shardDataset(dir string) string {
 		return m.Dataset
 	}
 	return filepath.Base(dir)
+}
+
+// runInProcess splits ds into parts shards in memory and trains them as
+// parts goroutine ranks over the in-process transport: the same engine and
+// algorithm as an mpirun job, without MPI. It returns rank 0's report.
+func runInProcess(ds *graph.Dataset, parts int, cfg train.Config) (train.Outcome, error) {
+	if err := cfg.Validate(); err != nil {
+		return train.Outcome{}, err
+	}
+	prep, err := prepare.InMemory(ds, parts, prepare.Options{Precompute: cfg.Model.Precompute})
+	if err != nil {
+		return train.Outcome{}, err
+	}
+	shards, err := prep.Shards()
+	if err != nil {
+		return train.Outcome{}, err
+	}
+	return train.RunShards(shards, cfg)
 }
 
 // setThreads sets the kernel threads of this process (launch.Threads

@@ -1,8 +1,6 @@
 package charts
 
 import (
-	"sancus/src/report"
-
 	"encoding/json"
 	"image/png"
 	"os"
@@ -11,6 +9,8 @@ import (
 	"testing"
 
 	"sancus/src/graph"
+	"sancus/src/prepare"
+	"sancus/src/report"
 	"sancus/src/result"
 	"sancus/src/train"
 )
@@ -26,7 +26,15 @@ func TestReportFromRuns(t *testing.T) {
 	for _, p := range []int{1, 2} {
 		cfg := train.Defaults()
 		cfg.Optim.Epochs, cfg.Staleness.Policy, cfg.Staleness.Eps = 6, "epoch-fixed", 1
-		out, err := train.RunInProcess(ds, p, cfg)
+		prep, err := prepare.InMemory(ds, p, prepare.Options{Precompute: cfg.Model.Precompute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shards, err := prep.Shards()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := train.RunShards(shards, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package shard
+package prepare
 
 import (
 	"bufio"
@@ -14,18 +14,19 @@ import (
 
 	"sancus/kernels/matrix"
 	"sancus/src/graph"
+	"sancus/src/shard"
 )
 
-// PrepareStreaming writes the shards of a dataset directory without ever
+// Streaming writes the shards of a dataset directory without ever
 // holding its edge list: the graph file is streamed once for degrees (when
 // the rows are cut by nonzeros) and once more into one temporary bucket
 // file per part; each part's edges are then loaded, deduplicated and
 // normalized on their own. Memory is O(|V| + nnz(X) + the largest part's
-// edges). The shards equal those of the in-memory Prepare bit for bit.
+// edges). The shards equal those of InMemory bit for bit.
 //
 // assign gives each node's part (nil: contiguous ranges balanced by
 // nonzeros, from a streaming degree pass).
-func PrepareStreaming(dataDir, outDir string, parts int, opt Options, load graph.LoadOptions) (*Prepared, error) {
+func Streaming(dataDir, outDir string, parts int, opt Options, load graph.LoadOptions) (*Prepared, error) {
 	assign := opt.Parts
 	s, err := graph.OpenEdgeStream(dataDir)
 	if err != nil {
@@ -271,7 +272,7 @@ func loadBucket(path string, lo, hi int64, n int) (*matrix.CSR, error) {
 // rows are cut into the shard's column blocks first and ÂX is formed from
 // the blocks, so the rows can go before ÂX is allocated: prepare never
 // holds Â's rows twice beside ÂX.
-func splitRows(ds *graph.Dataset, ahatRows *matrix.CSR, off []int64, ids []int32, q int, precompute bool) (*Shard, error) {
+func splitRows(ds *graph.Dataset, ahatRows *matrix.CSR, off []int64, ids []int32, q int, precompute bool) (*shard.Shard, error) {
 	blocks := columnBlocks(ahatRows, off) // ahatRows is not read after this
 	releasePart()
 	var ax *matrix.CSR
