@@ -2,7 +2,6 @@ package train
 
 import (
 	"fmt"
-	"math"
 	"testing"
 	"time"
 
@@ -10,76 +9,13 @@ import (
 	"sancus/src/prepare"
 )
 
-// TestRestrictedOutputEqualsFull: computing the last layer only where the
-// loss reads it trains the same model as --full-output — losses to 1e-6
-// relative, accuracies exactly — for either order of the last layer,
-// with and without ÂX, under variation-gap staleness, int8 on the wire,
-// multi-label, dense broadcasts, at P = 1 and 3; and it does skip work:
-// the last layer's training blocks hold only the training rows' entries,
-// and the sparse exchange moves fewer bytes (dense broadcasts the same).
-// An aggregate-first last layer on ÂX also takes layer 1's rows dropped as
-// layer 1 wrote them (nextDrops), which --full-output does not.
-func TestRestrictedOutputEqualsFull(t *testing.T) {
+// TestRestrictedBlocksReadTrainingRows: the last layer computed only where
+// the loss reads it (TestEquivalences: it trains what --full-output
+// trains) does skip work: its training blocks hold only the training
+// rows' entries, its backward only the training columns, and layer 1
+// multiplies at the rows the last layer uses.
+func TestRestrictedBlocksReadTrainingRows(t *testing.T) {
 	ds, _ := generated(t)
-	multi := generatedMulti(t)
-	for _, run := range []struct {
-		name   string
-		hidden int
-		pre    bool
-		vargap bool
-		multi  bool
-		wire   string
-		dense  bool
-	}{
-		{"transform-first last layer", 16, true, false, false, "fp32", false},
-		{"aggregate-first last layer", 4, true, false, false, "fp32", false},
-		{"plain Â(XW), variation-gap", 16, false, true, false, "fp32", false},
-		{"ÂX, variation-gap", 4, true, true, false, "fp32", false},
-		{"int8 wire", 4, false, false, false, "int8", false},
-		{"multi-label", 16, true, false, true, "fp32", false},
-		{"dense broadcasts", 4, false, false, false, "fp32", true},
-	} {
-		for _, p := range []int{1, 3} {
-			cfg := Defaults()
-			cfg.Optim.Epochs, cfg.Model.Hidden, cfg.Model.Precompute, cfg.Wire.Fwd, cfg.Exchange.Dense = 15, run.hidden, run.pre, run.wire, run.dense
-			if run.vargap {
-				cfg.Staleness.Policy, cfg.Staleness.Eps = "variation-gap", 0.3 // loose enough to skip within 15 epochs
-			}
-			data := ds
-			if run.multi {
-				data = multi
-			}
-			full := cfg
-			full.Exchange.FullOutput = true
-			want, err := RunInProcess(data, p, full)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := RunInProcess(data, p, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var bytes, fullBytes int64
-			skipped := 0
-			for i, g := range got.Result.Curve {
-				w := want.Result.Curve[i]
-				if math.Abs(g.Loss-w.Loss) > 1e-6*w.Loss || g.ValAcc != w.ValAcc || g.TestAcc != w.TestAcc || g.Sent != w.Sent {
-					t.Fatalf("%s P=%d epoch %d: loss %.9f val %.4f test %.4f sent %d; full output %.9f %.4f %.4f %d",
-						run.name, p, g.Epoch, g.Loss, g.ValAcc, g.TestAcc, g.Sent, w.Loss, w.ValAcc, w.TestAcc, w.Sent)
-				}
-				bytes, fullBytes = bytes+g.BytesSent, fullBytes+w.BytesSent
-				skipped += g.Skipped
-			}
-			if run.vargap && p > 1 && skipped == 0 { // else the votes compared above decided nothing
-				t.Fatalf("%s P=%d: variation-gap skipped no broadcast", run.name, p)
-			}
-			if p > 1 && (run.dense != (bytes == fullBytes) || bytes > fullBytes) {
-				t.Fatalf("%s P=%d: %d bytes sent against %d with --full-output", run.name, p, bytes, fullBytes)
-			}
-			t.Logf("%s P=%d: %d bytes sent, %d with --full-output", run.name, p, bytes, fullBytes)
-		}
-	}
-
 	// The restricted blocks: forward rows only at training rows, backward
 	// columns only at training nodes, over all ranks.
 	prep, err := prepare.InMemory(ds, 3, prepare.Options{Precompute: true})

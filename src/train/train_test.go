@@ -20,7 +20,6 @@ import (
 	"sancus/kernels/matrix"
 	"sancus/src/graph"
 	"sancus/src/model"
-	"sancus/src/partition"
 	"sancus/src/prepare"
 )
 
@@ -87,68 +86,6 @@ func generatedMulti(t testing.TB) *graph.Dataset {
 	ds, _ := multiGraph.get(t, graph.GenConfig{Model: "planted", Nodes: 1500, Edges: 9000, Features: 32, FeatureNNZ: 6,
 		Classes: 6, PIn: 0.7, FeatureSig: 0.5, TrainFrac: 0.2, ValFrac: 0.1, Seed: 4, MultiLabel: true})
 	return ds
-}
-
-// TestMultiLabelRanksAgree: a multi-label graph trains to the same losses
-// at P = 1 and 4, and reports micro-F1.
-func TestMultiLabelRanksAgree(t *testing.T) {
-	ds := generatedMulti(t)
-	cfg := Defaults()
-	cfg.Optim.Epochs, cfg.Optim.LR, cfg.Model.Dropout = 60, 0.05, 0
-	one, err := RunInProcess(ds, 1, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	four, err := RunInProcess(ds, 4, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, e := range four.Result.Curve {
-		if w := one.Result.Curve[i]; math.Abs(e.Loss-w.Loss) > 1e-5*w.Loss || e.TestAcc != w.TestAcc {
-			t.Fatalf("epoch %d: P=4 loss %.8f F1 %.4f, P=1 %.8f %.4f", e.Epoch, e.Loss, e.TestAcc, w.Loss, w.TestAcc)
-		}
-	}
-	if r := one.Result; r.Metric != "micro-f1" || r.TestAtBest < 0.5 {
-		t.Fatalf("metric %q, test micro-F1 %.4f", r.Metric, r.TestAtBest)
-	}
-}
-
-// TestPowerLawRanksAgree: on a graph of skewed degrees (dcsbm: a few hubs
-// hold much of Â, every rank needs their rows), GCN, GraphSAGE and GAT
-// train to the same losses at P = 1, 2 and 4, with parts balanced by
-// nonzeros (partition.BalanceNonzeros) as prepare --balance-by nnz makes
-// them.
-func TestPowerLawRanksAgree(t *testing.T) {
-	dir := t.TempDir()
-	ds, err := generate(dir, graph.GenConfig{Model: "dcsbm", Nodes: 1500, Features: 24, FeatureNNZ: 4, Classes: 5, FeatureSig: 0.5,
-		TrainFrac: 0.2, ValFrac: 0.1, Seed: 6, Exponent: 2.1, MinDegree: 2, MaxDegree: 400, Homophily: 0.7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE, model.ArchGAT} {
-		cfg := Defaults()
-		cfg.Optim.Epochs, cfg.Model.Arch, cfg.Model.Precompute, cfg.Model.Hidden, cfg.Model.Heads = 10, arch, false, 8, 2
-		var ref *result.Result
-		for _, p := range []int{1, 2, 4} {
-			s, err := graph.OpenEdgeStream(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			parts := partition.Random(ds.N, p, 1)
-			if _, _, err := partition.BalanceNonzeros(s, parts, p, partition.BalanceNNZ, 0.03); err != nil {
-				t.Fatal(err)
-			}
-			out, err := RunPartitioned(ds, parts, p, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ref == nil {
-				ref = out.Result
-				continue
-			}
-			sameCurve(t, fmt.Sprintf("%s P=%d", arch, p), out.Result, ref, 1e-5)
-		}
-	}
 }
 
 func TestMain(m *testing.M) {
@@ -346,50 +283,6 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	}
 }
 
-// TestRanksGiveSameLosses: with staleness off, P = 2 and 4 reproduce P = 1
-// epoch by epoch (losses to 1e-5 relative, accuracies exactly).
-func TestRanksGiveSameLosses(t *testing.T) {
-	ds, _ := generated(t)
-	for _, run := range []struct {
-		model model.Arch
-		pre   bool
-	}{{model.ArchGCN, true}, {model.ArchGCN, false}, {model.ArchSAGE, false}, {model.ArchGAT, false}} {
-		pre := run.pre
-		for _, layers := range []int{2, 3} {
-			cfg := Defaults()
-			cfg.Optim.Epochs, cfg.Model.Precompute, cfg.Model.Layers, cfg.Model.Arch = 25, pre, layers, run.model
-			cfg.Model.Residual = layers == 3 && run.model != model.ArchGCN
-			if layers == 3 {
-				cfg.Model.Hidden = 6 // makes the middle layer aggregate-first
-			}
-			if run.model == model.ArchGAT {
-				cfg.Model.Heads, cfg.Model.OutHeads, cfg.Model.Hidden = 2, 2, 4
-			}
-			var ref *result.Result
-			for _, p := range []int{1, 2, 4} {
-				out, err := RunInProcess(ds, p, cfg)
-				res := out.Result
-				if err != nil {
-					t.Fatal(err)
-				}
-				if ref == nil {
-					ref = res
-					continue
-				}
-				for i, r := range res.Curve {
-					want := ref.Curve[i]
-					if rel := math.Abs(r.Loss-want.Loss) / want.Loss; rel > 1e-5 {
-						t.Fatalf("%s precompute=%v layers=%d P=%d epoch %d: loss %.8f vs P=1 %.8f (rel %.2g)", run.model, pre, layers, p, r.Epoch, r.Loss, want.Loss, rel)
-					}
-					if r.ValAcc != want.ValAcc || r.TestAcc != want.TestAcc {
-						t.Fatalf("%s precompute=%v P=%d epoch %d: accuracies %v/%v vs %v/%v", run.model, pre, p, r.Epoch, r.ValAcc, r.TestAcc, want.ValAcc, want.TestAcc)
-					}
-				}
-			}
-		}
-	}
-}
-
 // meanTestAcc returns the mean test accuracy (at best validation) over
 // seeds and the fraction of forward broadcasts that were skipped.
 func meanTestAcc(t *testing.T, ds *graph.Dataset, p int, cfg Config, seeds int) (acc, skipped float64) {
@@ -507,76 +400,6 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// TestSparseExchangeEqualsDense: sending each rank only the rows its block
-// references gives the losses of dense broadcasts (to 1e-5, in practice
-// bit for bit), with and without staleness, and never sends more bytes.
-func TestSparseExchangeEqualsDense(t *testing.T) {
-	ds, _ := generated(t)
-	for _, pol := range []struct {
-		name string
-		eps  float64
-	}{{"none", 0}, {"epoch-fixed", 1}, {"variation-gap", 0.03}} {
-		for _, p := range []int{2, 4} {
-			cfg := Defaults()
-			cfg.Optim.Epochs, cfg.Staleness.Policy, cfg.Staleness.Eps = 20, pol.name, pol.eps
-			cfg.Exchange.Dense = true
-			dense, err := RunInProcess(ds, p, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.Exchange.Dense = false
-			sparse, err := RunInProcess(ds, p, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, e := range sparse.Result.Curve {
-				d := dense.Result.Curve[i]
-				if math.Abs(e.Loss-d.Loss) > 1e-5*d.Loss || e.Sent != d.Sent {
-					t.Fatalf("%s P=%d epoch %d: sparse loss %.8f (%d sent), dense %.8f (%d sent)", pol.name, p, e.Epoch, e.Loss, e.Sent, d.Loss, d.Sent)
-				}
-			}
-			var sb, db int64
-			for r := range sparse.Result.PerRank {
-				sb += sparse.Result.PerRank[r].BytesSent
-				db += dense.Result.PerRank[r].BytesSent
-			}
-			if sb > db {
-				t.Fatalf("%s P=%d: sparse exchange sent %d bytes, dense %d", pol.name, p, sb, db)
-			}
-			t.Logf("%s P=%d: bytes sent sparse %d vs dense %d (%.2fx)", pol.name, p, sb, db, float64(db)/float64(sb))
-		}
-	}
-}
-
-// TestChunkedExchangeEqualsWhole: rows sent in chunks of a few rows each,
-// packed into two buffers per peer in turn, train exactly what whole
-// messages train (losses bit for bit, the same bytes), with and without
-// staleness, as floats and as int8 rows, in training and evaluation.
-func TestChunkedExchangeEqualsWhole(t *testing.T) {
-	ds, _ := generated(t)
-	for _, run := range []struct {
-		name, staleness, wire string
-	}{{"none", "none", "fp32"}, {"variation-gap", "variation-gap", "fp32"}, {"int8", "none", "int8"}} {
-		cfg := Defaults()
-		cfg.Optim.Epochs, cfg.Staleness.Policy, cfg.Wire.Fwd, cfg.Run.EvalEvery = 8, run.staleness, run.wire, 2
-		whole, err := RunInProcess(ds, 3, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Exchange.SparseChunk = 200 // a few rows a message
-		chunked, err := RunInProcess(ds, 3, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameCurves(t, run.name, "chunked", chunked, "whole", whole)
-		for r := range chunked.Result.PerRank {
-			if c, w := chunked.Result.PerRank[r].BytesSent, whole.Result.PerRank[r].BytesSent; c != w {
-				t.Fatalf("%s rank %d: %d bytes sent in chunks, %d whole", run.name, r, c, w)
-			}
-		}
-	}
-}
-
 // sameCurves fails the test unless runs a and b lost, sent and tested the
 // same, bit for bit, every epoch.
 func sameCurves(t *testing.T, run, aName string, a Outcome, bName string, b Outcome) {
@@ -586,91 +409,6 @@ func sameCurves(t *testing.T, run, aName string, a Outcome, bName string, b Outc
 		if e.Loss != w.Loss || e.Sent != w.Sent || e.TestAcc != w.TestAcc {
 			t.Fatalf("%s epoch %d: %s loss %.10f, test %.4f (%d sent); %s %.10f, test %.4f (%d sent)",
 				run, e.Epoch, aName, e.Loss, e.TestAcc, e.Sent, bName, w.Loss, w.TestAcc, w.Sent)
-		}
-	}
-}
-
-// TestWholeBlockSendsEqualPacked: where a rank asks a root for every row,
-// the root sends its block whole, straight from its rows (or layer 1's
-// dropped copy of them), and training and evaluation give exactly what
-// packed rows give: losses and accuracies bit for bit, with and without
-// staleness, restricted and full output, as floats and as int8 rows.
-// On a dense graph (degree 50) nearly all training rows (TrainFrac 0.9)
-// need every row of every peer, so the restricted last layer's sends go
-// whole too, from layer 1's dropped copy (16 classes: the last layer
-// aggregates H first, so the rows travel dropped).
-func TestWholeBlockSendsEqualPacked(t *testing.T) {
-	ds, err := generate(t.TempDir(), graph.GenConfig{Model: "planted", Nodes: 600, Edges: 15000, Features: 32, FeatureNNZ: 6,
-		Classes: 16, PIn: 0.6, FeatureSig: 0.4, TrainFrac: 0.9, ValFrac: 0.05, Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func(s int) { wholeBlockShare = s }(wholeBlockShare)
-	for _, run := range []struct {
-		name, staleness, wire string
-		full                  bool
-	}{{"none", "none", "fp32", false}, {"full-output", "none", "fp32", true}, {"variation-gap", "variation-gap", "fp32", false}, {"int8", "none", "int8", false}} {
-		cfg := Defaults()
-		cfg.Optim.Epochs, cfg.Staleness.Policy, cfg.Wire.Fwd, cfg.Run.EvalEvery, cfg.Exchange.FullOutput = 8, run.staleness, run.wire, 2, run.full
-		wholeBlockShare = 101 // never: only the rows used travel, packed
-		packed, err := RunInProcess(ds, 3, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wholeBlockShare = 0 // always
-		whole, err := RunInProcess(ds, 3, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sameCurves(t, run.name, "whole blocks", whole, "packed", packed)
-		var wb, pb int64
-		for r := range whole.Result.PerRank {
-			wb += whole.Result.PerRank[r].BytesSent + whole.Result.PerRank[r].EvalBytesSent
-			pb += packed.Result.PerRank[r].BytesSent + packed.Result.PerRank[r].EvalBytesSent
-		}
-		if wb < pb {
-			t.Fatalf("%s: whole blocks sent %d bytes, packed rows %d", run.name, wb, pb)
-		}
-	}
-}
-
-// TestReorderedTrainingEqualsContiguous: after any partitioner reorders the
-// nodes, training (staleness off) gives the losses and accuracies of the
-// contiguous run — dropout masks follow the original node ids — with the
-// sparse exchange and with dense broadcasts.
-func TestReorderedTrainingEqualsContiguous(t *testing.T) {
-	// Cora, not the generated graph: test accuracies must match exactly, and
-	// on a graph trained for only 20 epochs a near-tie can flip under the
-	// reordered summation (1e-7 apart in loss).
-	ds := loadCora(t)
-	s, err := graph.OpenEdgeStream(filepath.Join(testdata, "cora"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Defaults()
-	cfg.Optim.Epochs = 20
-	ref, err := RunInProcess(ds, 4, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"random", "spring", "grem"} {
-		assign, err := partition.Run(name, s, 4, partition.DefaultOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, dense := range []bool{false, true} {
-			c := cfg
-			c.Exchange.Dense = dense
-			got, err := RunPartitioned(ds, assign, 4, c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, e := range got.Result.Curve {
-				w := ref.Result.Curve[i]
-				if math.Abs(e.Loss-w.Loss) > 1e-5*w.Loss || e.TestAcc != w.TestAcc {
-					t.Fatalf("%s dense=%v epoch %d: loss %.8f test %.4f, contiguous %.8f %.4f", name, dense, e.Epoch, e.Loss, e.TestAcc, w.Loss, w.TestAcc)
-				}
-			}
 		}
 	}
 }
@@ -846,7 +584,7 @@ const gatReference = 0.8224
 // TestGATAccuracy: a GAT on Cora reaches ≥ 81.5% and stays within 1 point
 // of the PyTorch reference, and every staleness policy at P = 4 stays
 // within 1 point of no staleness (5 seeds each; P = 4 without staleness is
-// P = 1, which TestRanksGiveSameLosses asserts).
+// P = 1, which TestEquivalences asserts).
 func TestGATAccuracy(t *testing.T) {
 	sweep(t)
 	ds := loadCora(t)
