@@ -7,25 +7,66 @@ package kernels
 import "C"
 
 import (
+	"math"
 	"unsafe"
 
 	"sancus/kernels/matrix"
 )
 
 // GATBlock is one column block of a GAT layer's attention: its pattern,
-// the rows of the root it multiplies (Src), heads H of F features, and
-// the node ids that key attention dropout — of the block's rows (RowIDs,
-// nil: RowID0 + r) and columns (ColIDs, nil: ColID0 + c). Key 0 means no
-// dropout; Keep is the kept fraction. src/train/gat.go holds the math.
+// heads H of F features, and the node ids that key attention dropout — of
+// the block's rows (RowIDs, nil: RowID0 + r) and columns (ColIDs, nil:
+// ColID0 + c). Key 0 means no dropout; Keep is the kept fraction.
+// src/train/gat.go holds the math.
 type GATBlock struct {
 	A              *matrix.CSR
-	Src            []float32
 	H, F           int
 	Key            uint64
 	Keep           float32
 	RowIDs, ColIDs []int64
 	RowID0, ColID0 int64
 }
+
+// GATState is a GAT layer's forward state over its rows: the target
+// scores El = a_l·U, the running maxima M and sums S of each head's softmax
+// (rows × H), the outputs O (rows × H·F) and, in a training forward, the
+// sums the backward's target side reads, O2 (rows × H·F) and C (rows × H)
+// (nil: not kept).
+type GATState struct {
+	El, M, S, O, O2, C *matrix.Dense
+}
+
+// Attention is what a backend may add: GAT's attention where the matrices
+// live. Find it with AttentionOf; without it, the engine runs the CPU's on
+// host copies. In every call the layer has H heads of F features (its
+// block's, or h and f).
+type Attention interface {
+	// GATPayload writes the rows [U_i | a_r·U_i] of pay (heads of f =
+	// u.Cols/h features) and, with el (nil: not), el_i = a_l·U_i.
+	GATPayload(pay, el, u, al, ar *matrix.Dense, h int)
+	// GATStart empties st's softmax and outputs before the first block.
+	GATStart(st GATState)
+	// GATAttend folds block b of source rows src ([U | er] per row) into
+	// st.
+	GATAttend(b *GATBlock, src *matrix.Dense, st GATState)
+	// GATFinish writes z: each head's output over its sum, side by side
+	// (concat) or their mean.
+	GATFinish(z *matrix.Dense, st GATState, h int, concat bool)
+	// GATGradRows writes the gradient rows [G | el | m | s | δ] of gpay
+	// from the output's gradient g and the target side ∂el into dEl, and
+	// empties dEr for the neighbour side.
+	GATGradRows(gpay, dEl, dEr, g *matrix.Dense, st GATState, h int, concat bool)
+	// GATNeighbour adds, for the block's rows as neighbours (own: their
+	// [U | er] as the targets used them), the targets' (src: gradient
+	// rows) shares into dU and dEr.
+	GATNeighbour(b *GATBlock, src, own, dU, dEr *matrix.Dense)
+	// GATScoreGrads carries ∂el and ∂er into dU and writes the attention
+	// vectors' gradients dAl = Σ ∂el·U, dAr = Σ ∂er·own's U.
+	GATScoreGrads(dU, dAl, dAr, dEl, dEr, u, own, al, ar *matrix.Dense, h int)
+}
+
+// AttentionOf returns be's attention, if it has it (through Timed too).
+func AttentionOf(be Backend) (Attention, bool) { return optional[Attention](be) }
 
 func i64p(s []int64) *C.int64_t {
 	if len(s) == 0 {
@@ -34,6 +75,7 @@ func i64p(s []int64) *C.int64_t {
 	return (*C.int64_t)(unsafe.Pointer(&s[0]))
 }
 
+// run calls f on row ranges of the block split by nonzeros.
 func (b *GATBlock) run(f func(rp *C.int64_t, cp *C.int32_t, lo, hi int)) {
 	if b.A.NNZ() == 0 {
 		return
@@ -43,23 +85,141 @@ func (b *GATBlock) run(f func(rp *C.int64_t, cp *C.int32_t, lo, hi int)) {
 	forRanges(nnzCuts(b.A.RowPtr, threads), func(lo, hi int) { f(rp, cp, lo, hi) })
 }
 
-// GATAttend folds the block into the targets' running softmax (m, s) and
-// outputs o, given their scores el. With o2 and c (nil: not kept) it also
-// sums the slope-weighted outputs and coefficients the backward's target
-// side reads.
-func GATAttend(b *GATBlock, el, m, s, o, o2, c []float32) {
+func dataOf(d *matrix.Dense) []float32 {
+	if d == nil {
+		return nil
+	}
+	return d.Data
+}
+
+func (CPU) GATPayload(pay, el, u, al, ar *matrix.Dense, h int) {
+	f := u.Cols / h
+	hf, w, a, r, p := u.Cols, pay.Cols, al.Data, ar.Data, pay.Data
+	eld := dataOf(el)
+	ParallelRows(pay.Rows, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			ui, pi := u.Data[i*hf:(i+1)*hf], p[i*w:(i+1)*w]
+			copy(pi, ui)
+			for k := range h {
+				seg := ui[k*f : (k+1)*f]
+				pi[hf+k] = dot(r[k*f:(k+1)*f], seg)
+				if eld != nil {
+					eld[i*h+k] = dot(a[k*f:(k+1)*f], seg)
+				}
+			}
+		}
+	})
+}
+
+func (CPU) GATStart(st GATState) {
+	for i := range st.M.Data {
+		st.M.Data[i], st.S.Data[i] = float32(math.Inf(-1)), 0
+	}
+	clear(st.O.Data)
+	clear(dataOf(st.O2))
+	clear(dataOf(st.C))
+}
+
+func (CPU) GATAttend(b *GATBlock, src *matrix.Dense, st GATState) {
 	b.run(func(rp *C.int64_t, cp *C.int32_t, lo, hi int) {
-		C.sc_gat_attend(rp, cp, f32p(b.Src), C.int64_t(b.H), C.int64_t(b.F), f32p(el), f32p(m), f32p(s), f32p(o), f32p(o2), f32p(c),
+		C.sc_gat_attend(rp, cp, f32p(src.Data), C.int64_t(b.H), C.int64_t(b.F), f32p(st.El.Data), f32p(st.M.Data), f32p(st.S.Data), f32p(st.O.Data),
+			f32p(dataOf(st.O2)), f32p(dataOf(st.C)), C.int64_t(lo), C.int64_t(hi), C.uint64_t(b.Key), C.float(b.Keep),
+			i64p(b.RowIDs), C.int64_t(b.RowID0), i64p(b.ColIDs), C.int64_t(b.ColID0))
+	})
+}
+
+func (CPU) GATFinish(z *matrix.Dense, st GATState, h int, concat bool) {
+	hf := st.O.Cols
+	f := hf / h
+	o, s := st.O.Data, st.S.Data
+	ParallelRows(z.Rows, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			for k := range h {
+				if sk := s[i*h+k]; sk > 0 {
+					Scale(o[i*hf+k*f:i*hf+(k+1)*f], 1/sk)
+				}
+			}
+			oi, zi := o[i*hf:(i+1)*hf], z.Data[i*z.Cols:(i+1)*z.Cols]
+			if concat {
+				copy(zi, oi)
+				continue
+			}
+			clear(zi)
+			for k := range h {
+				for x := range f {
+					zi[x] += oi[k*f+x]
+				}
+			}
+			Scale(zi, 1/float32(h))
+		}
+	})
+}
+
+func (CPU) GATGradRows(gpay, dEl, dEr, g *matrix.Dense, st GATState, h int, concat bool) {
+	clear(dEr.Data)
+	hf := st.O.Cols
+	f, gw, dout := hf/h, gpay.Cols, g.Cols
+	G, gp, el, m, s, o, o2, c, de := g.Data, gpay.Data, st.El.Data, st.M.Data, st.S.Data, st.O.Data, st.O2.Data, st.C.Data, dEl.Data
+	ParallelRows(g.Rows, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := gp[i*gw : (i+1)*gw]
+			for k := range h {
+				gk := row[k*f : (k+1)*f]
+				if concat {
+					copy(gk, G[i*dout+k*f:i*dout+(k+1)*f])
+				} else {
+					copy(gk, G[i*dout:(i+1)*dout])
+					Scale(gk, 1/float32(h))
+				}
+				ik, seg := i*h+k, i*hf+k*f
+				row[hf+k], row[hf+h+k], row[hf+2*h+k] = el[ik], m[ik], s[ik]
+				delta := dot(gk, o[seg:seg+f])
+				row[hf+3*h+k] = delta
+				de[ik] = 0
+				if sk := s[ik]; sk > 0 { // the target side
+					de[ik] = (dot(gk, o2[seg:seg+f]) - delta*c[ik]) / sk
+				}
+			}
+		}
+	})
+}
+
+func (CPU) GATNeighbour(b *GATBlock, src, own, dU, dEr *matrix.Dense) {
+	b.run(func(rp *C.int64_t, cp *C.int32_t, lo, hi int) {
+		C.sc_gat_neighbour(rp, cp, f32p(src.Data), C.int64_t(b.H), C.int64_t(b.F), f32p(own.Data), f32p(dU.Data), f32p(dEr.Data),
 			C.int64_t(lo), C.int64_t(hi), C.uint64_t(b.Key), C.float(b.Keep), i64p(b.RowIDs), C.int64_t(b.RowID0), i64p(b.ColIDs), C.int64_t(b.ColID0))
 	})
 }
 
-// GATNeighbour adds, for the block's rows as neighbours (own: their rows
-// as the targets used them), the targets' (Src: gradient rows) shares
-// into dU and dEr. Dropout keys take the block's columns as targets.
-func GATNeighbour(b *GATBlock, own, dU, dEr []float32) {
-	b.run(func(rp *C.int64_t, cp *C.int32_t, lo, hi int) {
-		C.sc_gat_neighbour(rp, cp, f32p(b.Src), C.int64_t(b.H), C.int64_t(b.F), f32p(own), f32p(dU), f32p(dEr),
-			C.int64_t(lo), C.int64_t(hi), C.uint64_t(b.Key), C.float(b.Keep), i64p(b.RowIDs), C.int64_t(b.RowID0), i64p(b.ColIDs), C.int64_t(b.ColID0))
-	})
+func (CPU) GATScoreGrads(dU, dAl, dAr, dEl, dEr, u, own, al, ar *matrix.Dense, h int) {
+	hf := u.Cols
+	f, w := hf/h, own.Cols
+	a, r, du, dal, dar := al.Data, ar.Data, dU.Data, dAl.Data, dAr.Data
+	clear(dal)
+	clear(dar)
+	for i := range u.Rows {
+		for k := range h {
+			gl, gr := dEl.Data[i*h+k], dEr.Data[i*h+k]
+			lo, hi := k*f, (k+1)*f
+			seg := du[i*hf+lo : i*hf+hi]
+			axpy(seg, gl, a[lo:hi])
+			axpy(seg, gr, r[lo:hi])
+			axpy(dal[lo:hi], gl, u.Data[i*hf+lo:i*hf+hi])
+			axpy(dar[lo:hi], gr, own.Data[i*w+lo:i*w+hi])
+		}
+	}
+}
+
+func dot(a, b []float32) float32 {
+	var s float32
+	for i, v := range a {
+		s += v * b[i]
+	}
+	return s
+}
+
+func axpy(y []float32, a float32, x []float32) {
+	for i, v := range x {
+		y[i] += a * v
+	}
 }

@@ -16,7 +16,7 @@ type Timed struct {
 }
 
 // TimedClasses are the classes Timed adds time to.
-var TimedClasses = []string{"gemm", "spmm", "dropout", "loss", "elementwise"}
+var TimedClasses = []string{"gemm", "spmm", "dropout", "loss", "elementwise", "attention"}
 
 // NewTimed wraps be.
 func NewTimed(be Backend) *Timed { return &Timed{Backend: be, Times: map[string]time.Duration{}} }
@@ -109,6 +109,34 @@ func (t *Timed) ELU(z *matrix.Dense) {
 func (t *Timed) ELUBackward(g, h *matrix.Dense) {
 	defer t.add("elementwise", time.Now())
 	t.Backend.(ELUOps).ELUBackward(g, h)
+}
+func (t *Timed) GATPayload(pay, el, u, al, ar *matrix.Dense, h int) {
+	defer t.add("attention", time.Now())
+	t.Backend.(Attention).GATPayload(pay, el, u, al, ar, h)
+}
+func (t *Timed) GATStart(st GATState) {
+	defer t.add("attention", time.Now())
+	t.Backend.(Attention).GATStart(st)
+}
+func (t *Timed) GATAttend(b *GATBlock, src *matrix.Dense, st GATState) {
+	defer t.add("attention", time.Now())
+	t.Backend.(Attention).GATAttend(b, src, st)
+}
+func (t *Timed) GATFinish(z *matrix.Dense, st GATState, h int, concat bool) {
+	defer t.add("attention", time.Now())
+	t.Backend.(Attention).GATFinish(z, st, h, concat)
+}
+func (t *Timed) GATGradRows(gpay, dEl, dEr, g *matrix.Dense, st GATState, h int, concat bool) {
+	defer t.add("attention", time.Now())
+	t.Backend.(Attention).GATGradRows(gpay, dEl, dEr, g, st, h, concat)
+}
+func (t *Timed) GATNeighbour(b *GATBlock, src, own, dU, dEr *matrix.Dense) {
+	defer t.add("attention", time.Now())
+	t.Backend.(Attention).GATNeighbour(b, src, own, dU, dEr)
+}
+func (t *Timed) GATScoreGrads(dU, dAl, dAr, dEl, dEr, u, own, al, ar *matrix.Dense, h int) {
+	defer t.add("attention", time.Now())
+	t.Backend.(Attention).GATScoreGrads(dU, dAl, dAr, dEl, dEr, u, own, al, ar, h)
 }
 func (t *Timed) DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense, sums []float32) {
 	defer t.add("dropout", time.Now())

@@ -20,7 +20,8 @@
 //	sparse.go    the sparsity-aware exchanger (the default) and its set-up
 //	layers.go    one type per layer kind: local ÂX, transform-first, aggregate-first
 //	sage.go      the GraphSAGE-mean layer (D⁻¹A forward, A·D⁻¹g backward)
-//	gat.go       the GAT layer: online softmax over blocks as they arrive
+//	gat.go       the GAT layer: online softmax over blocks as they arrive, through
+//	             the backend's Attention (or the CPU's on host copies)
 //	wire.go      blocks encoded in fewer bits: the owner keeps what receivers decode
 //	batch.go     cluster-batch training: each step's blocks restricted to its clusters
 //	multilabel.go the sigmoid cross-entropy and micro-F1 of multi-label graphs

@@ -33,8 +33,6 @@ package train
 // that the targets used.
 
 import (
-	"math"
-
 	"sancus/collectives/wire"
 	"sancus/kernels"
 	"sancus/kernels/matrix"
@@ -46,14 +44,13 @@ type gatLayer struct {
 	first    bool
 	h, f, hf int  // heads, features per head, h·f
 	concat   bool // hidden layer: heads side by side; last: their mean
+	att      kernels.Attention
 	in       *matrix.Dense
 	u, dU    *matrix.Dense // U = H̃W and its gradient, rows × hf
 	pay      *matrix.Dense // [U | er] per row: the forward rows that travel
 	gpay     *matrix.Dense // [G | el | m | s | δ] per row: the gradient rows that travel
-	el, m, s []float32     // rows × h
-	o        []float32     // rows × hf: each head's output
-	o2, c    []float32     // rows × hf, rows × h: the target side's sums
-	dEl, dEr []float32     // rows × h
+	st       kernels.GATState
+	dEl, dEr *matrix.Dense // rows × h
 	dAl, dAr *matrix.Dense
 	dIn      *matrix.Dense
 	refU     *matrix.Dense // variation-gap: the noise-free U and its rows
@@ -68,11 +65,17 @@ func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
 	r, m := e.rows(), e.m
 	L := &gatLayer{conv: c, first: c.l == 0, h: m.Heads[c.l], f: m.HeadWidth(c.l), concat: c.l+1 < m.Layers()}
 	L.hf = L.h * L.f
+	// The attention's own state lives where its kernels run: on the
+	// backend, or on the host beside the CPU's kernels (hostAttention).
+	state := e.be.NewDense
+	var ok bool
+	if L.att, ok = kernels.AttentionOf(e.be); !ok {
+		L.att, state = hostAttention{e}, matrix.NewDense
+	}
+	L.st = kernels.GATState{El: state(r, L.h), M: state(r, L.h), S: state(r, L.h), O: state(r, L.hf), O2: state(r, L.hf), C: state(r, L.h)}
+	L.dEl, L.dEr = state(r, L.h), state(r, L.h)
 	L.u, L.dU = e.be.NewDense(r, L.hf), e.be.NewDense(r, L.hf)
 	L.pay, L.gpay = e.be.NewDense(r, L.hf+L.h), e.be.NewDense(r, L.hf+4*L.h)
-	L.el, L.m, L.s = make([]float32, r*L.h), make([]float32, r*L.h), make([]float32, r*L.h)
-	L.dEl, L.dEr, L.o = make([]float32, r*L.h), make([]float32, r*L.h), make([]float32, r*L.hf)
-	L.o2, L.c = make([]float32, r*L.hf), make([]float32, r*L.h)
 	L.dAl, L.dAr = e.be.NewDense(1, L.hf), e.be.NewDense(1, L.hf)
 	L.dW = e.be.NewDense(c.din, L.hf)
 	L.extraGrads = []*matrix.Dense{L.dAl, L.dAr}
@@ -101,32 +104,12 @@ func (L *gatLayer) transform(e *Engine, u, in *matrix.Dense, mask matrix.Mask, c
 	return e.be.GEMM(u, L.in, w, false)
 }
 
-// payload writes the rows [U_i | a_r·U_i] into pay and, if el is not nil,
-// a_l·U_i into el.
-func (L *gatLayer) payload(e *Engine, u []float32, pay *matrix.Dense, el []float32) {
-	al, ar, p := e.m.AttL[L.l].Data, e.m.AttR[L.l].Data, e.host(pay)
-	w := L.hf + L.h
-	kernels.ParallelRows(pay.Rows, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			ui, pi := u[i*L.hf:(i+1)*L.hf], p[i*w:(i+1)*w]
-			copy(pi, ui)
-			for k := range L.h {
-				pi[L.hf+k] = dot(ar[k*L.f:(k+1)*L.f], ui[k*L.f:(k+1)*L.f])
-				if el != nil {
-					el[i*L.h+k] = dot(al[k*L.f:(k+1)*L.f], ui[k*L.f:(k+1)*L.f])
-				}
-			}
-		}
-	})
-	e.be.Upload(pay)
-}
-
 func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
 	mask := e.mask(p.epoch, L.l, p.train)
 	if err := L.transform(e, L.u, in.h, mask, false); err != nil {
 		return act{}, err
 	}
-	L.payload(e, e.host(L.u), L.pay, L.el)
+	L.att.GATPayload(L.pay, L.st.El, L.u, e.m.AttL[L.l], e.m.AttR[L.l], L.h)
 	var ref *matrix.Dense
 	if p.shadow {
 		var err error
@@ -138,49 +121,22 @@ func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
 	if pa := e.attDropout(); p.train && pa > 0 {
 		L.attKey, L.attKeep = wire.Seed(e.cfg.Optim.Seed^0x6a7, uint64(p.epoch)<<8|uint64(L.l)), float32(1-pa)
 	}
-	for i := range L.m {
-		L.m[i], L.s[i] = float32(math.Inf(-1)), 0
+	st := L.st
+	if !p.train { // the target side's sums serve a backward only
+		st.O2, st.C = nil, nil
 	}
-	clear(L.o)
-	o2, sums := L.o2, L.c
-	if !p.train {
-		o2, sums = nil, nil
-	}
-	clear(o2)
-	clear(sums)
+	L.att.GATStart(st)
 	c := L.cacheFor(p)
 	err := e.communicate(c, p.epoch, &ownRows{rows: L.pay}, ref, func(j int) error {
 		if c.blocks[j].NNZ() > 0 {
-			kernels.GATAttend(L.block(e, c.blocks[j], e.host(c.block(e.be, j)), j), L.el, L.m, L.s, L.o, o2, sums)
+			L.att.GATAttend(L.block(e, c.blocks[j], j), c.block(e.be, j), st)
 		}
 		return nil
 	})
 	if err != nil {
 		return act{}, err
 	}
-	z := e.host(L.z)
-	kernels.ParallelRows(e.rows(), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			for k := range L.h {
-				if s := L.s[i*L.h+k]; s > 0 {
-					kernels.Scale(L.o[i*L.hf+k*L.f:i*L.hf+(k+1)*L.f], 1/s)
-				}
-			}
-			oi, zi := L.o[i*L.hf:(i+1)*L.hf], z[i*L.dout:(i+1)*L.dout]
-			if L.concat {
-				copy(zi, oi)
-				continue
-			}
-			clear(zi)
-			for k := range L.h {
-				for x := range L.f {
-					zi[x] += oi[k*L.f+x]
-				}
-			}
-			kernels.Scale(zi, 1/float32(L.h))
-		}
-	})
-	e.be.Upload(L.z)
+	L.att.GATFinish(L.z, st, L.h, L.concat)
 	return act{h: L.z}, nil
 }
 
@@ -199,59 +155,35 @@ func (L *gatLayer) driftRef(e *Engine, in act, mask matrix.Mask) (*matrix.Dense,
 	if err := L.transform(e, L.refU, x, mask, true); err != nil {
 		return nil, err
 	}
-	L.payload(e, e.host(L.refU), L.refPay, nil)
+	L.att.GATPayload(L.refPay, nil, L.refU, e.m.AttL[L.l], e.m.AttR[L.l], L.h)
 	return L.refPay, nil
 }
 
-// block is root j's block of this layer's attention (src: its rows as
-// this rank holds them, of either width), with the ids that key dropout.
-func (L *gatLayer) block(e *Engine, blk *matrix.CSR, src []float32, j int) *kernels.GATBlock {
-	return &kernels.GATBlock{A: blk, Src: src, H: L.h, F: L.f, Key: L.attKey, Keep: L.attKeep,
+// block is root j's block of this layer's attention, with the ids that key
+// dropout.
+func (L *gatLayer) block(e *Engine, blk *matrix.CSR, j int) *kernels.GATBlock {
+	return &kernels.GATBlock{A: blk, H: L.h, F: L.f, Key: L.attKey, Keep: L.attKeep,
 		RowIDs: e.part.ownIDs, RowID0: e.s.Offsets[e.rank], ColIDs: e.view.ids[j], ColID0: e.s.Offsets[j]}
 }
 
 func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
 	e.clip(g)
-	G, gp, gw := e.host(g), e.host(L.gpay), L.hf+4*L.h
-	kernels.ParallelRows(e.rows(), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			row := gp[i*gw : (i+1)*gw]
-			for k := range L.h {
-				gk := row[k*L.f : (k+1)*L.f]
-				if L.concat {
-					copy(gk, G[i*L.dout+k*L.f:i*L.dout+(k+1)*L.f])
-				} else {
-					copy(gk, G[i*L.dout:(i+1)*L.dout])
-					kernels.Scale(gk, 1/float32(L.h))
-				}
-				ik, seg := i*L.h+k, i*L.hf+k*L.f
-				row[L.hf+k], row[L.hf+L.h+k], row[L.hf+2*L.h+k] = L.el[ik], L.m[ik], L.s[ik]
-				delta := dot(gk, L.o[seg:seg+L.f])
-				row[L.hf+3*L.h+k] = delta
-				L.dEl[ik] = 0
-				if s := L.s[ik]; s > 0 { // the target side
-					L.dEl[ik] = (dot(gk, L.o2[seg:seg+L.f]) - delta*L.c[ik]) / s
-				}
-			}
-		}
-	})
-	e.be.Upload(L.gpay)
-	// The neighbour side, as each target's rows arrive.
-	own := e.host(L.fwd.block(e.be, e.rank)) // this rank's rows as the targets used them
+	// The target side, from the forward's sums; the rows that travel.
+	L.att.GATGradRows(L.gpay, L.dEl, L.dEr, g, L.st, L.h, L.concat)
+	// The neighbour side, as each target's rows arrive, against this
+	// rank's rows as the targets used them.
+	own := L.fwd.block(e.be, e.rank)
 	e.be.Zero(L.dU)
-	clear(L.dEr)
-	dU := e.host(L.dU)
 	err := e.communicate(L.grad, epoch, &ownRows{rows: L.gpay}, nil, func(j int) error {
 		if blk := L.grad.blocks[j]; blk.NNZ() > 0 {
-			L.neighbourSide(e, blk, e.host(L.grad.block(e.be, j)), j, own, dU)
+			L.att.GATNeighbour(L.block(e, blk, j), L.grad.block(e.be, j), own, L.dU, L.dEr)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	L.scoreGradients(e, own, dU)
-	e.be.Upload(L.dU)
+	L.att.GATScoreGrads(L.dU, L.dAl, L.dAr, L.dEl, L.dEr, L.u, own, e.m.AttL[L.l], e.m.AttR[L.l], L.h)
 	if L.first {
 		return nil, e.input.MulT(L.dW, L.dU)
 	}
@@ -259,36 +191,6 @@ func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dens
 		return nil, err
 	}
 	return L.dIn, e.be.GEMMNT(L.dIn, L.dU, e.m.W[L.l])
-}
-
-// neighbourSide adds, for this rank's rows r, Σ_i d α G_i into ∂U_r and
-// Σ_i ∂s_ir into ∂er_r over the targets i of root j's block (src: their
-// gradient rows; own: this rank's [U | er] as the targets used them).
-func (L *gatLayer) neighbourSide(e *Engine, blk *matrix.CSR, src []float32, j int, own, dU []float32) {
-	kernels.GATNeighbour(L.block(e, blk, src, j), own, dU, L.dEr)
-}
-
-// scoreGradients carries ∂el and ∂er into ∂U and the attention vectors:
-// el_i = a_l·U_i on the fresh rows, er_r = a_r·U_r on the rows as sent.
-func (L *gatLayer) scoreGradients(e *Engine, own, dU []float32) {
-	al, ar, u := e.m.AttL[L.l].Data, e.m.AttR[L.l].Data, e.host(L.u)
-	dal, dar := e.host(L.dAl), e.host(L.dAr)
-	clear(dal)
-	clear(dar)
-	w := L.hf + L.h
-	for r := range e.rows() {
-		for k := range L.h {
-			gl, gr := L.dEl[r*L.h+k], L.dEr[r*L.h+k]
-			lo, hi := k*L.f, (k+1)*L.f
-			du := dU[r*L.hf+lo : r*L.hf+hi]
-			axpy(du, gl, al[lo:hi])
-			axpy(du, gr, ar[lo:hi])
-			axpy(dal[lo:hi], gl, u[r*L.hf+lo:r*L.hf+hi])
-			axpy(dar[lo:hi], gr, own[r*w+lo:r*w+hi])
-		}
-	}
-	e.be.Upload(L.dAl)
-	e.be.Upload(L.dAr)
 }
 
 // attDropout is the attention dropout probability.
@@ -299,16 +201,56 @@ func (e *Engine) attDropout() float64 {
 	return e.cfg.Model.AttDropout
 }
 
-func dot(a, b []float32) float32 {
-	var s float32
-	for i, v := range a {
-		s += v * b[i]
+// hostAttention is the CPU's attention on host copies of the engine's
+// matrices, for a backend without its own. The layer's state (GATState,
+// ∂el, ∂er) is then host memory and never moves; the model's attention
+// vectors are read from the host, where the optimizer keeps them.
+type hostAttention struct{ e *Engine }
+
+func (h hostAttention) down(ds ...*matrix.Dense) {
+	for _, d := range ds {
+		h.e.be.Download(d)
 	}
-	return s
 }
 
-func axpy(y []float32, a float32, x []float32) {
-	for i, v := range x {
-		y[i] += a * v
+func (h hostAttention) up(ds ...*matrix.Dense) {
+	for _, d := range ds {
+		h.e.be.Upload(d)
 	}
+}
+
+func (h hostAttention) GATPayload(pay, el, u, al, ar *matrix.Dense, heads int) {
+	h.down(u)
+	kernels.CPU{}.GATPayload(pay, el, u, al, ar, heads)
+	h.up(pay)
+}
+
+func (h hostAttention) GATStart(st kernels.GATState) { kernels.CPU{}.GATStart(st) }
+
+func (h hostAttention) GATAttend(b *kernels.GATBlock, src *matrix.Dense, st kernels.GATState) {
+	h.down(src)
+	kernels.CPU{}.GATAttend(b, src, st)
+}
+
+func (h hostAttention) GATFinish(z *matrix.Dense, st kernels.GATState, heads int, concat bool) {
+	kernels.CPU{}.GATFinish(z, st, heads, concat)
+	h.up(z)
+}
+
+func (h hostAttention) GATGradRows(gpay, dEl, dEr, g *matrix.Dense, st kernels.GATState, heads int, concat bool) {
+	h.down(g)
+	kernels.CPU{}.GATGradRows(gpay, dEl, dEr, g, st, heads, concat)
+	h.up(gpay)
+}
+
+func (h hostAttention) GATNeighbour(b *kernels.GATBlock, src, own, dU, dEr *matrix.Dense) {
+	h.down(src, own, dU)
+	kernels.CPU{}.GATNeighbour(b, src, own, dU, dEr)
+	h.up(dU)
+}
+
+func (h hostAttention) GATScoreGrads(dU, dAl, dAr, dEl, dEr, u, own, al, ar *matrix.Dense, heads int) {
+	h.down(dU, u, own)
+	kernels.CPU{}.GATScoreGrads(dU, dAl, dAr, dEl, dEr, u, own, al, ar, heads)
+	h.up(dU, dAl, dAr)
 }
