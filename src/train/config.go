@@ -41,6 +41,25 @@ type ModelConfig struct {
 	Precompute bool
 }
 
+// widths are the layers' input and output widths, from features to
+// classes (a GAT's hidden width is its heads' together), and a GAT's heads
+// per layer (nil for the other families).
+func (m ModelConfig) widths(features, classes int) (dims, heads []int) {
+	dims = []int{features}
+	for l := 0; l+1 < m.Layers; l++ {
+		if m.Arch.Attends() {
+			dims, heads = append(dims, m.Heads*m.Hidden), append(heads, m.Heads)
+		} else {
+			dims = append(dims, m.Hidden)
+		}
+	}
+	dims = append(dims, classes)
+	if m.Arch.Attends() {
+		heads = append(heads, m.OutHeads)
+	}
+	return dims, heads
+}
+
 // OptimConfig is how it is trained.
 type OptimConfig struct {
 	Epochs      int

@@ -164,18 +164,7 @@ func (e *Engine) setup() error {
 	if err := e.openInput(); err != nil {
 		return err
 	}
-	dims, heads := []int{e.s.FeatDim}, []int(nil)
-	for l := 0; l+1 < e.cfg.Model.Layers; l++ {
-		if e.cfg.Model.Arch.Attends() {
-			dims, heads = append(dims, e.cfg.Model.Heads*e.cfg.Model.Hidden), append(heads, e.cfg.Model.Heads)
-		} else {
-			dims = append(dims, e.cfg.Model.Hidden)
-		}
-	}
-	dims = append(dims, e.s.Classes)
-	if e.cfg.Model.Arch.Attends() {
-		heads = append(heads, e.cfg.Model.OutHeads)
-	}
+	dims, heads := e.cfg.Model.widths(e.s.FeatDim, e.s.Classes)
 	if err := e.fitsMemory(dims); err != nil {
 		return err
 	}
