@@ -21,7 +21,7 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: cuda test-cuda all deps torch build run test test-go test-short test-mpi test-slurm chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-sancus bench-partition bench-powerlaw bench-link bench-ab clean
+.PHONY: cuda test-cuda all deps torch build run test test-go test-short test-mpi test-slurm chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-sancus bench-partition bench-powerlaw bench-link bench-ab bench-models clean
 
 all: build
 
@@ -164,6 +164,12 @@ bench-partition: build
 # MODELS, EPOCHS, LR as slurm/link-bench.sh reads them.
 bench-link: build
 	bash slurm/link-bench.sh results/bench/link
+
+# Every model in one process and at P = 2 next to plain PyTorch and to its
+# memory-bound time (compulsory bytes over the triad), on the 100k graph
+# with 60% training rows, taking turns (ROUNDS, EPOCHS as the script reads).
+bench-models: build torch
+	bash slurm/models-vs-torch.sh results/bench/models "$(MPIRUN)" $(or $(ROUNDS),3)
 
 # Graphs shaped like the real ones: replication factors, balance by
 # nonzeros, each partitioner's bytes and accuracy on the arxiv-like graph.

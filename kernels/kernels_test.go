@@ -1218,3 +1218,40 @@ func TestAddAndScaleRows(t *testing.T) {
 		t.Fatal("ScaleRows wrote a row s does not list")
 	}
 }
+
+// TestTimedCountsCompulsoryBytes: Timed counts each operand once and each
+// result once (twice when summed into), a CSR at 8 bytes a nonzero and 8 a
+// row, per class, and the total over classes.
+func TestTimedCountsCompulsoryBytes(t *testing.T) {
+	tm := NewTimed(CPU{})
+	a, b, c := matrix.NewDense(40, 30), matrix.NewDense(30, 20), matrix.NewDense(40, 20)
+	if err := tm.GEMM(c, a, b, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.GEMM(c, a, b, true); err != nil {
+		t.Fatal(err)
+	}
+	csr := &matrix.CSR{Rows: 30, Cols: 40, RowPtr: make([]int64, 31)}
+	for r := range 30 { // one nonzero a row
+		csr.RowPtr[r+1] = int64(r + 1)
+		csr.ColIdx = append(csr.ColIdx, int32(r))
+		csr.Val = append(csr.Val, 1)
+	}
+	out := matrix.NewDense(30, 20)
+	if err := tm.SpMM(out, csr, c, false); err != nil {
+		t.Fatal(err)
+	}
+	tm.ReLUBackward(c, c)
+	gemm := int64(4 * (2*(40*30+30*20+40*20) + 40*20))
+	spmm := int64(8*30+8*31) + 4*(40*20+30*20)
+	elem := int64(4 * 3 * 40 * 20)
+	if tm.Bytes["gemm"] != gemm || tm.Bytes["spmm"] != spmm || tm.Bytes["elementwise"] != elem {
+		t.Fatalf("bytes %v, want gemm %d, spmm %d, elementwise %d", tm.Bytes, gemm, spmm, elem)
+	}
+	if got := tm.TotalBytes(); got != gemm+spmm+elem {
+		t.Fatalf("total %d, want %d", got, gemm+spmm+elem)
+	}
+	if (*Timed)(nil).TotalBytes() != 0 {
+		t.Fatal("a nil Timed counts bytes")
+	}
+}

@@ -164,6 +164,14 @@ type RankStats struct {
 	// KernelMs is, with --profile-kernels, the wall time of the kernel
 	// calls by class over the whole run (training and evaluation).
 	KernelMs map[string]float64 `json:"kernel_ms,omitempty"`
+	// KernelMB is, with --profile-kernels, the compulsory bytes of those
+	// calls by class, in MB (kernels.Timed says how they are counted): over
+	// the triad's rate, the time the memory alone would take.
+	KernelMB map[string]float64 `json:"kernel_mb,omitempty"`
+	// StepMB is, with --profile-kernels, the compulsory bytes of the
+	// training steps alone (no evaluation), in MB: per epoch, what the
+	// epoch's memory-bound time is read from (sancus bench triad).
+	StepMB float64 `json:"step_mb,omitempty"`
 }
 
 // Result is what a run reports; rank 0 writes it as the results JSON.

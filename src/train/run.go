@@ -80,6 +80,7 @@ type runState struct {
 	first         int     // first epoch to run (after a resume)
 	compute, wait time.Duration
 	evalSent      int64
+	stepBytes     int64   // --profile-kernels: the training steps' compulsory bytes
 	ran           int     // epochs this run has trained (not resumed ones)
 	spentMs       float64 // their training and evaluation milliseconds
 }
@@ -170,11 +171,13 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 	sent0 := stats.Total().BytesSent
 	var lossSum float64
 	var diverged error
+	b0 := e.tally.timed.TotalBytes()
 	if e.batch != nil {
 		lossSum, diverged = e.batchEpoch(ep)
 	} else {
 		lossSum, diverged = e.trainStep(ep)
 	}
+	r.stepBytes += e.tally.timed.TotalBytes() - b0
 	if diverged != nil && !errors.Is(diverged, ErrDiverged) {
 		return false, diverged
 	}
@@ -393,9 +396,14 @@ func (e *Engine) finish(r *runState) error {
 		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), PeakRSSMB: launch.PeakRSSMB(), PssMB: launch.PssMB(), BaseRSSMB: e.cfg.Run.BaseRSSMB}
 	if e.tally.timed != nil {
 		mine.KernelMs = map[string]float64{}
+		mine.KernelMB = map[string]float64{}
 		for k, d := range e.tally.timed.Times {
 			mine.KernelMs[k] = ms(d)
 		}
+		for k, b := range e.tally.timed.Bytes {
+			mine.KernelMB[k] = float64(b) / 1e6
+		}
+		mine.StepMB = float64(r.stepBytes) / 1e6
 	}
 	var err error
 	if res.PerRank, err = e.gatherRankStats(mine); err != nil {
@@ -555,9 +563,9 @@ func (e *Engine) gatherRankStats(mine result.RankStats) ([]result.RankStats, err
 	if err != nil {
 		return nil, fmt.Errorf("gathering per-rank statistics: %w", err)
 	}
-	f := []float64{mine.ComputeSec, mine.CommSec, mine.CommWaitSec, mine.PeakRSSMB, mine.CompulsoryMB, mine.BaseRSSMB, mine.PssMB}
+	f := []float64{mine.ComputeSec, mine.CommSec, mine.CommWaitSec, mine.PeakRSSMB, mine.CompulsoryMB, mine.BaseRSSMB, mine.PssMB, mine.StepMB}
 	for _, k := range kernels.TimedClasses {
-		f = append(f, mine.KernelMs[k])
+		f = append(f, mine.KernelMs[k], mine.KernelMB[k])
 	}
 	nf := len(f)
 	floats, err := collectives.Allgather(e.c, f)
@@ -568,11 +576,11 @@ func (e *Engine) gatherRankStats(mine result.RankStats) ([]result.RankStats, err
 	for r := range out {
 		i, f := ints[5*r:], floats[nf*r:]
 		out[r] = result.RankStats{Rank: r, Rows: int(i[0]), BytesSent: i[1], BytesRecv: i[2], EvalBytesSent: i[3], CacheBytes: i[4],
-			ComputeSec: f[0], CommSec: f[1], CommWaitSec: f[2], PeakRSSMB: f[3], CompulsoryMB: f[4], BaseRSSMB: f[5], PssMB: f[6]}
+			ComputeSec: f[0], CommSec: f[1], CommWaitSec: f[2], PeakRSSMB: f[3], CompulsoryMB: f[4], BaseRSSMB: f[5], PssMB: f[6], StepMB: f[7]}
 		if mine.KernelMs != nil { // every rank runs the same configuration
-			out[r].KernelMs = map[string]float64{}
+			out[r].KernelMs, out[r].KernelMB = map[string]float64{}, map[string]float64{}
 			for k, class := range kernels.TimedClasses {
-				out[r].KernelMs[class] = f[7+k]
+				out[r].KernelMs[class], out[r].KernelMB[class] = f[8+2*k], f[9+2*k]
 			}
 		}
 	}

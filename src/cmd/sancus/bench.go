@@ -26,13 +26,44 @@ func init() {
 }
 
 func runBench(args []string) error {
-	if len(args) == 0 || (args[0] != "kernels" && args[0] != "comm") {
-		return fmt.Errorf("usage: sancus bench kernels|comm [flags] (see --help of each)")
+	if len(args) == 0 {
+		return fmt.Errorf("usage: sancus bench kernels|comm|triad [flags] (see --help of each)")
 	}
-	if args[0] == "kernels" {
+	switch args[0] {
+	case "kernels":
 		return benchKernels(args[1:])
+	case "comm":
+		return benchComm(args[1:])
+	case "triad":
+		return benchTriad(args[1:])
 	}
-	return benchComm(args[1:])
+	return fmt.Errorf("usage: sancus bench kernels|comm|triad [flags] (see --help of each)")
+}
+
+// benchTriad prints the CPU's STREAM triad rate (GB/s, on the kernel
+// threads): what an epoch's compulsory bytes (train --profile-kernels:
+// step_mb) are divided by for its memory-bound time.
+func benchTriad(args []string) error {
+	fs := newFlags("bench triad", "bench triad [--mb N]: the STREAM triad a = b + s·c, best of 10")
+	mb := fs.Int("mb", 128, "size of each of the three arrays, in MB (far past the last-level cache)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *mb < 1 {
+		return fmt.Errorf("--mb must be ≥ 1, got %d", *mb)
+	}
+	fmt.Printf("triad %.2f GB/s (%d threads, %s)\n", triadGBs(*mb<<18), kernels.Threads(), kernels.SIMD())
+	return nil
+}
+
+// triadGBs is the best of 10 triads over arrays of n floats, in GB/s.
+func triadGBs(n int) float64 {
+	a, b, c := make([]float32, n), make([]float32, n), make([]float32, n)
+	for i := range b {
+		b[i], c[i] = 1, 2
+	}
+	kernels.Triad(a, b, c, 3)
+	return float64(12*n) / best(10, func() { kernels.Triad(a, b, c, 3) }).Seconds() / 1e9
 }
 
 // best runs f reps times and returns the fastest duration: the figure least

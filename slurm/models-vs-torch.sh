@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Every model's epoch next to plain PyTorch on one graph, and next to its
+# memory-bound time: the 100k-node / 1M-edge planted graph with 128
+# features and a 60/20/20 split (most rows train), in one process and at
+# P = 2 under mpirun, each round taking turns with PyTorch
+# (slurm/torch_gnn.py --train-only, as many threads as cores) and the STREAM
+# triad. With --profile-kernels a run reports its training steps'
+# compulsory bytes (step_mb); over the round's triad rate they are the
+# epoch's memory-bound time.
+#   usage: slurm/models-vs-torch.sh OUTDIR "MPIRUN [flags]" [ROUNDS] [EPOCHS] [TORCH_EPOCHS]
+# Writes OUTDIR/runs/*.json, OUTDIR/rounds.tsv (one row per run) and
+# OUTDIR/summary.tsv (medians over the rounds).
+set -euo pipefail
+out=$1 mpirun=$2 rounds=${3:-3} epochs=${4:-12} tepochs=${5:-4}
+bin=${SANCUS:-bin/sancus}
+data=${DATA:-data/planted-100k-t60}
+[ -e "$data/test.txt" ] || "$bin" gen --out "$data" --nodes 100000 --edges 1000000 --features 128 --classes 16 \
+	--train 0.6 --val 0.2 --seed 1 --quiet
+py=none
+for p in python3 /usr/bin/python3; do # the first with PyTorch (pyenv's may lack it)
+	if $p -c 'import torch' 2>/dev/null; then py=$p && break; fi
+done
+[ "$py" != none ] || echo "no PyTorch (make torch installs Debian's): its column stays empty" >&2
+mkdir -p "$out/runs"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for np in 1 2; do "$bin" prepare --data "$data" --parts "$np" --out "$tmp/P$np" --quiet >/dev/null; done
+# name|sancus flags|torch_gnn.py flags
+models=(
+	"gcn-2x16|--model gcn --hidden 16|--model gcn --hidden 16"
+	"sage-2x16|--model sage --hidden 16|--model sage --hidden 16"
+	"gat-2x8x8|--model gat --heads 8 --hidden 8|--model gat --heads 8 --hidden 8"
+	"sage-3x256|--model sage --hidden 256 --layers 3|--model sage --hidden 256 --layers 3"
+)
+# fields prints a run's ms per epoch and its rank 0's step bytes per epoch (MB).
+fields() {
+	python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))["result"]
+print("%s\t%.2f" % (r["mean_epoch_ms"], r["per_rank"][0].get("step_mb", 0) / len(r["curve"])))' "$1"
+}
+printf 'round\tmodel\trun\tms_per_epoch\tstep_mb_per_epoch\n' >"$out/rounds.tsv"
+for r in $(seq "$rounds"); do
+	gbs=$("$bin" bench triad | sed -n 's/^triad \([0-9.]*\) GB\/s.*/\1/p')
+	printf '%d\ttriad\tGB/s\t%s\t\n' "$r" "$gbs" >>"$out/rounds.tsv"
+	for m in "${models[@]}"; do
+		IFS='|' read -r name flags tflags <<<"$m"
+		read -ra args <<<"--epochs $epochs --eval-every 0 --quiet --profile-kernels $flags"
+		f=$out/runs/$name-P1-r$r.json
+		"$bin" train --shards "$tmp/P1" "${args[@]}" --out "$f" </dev/null >/dev/null
+		printf '%d\t%s\tsancus P=1\t%s\n' "$r" "$name" "$(fields "$f")" >>"$out/rounds.tsv"
+		f=$out/runs/$name-P2-r$r.json
+		$mpirun -np 2 "$bin" train --shards "$tmp/P2" "${args[@]}" --out "$f" </dev/null >/dev/null
+		printf '%d\t%s\tsancus P=2\t%s\n' "$r" "$name" "$(fields "$f")" >>"$out/rounds.tsv"
+		if [ "$py" != none ]; then
+			read -ra targs <<<"$tflags"
+			ms=$($py slurm/torch_gnn.py "$data" "${targs[@]}" --seeds 1 --epochs "$tepochs" --train-only 2>/dev/null |
+				sed -n 's/.*, \([0-9.]*\) ms\/epoch.*/\1/p')
+			printf '%d\t%s\tpytorch\t%s\t\n' "$r" "$name" "$ms" >>"$out/rounds.tsv"
+		fi
+	done
+done
+python3 - "$out" <<'PY'
+import csv, os, statistics as st, sys
+out = sys.argv[1]
+rows = list(csv.DictReader(open(os.path.join(out, "rounds.tsv")), delimiter="\t"))
+med = lambda xs: st.median(xs) if xs else float("nan")
+triad = med([float(r["ms_per_epoch"]) for r in rows if r["model"] == "triad"])
+get = lambda m, run, k: [float(r[k]) for r in rows if r["model"] == m and r["run"] == run and r[k]]
+with open(os.path.join(out, "summary.tsv"), "w") as f:
+    f.write("model\tsancus_P1_ms\tsancus_P2_ms\tP2_over_P1\tpytorch_ms\tsancus_P1_of_pytorch\tstep_mb\tbound_ms\tP1_over_bound\n")
+    for m in dict.fromkeys(r["model"] for r in rows if r["model"] != "triad"):
+        p1, p2, pt = med(get(m, "sancus P=1", "ms_per_epoch")), med(get(m, "sancus P=2", "ms_per_epoch")), med(get(m, "pytorch", "ms_per_epoch"))
+        mb = med(get(m, "sancus P=1", "step_mb_per_epoch"))
+        bound = mb / triad  # MB / (GB/s) = ms
+        f.write("%s\t%.1f\t%.1f\t%.2f\t%.1f\t1/%.1f\t%.1f\t%.2f\t%.2f\n" % (m, p1, p2, p2 / p1, pt, pt / p1, mb, bound, p1 / bound))
+    f.write("# triad %.2f GB/s (median of %d rounds)\n" % (triad, len([r for r in rows if r["model"] == "triad"])))
+print(open(os.path.join(out, "summary.tsv")).read())
+PY
