@@ -203,6 +203,7 @@ func TestOGBRoundTripAndMalformed(t *testing.T) {
 		{"raw/node-label.csv.gz", "0,1\n1,0,1\n", "node-label.csv.gz:2: 3 features, the first row has 2"},
 		{"raw/node-feat.csv.gz", "0,1\n", "node-feat.csv.gz:1: unexpected end of file: 1 feature rows for a graph of 500 nodes"},
 		{"raw/num-node-list.csv.gz", "500\n20\n", "num-node-list.csv.gz:2: more than one graph"},
+		{"raw/num-node-list.csv.gz", "1000000000000\n", "num-node-list.csv.gz:1: node count 1000000000000: sancus numbers nodes with int32"},
 		{"split/random/valid.csv.gz", "7\n", "is also in"},
 	} {
 		if err := WriteOGB(raw, ogb); err != nil {

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strings"
 
@@ -40,6 +41,19 @@ func (l *lineReader) fits(h MTXHeader) error {
 	need := 8*(int64(max(h.Rows, h.Cols))+1) + 8*entries
 	if avail := launch.AvailableBytes(); avail > 0 && need > avail {
 		return l.errorf("a %d × %d matrix of %d entries would need %.1f GB; this machine has %.1f GB available", h.Rows, h.Cols, h.NNZ, float64(need)/1e9, float64(avail)/1e9)
+	}
+	return nil
+}
+
+// nodesFit refuses a node count before anything is allocated for it: node
+// ids are int32, and the per-node arrays (row pointers, labels, the split,
+// a feature row's pointer) take 24 bytes a node at least.
+func nodesFit(n int) error {
+	if n > math.MaxInt32 {
+		return fmt.Errorf("node count %d: sancus numbers nodes with int32 (at most %d)", n, math.MaxInt32)
+	}
+	if need, avail := 24*int64(n), launch.AvailableBytes(); avail > 0 && need > avail {
+		return fmt.Errorf("node count %d would need %.1f GB for its per-node arrays alone; this machine has %.1f GB available", n, float64(need)/1e9, float64(avail)/1e9)
 	}
 	return nil
 }

@@ -86,6 +86,9 @@ func ogbNodes(dir string) (int, error) {
 		if n < 1 {
 			return 0, l.errorf("node count %d", n)
 		}
+		if err := nodesFit(n); err != nil {
+			return 0, l.errorf("%v", err)
+		}
 	}
 	if err := l.err(); err != nil {
 		return 0, err

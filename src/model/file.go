@@ -52,6 +52,12 @@ type Spec struct {
 	Epochs       int             `json:"epochs"`
 	FinalTestAcc float64         `json:"final_test_acc"`
 	Training     json.RawMessage `json:"training,omitempty"`
+	// Data is the training data's files, their sizes and how they were
+	// read ("": not known); predict warns when its data's differs.
+	Data string `json:"data,omitempty"`
+	// Status is how the training run ended where not completed:
+	// "diverged" (the weights are the last finite ones) or "stopped".
+	Status string `json:"status,omitempty"`
 }
 
 // SymNorm names the adjacency every sancus GCN uses.

@@ -17,7 +17,10 @@ const MetaFile = "meta.json"
 
 // Meta is the content of MetaFile.
 type Meta struct {
-	Dataset     string `json:"dataset"`
+	Dataset string `json:"dataset"`
+	// Data is the dataset's files, their sizes and how they were read (a
+	// model trained on these shards keeps it; predict compares).
+	Data        string `json:"data,omitempty"`
 	Parts       int    `json:"parts"`
 	Nodes       int    `json:"nodes"`
 	Features    int    `json:"features"`

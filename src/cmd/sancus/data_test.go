@@ -96,6 +96,34 @@ func TestPredictReproducesTraining(t *testing.T) {
 			}
 		}
 	}
+	// Warnings: none on the training data; data whose files differ (a
+	// copy of Cora with a blank line added to labels.txt); a model saved
+	// by a run that diverged.
+	if o, err := run(t, 0, "predict", "--model-file", mf, "--data", cora, "--out", filepath.Join(dir, "same")); err != nil || strings.Contains(o, "is not the data") || strings.Contains(o, "diverged") {
+		t.Fatalf("predict on the training data: err %v, or a warning:\n%s", err, o)
+	}
+	other := filepath.Join(dir, "cora-copy")
+	os.MkdirAll(other, 0o755)
+	for _, f := range []string{"graph.mtx", "features.mtx", "labels.txt", "train.txt", "val.txt", "test.txt"} {
+		b, err := os.ReadFile(filepath.Join(cora, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "labels.txt" {
+			b = append(b, '\n')
+		}
+		os.WriteFile(filepath.Join(other, f), b, 0o644)
+	}
+	if o, err := run(t, 0, "predict", "--model-file", mf, "--data", other, "--out", filepath.Join(dir, "other")); err != nil || !strings.Contains(o, "is not the data model file") || !strings.Contains(o, "labels.txt") {
+		t.Fatalf("predict on changed data: err %v, want a warning naming the data:\n%s", err, o)
+	}
+	dv := filepath.Join(dir, "diverged.model")
+	if o, err := run(t, 0, "train", "--data", cora, "--epochs", "30", "--lr", "1e9", "--quiet", "--save-model", dv, "--out", filepath.Join(dir, "dv.json")); err == nil {
+		t.Fatalf("train at lr 1e9 did not diverge:\n%s", o)
+	}
+	if o, err := run(t, 0, "predict", "--model-file", dv, "--data", cora, "--out", filepath.Join(dir, "dv")); err != nil || !strings.Contains(o, "was saved by a run that diverged") {
+		t.Fatalf("predict with a diverged model: err %v, want a warning:\n%s", err, o)
+	}
 	// Refusals: another feature width, another class count, a corrupt file.
 	gen := filepath.Join(dir, "g")
 	if o, err := run(t, 0, "gen", "--out", gen, "--nodes", "2708", "--edges", "10000", "--features", "1433", "--classes", "5"); err != nil {

@@ -104,6 +104,7 @@ func runPredict(args []string) error {
 	if err != nil {
 		return err
 	}
+	notePredictData(pf, spec)
 	if err := atomicfile.CheckDir(pf.out); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
@@ -128,6 +129,27 @@ func runPredict(args []string) error {
 	return collectives.NewWorld(pf.ranks, pf.timeout).Run(func(c collectives.Comm) error {
 		return predictRank(pf, spec, m, c, shards[c.Rank()])
 	})
+}
+
+// notePredictData warns (once, on stderr; rank 0 under MPI) where the
+// model's weights are not a finished run's, or its data is not the data it
+// was trained on: other files or sizes, or other preprocessing.
+func notePredictData(pf predictFlags, spec model.Spec) {
+	if env, err := launch.Detect(); err == nil && env.Rank != 0 {
+		return
+	}
+	if spec.Status == "diverged" {
+		fmt.Fprintf(os.Stderr, "sancus: model file %s was saved by a run that diverged: its weights are the last finite ones, not a trained model's\n", pf.modelFile)
+	}
+	data := ""
+	if pf.data != "" {
+		data = dataIdentity(pf.data, graph.LoadOptions{NormalizeFeatures: spec.NormalizeFeatures, Split: spec.Split, SplitSeed: spec.SplitSeed, SplitName: spec.SplitName})
+	} else if meta, err := shard.ReadMeta(pf.shards); err == nil {
+		data = meta.Data
+	}
+	if spec.Data != "" && data != "" && data != spec.Data {
+		fmt.Fprintf(os.Stderr, "sancus: %s is not the data model file %s was trained on: %s, trained on %s\n", dataName(pf), pf.modelFile, data, spec.Data)
+	}
 }
 
 // predictMPI runs this process as one rank; any error aborts the job with

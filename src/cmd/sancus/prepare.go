@@ -91,7 +91,7 @@ func runPrepare(args []string) (err error) {
 	}
 	metrics := partition.FromBlocks(blocks)
 	ds := prep.DS
-	meta := shard.Meta{Dataset: ds.Name, Parts: *parts, Nodes: ds.N, Features: ds.Features.Cols, Classes: ds.Classes,
+	meta := shard.Meta{Dataset: ds.Name, Data: dataIdentity(*data, load), Parts: *parts, Nodes: ds.N, Features: ds.Features.Cols, Classes: ds.Classes,
 		Precomputed: *pre, NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName, Offsets: prep.Offsets, Partitioner: pf.name, Partition: metrics, PartitionS: took.Seconds(), Clusters: *clusters,
 		PeakRSSMB: launch.PeakRSSMB(), CompulsoryMB: prep.CompulsoryMB(), Created: time.Now().UTC(), Set: fmt.Sprintf("%016x", prep.Set)}
 	if err := shard.WriteMeta(*out, meta); err != nil {
@@ -135,6 +135,13 @@ func addLoadFlags(fs *pflag.FlagSet, o *graph.LoadOptions, when string) {
 // source says what prepare read and how, for the shard set's identity: the
 // data's files with their sizes, the loader's flags and the partitioner.
 func source(data string, load graph.LoadOptions, partitioner string) string {
+	return fmt.Sprintf("%s %s partitioner=%s", filepath.Base(data), dataIdentity(data, load), partitioner)
+}
+
+// dataIdentity is what a dataset is as sancus reads it, without its name:
+// its files and their sizes, feature normalization and the split drawn.
+// A model file keeps it, and predict warns when its data's differs.
+func dataIdentity(data string, load graph.LoadOptions) string {
 	var files []string
 	add := func(p string) {
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
@@ -148,7 +155,7 @@ func source(data string, load graph.LoadOptions, partitioner string) string {
 	} else {
 		add(data)
 	}
-	return fmt.Sprintf("%s %v normalize=%v split=%s/%d/%s partitioner=%s", filepath.Base(data), files, load.NormalizeFeatures, load.Split, load.SplitSeed, load.SplitName, partitioner)
+	return fmt.Sprintf("%v normalize=%v split=%s/%d/%s", files, load.NormalizeFeatures, load.Split, load.SplitSeed, load.SplitName)
 }
 
 // progressTo is where a long step's progress goes: stderr, unless quiet.

@@ -574,7 +574,7 @@ func finish(rep *result.Run, cfg train.Config, tf trainFlags, params [][]float32
 		}
 	}
 	if tf.saveModel != "" {
-		if err := saveModel(tf.saveModel, rep, cfg, tf.load, params); err != nil {
+		if err := saveModel(tf.saveModel, rep, cfg, tf, params); err != nil {
 			side = append(side, fmt.Errorf("--save-model: %w", err))
 		}
 	}
@@ -600,7 +600,8 @@ func finish(rep *result.Run, cfg train.Config, tf trainFlags, params [][]float32
 // saveModel writes the final parameters with what a later predict needs to
 // run them on the same kind of data: widths, normalization, how features
 // were preprocessed and how the split was drawn.
-func saveModel(path string, rep *result.Run, cfg train.Config, load graph.LoadOptions, params [][]float32) error {
+func saveModel(path string, rep *result.Run, cfg train.Config, tf trainFlags, params [][]float32) error {
+	load := tf.load
 	res := rep.Result
 	m, err := model.New(cfg.Model.Arch, res.Dims, res.Heads, 0)
 	if err != nil {
@@ -613,10 +614,15 @@ func saveModel(path string, rep *result.Run, cfg train.Config, load graph.LoadOp
 	spec := model.Spec{Model: cfg.Model.Arch, Layers: len(res.Dims) - 1, Dims: res.Dims, Heads: res.Heads, Residual: cfg.Model.Residual, Normalization: model.SymNorm,
 		NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName,
 		Classes: res.Dims[len(res.Dims)-1], LabelKind: map[bool]string{true: "multi", false: "single"}[res.Metric == "micro-f1"], Epochs: len(res.Curve), FinalTestAcc: res.FinalTestAcc, Training: training}
+	if res.Status != "completed" {
+		spec.Status = res.Status
+	}
 	if rep.Shards != "" { // prepared shards: their preprocessing is the model's
 		if meta, err := shard.ReadMeta(rep.Shards); err == nil {
-			spec.NormalizeFeatures, spec.Split, spec.SplitSeed, spec.SplitName = meta.NormalizeFeatures, meta.Split, meta.SplitSeed, meta.SplitName
+			spec.NormalizeFeatures, spec.Split, spec.SplitSeed, spec.SplitName, spec.Data = meta.NormalizeFeatures, meta.Split, meta.SplitSeed, meta.SplitName, meta.Data
 		}
+	} else {
+		spec.Data = dataIdentity(tf.data, load)
 	}
 	return model.Save(path, spec, m)
 }
