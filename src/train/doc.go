@@ -33,6 +33,7 @@
 //	run.go       epochs, evaluation, the agreement on metrics, the run report
 //	engine.go    set-up: model, input, the exchange chosen once, the layers
 //	checkpoint.go consistent per-rank checkpoints and bit-identical resume
+//	local.go     RunShards: already-cut shards trained as goroutine ranks
 //
 // # Staleness
 //
