@@ -96,10 +96,11 @@ test-mpi: deps
 		$(GO) test -count=1 -timeout 10m -exec "$(MPIRUN) -np $$np" ./collectives/mpi/ || exit 1; \
 	done
 
-# The long fault-injection run: 24 faults (SIGKILL, SIGSTOP, SIGTERM to a
-# random rank at a random epoch) under mpirun and 6 under the local Slurm,
-# each recovered to weights bit-identical to an uninterrupted run; logs in
-# results/chaos/. make test runs the short form (3 under mpirun, 1 under Slurm).
+# The long fault-injection run: 24 faults (SIGKILL, SIGSTOP, SIGTERM, SIGINT
+# to a random rank at a random epoch, SIGINT to mpirun) under mpirun and 6
+# under the local Slurm, each recovered to weights bit-identical to an
+# uninterrupted run; logs in results/chaos/. make test runs the short form
+# (5 under mpirun, 1 under Slurm).
 chaos: build
 	@mkdir -p results/chaos
 	SANCUS_CHAOS=24 SANCUS_CHAOS_LOG=$(CURDIR)/results/chaos/mpirun.log $(GO) test -count=1 -timeout 30m -run TestFaultInjection -v ./src/cmd/sancus
