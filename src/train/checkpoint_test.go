@@ -13,6 +13,7 @@ import (
 
 	"sancus/kernels"
 	"sancus/kernels/matrix"
+	"sancus/src/atomicfile/fulldisk"
 	"sancus/src/graph"
 	"sancus/src/staleness"
 )
@@ -204,5 +205,40 @@ func TestCheckpointFailureKeepsTraining(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(ckptPath(dir, 4, 0, 2))); err == nil {
 		t.Fatal("the failed epoch's partial checkpoint was left behind")
+	}
+}
+
+// TestCheckpointOnAFullDisk: the checkpoint directory on a real full disk
+// (a 16 KB tmpfs): every checkpoint fails for want of space, training goes
+// on to the uninterrupted run's losses, each failure is recorded and said,
+// and no partial checkpoint or temporary file is left.
+func TestCheckpointOnAFullDisk(t *testing.T) {
+	dir := fulldisk.Dir(t, "16k")
+	ds, _ := generated(t)
+	cfg := Defaults()
+	cfg.Optim.Epochs = 12
+	ref, err := RunInProcess(ds, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Run.CheckpointDir, cfg.Run.CheckpointEvery = dir, 4
+	var notices bytes.Buffer
+	cfg.Run.Notices = &notices
+	out, err := RunInProcess(ds, 2, cfg)
+	if err != nil {
+		t.Fatalf("a full disk ended the run: %v", err)
+	}
+	sameCurve(t, "on a full disk", out.Result, ref.Result, 0)
+	if errs := out.Result.WriteErrors; len(errs) != 3 || !strings.Contains(strings.Join(errs, "|"), "no space left on device") {
+		t.Fatalf("write errors %q, want three naming the full disk", errs)
+	}
+	if !strings.Contains(notices.String(), "training goes on") {
+		t.Fatalf("the failures were not reported: %q", notices.String())
+	}
+	left, _ := os.ReadDir(dir)
+	for _, e := range left {
+		if e.Name() != ".lock" {
+			t.Fatalf("%s was left on the full disk", e.Name())
+		}
 	}
 }
