@@ -8,8 +8,9 @@
 # compulsory bytes (step_mb); over the round's triad rate they are the
 # epoch's memory-bound time.
 #   usage: slurm/models-vs-torch.sh OUTDIR "MPIRUN [flags]" [ROUNDS] [EPOCHS] [TORCH_EPOCHS]
-# Writes OUTDIR/runs/*.json, OUTDIR/rounds.tsv (one row per run) and
-# OUTDIR/summary.tsv (medians over the rounds).
+# Writes OUTDIR/runs/*.json, OUTDIR/rounds.tsv (one row per run),
+# OUTDIR/summary.tsv (medians over the rounds) and OUTDIR/bound.txt (sancus
+# bench triad's memory-bound arithmetic for the last round).
 set -euo pipefail
 out=$1 mpirun=$2 rounds=${3:-3} epochs=${4:-12} tepochs=${5:-4}
 bin=${SANCUS:-bin/sancus}
@@ -76,3 +77,5 @@ with open(os.path.join(out, "summary.tsv"), "w") as f:
     f.write("# triad %.2f GB/s (median of %d rounds)\n" % (triad, len([r for r in rows if r["model"] == "triad"])))
 print(open(os.path.join(out, "summary.tsv")).read())
 PY
+# The same arithmetic as sancus prints it, for the last round's one-process runs.
+"$bin" bench triad "$out"/runs/*-P1-r"$rounds".json | tee "$out/bound.txt"

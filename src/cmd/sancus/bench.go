@@ -18,6 +18,7 @@ import (
 	"sancus/src/graph"
 	"sancus/src/partition"
 	"sancus/src/prepare"
+	"sancus/src/result"
 	"sancus/src/train"
 )
 
@@ -41,10 +42,12 @@ func runBench(args []string) error {
 }
 
 // benchTriad prints the CPU's STREAM triad rate (GB/s, on the kernel
-// threads): what an epoch's compulsory bytes (train --profile-kernels:
-// step_mb) are divided by for its memory-bound time.
+// threads) and, for each results JSON named (from train
+// --profile-kernels), the bytes its epoch must touch (step_mb, rank 0's,
+// per epoch), the time the memory alone would take at that rate, and its
+// measured epoch against it.
 func benchTriad(args []string) error {
-	fs := newFlags("bench triad", "bench triad [--mb N]: the STREAM triad a = b + s·c, best of 10")
+	fs := newFlags("bench triad", "bench triad [--mb N] [RESULTS.json ...]: the STREAM triad a = b + s·c, best of 10, and each run's memory-bound epoch")
 	mb := fs.Int("mb", 128, "size of each of the three arrays, in MB (far past the last-level cache)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -52,7 +55,29 @@ func benchTriad(args []string) error {
 	if *mb < 1 {
 		return fmt.Errorf("--mb must be ≥ 1, got %d", *mb)
 	}
-	fmt.Printf("triad %.2f GB/s (%d threads, %s)\n", triadGBs(*mb<<18), kernels.Threads(), kernels.SIMD())
+	var runs []result.Run
+	for _, p := range fs.Args() {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var r result.Run
+		if err := json.Unmarshal(b, &r); err != nil || r.Result == nil {
+			return fmt.Errorf("%s: not a sancus results JSON (%v)", p, err)
+		}
+		if len(r.Result.PerRank) == 0 || r.Result.PerRank[0].StepMB == 0 || len(r.Result.Curve) == 0 {
+			return fmt.Errorf("%s: no compulsory bytes: train it with --profile-kernels", p)
+		}
+		runs = append(runs, r)
+	}
+	gbs := triadGBs(*mb << 18)
+	fmt.Printf("triad %.2f GB/s (%d threads, %s)\n", gbs, kernels.Threads(), kernels.SIMD())
+	for i, r := range runs {
+		perEpoch := r.Result.PerRank[0].StepMB / float64(len(r.Result.Curve))
+		bound := perEpoch / gbs // MB over GB/s: ms
+		fmt.Printf("%s: %.1f MB an epoch must touch, memory-bound %.2f ms; measured %.2f ms, %.2fx the bound\n",
+			fs.Arg(i), perEpoch, bound, r.Result.MeanEpochMs, r.Result.MeanEpochMs/bound)
+	}
 	return nil
 }
 

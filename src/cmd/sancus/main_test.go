@@ -228,6 +228,8 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"gen", "--out", t.TempDir(), "--model", "dcsbm", "--nodes", "100", "--max-degree", "100"}, "--max-degree 100 must be in 1..nodes-1"},
 		{[]string{"prepare", "--data", cora, "--parts", "0", "--out", t.TempDir()}, "required"},
 		{[]string{"frobnicate"}, "unknown command"},
+		{[]string{"bench", "triad", "--mb", "0"}, "--mb must be ≥ 1"},
+		{[]string{"bench", "triad", filepath.Join(cora, "labels.txt")}, "labels.txt: not a sancus results JSON"},
 		{[]string{"train", "--data", one}, "no training nodes among its 1"},
 		{[]string{"train", "--data", cora, "--hidden", "1000000000"}, "GB for its weights and layer buffers, more than"},
 		{[]string{"prepare", "--data", cora, "--parts", "2", "--partitioner", "spring", "--balance", "NaN", "--out", t.TempDir()}, "--balance NaN: β must be in [1, 100]"},
