@@ -61,7 +61,18 @@ gone "$job" 300 || fail "requeued job $job did not finish"
 grep -q "requeueing job $job" "$out" || fail "job was not requeued: $(tail -20 "$out")"
 grep -q "restart 1" "$out" || fail "job did not restart: $(tail -20 "$out")"
 check "results/ci-requeue/$job/result.json" 'len(r["curve"]) == 6000 and not r.get("stopped")'
-echo "ok: job $job checkpointed, requeued and finished all epochs"
+# The resumed job ends where an uninterrupted run of the same training
+# ends (two in-process ranks train as two MPI ranks do), to the bit.
+ref=$(mktemp -d)
+bin/sancus train --data "$cora" --epochs 6000 --ranks 2 --eval-every 50 --quiet --out "$ref/r.json" >/dev/null
+python3 - "results/ci-requeue/$job/result.json" "$ref/r.json" <<'PY' || fail "requeued job $job ended at another loss than an uninterrupted run"
+import json, sys
+a, b = (json.load(open(p))["result"]["curve"][-1]["loss"] for p in sys.argv[1:])
+print("final loss: requeued %.12g, uninterrupted %.12g" % (a, b))
+sys.exit(a != b)
+PY
+rm -rf "$ref"
+echo "ok: job $job checkpointed, requeued and finished all epochs, at the uninterrupted run's final loss"
 
 echo "== 2b. scancel is a cancel: checkpoint, CANCELLED, no requeue"
 job=$(DATA=$cora EPOCHS=600000 CHECKPOINT_EVERY=0 NAME=ci-cancel TRAIN_ARGS="--eval-every 0" sbatch --parsable --ntasks=2 slurm/train.sbatch)
