@@ -144,11 +144,11 @@ static inline int64_t per_chunk(int64_t h) { return h < CHUNK ? CHUNK / h : 1; }
       const float *src, int64_t h, int64_t f, const float *own, float *dU, float *dEr, int64_t r0, \
       int64_t r1, uint64_t key, float keep, const int64_t *oids, int64_t orow0, \
       const int64_t *tids, int64_t trow0) {                                    \
-    const int64_t hf = h * f, w = hf + h, gw = hf + 4 * h, per = per_chunk(h), pend = rowptr[r1]; \
+    const int64_t hf = h * f, w = hf + h, gw = hf + 3 * h, per = per_chunk(h), pend = rowptr[r1]; \
     const drop_of_t dr = drop_of(keep);                                        \
     float dsc[h];                                                              \
     no_dropout(h, dsc);                                                        \
-    float x[per * h + 16], y[per * h + 16], sl[per * h], acc[h];               \
+    float x[per * h + 16], sl[per * h], acc[h];                                \
     for (int64_t r = r0; r < r1; r++) {                                        \
       const int64_t source = id_of(oids, orow0, r);                            \
       const float *ur = own + r * w, *err = ur + hf;                           \
@@ -158,16 +158,14 @@ static inline int64_t per_chunk(int64_t h) { return h < CHUNK ? CHUNK / h : 1; }
         const int64_t p1 = p0 + per < rowptr[r + 1] ? p0 + per : rowptr[r + 1]; \
         for (int64_t p = p0; p < p1; p++) {                                    \
           if (p + PF < pend) prefetch(src + (int64_t)col[p + PF] * gw, gw);    \
-          const float *t = src + (int64_t)col[p] * gw + hf; /* el | m | s | δ */ \
+          const float *t = src + (int64_t)col[p] * gw + hf; /* el | lse | δ */  \
           for (int64_t k = 0; k < h; k++) {                                    \
             const float v = t[k] + err[k];                                     \
-            x[(p - p0) * h + k] = leaky(v) - t[h + k];                         \
-            y[(p - p0) * h + k] = t[2 * h + k];                                \
+            x[(p - p0) * h + k] = leaky(v) - t[h + k]; /* α = e^(score − lse) */ \
             sl[(p - p0) * h + k] = leaky_slope(v);                             \
           }                                                                    \
         }                                                                      \
         exp_chunk_##SUFFIX(x, (p1 - p0) * h);                                  \
-        for (int64_t q = 0; q < (p1 - p0) * h; q++) x[q] /= y[q];              \
         for (int64_t p = p0; p < p1; p++) {                                    \
           const float *g = src + (int64_t)col[p] * gw, *t = g + hf;            \
           if (key) edge_scales(edge_key(key, id_of(tids, trow0, col[p]), source), h, dr, dsc); \
@@ -177,7 +175,7 @@ static inline int64_t per_chunk(int64_t h) { return h < CHUNK ? CHUNK / h : 1; }
             float *duk = du + k * f;                                           \
             for (int64_t c = 0; c < f; c++) duk[c] += da * gk[c];              \
             const float gu = dsc[k] * dot_##SUFFIX(gk, ur + k * f, f);         \
-            acc[k] += a * (gu - t[3 * h + k]) * sl[q];                         \
+            acc[k] += a * (gu - t[2 * h + k]) * sl[q];                         \
           }                                                                    \
         }                                                                      \
       }                                                                        \
@@ -206,7 +204,7 @@ void sc_gat_attend(const int64_t *rowptr, const int32_t *col, const float *src, 
 
 // neighbour_side adds, for source rows r in [r0, r1) (own: their [U | er]
 // as the targets used them), Σ_i d α G_i into dU and Σ_i ∂s_ir into dEr
-// over the block's target rows (src: their [G | el | m | s | δ]).
+// over the block's target rows (src: their [G | el | lse | δ]).
 void sc_gat_neighbour(const int64_t *rowptr, const int32_t *col, const float *src, int64_t h, int64_t f,
                       const float *own, float *dU, float *dEr, int64_t r0, int64_t r1, uint64_t key,
                       float keep, const int64_t *oids, int64_t orow0, const int64_t *tids, int64_t trow0) {

@@ -52,7 +52,8 @@ type Attention interface {
 	// GATFinish writes z: each head's output over its sum, side by side
 	// (concat) or their mean.
 	GATFinish(z *matrix.Dense, st GATState, h int, concat bool)
-	// GATGradRows writes the gradient rows [G | el | m | s | δ] of gpay
+	// GATGradRows writes the gradient rows [G | el | lse | δ] of gpay
+	// (lse = m + ln s: a coefficient is e^(score − lse))
 	// from the output's gradient g and the target side ∂el into dEl, and
 	// empties dEr for the neighbour side.
 	GATGradRows(gpay, dEl, dEr, g *matrix.Dense, st GATState, h int, concat bool)
@@ -172,9 +173,12 @@ func (CPU) GATGradRows(gpay, dEl, dEr, g *matrix.Dense, st GATState, h int, conc
 					Scale(gk, 1/float32(h))
 				}
 				ik, seg := i*h+k, i*hf+k*f
-				row[hf+k], row[hf+h+k], row[hf+2*h+k] = el[ik], m[ik], s[ik]
+				lse := float32(math.Inf(-1)) // a row without neighbours is no one's target
+				if s[ik] > 0 {
+					lse = m[ik] + float32(math.Log(float64(s[ik])))
+				}
 				delta := dot(gk, o[seg:seg+f])
-				row[hf+3*h+k] = delta
+				row[hf+k], row[hf+h+k], row[hf+2*h+k] = el[ik], lse, delta
 				de[ik] = 0
 				if sk := s[ik]; sk > 0 { // the target side
 					de[ik] = (dot(gk, o2[seg:seg+f]) - delta*c[ik]) / sk

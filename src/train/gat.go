@@ -26,11 +26,11 @@ package train
 // c_i = Σ_j α_ij σ'_ij (σ' = LeakyReLU'(s_ij)): the target side then costs
 // a dot product per row, not a second pass over the edges.
 //
-// The neighbour side needs, at j's owner, each target's [G_i, el_i, m_i,
-// s_i, δ_i]: those rows travel through the gradient cache over the same
-// blocks (Â is symmetric: the targets that read row j are j's neighbours),
-// and the owner recomputes α_ij from them against the copy of its own rows
-// that the targets used.
+// The neighbour side needs, at j's owner, each target's [G_i, el_i, lse_i,
+// δ_i] (lse = m + ln s, so α_ij = e^(LeakyReLU(s_ij) − lse_i)): those rows
+// travel through the gradient cache over the same blocks (Â is symmetric:
+// the targets that read row j are j's neighbours), and the owner recomputes
+// α_ij from them against the copy of its own rows that the targets used.
 
 import (
 	"sancus/collectives/wire"
@@ -48,7 +48,7 @@ type gatLayer struct {
 	in       *matrix.Dense
 	u, dU    *matrix.Dense // U = H̃W and its gradient, rows × hf
 	pay      *matrix.Dense // [U | er] per row: the forward rows that travel
-	gpay     *matrix.Dense // [G | el | m | s | δ] per row: the gradient rows that travel
+	gpay     *matrix.Dense // [G | el | lse | δ] per row: the gradient rows that travel
 	st       kernels.GATState
 	dEl, dEr *matrix.Dense // rows × h
 	dAl, dAr *matrix.Dense
@@ -75,14 +75,14 @@ func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
 	L.st = kernels.GATState{El: state(r, L.h), M: state(r, L.h), S: state(r, L.h), O: state(r, L.hf), O2: state(r, L.hf), C: state(r, L.h)}
 	L.dEl, L.dEr = state(r, L.h), state(r, L.h)
 	L.u, L.dU = e.be.NewDense(r, L.hf), e.be.NewDense(r, L.hf)
-	L.pay, L.gpay = e.be.NewDense(r, L.hf+L.h), e.be.NewDense(r, L.hf+4*L.h)
+	L.pay, L.gpay = e.be.NewDense(r, L.hf+L.h), e.be.NewDense(r, L.hf+3*L.h)
 	L.dAl, L.dAr = e.be.NewDense(1, L.hf), e.be.NewDense(1, L.hf)
 	L.dW = e.be.NewDense(c.din, L.hf)
 	L.extraGrads = []*matrix.Dense{L.dAl, L.dAr}
 	if !L.first {
 		L.in, L.dIn = e.be.NewDense(r, c.din), e.be.NewDense(r, c.din)
 	}
-	e.addCachesOver(&L.conv, L.hf+L.h, L.hf+4*L.h, gradPolicy, e.view.blocks, e.view.blocks)
+	e.addCachesOver(&L.conv, L.hf+L.h, L.hf+3*L.h, gradPolicy, e.view.blocks, e.view.blocks)
 	return L
 }
 
