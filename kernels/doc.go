@@ -7,7 +7,9 @@
 // (RowOps, RowInput): GEMMs, the bias, column sums and the loss gradient at
 // a list of rows, for a consumer that reads only those; and the fused
 // passes (Fused): dropout's and ReLU's backward with the bias gradient in
-// one pass. Timed wraps any backend to time its calls by class.
+// one pass; and GAT's attention (Attention, gat.c: scores a chunk of edges
+// at a time, exponentials on vectors from vexp.h). Timed wraps any backend
+// to time its calls by class and count their compulsory bytes.
 //
 // Kernels split their work over row ranges and run them on goroutines; the
 // inner loops are C, compiled for baseline x86-64, AVX2 and AVX-512 and
