@@ -84,10 +84,10 @@ func csrBytes(a *matrix.CSR, rows []int32) int64 {
 	return 8*nnz + 16*int64(len(rows))
 }
 
-// acc counts C once more when a product sums into it.
-func acc(c *matrix.Dense, sum bool) int64 {
+// summed is the result's bytes read again when a product sums into it.
+func summed(out int64, sum bool) int64 {
 	if sum {
-		return sizes(c)
+		return out
 	}
 	return 0
 }
@@ -95,11 +95,11 @@ func acc(c *matrix.Dense, sum bool) int64 {
 func (s GATState) bytes() int64 { return sizes(s.El, s.M, s.S, s.O, s.O2, s.C) }
 
 func (t *Timed) SpMM(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, sum bool) error {
-	defer t.op("spmm", csrBytes(a, nil)+sizes(b, c)+acc(c, sum))()
+	defer t.op("spmm", csrBytes(a, nil)+sizes(b, c)+summed(sizes(c), sum))()
 	return t.Backend.SpMM(c, a, b, sum)
 }
 func (t *Timed) GEMM(c, a, b *matrix.Dense, sum bool) error {
-	defer t.op("gemm", sizes(a, b, c)+acc(c, sum))()
+	defer t.op("gemm", sizes(a, b, c)+summed(sizes(c), sum))()
 	return t.Backend.GEMM(c, a, b, sum)
 }
 func (t *Timed) GEMMTN(c, a, b *matrix.Dense) error {
@@ -114,7 +114,8 @@ func (t *Timed) GEMMNT(c, a, b *matrix.Dense) error {
 // The row operations time the wrapped backend's (RowsOf finds them only
 // where it has them).
 func (t *Timed) SpMMRows(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, rows []int32, sum bool) error {
-	defer t.op("spmm", csrBytes(a, rows)+sizes(b)+rowBytes(len(rows), c.Cols)+acc(c, sum)*int64(len(rows))/int64(max(1, c.Rows)))()
+	out := rowBytes(len(rows), c.Cols)
+	defer t.op("spmm", csrBytes(a, rows)+sizes(b)+out+summed(out, sum))()
 	return t.Backend.(RowOps).SpMMRows(c, a, b, rows, sum)
 }
 func (t *Timed) GEMMRows(c, a, b *matrix.Dense, rows []int32) error {

@@ -104,7 +104,6 @@ func runPredict(args []string) error {
 	if err != nil {
 		return err
 	}
-	notePredictData(pf, spec)
 	if err := atomicfile.CheckDir(pf.out); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
@@ -117,6 +116,7 @@ func runPredict(args []string) error {
 	if err != nil {
 		return err
 	}
+	notePredictData(pf, spec, env.Rank)
 	if env.Parallel() {
 		return predictMPI(pf, spec, m)
 	}
@@ -131,11 +131,11 @@ func runPredict(args []string) error {
 	})
 }
 
-// notePredictData warns (once, on stderr; rank 0 under MPI) where the
+// notePredictData warns (once, on stderr: rank 0 says it) where the
 // model's weights are not a finished run's, or its data is not the data it
 // was trained on: other files or sizes, or other preprocessing.
-func notePredictData(pf predictFlags, spec model.Spec) {
-	if env, err := launch.Detect(); err == nil && env.Rank != 0 {
+func notePredictData(pf predictFlags, spec model.Spec, rank int) {
+	if rank != 0 {
 		return
 	}
 	if spec.Status == "diverged" {
