@@ -43,7 +43,10 @@ func runPrepare(args []string) (err error) {
 	}
 	noteEdgeValues(*data)
 	start := time.Now()
-	opt := prepare.Options{Precompute: *pre, Source: source(*data, load, pf.name)}
+	// What prepare read and how, for the shard set's identity: the data's
+	// files with their sizes, the loader's flags and the partitioner.
+	identity := dataIdentity(*data, load)
+	opt := prepare.Options{Precompute: *pre, Source: fmt.Sprintf("%s %s partitioner=%s", filepath.Base(*data), identity, pf.name)}
 	var took time.Duration
 	if *clusters > 0 {
 		if !fs.Changed("partitioner") {
@@ -91,7 +94,7 @@ func runPrepare(args []string) (err error) {
 	}
 	metrics := partition.FromBlocks(blocks)
 	ds := prep.DS
-	meta := shard.Meta{Dataset: ds.Name, Data: dataIdentity(*data, load), Parts: *parts, Nodes: ds.N, Features: ds.Features.Cols, Classes: ds.Classes,
+	meta := shard.Meta{Dataset: ds.Name, Data: identity, Parts: *parts, Nodes: ds.N, Features: ds.Features.Cols, Classes: ds.Classes,
 		Precomputed: *pre, NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName, Offsets: prep.Offsets, Partitioner: pf.name, Partition: metrics, PartitionS: took.Seconds(), Clusters: *clusters,
 		PeakRSSMB: launch.PeakRSSMB(), CompulsoryMB: prep.CompulsoryMB(), Created: time.Now().UTC(), Set: fmt.Sprintf("%016x", prep.Set)}
 	if err := shard.WriteMeta(*out, meta); err != nil {
@@ -130,12 +133,6 @@ func addLoadFlags(fs *pflag.FlagSet, o *graph.LoadOptions, when string) {
 	fs.StringVar(&o.Split, "split", "random", "split of datasets that ship none: random (10/10/80) or planetoid (20 per class, 500, 1000)"+when)
 	fs.Uint64Var(&o.SplitSeed, "split-seed", 1, "seed of that split"+when)
 	fs.StringVar(&o.SplitName, "split-name", "", "which split/<name>/ of an OGB dataset (needed when it has several)"+when)
-}
-
-// source says what prepare read and how, for the shard set's identity: the
-// data's files with their sizes, the loader's flags and the partitioner.
-func source(data string, load graph.LoadOptions, partitioner string) string {
-	return fmt.Sprintf("%s %s partitioner=%s", filepath.Base(data), dataIdentity(data, load), partitioner)
 }
 
 // dataIdentity is what a dataset is as sancus reads it, without its name:
