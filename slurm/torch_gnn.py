@@ -19,40 +19,43 @@ import argparse
 import os
 import time
 
+import numpy as np
 import torch
 
 
 def read_mtx(path):
-    rows, cols, vals, shape, sym = [], [], [], None, False
+    """Coordinates (0-based) and values of a Matrix Market file, parsed by
+    numpy: a 4M-node graph's 40M lines in seconds, not minutes."""
     with open(path) as f:
         banner = f.readline().lower().split()
-        sym = banner[-1] == "symmetric"
         pattern = banner[3] == "pattern"
-        for line in f:
-            if not line.strip() or line.startswith("%"):
-                continue
-            parts = line.split()
-            if shape is None:
-                shape = (int(parts[0]), int(parts[1]))
-                continue
-            r, c = int(parts[0]) - 1, int(parts[1]) - 1
-            rows.append(r)
-            cols.append(c)
-            vals.append(1.0 if pattern else float(parts[2]))
-    return rows, cols, vals, shape, sym
+        line = f.readline()
+        while not line.strip() or line.startswith("%"):
+            line = f.readline()
+        shape = tuple(int(v) for v in line.split()[:2])
+        body = np.fromstring(f.read(), sep=" ")
+    body = body.reshape(-1, 2 if pattern else 3)
+    rows, cols = body[:, 0].astype(np.int64) - 1, body[:, 1].astype(np.int64) - 1
+    vals = np.ones(len(rows), np.float32) if pattern else body[:, 2].astype(np.float32)
+    return rows, cols, vals, shape, banner[-1] == "symmetric"
+
+
+def read_ints(path):
+    with open(path) as f:
+        return torch.from_numpy(np.fromstring(f.read(), sep=" ").astype(np.int64))
 
 
 def load(d):
     r, c, _, (n, _), _ = read_mtx(os.path.join(d, "graph.mtx"))
-    edges = {(a, b) for a, b in zip(r, c) if a != b} | {(b, a) for a, b in zip(r, c) if a != b}
-    src = torch.tensor([e[0] for e in edges])
-    dst = torch.tensor([e[1] for e in edges])
+    keep = r != c  # both directions, each edge once, no self loops
+    key = np.unique(np.concatenate([r[keep] * n + c[keep], c[keep] * n + r[keep]]))
+    src, dst = torch.from_numpy(key // n), torch.from_numpy(key % n)
     fr, fc, fv, (fn, f), _ = read_mtx(os.path.join(d, "features.mtx"))
     x = torch.zeros(n, f)
-    x[torch.tensor(fr), torch.tensor(fc)] = torch.tensor(fv)
+    x[torch.from_numpy(fr), torch.from_numpy(fc)] = torch.from_numpy(fv)
     x = x / x.sum(1, keepdim=True).clamp(min=1e-12)
-    labels = torch.tensor([int(l) for l in open(os.path.join(d, "labels.txt")) if l.strip()])
-    split = [torch.tensor([int(l) for l in open(os.path.join(d, s + ".txt")) if l.strip()]) for s in ("train", "val", "test")]
+    labels = read_ints(os.path.join(d, "labels.txt"))
+    split = [read_ints(os.path.join(d, s + ".txt")) for s in ("train", "val", "test")]
     return n, src, dst, x, labels, split
 
 

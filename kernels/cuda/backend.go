@@ -269,7 +269,12 @@ func (b *Backend) has(k C.int) bool { return C.scg_has(b.g, k) != 0 }
 
 // optional names the kernels a module may lack, by their driver.h index.
 var optional = map[C.int]string{C.SCG_SPMM4: "sc_spmm4", C.SCG_ELU: "sc_elu", C.SCG_ELU_BWD: "sc_elu_backward",
-	C.SCG_ADD: "sc_add", C.SCG_SCALE_ROWS: "sc_scale_rows", C.SCG_GEMM64: "sc_gemm64"}
+	C.SCG_ADD: "sc_add", C.SCG_SCALE_ROWS: "sc_scale_rows", C.SCG_GEMM64: "sc_gemm64",
+	C.SCG_GAT_PAYLOAD: "sc_gat_payload", C.SCG_GAT_START: "sc_gat_start", C.SCG_GAT_MAX: "sc_gat_max",
+	C.SCG_GAT_ATTEND: "sc_gat_attend", C.SCG_GAT_NORM: "sc_gat_norm", C.SCG_GAT_MEAN: "sc_gat_mean",
+	C.SCG_GAT_GRAD_ROWS: "sc_gat_grad_rows", C.SCG_GAT_NEIGHBOUR_U: "sc_gat_neighbour_u",
+	C.SCG_GAT_NEIGHBOUR_ER: "sc_gat_neighbour_er", C.SCG_GAT_SCORE_U: "sc_gat_score_u",
+	C.SCG_GAT_SCORE_VEC: "sc_gat_score_vec"}
 
 // Missing lists the optional kernels the loaded module lacks, whose
 // operations run on host copies.

@@ -1,6 +1,6 @@
 // Package cuda is the GPU backend of sancus's kernels (kernels.Backend),
 // built only with the cuda build tag (`make cuda`): CSR SpMM, dense
-// products, activations and dropout as CUDA kernels (sancus.cu, compiled to
+// products, activations, dropout and GAT's attention as CUDA kernels (sancus.cu, compiled to
 // PTX by nvcc and loaded through the driver API), with every matrix the
 // engine computes — the per-(layer, root) embedding caches included — kept
 // in device memory. Masks and reductions match the CPU kernels, so a GPU

@@ -6,7 +6,9 @@ static const char *names[SCG_NKERNELS] = {
     "sc_spmm", "sc_gemm", "sc_reduce_slabs", "sc_colsum", "sc_bias_relu", "sc_relu_backward",
     "sc_scale", "sc_sumsq", "sc_triad", "sc_permute", "sc_dropout_dense", "sc_dropout_csr",
     "sc_softmax_ce", "sc_spmm_wide", "sc_spmm4", "sc_elu", "sc_elu_backward", "sc_add",
-    "sc_scale_rows", "sc_gemm64"};
+    "sc_scale_rows", "sc_gemm64", "sc_gat_payload", "sc_gat_start", "sc_gat_max", "sc_gat_attend",
+    "sc_gat_norm", "sc_gat_mean", "sc_gat_grad_rows", "sc_gat_neighbour_u", "sc_gat_neighbour_er",
+    "sc_gat_score_u", "sc_gat_score_vec"};
 
 int scg_device_count(int *n) {
   CUresult r = cuInit(0);
@@ -230,4 +232,84 @@ int scg_add(scg *g, scg_ptr pa, scg_ptr pb, long long total) {
 int scg_scale_rows(scg *g, scg_ptr dst, scg_ptr src, scg_ptr s, long long rows, int n) {
   void *a[] = {&dst, &src, &s, &rows, &n};
   return elementwise(g, SCG_SCALE_ROWS, a, rows * n);
+}
+
+int scg_gat_payload(scg *g, scg_ptr u, scg_ptr al, scg_ptr ar, scg_ptr pay, scg_ptr el,
+                    long long rows, int h, int f) {
+  void *a[] = {&u, &al, &ar, &pay, &el, &rows, &h, &f};
+  return elementwise(g, SCG_GAT_PAYLOAD, a, rows * (h * f + h));
+}
+
+int scg_gat_start(scg *g, scg_ptr m, scg_ptr s, scg_ptr c, scg_ptr o, scg_ptr o2, long long rows,
+                  int h, int hf) {
+  void *a[] = {&m, &s, &c, &o, &o2, &rows, &h, &hf};
+  return elementwise(g, SCG_GAT_START, a, rows * hf);
+}
+
+/* drop is gat.c's drop_of: the threshold of a 16-bit draw and 1/keep. */
+static void drop(const scg_gat_block *b, unsigned *thr, float *scale) {
+  *thr = (unsigned)((1.0f - b->keep) * 65536.0f + 0.5f);
+  *scale = 1.0f / b->keep;
+}
+
+int scg_gat_attend(scg *g, const scg_gat_block *b, scg_ptr src, scg_ptr el, scg_ptr m, scg_ptr s,
+                   scg_ptr o, scg_ptr o2, scg_ptr c) {
+  scg_gat_block k = *b;
+  unsigned thr;
+  float scale;
+  drop(b, &thr, &scale);
+  void *mx[] = {&k.rowptr, &k.col, &src, &k.h, &k.f, &el, &m, &s, &o, &o2, &c, &k.rows};
+  int r = elementwise(g, SCG_GAT_MAX, mx, k.rows * k.h);
+  if (r) return r;
+  void *at[] = {&k.rowptr, &k.col, &src, &k.h, &k.f, &el, &m, &s, &o, &o2, &c, &k.rows, &k.key, &thr,
+                &scale, &k.rowids, &k.row0, &k.colids, &k.col0};
+  return elementwise(g, SCG_GAT_ATTEND, at, k.rows * k.h * k.f);
+}
+
+int scg_gat_finish(scg *g, scg_ptr o, scg_ptr s, scg_ptr z, long long rows, int h, int f, int concat) {
+  void *a[] = {&o, &s, &z, &rows, &h, &f, &concat};
+  int r = elementwise(g, SCG_GAT_NORM, a, rows * h * f);
+  if (r || concat) return r;
+  void *mn[] = {&o, &z, &rows, &h, &f};
+  return elementwise(g, SCG_GAT_MEAN, mn, rows * f);
+}
+
+int scg_gat_grad_rows(scg *g, scg_ptr gpay, scg_ptr dEl, scg_ptr grad, scg_ptr el, scg_ptr m,
+                      scg_ptr s, scg_ptr o, scg_ptr o2, scg_ptr c, long long rows, int h, int f,
+                      int dout, int concat) {
+  void *a[] = {&gpay, &dEl, &grad, &el, &m, &s, &o, &o2, &c, &rows, &h, &f, &dout, &concat};
+  return elementwise(g, SCG_GAT_GRAD_ROWS, a, rows * h);
+}
+
+/* The block's rows are the sources here and its columns the targets. */
+int scg_gat_neighbour(scg *g, const scg_gat_block *b, scg_ptr src, scg_ptr own, scg_ptr dU,
+                      scg_ptr dEr) {
+  scg_gat_block k = *b;
+  unsigned thr;
+  float scale;
+  drop(b, &thr, &scale);
+  void *u[] = {&k.rowptr, &k.col, &src, &k.h, &k.f, &own, &dU, &k.rows, &k.key, &thr, &scale,
+               &k.rowids, &k.row0, &k.colids, &k.col0};
+  int r = elementwise(g, SCG_GAT_NEIGHBOUR_U, u, k.rows * k.h * k.f);
+  if (r) return r;
+  void *e[] = {&k.rowptr, &k.col, &src, &k.h, &k.f, &own, &dEr, &k.rows, &k.key, &thr, &scale,
+               &k.rowids, &k.row0, &k.colids, &k.col0};
+  return elementwise(g, SCG_GAT_NEIGHBOUR_ER, e, k.rows * k.h);
+}
+
+int scg_gat_score_grads(scg *g, scg_ptr dU, scg_ptr dEl, scg_ptr dEr, scg_ptr u, scg_ptr own,
+                        scg_ptr al, scg_ptr ar, long long rows, int h, int f, long long chunk,
+                        int chunks, scg_ptr partial, scg_ptr dAl, scg_ptr dAr) {
+  void *su[] = {&dU, &dEl, &dEr, &al, &ar, &rows, &h, &f};
+  int r = elementwise(g, SCG_GAT_SCORE_U, su, rows * h * f);
+  if (r) return r;
+  void *sv[] = {&dEl, &dEr, &u, &own, &rows, &h, &f, &chunk, &partial};
+  if ((r = launch(g, SCG_GAT_SCORE_VEC, (unsigned)chunks, 1, 1, 128, 1, sv))) return r;
+  long long hf = (long long)h * f, n = chunks;
+  int acc = 0;
+  scg_ptr right = partial + (scg_ptr)(n * hf * 4);
+  void *l[] = {&partial, &n, &hf, &dAl, &acc};
+  if ((r = launch(g, SCG_REDUCE, blocks(hf, 256), 1, 1, 256, 1, l))) return r;
+  void *rr[] = {&right, &n, &hf, &dAr, &acc};
+  return launch(g, SCG_REDUCE, blocks(hf, 256), 1, 1, 256, 1, rr);
 }

@@ -14,7 +14,10 @@ enum {
   SCG_SPMM, SCG_GEMM, SCG_REDUCE, SCG_COLSUM, SCG_BIAS_RELU, SCG_RELU_BWD, SCG_SCALE,
   SCG_SUMSQ, SCG_TRIAD, SCG_PERMUTE, SCG_DROP_DENSE, SCG_DROP_CSR, SCG_SOFTMAX_CE, SCG_SPMM_WIDE,
   /* optional: a module may lack them (scg_has) */
-  SCG_SPMM4, SCG_ELU, SCG_ELU_BWD, SCG_ADD, SCG_SCALE_ROWS, SCG_GEMM64, SCG_NKERNELS
+  SCG_SPMM4, SCG_ELU, SCG_ELU_BWD, SCG_ADD, SCG_SCALE_ROWS, SCG_GEMM64,
+  SCG_GAT_PAYLOAD, SCG_GAT_START, SCG_GAT_MAX, SCG_GAT_ATTEND, SCG_GAT_NORM, SCG_GAT_MEAN,
+  SCG_GAT_GRAD_ROWS, SCG_GAT_NEIGHBOUR_U, SCG_GAT_NEIGHBOUR_ER, SCG_GAT_SCORE_U, SCG_GAT_SCORE_VEC,
+  SCG_NKERNELS
 };
 #define SCG_NREQUIRED SCG_SPMM4
 
@@ -73,3 +76,28 @@ int scg_elu(scg *g, scg_ptr z, long long total);
 int scg_elu_backward(scg *g, scg_ptr grad, scg_ptr h, long long total);
 int scg_add(scg *g, scg_ptr a, scg_ptr b, long long total);
 int scg_scale_rows(scg *g, scg_ptr dst, scg_ptr src, scg_ptr s, long long rows, int n);
+
+/* GAT's attention (sancus.cu): one wrapper per step of kernels.Attention.
+   An edge's dropout is kept by a 16-bit draw against thr (key 0: none). */
+typedef struct {
+  scg_ptr rowptr, col, rowids, colids; /* the block; ids 0: row0 + r, col0 + c */
+  long long rows, row0, col0;
+  int h, f;
+  unsigned long long key;
+  float keep;
+} scg_gat_block;
+int scg_gat_payload(scg *g, scg_ptr u, scg_ptr al, scg_ptr ar, scg_ptr pay, scg_ptr el,
+                    long long rows, int h, int f);
+int scg_gat_start(scg *g, scg_ptr m, scg_ptr s, scg_ptr c, scg_ptr o, scg_ptr o2, long long rows,
+                  int h, int hf);
+int scg_gat_attend(scg *g, const scg_gat_block *b, scg_ptr src, scg_ptr el, scg_ptr m, scg_ptr s,
+                   scg_ptr o, scg_ptr o2, scg_ptr c);
+int scg_gat_finish(scg *g, scg_ptr o, scg_ptr s, scg_ptr z, long long rows, int h, int f, int concat);
+int scg_gat_grad_rows(scg *g, scg_ptr gpay, scg_ptr dEl, scg_ptr grad, scg_ptr el, scg_ptr m,
+                      scg_ptr s, scg_ptr o, scg_ptr o2, scg_ptr c, long long rows, int h, int f,
+                      int dout, int concat);
+int scg_gat_neighbour(scg *g, const scg_gat_block *b, scg_ptr src, scg_ptr own, scg_ptr dU,
+                      scg_ptr dEr);
+int scg_gat_score_grads(scg *g, scg_ptr dU, scg_ptr dEl, scg_ptr dEr, scg_ptr u, scg_ptr own,
+                        scg_ptr al, scg_ptr ar, long long rows, int h, int f, long long chunk,
+                        int chunks, scg_ptr partial, scg_ptr dAl, scg_ptr dAr);

@@ -213,15 +213,20 @@ __global__ void sc_softmax_ce(const float *z, int c, const int *labels, const in
 
 // sc_spmm for widths a multiple of 4: each thread a float4 of a row's
 // columns (16-byte loads of B's gathered rows), the same fmaf order per
-// element as sc_spmm, so the same bits.
-__global__ void sc_spmm4(const i64 *rowptr, const int *col, const float *val, const float4 *B,
-                         float4 *C, i64 rows, int q, int acc) {
+// element as sc_spmm, so the same bits. The loop is unrolled so that
+// several gathered rows are in flight at once: each waits on memory, not
+// on the one before.
+__global__ void sc_spmm4(const i64 *__restrict__ rowptr, const int *__restrict__ col,
+                         const float *__restrict__ val, const float4 *__restrict__ B,
+                         float4 *__restrict__ C, i64 rows, int q, int acc) {
   i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
   i64 r = t / q;
   int c = (int)(t - r * q);
   if (r >= rows) return;
   float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-  for (i64 p = rowptr[r]; p < rowptr[r + 1]; p++) {
+  const i64 p1 = rowptr[r + 1];
+#pragma unroll 4
+  for (i64 p = rowptr[r]; p < p1; p++) {
     const float v = val[p];
     const float4 b = __ldg(&B[(i64)col[p] * q + c]);
     s.x = fmaf(v, b.x, s.x);
@@ -341,6 +346,250 @@ __global__ void sc_gemm64(const float *A, const float *B, float *C, int m, int n
       if (acc) out[i * n + j] += s[r][c];
       else out[i * n + j] = s[r][c];
     }
+  }
+}
+
+// GAT's attention (../gat.c has the CPU's, src/train/gat.go the math).
+// Threads own output elements, so no two write the same word and every
+// sum runs in a fixed order: a target row's softmax takes two passes over
+// its edges in a block, the first for the block's maximum per head (one
+// thread per row and head, which rescales what was summed before), the
+// second for the sums (one thread per row and output column). Products
+// the CPU forms without a fused multiply-add are formed so here too.
+#define GAT_GOLDEN 0x9e3779b97f4a7c15ULL
+
+__device__ __forceinline__ float gat_leaky(float x) { return x < 0.f ? 0.2f * x : x; }
+__device__ __forceinline__ float gat_slope(float x) { return x < 0.f ? 0.2f : 1.f; }
+__device__ __forceinline__ i64 gat_id(const i64 *ids, i64 row0, i64 r) { return ids ? ids[r] : row0 + r; }
+
+// gat_drop is head k's dropout scale of edge (target, source): gat.c's
+// edge_scales, 16-bit draws four heads to a hash (key 0: no dropout).
+__device__ __forceinline__ float gat_drop(u64 key, i64 target, i64 source, int k, unsigned thr, float scale) {
+  if (!key) return 1.f;
+  const u64 edge = sc_mix64((key ^ (u64)target) ^ sc_mix64((u64)source + GAT_GOLDEN));
+  const u64 z = sc_mix64(edge ^ (u64)(k >> 2));
+  return (unsigned)(z >> (16 * (k & 3)) & 0xffff) < thr ? 0.f : scale;
+}
+
+__device__ __forceinline__ float gat_dot(const float *a, const float *b, int n) {
+  float s = 0.f;
+  for (int i = 0; i < n; i++) s = __fadd_rn(s, __fmul_rn(a[i], b[i]));
+  return s;
+}
+
+// pay row i = [u_i | a_r·u_i per head]; el_i = a_l·u_i (el null: not).
+// One thread per (row, payload column).
+__global__ void sc_gat_payload(const float *u, const float *al, const float *ar, float *pay, float *el,
+                               i64 rows, int h, int f) {
+  const int hf = h * f, w = hf + h;
+  const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  const i64 i = t / w;
+  const int j = (int)(t - i * w);
+  if (i >= rows) return;
+  const float *ui = u + i * hf;
+  if (j < hf) {
+    pay[i * w + j] = ui[j];
+    return;
+  }
+  const int k = j - hf;
+  pay[i * w + j] = gat_dot(ar + k * f, ui + k * f, f);
+  if (el) el[i * h + k] = gat_dot(al + k * f, ui + k * f, f);
+}
+
+// Empty softmax state before a layer's first block (o2, c null: not kept).
+__global__ void sc_gat_start(float *m, float *s, float *c, float *o, float *o2, i64 rows, int h, int hf) {
+  const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= rows * hf) return;
+  o[t] = 0.f;
+  if (o2) o2[t] = 0.f;
+  const i64 i = t / hf;
+  const int j = (int)(t - i * hf);
+  if (j < h) {
+    m[i * h + j] = __int_as_float(0xff800000); // -inf
+    s[i * h + j] = 0.f;
+    if (c) c[i * h + j] = 0.f;
+  }
+}
+
+// The block's largest score per (target row, head): where it beats the
+// running maximum, what was summed so far is rescaled to it.
+__global__ void sc_gat_max(const i64 *rowptr, const int *col, const float *src, int h, int f,
+                           const float *el, float *m, float *s, float *o, float *o2, float *c, i64 rows) {
+  const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  const i64 i = t / h;
+  const int k = (int)(t - i * h);
+  if (i >= rows) return;
+  const int hf = h * f, w = hf + h;
+  const float e = el[i * h + k];
+  float cm = __int_as_float(0xff800000);
+  for (i64 p = rowptr[i]; p < rowptr[i + 1]; p++) cm = fmaxf(cm, gat_leaky(e + src[(i64)col[p] * w + hf + k]));
+  const i64 ik = i * h + k;
+  if (!(cm > m[ik])) return;
+  const float sc = expf(m[ik] - cm);
+  s[ik] *= sc;
+  for (int x = 0; x < f; x++) o[i * hf + k * f + x] *= sc;
+  if (o2) {
+    c[ik] *= sc;
+    for (int x = 0; x < f; x++) o2[i * hf + k * f + x] *= sc;
+  }
+  m[ik] = cm;
+}
+
+// The block's terms of target row i's sums at the maximum sc_gat_max left:
+// output column j (head j/f); the head's first column also sums s and c.
+__global__ void sc_gat_attend(const i64 *rowptr, const int *col, const float *src, int h, int f,
+                              const float *el, const float *m, float *s, float *o, float *o2, float *c,
+                              i64 rows, u64 key, unsigned thr, float scale, const i64 *tids, i64 trow0,
+                              const i64 *sids, i64 srow0) {
+  const int hf = h * f, w = hf + h;
+  const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  const i64 i = t / hf;
+  const int j = (int)(t - i * hf), k = j / f;
+  if (i >= rows) return;
+  const i64 ik = i * h + k, target = key ? gat_id(tids, trow0, i) : 0;
+  const float e = el[ik], mi = m[ik];
+  float so = 0.f, so2 = 0.f, ss = 0.f, sc = 0.f;
+  for (i64 p = rowptr[i]; p < rowptr[i + 1]; p++) {
+    const float *row = src + (i64)col[p] * w;
+    const float v = e + row[hf + k], x = expf(gat_leaky(v) - mi), sl = gat_slope(v);
+    const float a = x * gat_drop(key, target, key ? gat_id(sids, srow0, col[p]) : 0, k, thr, scale);
+    so += a * row[j];
+    ss += x;
+    if (o2) {
+      so2 += (a * sl) * row[j];
+      sc += x * sl;
+    }
+  }
+  o[i * hf + j] += so;
+  if (o2) o2[i * hf + j] += so2;
+  if (j == k * f) {
+    s[ik] += ss;
+    if (o2) c[ik] += sc;
+  }
+}
+
+// Each head's output over its sum, in place; concat copies it into z.
+__global__ void sc_gat_norm(float *o, const float *s, float *z, i64 rows, int h, int f, int concat) {
+  const int hf = h * f;
+  const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= rows * hf) return;
+  const i64 i = t / hf;
+  const int j = (int)(t - i * hf);
+  const float sk = s[i * h + j / f];
+  float v = o[t];
+  if (sk > 0.f) o[t] = v = v * (1.f / sk);
+  if (concat) z[t] = v;
+}
+
+// The last layer's mean of its normalized heads: one thread per (row, x).
+__global__ void sc_gat_mean(const float *o, float *z, i64 rows, int h, int f) {
+  const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= rows * f) return;
+  const i64 i = t / f;
+  const int x = (int)(t - i * f);
+  float v = 0.f;
+  for (int k = 0; k < h; k++) v += o[i * h * f + k * f + x];
+  z[t] = v * (1.f / (float)h);
+}
+
+// The gradient rows [G | el | lse | δ] and the target side ∂el, one thread
+// per (row, head).
+__global__ void sc_gat_grad_rows(float *gpay, float *dEl, const float *g, const float *el, const float *m,
+                                 const float *s, const float *o, const float *o2, const float *c, i64 rows,
+                                 int h, int f, int dout, int concat) {
+  const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  const i64 i = t / h;
+  const int k = (int)(t - i * h);
+  if (i >= rows) return;
+  const int hf = h * f, gw = hf + 3 * h;
+  float *gk = gpay + i * gw + k * f;
+  const float inv = 1.f / (float)h;
+  for (int x = 0; x < f; x++) gk[x] = concat ? g[i * dout + k * f + x] : g[i * dout + x] * inv;
+  const i64 ik = i * h + k, seg = i * hf + k * f;
+  const float sk = s[ik];
+  const float lse = sk > 0.f ? m[ik] + (float)log((double)sk) : __int_as_float(0xff800000);
+  const float delta = gat_dot(gk, o + seg, f);
+  gpay[i * gw + hf + k] = el[ik];
+  gpay[i * gw + hf + h + k] = lse;
+  gpay[i * gw + hf + 2 * h + k] = delta;
+  dEl[ik] = sk > 0.f ? __fsub_rn(gat_dot(gk, o2 + seg, f), __fmul_rn(delta, c[ik])) / sk : 0.f;
+}
+
+// The neighbour side's ∂U: for source row r (own: [U | er] as the targets
+// used it) and column j, Σ over its targets (src: their gradient rows) of
+// d·α·G. One thread per (row, column).
+__global__ void sc_gat_neighbour_u(const i64 *rowptr, const int *col, const float *src, int h, int f,
+                                   const float *own, float *dU, i64 rows, u64 key, unsigned thr, float scale,
+                                   const i64 *oids, i64 orow0, const i64 *tids, i64 trow0) {
+  const int hf = h * f, w = hf + h, gw = hf + 3 * h;
+  const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  const i64 r = t / hf;
+  const int j = (int)(t - r * hf), k = j / f;
+  if (r >= rows) return;
+  const float er = own[r * w + hf + k];
+  const i64 source = key ? gat_id(oids, orow0, r) : 0;
+  float acc = 0.f;
+  for (i64 p = rowptr[r]; p < rowptr[r + 1]; p++) {
+    const float *g = src + (i64)col[p] * gw;
+    const float a = expf(gat_leaky(g[hf + k] + er) - g[hf + h + k]);
+    acc += gat_drop(key, key ? gat_id(tids, trow0, col[p]) : 0, source, k, thr, scale) * a * g[j];
+  }
+  dU[r * hf + j] += acc;
+}
+
+// The neighbour side's ∂er: Σ over row r's targets of ∂s, one thread per
+// (row, head), each term as gat.c forms it.
+__global__ void sc_gat_neighbour_er(const i64 *rowptr, const int *col, const float *src, int h, int f,
+                                    const float *own, float *dEr, i64 rows, u64 key, unsigned thr, float scale,
+                                    const i64 *oids, i64 orow0, const i64 *tids, i64 trow0) {
+  const int hf = h * f, w = hf + h, gw = hf + 3 * h;
+  const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  const i64 r = t / h;
+  const int k = (int)(t - r * h);
+  if (r >= rows) return;
+  const float *ur = own + r * w;
+  const i64 source = key ? gat_id(oids, orow0, r) : 0;
+  float acc = 0.f;
+  for (i64 p = rowptr[r]; p < rowptr[r + 1]; p++) {
+    const float *g = src + (i64)col[p] * gw;
+    const float v = g[hf + k] + ur[hf + k], a = expf(gat_leaky(v) - g[hf + h + k]);
+    const float d = gat_drop(key, key ? gat_id(tids, trow0, col[p]) : 0, source, k, thr, scale);
+    const float gu = d * gat_dot(g + k * f, ur + k * f, f);
+    acc += a * (gu - g[hf + 2 * h + k]) * gat_slope(v);
+  }
+  dEr[r * h + k] += acc;
+}
+
+// The scores' gradients into ∂U: du += ∂el·a_l, then += ∂er·a_r.
+__global__ void sc_gat_score_u(float *dU, const float *dEl, const float *dEr, const float *al,
+                               const float *ar, i64 rows, int h, int f) {
+  const int hf = h * f;
+  const i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= rows * hf) return;
+  const i64 i = t / hf;
+  const int j = (int)(t - i * hf);
+  const i64 ik = i * h + j / f;
+  float v = dU[t];
+  v = __fadd_rn(v, __fmul_rn(dEl[ik], al[j]));
+  dU[t] = __fadd_rn(v, __fmul_rn(dEr[ik], ar[j]));
+}
+
+// The attention vectors' gradients by slices of rows: partial[z][j] =
+// Σ ∂el·u and partial[chunks + z][j] = Σ ∂er·own's u over slice z, added
+// in slice order by sc_reduce_slabs.
+__global__ void sc_gat_score_vec(const float *dEl, const float *dEr, const float *u, const float *own,
+                                 i64 rows, int h, int f, i64 chunk, float *partial) {
+  const int hf = h * f, w = hf + h;
+  const i64 r0 = (i64)blockIdx.x * chunk, r1 = r0 + chunk < rows ? r0 + chunk : rows;
+  for (int j = threadIdx.x; j < hf; j += blockDim.x) {
+    const int k = j / f;
+    float sl = 0.f, sr = 0.f;
+    for (i64 i = r0; i < r1; i++) {
+      sl = __fadd_rn(sl, __fmul_rn(dEl[i * h + k], u[i * hf + j]));
+      sr = __fadd_rn(sr, __fmul_rn(dEr[i * h + k], own[i * w + j]));
+    }
+    partial[(i64)blockIdx.x * hf + j] = sl;
+    partial[((i64)gridDim.x + blockIdx.x) * hf + j] = sr;
   }
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"sancus/kernels"
 	"sancus/src/graph"
 	"sancus/src/model"
 	"sancus/src/partition"
@@ -23,6 +24,7 @@ func TestEquivalences(t *testing.T) {
 	var rows []equivalence
 	for _, build := range []func() []equivalence{
 		ranksRows, sparseRows, chunkRows, wholeBlockRows, reorderRows, restrictedRows, quantizedRows, cacheBitsRows,
+		requiredOnlyRows,
 	} {
 		rows = append(rows, build()...)
 	}
@@ -434,6 +436,32 @@ func cacheBitsRows() []equivalence {
 		rows = append(rows, equivalence{rule: "packed caches equal float caches/" + w, data: generated,
 			base: func(c *Config) { c.Optim.Epochs, c.Wire.Fwd, c.Wire.Grad, c.Run.EvalEvery = 10, w, w, 2 },
 			ref:  onP(3), alt: way{name: "--cache-bits", p: 3, set: func(c *Config) { c.Wire.CacheBits = true }}})
+	}
+	return rows
+}
+
+// requiredOnly is a backend with the required operations alone: every
+// optional one (row lists, fused passes, element operations, ELU, GAT's
+// attention) hidden, so the engine takes the path it has for a backend
+// without them (host copies, whole rows).
+type requiredOnly struct{ kernels.Backend }
+
+func init() {
+	kernels.Register("cpu-required-only", func(int) (kernels.Backend, error) { return requiredOnly{kernels.CPU{}}, nil })
+}
+
+func requiredOnlyRows() []equivalence {
+	var rows []equivalence
+	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE, model.ArchGAT} {
+		rows = append(rows, equivalence{rule: fmt.Sprintf("required operations alone equal the CPU's/%s", arch), data: generated,
+			base: func(c *Config) {
+				c.Optim.Epochs, c.Model.Arch = 10, arch
+				if arch == model.ArchGAT {
+					c.Model.Heads, c.Model.OutHeads, c.Model.Hidden = 2, 2, 4
+				}
+			},
+			ref: onP(2), alt: way{name: "required operations alone", p: 2, set: func(c *Config) { c.Run.Device = "cpu-required-only" }},
+			tol: 1e-6, bytes: bytesEqual})
 	}
 	return rows
 }
