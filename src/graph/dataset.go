@@ -39,6 +39,13 @@ type LoadOptions struct {
 	Split string
 	// SplitName picks one of an OGB dataset's split/<name>/ directories.
 	SplitName string
+	// Classes, above 0, is the number of classes: labels may then leave
+	// ids unused, and one at or past it is refused. At 0 the classes are
+	// 0 up to the largest label, and an id no node has is refused; below
+	// 0 the labels are not checked (a caller that reads the graph alone).
+	Classes int
+	// ClassesFrom names who set Classes, for an error ("": --classes).
+	ClassesFrom string
 }
 
 func exists(p string) bool {
@@ -152,6 +159,9 @@ func LoadNodeData(path string, graphN int, opt LoadOptions) (*Dataset, error) {
 	}
 	for _, l := range ds.Labels {
 		ds.Classes = max(ds.Classes, int(l)+1)
+	}
+	if err := ds.checkClasses(dir, opt); err != nil {
+		return nil, err
 	}
 	if ds.Features == nil {
 		ds.Features = Identity(ds.N)

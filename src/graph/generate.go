@@ -112,6 +112,7 @@ func Generate(dir string, c GenConfig) error {
 		labels[v] = l
 		byClass[l] = append(byClass[l], int32(v))
 	}
+	denseClasses(labels, byClass)
 	next := c.edgeSource(r, labels, byClass)
 	if err := writeFile(filepath.Join(dir, "graph.mtx"), func(w io.Writer) error {
 		return c.writeEdges(w, next)
@@ -311,4 +312,25 @@ func (c GenConfig) writeLabelSets(w io.Writer, r *rand.Rand, labels []int32) err
 		bw.WriteByte('\n')
 	}
 	return bw.Flush()
+}
+
+// denseClasses gives a class no node drew (few nodes, many classes) a node
+// of the largest one, so that every class id is used: Load refuses a gap.
+func denseClasses(labels []int32, byClass [][]int32) {
+	for k := range byClass {
+		if len(byClass[k]) > 0 {
+			continue
+		}
+		big := 0
+		for j := range byClass {
+			if len(byClass[j]) > len(byClass[big]) {
+				big = j
+			}
+		}
+		last := len(byClass[big]) - 1
+		v := byClass[big][last]
+		byClass[big] = byClass[big][:last]
+		labels[v] = int32(k)
+		byClass[k] = append(byClass[k], v)
+	}
 }

@@ -203,6 +203,26 @@ func TestTestdataLoads(t *testing.T) {
 	}
 }
 
+// A generated graph with nearly as many classes as nodes still uses
+// every class id (Load refuses a gap), for each model.
+func TestGeneratedClassesAreDense(t *testing.T) {
+	for _, m := range []string{"planted", "rmat", "dcsbm"} {
+		dir := t.TempDir()
+		cfg := GenConfig{Model: m, Nodes: 24, Edges: 60, Features: 8, FeatureNNZ: 2, Classes: 16, PIn: 0.8, FeatureSig: 0.5,
+			TrainFrac: 0.5, ValFrac: 0.2, Seed: 3, Exponent: 2.5, MaxDegree: 10, Homophily: 0.8}
+		if err := Generate(dir, cfg); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := Load(dir, LoadOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		if ds.Classes != 16 {
+			t.Fatalf("%s: %d classes, want 16", m, ds.Classes)
+		}
+	}
+}
+
 func TestGenerateIsSeededAndLoads(t *testing.T) {
 	cfg := GenConfig{Model: "planted", Nodes: 500, Edges: 3000, Features: 32, FeatureNNZ: 4, Classes: 4,
 		PIn: 0.8, FeatureSig: 0.5, TrainFrac: 0.2, ValFrac: 0.2, Seed: 7}

@@ -71,11 +71,27 @@ func ReadSplit(path string, n int) ([]int32, error) {
 	return out, l.err()
 }
 
-// UnusedClasses lists the class ids below Classes that no node has (a
-// single-label dataset's labels must be numbered 0..Classes-1, so a gap
-// or one stray large id makes outputs no node trains).
-func (ds *Dataset) UnusedClasses() []int {
-	if ds.Multi != nil {
+// checkClasses holds the labels to the class count: given (Classes), no
+// label at or past it, and ids may go unused; else every id below the
+// largest label must be some node's, since each still gets an output no
+// node trains (a gap, or one stray large id, is a mistake more often than
+// not), and the error names the largest label's node.
+func (ds *Dataset) checkClasses(dir string, opt LoadOptions) error {
+	if n := opt.Classes; n > 0 {
+		from := opt.ClassesFrom
+		if from == "" {
+			from = "asked for (--classes)"
+		}
+		if ds.Multi != nil && n != ds.Classes {
+			return fmt.Errorf("%s: the label sets name %d classes, not the %d %s", dir, ds.Classes, n, from)
+		}
+		if ds.Classes > n {
+			return fmt.Errorf("%s: %s, past the %d classes %s", dir, ds.largestLabel(), n, from)
+		}
+		ds.Classes = n
+		return nil
+	}
+	if ds.Multi != nil || opt.Classes < 0 {
 		return nil
 	}
 	seen := make([]bool, ds.Classes)
@@ -90,5 +106,25 @@ func (ds *Dataset) UnusedClasses() []int {
 			unused = append(unused, k)
 		}
 	}
-	return unused
+	if len(unused) == 0 {
+		return nil
+	}
+	shown := fmt.Sprint(unused[:min(len(unused), 5)])
+	if len(unused) > 5 {
+		shown = shown[:len(shown)-1] + " …]"
+	}
+	return fmt.Errorf("%s: %s, but no node has class %s (%d of the ids 0..%d unused): number the classes densely, or give --classes %d if the unused ones are meant",
+		dir, ds.largestLabel(), shown, len(unused), ds.Classes-1, ds.Classes)
+}
+
+// largestLabel names the first node with the largest label (its line in
+// labels.txt is one more).
+func (ds *Dataset) largestLabel() string {
+	at := 0
+	for i, l := range ds.Labels {
+		if l > ds.Labels[at] {
+			at = i
+		}
+	}
+	return fmt.Sprintf("node %d has label %d", at, ds.Labels[at])
 }

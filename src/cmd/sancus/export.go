@@ -23,7 +23,7 @@ func runExportMetis(args []string) error {
 	if *data == "" || *out == "" {
 		return fmt.Errorf("--data and --out are required")
 	}
-	ds, err := graph.Load(*data, graph.LoadOptions{})
+	ds, err := graph.Load(*data, graph.LoadOptions{Classes: -1}) // the graph alone
 	if err != nil {
 		return err
 	}

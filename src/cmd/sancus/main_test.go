@@ -240,20 +240,38 @@ func TestCLIErrors(t *testing.T) {
 			t.Errorf("sancus %v: err %v, output %q; want it to say %q", c.args, err, out, c.want)
 		}
 	}
+	// A stray class id is refused, naming its node, unless --classes says
+	// the unused ids are meant (and then none may reach past it).
+	gap := dataset(t, map[string]string{"graph.mtx": "%%MatrixMarket matrix coordinate pattern symmetric\n4 4 3\n2 1\n3 2\n4 3\n",
+		"labels.txt": "0\n1\n0\n5\n", "train.txt": "0\n1\n", "val.txt": "", "test.txt": "2\n3\n"})
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--data", gap}, "node 3 has label 5, but no node has class [2 3 4] (3 of the ids 0..5 unused): number the classes densely, or give --classes 6"},
+		{[]string{"prepare", "--data", gap, "--parts", "2", "--out", t.TempDir()}, "give --classes 6"},
+		{[]string{"train", "--data", gap, "--classes", "4"}, "node 3 has label 5, past the 4 classes asked for (--classes)"},
+	} {
+		if out, err := run(t, 0, c.args...); err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("sancus %v: err %v, output %q; want it to say %q", c.args, err, out, c.want)
+		}
+	}
 	// Data a run would quietly misread trains, with a warning: a weighted
-	// graph (its pattern is used), a stray class id, an empty validation split.
+	// graph (its pattern is used), an empty validation split.
 	for _, c := range []struct {
 		files map[string]string
+		args  []string
 		want  []string
 	}{
 		{map[string]string{"graph.mtx": "%%MatrixMarket matrix coordinate real symmetric\n4 4 4\n2 1 0.5\n3 2 2\n4 3 -1\n4 1 3\n",
 			"labels.txt": "0\n1\n0\n1\n", "train.txt": "0\n1\n", "val.txt": "2\n", "test.txt": "3\n"},
-			[]string{"holds real edge values"}},
+			nil, []string{"holds real edge values"}},
 		{map[string]string{"graph.mtx": "%%MatrixMarket matrix coordinate pattern symmetric\n4 4 3\n2 1\n3 2\n4 3\n",
 			"labels.txt": "0\n1\n0\n5\n", "train.txt": "0\n1\n", "val.txt": "", "test.txt": "2\n3\n"},
-			[]string{"labels use 3 of the class ids 0..5: none has [2 3 4]", "no validation nodes"}},
+			[]string{"--classes", "6"}, []string{"no validation nodes"}},
 	} {
-		out, err := run(t, 0, "train", "--data", dataset(t, c.files), "--epochs", "2", "--out", filepath.Join(t.TempDir(), "r.json"))
+		args := append([]string{"train", "--data", dataset(t, c.files), "--epochs", "2", "--out", filepath.Join(t.TempDir(), "r.json")}, c.args...)
+		out, err := run(t, 0, args...)
 		for _, w := range c.want {
 			if err != nil || !strings.Contains(out, w) {
 				t.Errorf("err %v, output %q; want a warning %q", err, out, w)

@@ -158,7 +158,7 @@ func runPartitionStats(args []string) error {
 	}
 	// Peak memory is read before the whole graph is loaded for measuring.
 	peak := launch.PeakRSSMB()
-	ds, err := graph.Load(*data, graph.LoadOptions{})
+	ds, err := graph.Load(*data, graph.LoadOptions{Classes: -1}) // the graph alone
 	if err != nil {
 		return err
 	}

@@ -143,7 +143,7 @@ func notePredictData(pf predictFlags, spec model.Spec, rank int) {
 	}
 	data := ""
 	if pf.data != "" {
-		data = dataIdentity(pf.data, graph.LoadOptions{NormalizeFeatures: spec.NormalizeFeatures, Split: spec.Split, SplitSeed: spec.SplitSeed, SplitName: spec.SplitName})
+		data = dataIdentity(pf.data, loadOptionsOf(pf, spec))
 	} else if meta, err := shard.ReadMeta(pf.shards); err == nil {
 		data = meta.Data
 	}
@@ -177,6 +177,13 @@ func predictMPI(pf predictFlags, spec model.Spec, m *model.GCN) error {
 
 // predictShards cuts or reads the shards (only rank's own when rank ≥ 0),
 // reading the data as the model's training data was read.
+// loadOptionsOf reads data as the model's training did, its class count
+// the model's (the data may lack a class the model knows).
+func loadOptionsOf(pf predictFlags, spec model.Spec) graph.LoadOptions {
+	return graph.LoadOptions{NormalizeFeatures: spec.NormalizeFeatures, Split: spec.Split, SplitSeed: spec.SplitSeed,
+		SplitName: spec.SplitName, Classes: spec.Classes, ClassesFrom: "model file " + pf.modelFile + " predicts"}
+}
+
 func predictShards(pf predictFlags, spec model.Spec, parts, rank int) ([]*shard.Shard, error) {
 	shards := make([]*shard.Shard, parts)
 	if pf.shards != "" {
@@ -195,7 +202,7 @@ func predictShards(pf predictFlags, spec model.Spec, parts, rank int) ([]*shard.
 		}
 		return shards, nil
 	}
-	ds, err := graph.Load(pf.data, graph.LoadOptions{NormalizeFeatures: spec.NormalizeFeatures, Split: spec.Split, SplitSeed: spec.SplitSeed, SplitName: spec.SplitName})
+	ds, err := graph.Load(pf.data, loadOptionsOf(pf, spec))
 	if err != nil {
 		return nil, err
 	}

@@ -133,6 +133,7 @@ func addLoadFlags(fs *pflag.FlagSet, o *graph.LoadOptions, when string) {
 	fs.StringVar(&o.Split, "split", "random", "split of datasets that ship none: random (10/10/80) or planetoid (20 per class, 500, 1000)"+when)
 	fs.Uint64Var(&o.SplitSeed, "split-seed", 1, "seed of that split"+when)
 	fs.StringVar(&o.SplitName, "split-name", "", "which split/<name>/ of an OGB dataset (needed when it has several)"+when)
+	fs.IntVar(&o.Classes, "classes", 0, "number of classes, where the labels leave some ids unused (0: 0 up to the largest label, every one used)"+when)
 }
 
 // dataIdentity is what a dataset is as sancus reads it, without its name:

@@ -324,7 +324,7 @@ var inert = []struct {
 	{[]string{"eps", "max-stale", "skip-gradients"}, "a --staleness policy other than none", func(c train.Config, _ trainFlags) bool { return c.Staleness.Policy != "none" }},
 	{[]string{"wire-error"}, "--wire auto or --wire-grad auto", func(c train.Config, _ trainFlags) bool { return c.Wire.Fwd == "auto" || c.Wire.Grad == "auto" }},
 	{[]string{"clip-scale"}, "--clip", func(c train.Config, _ trainFlags) bool { return c.Optim.Clip > 0 }},
-	{[]string{"normalize-features", "split", "split-seed", "split-name"}, "--data (shards carry how they were prepared)", func(_ train.Config, tf trainFlags) bool { return tf.data != "" }},
+	{[]string{"normalize-features", "split", "split-seed", "split-name", "classes"}, "--data (shards carry how they were prepared)", func(_ train.Config, tf trainFlags) bool { return tf.data != "" }},
 	{[]string{"checkpoint-every", "resume"}, "--checkpoint-dir", func(c train.Config, _ trainFlags) bool { return c.Run.CheckpointDir != "" }},
 }
 
@@ -687,15 +687,9 @@ func oneHostSharedMemory(c collectives.Comm) (bool, error) {
 	return env.SharedMemory(), nil
 }
 
-// noteSplits warns, on stderr, of labels and splits a run would quietly
-// misreport: class ids no node has (each still gets an output), and an
-// empty validation or test split.
+// noteSplits warns, on stderr, of splits a run would quietly misreport:
+// an empty validation or test split.
 func noteSplits(ds *graph.Dataset) {
-	if u := ds.UnusedClasses(); len(u) > 0 {
-		shown := u[:min(len(u), 5)]
-		fmt.Fprintf(os.Stderr, "sancus: %s's labels use %d of the class ids 0..%d: none has %v%s; every id still gets an output (number the classes densely if that is not meant)\n",
-			ds.Name, ds.Classes-len(u), ds.Classes-1, shown, map[bool]string{true: " …", false: ""}[len(u) > 5])
-	}
 	if len(ds.Val) == 0 {
 		fmt.Fprintf(os.Stderr, "sancus: %s has no validation nodes: the epoch reported as best is the last\n", ds.Name)
 	}
