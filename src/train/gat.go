@@ -82,7 +82,10 @@ func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
 	if !L.first {
 		L.in, L.dIn = e.be.NewDense(r, c.din), e.be.NewDense(r, c.din)
 	}
-	e.addCachesOver(&L.conv, L.hf+L.h, L.hf+3*L.h, gradPolicy, e.view.blocks, e.view.blocks)
+	// The gradient rows travel in float32 whatever the wire: G sits in a
+	// row beside the scores' el, lse and δ, orders of magnitude larger, and
+	// a quantized row's step, set by its range, would round G to zero.
+	e.addCachesOver(&L.conv, L.hf+L.h, L.hf+3*L.h, wire.FP32, gradPolicy, e.view.blocks, e.view.blocks)
 	return L
 }
 

@@ -120,12 +120,12 @@ func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
 // addCaches makes a communicating layer's caches. Evaluation blocks travel
 // as float32 always: accuracy is measured on the model, not on the wire.
 func (e *Engine) addCaches(c *conv, width int, gradPolicy staleness.Policy) {
-	e.addCachesOver(c, width, width, gradPolicy, e.view.blocks, e.view.blocks)
+	e.addCachesOver(c, width, width, e.chk.wire[1], gradPolicy, e.view.blocks, e.view.blocks)
 }
 
 // addCachesOver makes the caches of a layer whose forward rows (width fw)
 // multiply fwd and whose gradient rows (width gw) multiply grad.
-func (e *Engine) addCachesOver(c *conv, fw, gw int, gradPolicy staleness.Policy, fwd, grad []*matrix.CSR) {
+func (e *Engine) addCachesOver(c *conv, fw, gw, gradBits int, gradPolicy staleness.Policy, fwd, grad []*matrix.CSR) {
 	name := fmt.Sprintf("layer %d", c.l+1)
 	w := func(bits int, dir uint64) wireState {
 		return wireState{bits: bits, delta: e.cfg.Wire.Delta, maxErr: e.cfg.Wire.Error, stream: uint64(c.l)<<2 | dir,
@@ -133,7 +133,7 @@ func (e *Engine) addCachesOver(c *conv, fw, gw int, gradPolicy staleness.Policy,
 	}
 	c.fwd = newCache(e.be, name+" forward", fw, e.view.rows, fwd, e.chk.policy, w(e.chk.wire[0], 1), e.rank)
 	c.eval = newCache(e.be, name+" eval", fw, e.view.rows, fwd, staleness.None{}, w(wire.FP32, 2), e.rank)
-	c.grad = newCache(e.be, name+" gradient", gw, e.view.rows, grad, gradPolicy, w(e.chk.wire[1], 3), e.rank)
+	c.grad = newCache(e.be, name+" gradient", gw, e.view.rows, grad, gradPolicy, w(gradBits, 3), e.rank)
 }
 
 // localLayer is layer 1 on the precomputed ÂX: Z = dropout(ÂX)·W, with no

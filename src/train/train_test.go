@@ -601,6 +601,35 @@ func TestGATAccuracy(t *testing.T) {
 	policiesWithinAPoint(t, "cora GAT", ds, cfg, none, 0.02)
 }
 
+// TestGATLearnsOnAQuantizedWire: GAT on Cora at P = 2 trains on the int8
+// and int2 wires as it does on fp32 (its gradient rows, whose scores
+// dwarf G, once rounded G to zero and left the loss twice fp32's).
+func TestGATLearnsOnAQuantizedWire(t *testing.T) {
+	sweep(t)
+	ds := loadCora(t)
+	cfg := Defaults()
+	cfg.Model.Arch, cfg.Model.Precompute, cfg.Model.Hidden, cfg.Model.Heads, cfg.Model.Dropout, cfg.Optim.LR = model.ArchGAT, false, 8, 8, 0.6, 0.005
+	cfg.Optim.Epochs = 100
+	run := func(w string) *result.Result {
+		c := cfg
+		c.Wire.Fwd = w
+		out, err := RunInProcess(ds, 2, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Result
+	}
+	ref := run("fp32")
+	for _, w := range []string{"int8", "int2"} {
+		r := run(w)
+		last, refLast := r.Curve[len(r.Curve)-1].Loss, ref.Curve[len(ref.Curve)-1].Loss
+		t.Logf("%s: final loss %.4f (fp32 %.4f), test %.4f (fp32 %.4f)", w, last, refLast, r.TestAtBest, ref.TestAtBest)
+		if last > 1.15*refLast || r.TestAtBest < ref.TestAtBest-0.03 {
+			t.Errorf("GAT on the %s wire: final loss %.4f, test %.4f; fp32 %.4f, %.4f", w, last, r.TestAtBest, refLast, ref.TestAtBest)
+		}
+	}
+}
+
 // The reported compulsory memory counts the layers' buffers: widening the
 // hidden layer by 48 columns adds at least its output and gradient rows.
 func TestCompulsoryMemoryCountsLayerBuffers(t *testing.T) {
