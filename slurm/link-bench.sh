@@ -10,7 +10,7 @@
 # accuracy of sparse fp32 without staleness at the same rate and model.
 #   usage: slurm/link-bench.sh OUTDIR   (root: ip netns, tc)
 #   env: RATES ("1gbit none"), PS ("2"), MODELS ("gcn"), EPOCHS (300), LR (0.05),
-#        GEN ("--model dcsbm")
+#        GEN ("--model dcsbm"), CONFIGS (names of the configurations below; all)
 set -euo pipefail
 out=${1:-results/bench/link}
 bin=${SANCUS:-bin/sancus}
@@ -52,11 +52,13 @@ for model in $models; do
 			mkdir -p "$d"
 			for c in "${configs[@]}"; do
 				read -r name flags <<<"$c"
+				[ -z "${CONFIGS:-}" ] || [[ " $CONFIGS " == *" $name "* ]] || continue
 				echo "== $model P=$p $rate $name"
 				# shellcheck disable=SC2086 # the configuration carries its flags
 				"$emu" with --rate "$rate" --name sancus-bench -- mpirun --allow-run-as-root --oversubscribe -np "$p" \
 					"$bin" train --data "$tmp/g" --epochs "$epochs" --lr "$lr" --eval-every 5 "${mflags[@]}" $flags \
-					--quiet --out "$d/$name.json" >/dev/null
+					--quiet --out "$d/$name.json" >/dev/null ||
+					echo "link-bench: $model P=$p $rate $name exited $? (its JSON says how it ended)" >&2
 			done
 		done
 	done
@@ -91,3 +93,8 @@ for d in sorted(glob.glob(os.path.join(out, "*-P*-*"))):
         print("%s\t%s\t%.1f\t%.1f\t%.1f\t%.3f\t%.4f\t%.2f\t%.2f\t%.2f" % (os.path.basename(d), name, r["mean_epoch_ms"], comp, wait, mb,
               r["test_acc_at_best_val"], t, ref / t if t == t else float("nan"), cag / t if t == t else float("nan")))
 EOF
+# Charts per model, P and rate: accuracy against training time, time to
+# accuracy, compute against exposed communication (sancus report).
+for d in "$out"/*-P*-*/; do
+	"$bin" report --out "$d/charts" "$d" >/dev/null || echo "link-bench: no charts for $d" >&2
+done
