@@ -36,6 +36,7 @@ deps:
 		echo "installing OpenMPI (libopenmpi-dev openmpi-bin)"; \
 		$(APT_INSTALL) libopenmpi-dev openmpi-bin; \
 	fi
+	@command -v g++ >/dev/null || { echo "installing g++ (the CUDA kernels' CPU emulation test)"; $(APT_INSTALL) g++; }
 
 # sancus-report (the charts, behind `sancus report`) is built next to sancus.
 build: deps
