@@ -10,6 +10,8 @@
 #include <vector>
 #include <random>
 #include <algorithm>
+// The CPU's attention (cpu.h): declared here, since cpu.h's other
+// functions share names with the CUDA kernels included above.
 extern "C" {
 void sc_gat_attend(const int64_t *rowptr, const int32_t *col, const float *src, int64_t h, int64_t f,
                    const float *el, float *m, float *s, float *o, float *o2, float *c, int64_t r0,
