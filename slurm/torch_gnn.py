@@ -59,6 +59,13 @@ def load(d):
     return n, src, dst, x, labels, split
 
 
+def on_cuda(data):
+    """load's data on the GPU, which then holds every tensor made."""
+    torch.set_default_device("cuda")
+    n, src, dst, x, y, split = data
+    return n, src.cuda(), dst.cuda(), x.cuda(), y.cuda(), [s.cuda() for s in split]
+
+
 def adjacency(n, src, dst, kind):
     if kind == "gcn":  # D^-1/2 (A+I) D^-1/2
         loops = torch.arange(n)
@@ -203,9 +210,7 @@ def main():
     torch.set_num_threads(os.cpu_count())
     data = load(args.data)
     if args.device == "cuda":
-        torch.set_default_device("cuda")
-        n, src, dst, x, y, split = data
-        data = n, src.cuda(), dst.cuda(), x.cuda(), y.cuda(), [s.cuda() for s in split]
+        data = on_cuda(data)
     accs, ms = [], []
     for s in range(1, args.seeds + 1):
         acc, t = run(data, args.model, s, args.epochs, args.hidden, args.layers, args.lr, args.weight_decay,

@@ -53,6 +53,7 @@ type Backend struct {
 	ordinal int
 	mem     int64
 	err     error
+	gat     bool // the module holds every attention kernel (hasGAT)
 
 	all     []*buf
 	staged  map[*matrix.Dense]*buf
@@ -99,6 +100,7 @@ func Open(localRank int) (*Backend, error) {
 		return nil, fmt.Errorf("cuda: opening device %d: %w", b.ordinal, cudaError("setup", r))
 	}
 	b.device, b.mem = C.GoString(&name[0]), int64(total)
+	b.gat = b.hasGAT()
 	return b, nil
 }
 
@@ -289,20 +291,27 @@ func (b *Backend) Missing() []string {
 	return m
 }
 
-// onHost runs f on host copies of ms and uploads the first: the path of an
-// optional operation whose kernel the module lacks.
-func (b *Backend) onHost(f func(), ms ...*matrix.Dense) {
-	for _, m := range ms {
-		b.Download(m)
+// onHost runs f on host copies: the path of an optional operation whose
+// kernel the module lacks. ins are read, outs read and written (nil
+// entries are skipped).
+func (b *Backend) onHost(f func(), ins, outs []*matrix.Dense) {
+	for _, d := range append(ins, outs...) {
+		if d != nil {
+			b.Download(d)
+		}
 	}
 	f()
-	b.Upload(ms[0])
+	for _, d := range outs {
+		if d != nil {
+			b.Upload(d)
+		}
+	}
 }
 
 // ELU applies GAT's activation in place (kernels.ELUOps).
 func (b *Backend) ELU(z *matrix.Dense) {
 	if !b.has(C.SCG_ELU) {
-		b.onHost(func() { kernels.ELU(z) }, z)
+		b.onHost(func() { kernels.ELU(z) }, nil, []*matrix.Dense{z})
 		return
 	}
 	b.ok(C.scg_elu(b.g, b.out(z), C.longlong(z.Rows*z.Cols)), "elu")
@@ -311,7 +320,7 @@ func (b *Backend) ELU(z *matrix.Dense) {
 // ELUBackward multiplies g by ELU's derivative read off its output h.
 func (b *Backend) ELUBackward(g, h *matrix.Dense) {
 	if !b.has(C.SCG_ELU_BWD) {
-		b.onHost(func() { kernels.ELUBackward(g, h) }, g, h)
+		b.onHost(func() { kernels.ELUBackward(g, h) }, []*matrix.Dense{h}, []*matrix.Dense{g})
 		return
 	}
 	b.ok(C.scg_elu_backward(b.g, b.out(g), b.in(h), C.longlong(g.Rows*g.Cols)), "elu backward")
@@ -320,7 +329,7 @@ func (b *Backend) ELUBackward(g, h *matrix.Dense) {
 // Add sets a += b (kernels.ElementOps).
 func (b *Backend) Add(a, x *matrix.Dense) {
 	if !b.has(C.SCG_ADD) {
-		b.onHost(func() { kernels.Add(a, x) }, a, x)
+		b.onHost(func() { kernels.Add(a, x) }, []*matrix.Dense{x}, []*matrix.Dense{a})
 		return
 	}
 	b.ok(C.scg_add(b.g, b.out(a), b.in(x), C.longlong(a.Rows*a.Cols)), "add")
@@ -333,7 +342,7 @@ func (b *Backend) ScaleRows(dst, src *matrix.Dense, s []float32) {
 		return
 	}
 	if !b.has(C.SCG_SCALE_ROWS) {
-		b.onHost(func() { kernels.ScaleRows(dst, src, s) }, dst, src)
+		b.onHost(func() { kernels.ScaleRows(dst, src, s) }, []*matrix.Dense{src}, []*matrix.Dense{dst})
 		return
 	}
 	v := b.grow(&b.scales, len(s)*4)

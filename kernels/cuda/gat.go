@@ -26,21 +26,6 @@ func (b *Backend) hasGAT() bool {
 	return true
 }
 
-// onHostGAT runs f on host copies: ins are read, outs read and written.
-func (b *Backend) onHostGAT(f func(), ins, outs []*matrix.Dense) {
-	for _, d := range append(ins, outs...) {
-		if d != nil {
-			b.Download(d)
-		}
-	}
-	f()
-	for _, d := range outs {
-		if d != nil {
-			b.Upload(d)
-		}
-	}
-}
-
 // opt is an optional output: 0 where the matrix is nil.
 func (b *Backend) opt(d *matrix.Dense) C.scg_ptr {
 	if d == nil {
@@ -66,8 +51,8 @@ func (b *Backend) gatBlock(gb *kernels.GATBlock, src *matrix.Dense, w, rows int)
 }
 
 func (b *Backend) GATPayload(pay, el, u, al, ar *matrix.Dense, h int) {
-	if !b.hasGAT() {
-		b.onHostGAT(func() { kernels.CPU{}.GATPayload(pay, el, u, al, ar, h) }, []*matrix.Dense{u}, []*matrix.Dense{pay, el})
+	if !b.gat {
+		b.onHost(func() { kernels.CPU{}.GATPayload(pay, el, u, al, ar, h) }, []*matrix.Dense{u}, []*matrix.Dense{pay, el})
 		return
 	}
 	b.ok(C.scg_gat_payload(b.g, b.in(u), b.in(al), b.in(ar), b.out(pay), b.opt(el), C.longlong(u.Rows), C.int(h),
@@ -79,8 +64,8 @@ func stateOf(st kernels.GATState) []*matrix.Dense {
 }
 
 func (b *Backend) GATStart(st kernels.GATState) {
-	if !b.hasGAT() {
-		b.onHostGAT(func() { kernels.CPU{}.GATStart(st) }, nil, stateOf(st))
+	if !b.gat {
+		b.onHost(func() { kernels.CPU{}.GATStart(st) }, nil, stateOf(st))
 		return
 	}
 	b.ok(C.scg_gat_start(b.g, b.out(st.M), b.out(st.S), b.opt(st.C), b.out(st.O), b.opt(st.O2), C.longlong(st.M.Rows),
@@ -88,8 +73,8 @@ func (b *Backend) GATStart(st kernels.GATState) {
 }
 
 func (b *Backend) GATAttend(gb *kernels.GATBlock, src *matrix.Dense, st kernels.GATState) {
-	if !b.hasGAT() {
-		b.onHostGAT(func() { kernels.CPU{}.GATAttend(gb, src, st) }, []*matrix.Dense{src}, stateOf(st))
+	if !b.gat {
+		b.onHost(func() { kernels.CPU{}.GATAttend(gb, src, st) }, []*matrix.Dense{src}, stateOf(st))
 		return
 	}
 	blk, ok := b.gatBlock(gb, src, gb.H*gb.F+gb.H, st.M.Rows)
@@ -101,8 +86,8 @@ func (b *Backend) GATAttend(gb *kernels.GATBlock, src *matrix.Dense, st kernels.
 }
 
 func (b *Backend) GATFinish(z *matrix.Dense, st kernels.GATState, h int, concat bool) {
-	if !b.hasGAT() {
-		b.onHostGAT(func() { kernels.CPU{}.GATFinish(z, st, h, concat) }, stateOf(st), []*matrix.Dense{z, st.O})
+	if !b.gat {
+		b.onHost(func() { kernels.CPU{}.GATFinish(z, st, h, concat) }, stateOf(st), []*matrix.Dense{z, st.O})
 		return
 	}
 	b.ok(C.scg_gat_finish(b.g, b.out(st.O), b.in(st.S), b.out(z), C.longlong(z.Rows), C.int(h), C.int(st.O.Cols/h),
@@ -110,8 +95,8 @@ func (b *Backend) GATFinish(z *matrix.Dense, st kernels.GATState, h int, concat 
 }
 
 func (b *Backend) GATGradRows(gpay, dEl, dEr, g *matrix.Dense, st kernels.GATState, h int, concat bool) {
-	if !b.hasGAT() {
-		b.onHostGAT(func() { kernels.CPU{}.GATGradRows(gpay, dEl, dEr, g, st, h, concat) },
+	if !b.gat {
+		b.onHost(func() { kernels.CPU{}.GATGradRows(gpay, dEl, dEr, g, st, h, concat) },
 			append(stateOf(st), g), []*matrix.Dense{gpay, dEl, dEr})
 		return
 	}
@@ -122,8 +107,8 @@ func (b *Backend) GATGradRows(gpay, dEl, dEr, g *matrix.Dense, st kernels.GATSta
 }
 
 func (b *Backend) GATNeighbour(gb *kernels.GATBlock, src, own, dU, dEr *matrix.Dense) {
-	if !b.hasGAT() {
-		b.onHostGAT(func() { kernels.CPU{}.GATNeighbour(gb, src, own, dU, dEr) }, []*matrix.Dense{src, own},
+	if !b.gat {
+		b.onHost(func() { kernels.CPU{}.GATNeighbour(gb, src, own, dU, dEr) }, []*matrix.Dense{src, own},
 			[]*matrix.Dense{dU, dEr})
 		return
 	}
@@ -141,8 +126,8 @@ func (b *Backend) GATNeighbour(gb *kernels.GATBlock, src, own, dU, dEr *matrix.D
 }
 
 func (b *Backend) GATScoreGrads(dU, dAl, dAr, dEl, dEr, u, own, al, ar *matrix.Dense, h int) {
-	if !b.hasGAT() {
-		b.onHostGAT(func() { kernels.CPU{}.GATScoreGrads(dU, dAl, dAr, dEl, dEr, u, own, al, ar, h) },
+	if !b.gat {
+		b.onHost(func() { kernels.CPU{}.GATScoreGrads(dU, dAl, dAr, dEl, dEr, u, own, al, ar, h) },
 			[]*matrix.Dense{dEl, dEr, u, own}, []*matrix.Dense{dU, dAl, dAr})
 		return
 	}

@@ -18,7 +18,7 @@ import (
 // a hidden layer (heads side by side) and a last one (their mean).
 func TestAttentionMatchesCPU(t *testing.T) {
 	b := open(t)
-	if !b.hasGAT() {
+	if !b.gat {
 		t.Fatal("the module lacks the attention kernels")
 	}
 	var cpu kernels.CPU

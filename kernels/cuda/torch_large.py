@@ -13,11 +13,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch_gnn  # noqa: E402
 
 t0 = time.time()
-n, src, dst, x, y, split = torch_gnn.load(sys.argv[1])
+data = torch_gnn.load(sys.argv[1])
 print("PyTorch read the graph in %.0f s" % (time.time() - t0), flush=True)
 if torch.cuda.is_available():
-    torch.set_default_device("cuda")
-    src, dst, x, y, split = src.cuda(), dst.cuda(), x.cuda(), y.cuda(), [s.cuda() for s in split]
+    data = torch_gnn.on_cuda(data)
 for kind in ("gcn", "sage"):
-    acc, ms = torch_gnn.run((n, src, dst, x, y, split), kind, 1, 20, 16, 2, 0.01, 5e-4, 0.5, train_only=True)
+    acc, ms = torch_gnn.run(data, kind, 1, 20, 16, 2, 0.01, 5e-4, 0.5, train_only=True)
     print("torch %s: %.2f ms/epoch (torch %s)" % (kind, ms, torch.__version__), flush=True)

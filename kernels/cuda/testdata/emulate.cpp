@@ -10,16 +10,8 @@
 #include <vector>
 #include <random>
 #include <algorithm>
-// The CPU's attention (cpu.h): declared here, since cpu.h's other
-// functions share names with the CUDA kernels included above.
 extern "C" {
-void sc_gat_attend(const int64_t *rowptr, const int32_t *col, const float *src, int64_t h, int64_t f,
-                   const float *el, float *m, float *s, float *o, float *o2, float *c, int64_t r0,
-                   int64_t r1, uint64_t key, float keep, const int64_t *tids, int64_t trow0,
-                   const int64_t *sids, int64_t srow0);
-void sc_gat_neighbour(const int64_t *rowptr, const int32_t *col, const float *src, int64_t h, int64_t f,
-                      const float *own, float *dU, float *dEr, int64_t r0, int64_t r1, uint64_t key,
-                      float keep, const int64_t *oids, int64_t orow0, const int64_t *tids, int64_t trow0);
+#include "gat.h" // the CPU's attention
 }
 typedef std::vector<float> V;
 static std::mt19937_64 rng(7);
