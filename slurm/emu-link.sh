@@ -89,8 +89,11 @@ up) up ;;
 down) down ;;
 run) run "$@" ;;
 with)
-	up
+	# Traps first: a ^C while the namespace is being set up still takes it
+	# down (and exits 130), as one during the job does.
 	trap down EXIT
+	trap 'exit 130' INT TERM
+	up
 	# The job in the background, so that a signal is handled at once (bash
 	# runs a trap only after a foreground command ends).
 	run "$@" &
