@@ -49,9 +49,12 @@ func (a *Arch) UnmarshalText(b []byte) (err error) {
 func (a *Arch) Set(s string) error { return a.UnmarshalText([]byte(s)) }
 func (a Arch) Type() string        { return "model" }
 
-// ReadsAX: layer 1 is Â·X·W, so it can take the precomputed ÂX; GraphSAGE
-// and GAT read X itself.
+// ReadsAX: layer 1 is Â·X·W, so it can take the precomputed ÂX.
 func (a Arch) ReadsAX() bool { return a == ArchGCN }
+
+// ReadsMeanX: layer 1 is mean_j(X_j)·W + X_i·Root, so it can take the
+// precomputed neighbours' mean D⁻¹AX (GraphSAGE-mean).
+func (a Arch) ReadsMeanX() bool { return a == ArchSAGE }
 
 // Attends: a layer's aggregation weights are attention coefficients
 // computed from both endpoints, not fixed entries of Â.

@@ -43,7 +43,7 @@ func BalancedRanges(ahat *matrix.CSR, parts int) ([]int64, error) {
 
 // Options control how shards are cut.
 type Options struct {
-	Precompute bool // store (ÂX)_i so layer 1 needs no communication
+	Precompute shard.Aggregation // the products with X to store, so layer 1 needs no communication
 	// Parts assigns each node to a rank (from a partitioner); nil keeps the
 	// node order and cuts contiguous ranges balanced by nonzeros.
 	Parts []int32
@@ -81,28 +81,81 @@ func (opt Options) identity(ds *graph.Dataset, off []int64, ids []int32) uint64 
 
 // Split cuts one rank's shard out of a whole dataset whose normalized
 // adjacency is ahat and (optionally) ÂX is ax.
-func Split(ds *graph.Dataset, ahat, ax *matrix.CSR, off []int64, ids []int32, rank int) (*shard.Shard, error) {
+func Split(ds *graph.Dataset, ahat *matrix.CSR, products Products, off []int64, ids []int32, rank int) (*shard.Shard, error) {
 	parts := len(off) - 1
 	if rank < 0 || rank >= parts {
 		return nil, fmt.Errorf("rank %d outside 0..%d", rank, parts-1)
 	}
 	lo, hi := int(off[rank]), int(off[rank+1])
-	var axRows *matrix.CSR
-	if ax != nil {
-		axRows = ax.RowSlice(lo, hi)
-	}
-	return newShard(ds, columnBlocks(ahat.RowSlice(lo, hi), off), axRows, off, ids, rank), nil
+	return newShard(ds, columnBlocks(ahat.RowSlice(lo, hi), off), products.rows(lo, hi), off, ids, rank), nil
 }
 
-// newShard assembles rank's shard from its rows of Â and of ÂX (nil when
-// not precomputed), columns global; ids are the original node ids in the
-// prepared order (nil: unchanged).
-func newShard(ds *graph.Dataset, blocks []*matrix.CSR, axRows *matrix.CSR, off []int64, ids []int32, rank int) *shard.Shard {
+// Products are the whole graph's precomputed ÂX and D⁻¹AX (nil where not
+// asked for), or one shard's rows of them.
+type Products struct{ AX, MX *matrix.CSR }
+
+func (p Products) rows(lo, hi int) Products {
+	slice := func(m *matrix.CSR) *matrix.CSR {
+		if m == nil {
+			return nil
+		}
+		return m.RowSlice(lo, hi)
+	}
+	return Products{slice(p.AX), slice(p.MX)}
+}
+
+// products forms the products of X that opt asks for from rows of Â cut
+// into column blocks (blocks[own] holding the diagonal).
+func (opt Options) products(blocks []*matrix.CSR, off []int64, own int, x *matrix.CSR) (Products, error) {
+	var p Products
+	var err error
+	if opt.Precompute&shard.Sym != 0 {
+		if p.AX, err = graph.SpGEMMBlocks(blocks, off, x); err != nil {
+			return p, err
+		}
+	}
+	if opt.Precompute&shard.Mean != 0 {
+		p.MX, err = graph.SpGEMMBlocks(meanBlocks(blocks, own), off, x)
+	}
+	return p, err
+}
+
+// meanBlocks are the same rows of M = D⁻¹A, the neighbours' mean: Â's
+// pattern less its self loops, each entry 1/deg(A) (a row without
+// neighbours stays empty).
+func meanBlocks(blocks []*matrix.CSR, own int) []*matrix.CSR {
+	rows := blocks[0].Rows
+	deg := make([]int64, rows)
+	for _, b := range blocks {
+		for r := range rows {
+			deg[r] += b.RowPtr[r+1] - b.RowPtr[r]
+		}
+	}
+	out := make([]*matrix.CSR, len(blocks))
+	for j, b := range blocks {
+		m := &matrix.CSR{Rows: rows, Cols: b.Cols, RowPtr: make([]int64, rows+1), ColIdx: make([]int32, 0, b.NNZ()), Val: make([]float32, 0, b.NNZ())}
+		for r := range rows {
+			for p := b.RowPtr[r]; p < b.RowPtr[r+1]; p++ {
+				if c := b.ColIdx[p]; j != own || int(c) != r { // Â's self loop is no neighbour
+					m.ColIdx, m.Val = append(m.ColIdx, c), append(m.Val, 1/float32(deg[r]-1))
+				}
+			}
+			m.RowPtr[r+1] = int64(len(m.ColIdx))
+		}
+		out[j] = m
+	}
+	return out
+}
+
+// newShard assembles rank's shard from its rows of Â and of the products
+// (nil where not precomputed), columns global; ids are the original node
+// ids in the prepared order (nil: unchanged).
+func newShard(ds *graph.Dataset, blocks []*matrix.CSR, products Products, off []int64, ids []int32, rank int) *shard.Shard {
 	lo, hi := int(off[rank]), int(off[rank+1])
 	s := &shard.Shard{Rank: rank, Parts: len(off) - 1, N: ds.N, Offsets: off, Classes: ds.Classes, FeatDim: ds.Features.Cols}
 	s.Blocks = blocks
 	s.Features = ds.Features.RowSlice(lo, hi)
-	s.AX = axRows
+	s.AX.CSR, s.MX.CSR = products.AX, products.MX
 	s.Labels = append([]int32(nil), ds.Labels[lo:hi]...)
 	if ds.Multi != nil {
 		s.Multi = ds.Multi.RowSlice(lo, hi)
@@ -168,16 +221,16 @@ func columnBlocks(a *matrix.CSR, off []int64) []*matrix.CSR {
 // Prepared is a dataset made ready for splitting: Â, ÂX and row ranges,
 // in the partition's node order.
 type Prepared struct {
-	DS      *graph.Dataset
-	AHat    *matrix.CSR
-	AX      *matrix.CSR
+	DS   *graph.Dataset
+	AHat *matrix.CSR
+	Products
 	Offsets []int64
 	IDs     []int32 // IDs[new] = original node id (nil: original order)
 	Set     uint64  // the shards' Shard.Set
 	nnz     int64   // nonzeros of Â (streaming preparation, where AHat is not kept)
 	opt     Options
 	// compulsory is what streaming preparation must hold at once: the
-	// largest part's rows of Â and ÂX, and the features.
+	// largest part's rows of Â and of the products, and the features.
 	compulsory int64
 }
 
@@ -218,18 +271,14 @@ func InMemory(ds *graph.Dataset, parts int, opt Options) (*Prepared, error) {
 		}
 	}
 	p := &Prepared{DS: ds, AHat: ahat, Offsets: off, IDs: perm, opt: opt, Set: opt.identity(ds, off, perm)}
-	if opt.Precompute {
-		var err error
-		if p.AX, err = graph.SpGEMM(ahat, ds.Features); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
+	var err error
+	p.Products, err = opt.products([]*matrix.CSR{ahat}, []int64{0, int64(ds.N)}, 0, ds.Features)
+	return p, err
 }
 
 // Shard returns rank r's shard.
 func (p *Prepared) Shard(r int) (*shard.Shard, error) {
-	s, err := Split(p.DS, p.AHat, p.AX, p.Offsets, p.IDs, r)
+	s, err := Split(p.DS, p.AHat, p.Products, p.Offsets, p.IDs, r)
 	if err == nil {
 		p.opt.attachClusters(s, p.IDs)
 		s.Set = p.Set

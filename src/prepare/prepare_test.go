@@ -1,6 +1,7 @@
 package prepare
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,7 +16,7 @@ func coraPrepared(t *testing.T, parts int) *Prepared {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := InMemory(ds, parts, Options{Precompute: true})
+	p, err := InMemory(ds, parts, Options{Precompute: shard.Aggregations})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestStreamingPrepareEqualsInMemory(t *testing.T) {
 			}
 		}
 		mem, stream := t.TempDir(), t.TempDir()
-		prep, err := InMemory(ds, 3, Options{Precompute: true, Parts: assign})
+		prep, err := InMemory(ds, 3, Options{Precompute: shard.Aggregations, Parts: assign})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +122,7 @@ func TestStreamingPrepareEqualsInMemory(t *testing.T) {
 			}
 		}
 		seen := 0
-		sp, err := Streaming(c.data, stream, 3, Options{Precompute: true, Parts: assign, OnShard: func(*shard.Shard) { seen++ }}, load)
+		sp, err := Streaming(c.data, stream, 3, Options{Precompute: shard.Aggregations, Parts: assign, OnShard: func(*shard.Shard) { seen++ }}, load)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,6 +138,37 @@ func TestStreamingPrepareEqualsInMemory(t *testing.T) {
 		}
 		if left, _ := filepath.Glob(filepath.Join(stream, ".prepare-*")); len(left) > 0 {
 			t.Fatalf("temporary files left: %v", left)
+		}
+	}
+}
+
+// TestMeanOfNeighbours: every shard's D⁻¹AX rows are the mean of the
+// node's neighbours' feature rows (self excluded), summed here directly
+// from the adjacency; ÂX is left to the equivalence tests.
+func TestMeanOfNeighbours(t *testing.T) {
+	p := coraPrepared(t, 3)
+	a, x := p.DS.Adj, p.DS.Features.ToDense()
+	for r := 0; r < 3; r++ {
+		s, err := p.Shard(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := s.MX.CSR.ToDense()
+		want := make([]float64, x.Cols)
+		for i := range s.Rows() {
+			v := s.Row0() + i
+			clear(want)
+			deg := a.RowPtr[v+1] - a.RowPtr[v]
+			for q := a.RowPtr[v]; q < a.RowPtr[v+1]; q++ {
+				for c, f := range x.Row(int(a.ColIdx[q])) {
+					want[c] += float64(f) / float64(deg)
+				}
+			}
+			for c, w := range want {
+				if d := math.Abs(float64(got.Row(i)[c]) - w); d > 1e-6 {
+					t.Fatalf("rank %d row %d column %d: D⁻¹AX %g, neighbours' mean %g", r, i, c, got.Row(i)[c], w)
+				}
+			}
 		}
 	}
 }

@@ -151,7 +151,7 @@ func Streaming(dataDir, outDir string, parts int, opt Options, load graph.LoadOp
 		if err != nil {
 			return nil, err
 		}
-		sh, err := splitRows(ds, graph.NormalizeRows(a, off[q], dinv), off, perm, q, opt.Precompute)
+		sh, err := splitRows(ds, graph.NormalizeRows(a, off[q], dinv), off, perm, q, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +160,7 @@ func Streaming(dataDir, outDir string, parts int, opt Options, load graph.LoadOp
 			blockBytes += b.Bytes()
 			prep.nnz += b.NNZ()
 		}
-		prep.compulsory = max(prep.compulsory, blockBytes+ds.Features.Bytes()+sh.AX.Bytes())
+		prep.compulsory = max(prep.compulsory, blockBytes+ds.Features.Bytes()+sh.AX.CSR.Bytes()+sh.MX.CSR.Bytes())
 		opt.attachClusters(sh, perm)
 		sh.Set = prep.Set
 		if err := sh.Write(outDir); err != nil {
@@ -269,18 +269,15 @@ func loadBucket(path string, lo, hi int64, n int) (*matrix.CSR, error) {
 }
 
 // splitRows builds rank q's shard from its rows of Â (columns global). The
-// rows are cut into the shard's column blocks first and ÂX is formed from
-// the blocks, so the rows can go before ÂX is allocated: prepare never
-// holds Â's rows twice beside ÂX.
-func splitRows(ds *graph.Dataset, ahatRows *matrix.CSR, off []int64, ids []int32, q int, precompute bool) (*shard.Shard, error) {
+// rows are cut into the shard's column blocks first and the products are
+// formed from the blocks, so the rows can go before the products are
+// allocated: prepare never holds Â's rows twice beside them.
+func splitRows(ds *graph.Dataset, ahatRows *matrix.CSR, off []int64, ids []int32, q int, opt Options) (*shard.Shard, error) {
 	blocks := columnBlocks(ahatRows, off) // ahatRows is not read after this
 	releasePart()
-	var ax *matrix.CSR
-	if precompute {
-		var err error
-		if ax, err = graph.SpGEMMBlocks(blocks, off, ds.Features); err != nil {
-			return nil, err
-		}
+	products, err := opt.products(blocks, off, q, ds.Features)
+	if err != nil {
+		return nil, err
 	}
-	return newShard(ds, blocks, ax, off, ids, q), nil
+	return newShard(ds, blocks, products, off, ids, q), nil
 }

@@ -25,10 +25,10 @@ import (
 // version.
 //
 // body: rank, parts, n, classes, featdim, globalTrain (u64 each), offsets
-// (parts+1 × u64), P column blocks, features, AX (flag 0: none, 1: CSR, 2:
-// dense rows, cols and values, since format 6, when denser than
-// matrix.DenseThreshold: half the bytes, read straight into the matrix
-// the engine multiplies), labels, train,
+// (parts+1 × u64), P column blocks, features, ÂX, then D⁻¹AX (since
+// format 8; each flag 0: none, 1: CSR, 2: dense rows, cols and values,
+// since format 6, when denser than matrix.DenseThreshold: half the bytes,
+// read straight into the matrix the engine multiplies), labels, train,
 // val, test, original node ids (length-prefixed i32 arrays; no ids = the
 // original order), multi-label targets (flag + CSR, since format 4),
 // cluster count and each row's cluster (since format 5), the identity of
@@ -36,7 +36,7 @@ import (
 // is rows, cols, nnz, then rowptr (i64), colidx (i32), values (f32).
 const (
 	magic   = "SANCUSSH"
-	Version = 7
+	Version = 8
 )
 
 // FileName is the name of rank r's shard out of parts.
@@ -97,6 +97,29 @@ func (e *enc) dense(rows, cols int, fill func(r int, row []float32)) {
 	}
 }
 
+// aggregate writes a precomputed product: dense rows where it is dense
+// enough, else CSR.
+func (e *enc) aggregate(a Aggregate) {
+	switch m := a.CSR; {
+	case a.Dense != nil:
+		e.u64(2)
+		e.dense(a.Dense.Rows, a.Dense.Cols, func(r int, row []float32) { copy(row, a.Dense.Row(r)) })
+	case m != nil && m.DenseEnough():
+		e.u64(2)
+		e.dense(m.Rows, m.Cols, func(r int, row []float32) {
+			clear(row)
+			for p := m.RowPtr[r]; p < m.RowPtr[r+1]; p++ {
+				row[m.ColIdx[p]] = m.Val[p]
+			}
+		})
+	case m != nil:
+		e.u64(1)
+		e.csr(m)
+	default:
+		e.u64(0)
+	}
+}
+
 func (s *Shard) encode(w io.Writer) (int64, error) {
 	e := &enc{w: bufio.NewWriterSize(w, 1<<20)}
 	for _, v := range []int{s.Rank, s.Parts, s.N, s.Classes, s.FeatDim, s.GlobalTrain} {
@@ -109,24 +132,8 @@ func (s *Shard) encode(w io.Writer) (int64, error) {
 		e.csr(b)
 	}
 	e.csr(s.Features)
-	switch {
-	case s.AXDense != nil:
-		e.u64(2)
-		e.dense(s.AXDense.Rows, s.AXDense.Cols, func(r int, row []float32) { copy(row, s.AXDense.Row(r)) })
-	case s.AX != nil && s.AX.DenseEnough():
-		e.u64(2)
-		e.dense(s.AX.Rows, s.AX.Cols, func(r int, row []float32) {
-			clear(row)
-			for p := s.AX.RowPtr[r]; p < s.AX.RowPtr[r+1]; p++ {
-				row[s.AX.ColIdx[p]] = s.AX.Val[p]
-			}
-		})
-	case s.AX != nil:
-		e.u64(1)
-		e.csr(s.AX)
-	default:
-		e.u64(0)
-	}
+	e.aggregate(s.AX)
+	e.aggregate(s.MX)
 	e.i32s(s.Labels)
 	e.i32s(s.Train)
 	e.i32s(s.Val)
@@ -362,6 +369,23 @@ func Read(dir string, rank, parts int) (*Shard, error) {
 	return s, nil
 }
 
+// aggregate reads a precomputed product as enc.aggregate wrote it.
+func (d *dec) aggregate(g Aggregation) Aggregate {
+	switch d.u64() {
+	case 1:
+		return Aggregate{CSR: d.csr()}
+	case 2:
+		rows, cols := d.count(1), d.count(1)
+		if d.err == nil && cols > 0 && rows > int(d.left/4)/cols {
+			d.err = fmt.Errorf("dense %v of %d×%d exceeds the file", g, rows, cols)
+		}
+		if d.err == nil {
+			return Aggregate{Dense: &matrix.Dense{Rows: rows, Cols: cols, Data: d.f32s(rows * cols)}}
+		}
+	}
+	return Aggregate{}
+}
+
 // shard decodes a body of the current version.
 func (d *dec) shard() *Shard {
 	s := &Shard{}
@@ -380,18 +404,7 @@ func (d *dec) shard() *Shard {
 		s.Blocks[j] = d.csr()
 	}
 	s.Features = d.csr()
-	switch d.u64() {
-	case 1:
-		s.AX = d.csr()
-	case 2:
-		rows, cols := d.count(1), d.count(1)
-		if d.err == nil && cols > 0 && rows > int(d.left/4)/cols {
-			d.err = fmt.Errorf("dense ÂX of %d×%d exceeds the file", rows, cols)
-		}
-		if d.err == nil {
-			s.AXDense = &matrix.Dense{Rows: rows, Cols: cols, Data: d.f32s(rows * cols)}
-		}
-	}
+	s.AX, s.MX = d.aggregate(Sym), d.aggregate(Mean)
 	s.Labels = d.i32s(d.count(4))
 	s.Train = d.i32s(d.count(4))
 	s.Val = d.i32s(d.count(4))
@@ -435,11 +448,14 @@ func (s *Shard) check() error {
 	if s.Features.Rows != rows || s.Features.Cols != s.FeatDim {
 		return fmt.Errorf("features are %dx%d, want %dx%d", s.Features.Rows, s.Features.Cols, rows, s.FeatDim)
 	}
-	if s.AX != nil && (s.AX.Rows != rows || s.AX.Cols != s.FeatDim) {
-		return fmt.Errorf("ÂX is %dx%d, want %dx%d", s.AX.Rows, s.AX.Cols, rows, s.FeatDim)
-	}
-	if d := s.AXDense; d != nil && (d.Rows != rows || d.Cols != s.FeatDim) {
-		return fmt.Errorf("ÂX is %dx%d, want %dx%d", d.Rows, d.Cols, rows, s.FeatDim)
+	for _, g := range []Aggregation{Sym, Mean} {
+		a := s.Of(g)
+		if m := a.CSR; m != nil && (m.Rows != rows || m.Cols != s.FeatDim) {
+			return fmt.Errorf("%v is %dx%d, want %dx%d", g, m.Rows, m.Cols, rows, s.FeatDim)
+		}
+		if m := a.Dense; m != nil && (m.Rows != rows || m.Cols != s.FeatDim) {
+			return fmt.Errorf("%v is %dx%d, want %dx%d", g, m.Rows, m.Cols, rows, s.FeatDim)
+		}
 	}
 	if len(s.Labels) != rows {
 		return fmt.Errorf("%d labels for %d rows", len(s.Labels), rows)

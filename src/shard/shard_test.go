@@ -19,7 +19,7 @@ func coraPrepared(t *testing.T, parts int) *prepare.Prepared {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := prepare.InMemory(ds, parts, prepare.Options{Precompute: true})
+	p, err := prepare.InMemory(ds, parts, prepare.Options{Precompute: shard.Aggregations})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,9 +118,9 @@ func TestMetaRoundTrip(t *testing.T) {
 	}
 }
 
-// TestDenseAXRoundTrip: a ÂX denser than matrix.DenseThreshold is stored
-// dense and read back as the dense matrix the engine multiplies, equal to
-// the CSR it came from; the rest of the shard is unchanged.
+// TestDenseAXRoundTrip: a ÂX or D⁻¹AX denser than matrix.DenseThreshold is
+// stored dense and read back as the dense matrix the engine multiplies,
+// equal to the CSR it came from; the rest of the shard is unchanged.
 func TestDenseAXRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	if err := graph.Generate(dir, graph.GenConfig{Model: "planted", Nodes: 3000, Edges: 15000, Features: 48, FeatureNNZ: 6,
@@ -131,14 +131,11 @@ func TestDenseAXRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := prepare.InMemory(ds, 2, prepare.Options{Precompute: true})
+	p, err := prepare.InMemory(ds, 2, prepare.Options{Precompute: shard.Aggregations})
 	if err != nil {
 		t.Fatal(err)
 	}
 	orig, _ := p.Shard(0)
-	if !orig.AX.DenseEnough() {
-		t.Fatalf("ÂX density %d/%d: the test needs a dense one", orig.AX.NNZ(), orig.AX.Rows*orig.AX.Cols)
-	}
 	out := t.TempDir()
 	if err := orig.Write(out); err != nil {
 		t.Fatal(err)
@@ -147,13 +144,19 @@ func TestDenseAXRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.AX != nil || got.AXDense == nil || !got.HasAX() {
-		t.Fatalf("read back AX %v, AXDense %v: want the dense form only", got.AX != nil, got.AXDense != nil)
+	for _, g := range []shard.Aggregation{shard.Sym, shard.Mean} {
+		o, r := orig.Of(g), got.Of(g)
+		if !o.CSR.DenseEnough() {
+			t.Fatalf("%v density %d/%d: the test needs a dense one", g, o.CSR.NNZ(), o.CSR.Rows*o.CSR.Cols)
+		}
+		if r.CSR != nil || r.Dense == nil || !got.Holds(g) {
+			t.Fatalf("%v read back as CSR %v, dense %v: want the dense form only", g, r.CSR != nil, r.Dense != nil)
+		}
+		if !reflect.DeepEqual(r.Dense, o.CSR.ToDense()) {
+			t.Fatalf("dense %v read back differs from the CSR written", g)
+		}
+		*r = *o
 	}
-	if !reflect.DeepEqual(got.AXDense, orig.AX.ToDense()) {
-		t.Fatal("dense ÂX read back differs from the CSR written")
-	}
-	got.AXDense, got.AX = nil, orig.AX
 	if !reflect.DeepEqual(got, orig) {
 		t.Fatal("the rest of the shard read back differs")
 	}

@@ -53,10 +53,13 @@
 //
 // # Precompute and the rows computed
 //
-// --precompute (default, GCN only): ÂX is constant, computed once by
-// prepare, so layer 1 sends nothing. It is exact without dropout; with
-// dropout it drops entries of ÂX instead of X, a slightly different model
-// (results/README.md measures what that costs per graph);
+// --precompute (default): X is constant, so layer 1's aggregation of it is
+// computed once by prepare and layer 1 sends nothing: a GCN multiplies ÂX,
+// GraphSAGE the neighbours' mean D⁻¹AX (beside its root term X·Root). It
+// is exact without dropout; with dropout it drops entries of the product
+// instead of X, a slightly different model (results/README.md measures
+// what that costs per graph). GAT's attention depends on the weights, so
+// it always reads X.
 // --precompute=false is the paper's model. By default a GCN's last layer
 // computes in training only what the loss reads (its training rows forward,
 // the columns of training nodes backward, and only those rows travel);

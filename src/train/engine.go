@@ -32,6 +32,7 @@ type Engine struct {
 	opt    *model.Adam
 	be     kernels.Backend // where the matrices live and are computed
 	input  kernels.Input   // (ÂX)_i when precomputed, else X_i
+	meanX  kernels.Input   // GraphSAGE's (D⁻¹AX)_i when precomputed
 	layers []layer
 	view   view // what this rank multiplies with each root's block
 	part   part
@@ -211,23 +212,34 @@ func (e *Engine) setup() error {
 	return nil
 }
 
-// openInput makes layer 1's operand, ÂX or X, usable on the backend.
+// openInput makes layer 1's operands usable on the backend: X, or a GCN's
+// ÂX in its place; GraphSAGE on D⁻¹AX reads both that and X (its root).
 func (e *Engine) openInput() error {
-	var op *kernels.Operand
-	fromAX := e.cfg.Model.Precompute && e.readsAX()
-	switch {
-	case !fromAX:
-		op = kernels.NewOperand(e.s.Features)
-	case e.s.AXDense != nil:
-		op = kernels.NewDenseOperand(e.s.AXDense)
-	case e.s.AX != nil:
-		op = kernels.NewOperand(e.s.AX)
-	default:
-		return fmt.Errorf("shard %d has no precomputed ÂX: prepare it with --precompute or train with --precompute=false", e.s.Rank)
+	agg := e.precomputed()
+	x := kernels.NewOperand(e.s.Features)
+	var prod *kernels.Operand // the product, when layer 1 reads one
+	if agg != 0 {
+		switch a := e.s.Of(agg); {
+		case a.Dense != nil:
+			prod = kernels.NewDenseOperand(a.Dense)
+		case a.CSR != nil:
+			prod = kernels.NewOperand(a.CSR)
+		default:
+			return fmt.Errorf("shard %d has no precomputed %v: prepare it with --precompute or train with --precompute=false", e.s.Rank, agg)
+		}
+	}
+	op := x
+	if agg == shard.Sym {
+		op = prod
 	}
 	var err error
 	if e.input, err = e.be.Input(op); err != nil {
 		return fmt.Errorf("rank %d: input on %s: %w", e.rank, e.be.Name(), err)
+	}
+	if agg == shard.Mean {
+		if e.meanX, err = e.be.Input(prod); err != nil {
+			return fmt.Errorf("rank %d: %v on %s: %w", e.rank, agg, e.be.Name(), err)
+		}
 	}
 	if e.drift.on {
 		e.drift.rows = driftSampleRows(e.rows())
@@ -235,19 +247,22 @@ func (e *Engine) openInput() error {
 			return fmt.Errorf("rank %d: drift sample on %s: %w", e.rank, e.be.Name(), err)
 		}
 	}
-	// Layer 1's operand is all of X and ÂX that is read from now on: the
-	// engine lets the rest go (the caller's shard keeps it, if the caller
-	// keeps the shard). Layer 1 on ÂX reads neither X nor ÂX's CSR once
-	// expanded to dense (half the bytes of the CSR at this density); on X
-	// it reads no ÂX. Cluster batches, which slice X, read X alone.
+	// Layer 1's operands are all of X and its products that is read from
+	// now on: the engine lets the rest go (the caller's shard keeps it, if
+	// the caller keeps the shard). Layer 1 on ÂX reads neither X nor ÂX's
+	// CSR once expanded to dense (half the bytes of the CSR at this
+	// density); on X it reads no product. Cluster batches, which slice X,
+	// read X alone.
 	sh := *e.s
-	if fromAX {
-		sh.Features, e.tally.inputBytes = nil, op.Bytes()
-		if !op.IsSparse() {
-			sh.AX = nil
+	sh.AX, sh.MX = shard.Aggregate{}, shard.Aggregate{}
+	if prod != nil {
+		e.tally.inputBytes = prod.Bytes()
+		if prod.IsSparse() {
+			*sh.Of(agg) = *e.s.Of(agg)
 		}
-	} else {
-		sh.AX, sh.AXDense = nil, nil
+	}
+	if agg == shard.Sym {
+		sh.Features = nil
 	}
 	e.s = &sh
 	return nil
@@ -352,10 +367,31 @@ func (e *Engine) shareSparsity() error {
 
 // ownID is the node id of local row r (original numbering, which dropout
 // masks use, so a reordered run draws the masks of the original one).
-// readsAX: layer 1 of a GCN with --precompute multiplies the shard's ÂX;
-// GraphSAGE and GAT layers, and cluster-batch training, read X.
-func (e *Engine) readsAX() bool {
-	return e.cfg.Model.Arch.ReadsAX() && e.cfg.Batch.Mode != "clusters" // a batch renormalizes Â: X it is
+// precomputed is the product with X that layer 1 reads from the shard.
+func (e *Engine) precomputed() shard.Aggregation { return e.cfg.Precomputed() }
+
+// Precomputed is the product with X that layer 1 reads from its shard (0:
+// X itself): with --precompute, the model's (Precomputable), outside
+// cluster batches (a batch renormalizes Â: X it is).
+func (c Config) Precomputed() shard.Aggregation {
+	if !c.Model.Precompute || c.Batch.Mode == "clusters" {
+		return 0
+	}
+	return Precomputable(c.Model.Arch)
+}
+
+// Precomputable is the product with the constant X that a model's layer 1
+// can read instead of aggregating X every epoch: ÂX for a GCN, D⁻¹AX (the
+// neighbours' mean) for GraphSAGE; none for GAT, whose attention depends
+// on the weights.
+func Precomputable(a model.Arch) shard.Aggregation {
+	switch {
+	case a.ReadsAX():
+		return shard.Sym
+	case a.ReadsMeanX():
+		return shard.Mean
+	}
+	return 0
 }
 
 // srcID is the original node id of root j's row r as this rank holds it.

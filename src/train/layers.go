@@ -6,6 +6,7 @@ import (
 	"sancus/collectives/wire"
 	"sancus/kernels"
 	"sancus/kernels/matrix"
+	"sancus/src/shard"
 	"sancus/src/staleness"
 )
 
@@ -90,18 +91,20 @@ func (c *conv) cacheFor(p pass) *cache {
 // shadowBuf is the layer's noise-free output at the drift sample.
 func (c *conv) shadowBuf(e *Engine) *matrix.Dense { return e.sampleBuf(&c.shadow, c.dout) }
 
-// newLayer picks layer l's kind: layer 1 on the precomputed ÂX needs no
-// communication; otherwise the narrower of H (aggregate first) and HW
+// newLayer picks layer l's kind: layer 1 on a precomputed ÂX or D⁻¹AX
+// needs no communication; otherwise the narrower of H (aggregate first) and HW
 // (transform first) travels. The raw input is never sent: XW is narrower.
 func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
 	r := e.rows()
 	c := conv{l: l, din: din, dout: dout, z: e.be.NewDense(r, dout), dW: e.be.NewDense(din, dout), db: make([]float32, dout), act: e.activation()}
-	switch {
+	switch agg := e.precomputed(); {
+	case l == 0 && agg == shard.Mean:
+		return e.newSAGELocalLayer(c)
 	case e.cfg.Model.Arch.HasRoot():
 		return e.newSAGELayer(c, gradPolicy)
 	case e.cfg.Model.Arch.Attends():
 		return e.newGATLayer(c, gradPolicy)
-	case l == 0 && e.cfg.Model.Precompute && e.readsAX():
+	case l == 0 && agg == shard.Sym:
 		return &localLayer{conv: c}
 	case l == 0 || din > dout:
 		L := &transformLayer{conv: c, first: l == 0, u: e.be.NewDense(r, dout), dU: e.be.NewDense(r, dout)}

@@ -17,7 +17,7 @@ func RunInProcess(ds *graph.Dataset, parts int, cfg Config) (Outcome, error) {
 // RunPartitioned is RunInProcess on a partition (assign[v] = rank of node
 // v; nil: contiguous ranges): nodes are reordered part by part.
 func RunPartitioned(ds *graph.Dataset, assign []int32, parts int, cfg Config) (Outcome, error) {
-	return runPrepared(ds, parts, cfg, prepare.Options{Precompute: cfg.Model.Precompute, Parts: assign})
+	return runPrepared(ds, parts, cfg, prepare.Options{Precompute: cfg.Precomputed(), Parts: assign})
 }
 
 // RunClustered is RunInProcess with the nodes cut into k clusters
@@ -27,7 +27,7 @@ func RunClustered(ds *graph.Dataset, clusters []int32, k, parts int, cfg Config)
 	if err != nil {
 		return Outcome{}, err
 	}
-	return runPrepared(ds, parts, cfg, prepare.Options{Precompute: cfg.Model.Precompute, Parts: assign, Clusters: clusters, NumClusters: k})
+	return runPrepared(ds, parts, cfg, prepare.Options{Precompute: cfg.Precomputed(), Parts: assign, Clusters: clusters, NumClusters: k})
 }
 
 func runPrepared(ds *graph.Dataset, parts int, cfg Config, opt prepare.Options) (Outcome, error) {

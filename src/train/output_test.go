@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"sancus/collectives"
+	"sancus/src/model"
 	"sancus/src/prepare"
+	"sancus/src/shard"
 )
 
 // TestRestrictedBlocksReadTrainingRows: the last layer computed only where
@@ -18,7 +20,7 @@ func TestRestrictedBlocksReadTrainingRows(t *testing.T) {
 	ds, _ := generated(t)
 	// The restricted blocks: forward rows only at training rows, backward
 	// columns only at training nodes, over all ranks.
-	prep, err := prepare.InMemory(ds, 3, prepare.Options{Precompute: true})
+	prep, err := prepare.InMemory(ds, 3, prepare.Options{Precompute: shard.Aggregations})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,48 +87,56 @@ func TestRestrictedBlocksReadTrainingRows(t *testing.T) {
 	}
 }
 
-// TestEngineHoldsOneInput: layer 1 reads ÂX or X, and the engine holds
-// and counts only that one (the caller's shard keeps both).
+// TestEngineHoldsOneInput: layer 1 reads ÂX, X, or D⁻¹AX and X, and the
+// engine holds and counts only those (the caller's shard keeps them all).
 func TestEngineHoldsOneInput(t *testing.T) {
 	ds, _ := generated(t)
-	prep, err := prepare.InMemory(ds, 2, prepare.Options{Precompute: true})
+	prep, err := prepare.InMemory(ds, 2, prepare.Options{Precompute: shard.Aggregations})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, fromAX := range []bool{true, false} {
+	cases := []struct {
+		arch       model.Arch
+		precompute bool
+		x          bool              // the engine holds X
+		reads      shard.Aggregation // and this product
+	}{
+		{model.ArchGCN, true, false, shard.Sym},
+		{model.ArchGCN, false, true, 0},
+		{model.ArchSAGE, true, true, shard.Mean},
+		{model.ArchSAGE, false, true, 0},
+	}
+	for _, tc := range cases {
 		err = collectives.NewWorld(2, time.Minute).Run(func(c collectives.Comm) error {
 			s, err := prep.Shard(c.Rank())
 			if err != nil {
 				return err
 			}
 			cfg := Defaults()
-			cfg.Model.Precompute = fromAX
+			cfg.Model.Arch, cfg.Model.Precompute = tc.arch, tc.precompute
 			e, err := New(cfg, c, s)
 			if err != nil {
 				return err
 			}
 			defer e.Close()
-			ax := s.AX.Bytes()
-			if s.AXDense != nil {
-				ax += 4 * int64(len(s.AXDense.Data))
+			if s.Features == nil || !s.Holds(shard.Aggregations) {
+				return fmt.Errorf("rank %d: the caller's shard lost X or a product", e.rank)
 			}
-			if s.Features == nil || ax == 0 {
-				return fmt.Errorf("rank %d: the caller's shard lost X or ÂX", e.rank)
+			if held := e.s.Features != nil; held != tc.x {
+				return fmt.Errorf("rank %d: engine holds X %v, want %v", e.rank, held, tc.x)
 			}
-			held := e.s.Features != nil
-			if !fromAX {
-				held = e.s.AX != nil || e.s.AXDense != nil
+			for _, g := range []shard.Aggregation{shard.Sym, shard.Mean} {
+				if g != tc.reads && e.s.Of(g).Held() {
+					return fmt.Errorf("rank %d: the engine holds %v, which layer 1 does not read", e.rank, g)
+				}
 			}
-			if held {
-				return fmt.Errorf("rank %d (ÂX read: %v): the engine holds the input layer 1 does not read", e.rank, fromAX)
-			}
-			if !fromAX && e.tally.inputBytes != 0 {
-				return fmt.Errorf("rank %d: ÂX, not read, counted as %d compulsory bytes", e.rank, e.tally.inputBytes)
+			if counted := e.tally.inputBytes != 0; counted != (tc.reads != 0) {
+				return fmt.Errorf("rank %d: %d compulsory bytes of a product counted, reading %v", e.rank, e.tally.inputBytes, tc.reads)
 			}
 			return nil
 		})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v, precompute %v: %v", tc.arch, tc.precompute, err)
 		}
 	}
 }

@@ -92,6 +92,46 @@ func (L *sageLayer) forward(e *Engine, p pass, in act) (act, error) {
 	return act{h: L.z}, nil
 }
 
+// sageLocalLayer is layer 1 on the precomputed D⁻¹AX: Z =
+// dropout(D⁻¹AX)·W + dropout(X)·Root, with no communication. Dropout
+// falls on the neighbours' mean, not on each neighbour's X (as ÂX's does
+// for a GCN); without dropout it is the layer above, summed in another
+// order.
+type sageLocalLayer struct {
+	conv
+	r, dR *matrix.Dense
+	ops   kernels.ElementOps
+}
+
+func (e *Engine) newSAGELocalLayer(c conv) *sageLocalLayer {
+	L := &sageLocalLayer{conv: c, r: e.be.NewDense(e.rows(), c.dout), dR: e.be.NewDense(c.din, c.dout), ops: e.elementOps()}
+	L.extraGrads = []*matrix.Dense{L.dR}
+	return L
+}
+
+func (L *sageLocalLayer) kind() string { return "graphsage-mean (precomputed D⁻¹AX)" }
+
+func (L *sageLocalLayer) forward(e *Engine, p pass, _ act) (act, error) {
+	mask := e.mask(p.epoch, 0, p.train)
+	e.meanX.SetDropout(mask)
+	e.input.SetDropout(mask)
+	if err := e.meanX.Mul(L.z, e.m.W[0]); err != nil {
+		return act{}, err
+	}
+	if err := e.input.Mul(L.r, e.m.Root[0]); err != nil {
+		return act{}, err
+	}
+	L.ops.Add(L.z, L.r)
+	return act{h: L.z}, nil
+}
+
+func (L *sageLocalLayer) backward(e *Engine, _ int, g *matrix.Dense) (*matrix.Dense, error) {
+	if err := e.meanX.MulT(L.dW, g); err != nil {
+		return nil, err
+	}
+	return nil, e.input.MulT(L.dR, g)
+}
+
 // backward: the neighbour path sends D⁻¹g and multiplies A (Mᵀg); the root
 // path is local: ∇Root = H̃ᵀg, ∂H̃ += g·Rootᵀ.
 func (L *sageLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {

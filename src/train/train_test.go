@@ -114,7 +114,7 @@ func loadCora(t testing.TB) *graph.Dataset {
 // onRanks builds P in-process engines on ds and runs fn on each.
 func onRanks(t *testing.T, ds *graph.Dataset, p int, cfg Config, fn func(e *Engine) error) {
 	t.Helper()
-	onRanksWith(t, ds, p, cfg, prepare.Options{Precompute: cfg.Model.Precompute}, fn)
+	onRanksWith(t, ds, p, cfg, prepare.Options{Precompute: cfg.Precomputed()}, fn)
 }
 
 // onRanksWith is onRanks on shards prepared with opt.

@@ -206,7 +206,7 @@ func predictShards(pf predictFlags, spec model.Spec, parts, rank int) ([]*shard.
 	if err != nil {
 		return nil, err
 	}
-	prep, err := prepare.InMemory(ds, parts, prepare.Options{Precompute: true})
+	prep, err := prepare.InMemory(ds, parts, prepare.Options{Precompute: train.Precomputable(spec.Model)})
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func predictRank(pf predictFlags, spec model.Spec, m *model.GCN, c collectives.C
 	}
 	s.Classes = spec.Classes // data may lack a class the model knows
 	cfg := train.Defaults()
-	cfg.Model.Arch, cfg.Model.Layers, cfg.Model.Precompute, cfg.Optim.Epochs, cfg.Run.LocalRank = spec.Model, spec.Layers, s.HasAX(), 1, -1
+	cfg.Model.Arch, cfg.Model.Layers, cfg.Model.Precompute, cfg.Optim.Epochs, cfg.Run.LocalRank = spec.Model, spec.Layers, s.Holds(train.Precomputable(spec.Model)), 1, -1
 	cfg.Model.Residual = spec.Residual
 	if spec.Layers > 1 {
 		cfg.Model.Hidden = spec.Dims[1]

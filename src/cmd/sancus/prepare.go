@@ -26,7 +26,7 @@ func runPrepare(args []string) (err error) {
 	data := fs.String("data", "", "dataset `DIR` (or .npz file) (required)")
 	parts := fs.Int("parts", 0, "number of ranks the shards are for (required)")
 	out := fs.String("out", "", "output shard directory (required)")
-	pre := fs.Bool("precompute", true, "store (ÂX) rows so layer 1 needs no communication")
+	pre := fs.Bool("precompute", true, "store the rows of ÂX and D⁻¹AX, so layer 1 of a GCN or GraphSAGE needs no communication")
 	clusters := fs.Int("clusters", 0, "also cut the graph into `K` clusters (K ≫ ranks) for train --batch clusters, with --partitioner (grem unless given: grem, spring, random or file); every rank's rows are whole clusters")
 	quiet := fs.Bool("quiet", false, "no progress lines (on stderr: in place on a terminal, every 30 s in a log)")
 	var load graph.LoadOptions
@@ -46,7 +46,10 @@ func runPrepare(args []string) (err error) {
 	// What prepare read and how, for the shard set's identity: the data's
 	// files with their sizes, the loader's flags and the partitioner.
 	identity := dataIdentity(*data, load)
-	opt := prepare.Options{Precompute: *pre, Source: fmt.Sprintf("%s %s partitioner=%s", filepath.Base(*data), identity, pf.name)}
+	opt := prepare.Options{Source: fmt.Sprintf("%s %s partitioner=%s", filepath.Base(*data), identity, pf.name)}
+	if *pre {
+		opt.Precompute = shard.Aggregations
+	}
 	var took time.Duration
 	if *clusters > 0 {
 		if !fs.Changed("partitioner") {

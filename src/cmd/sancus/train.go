@@ -113,7 +113,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.IntVar(&m.OutHeads, "out-heads", m.OutHeads, "GAT: attention heads of the output layer (averaged)")
 	fs.Float64Var(&m.Dropout, "dropout", m.Dropout, "dropout probability on every layer's input")
 	fs.Float64Var(&m.AttDropout, "att-dropout", m.AttDropout, "GAT: dropout of attention coefficients (< 0: as --dropout)")
-	fs.BoolVar(&m.Precompute, "precompute", m.Precompute, "use precomputed ÂX (exact; layer 1 sends nothing); --precompute=false runs the plain path")
+	fs.BoolVar(&m.Precompute, "precompute", m.Precompute, "layer 1 of a GCN reads precomputed ÂX, of GraphSAGE D⁻¹AX (layer 1 sends nothing; dropout falls on the product); --precompute=false runs the plain path")
 
 	fs = g.section("Optimization")
 	fs.IntVar(&o.Epochs, "epochs", o.Epochs, "training epochs")
@@ -454,7 +454,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 		if err != nil {
 			return abort("loading dataset", err)
 		}
-		prep, err := prepare.InMemory(ds, size, prepare.Options{Precompute: cfg.Model.Precompute})
+		prep, err := prepare.InMemory(ds, size, prepare.Options{Precompute: cfg.Precomputed()})
 		if err != nil {
 			return abort("partitioning", err)
 		}
@@ -526,7 +526,7 @@ func runInProcess(ds *graph.Dataset, parts int, cfg train.Config) (train.Outcome
 	if err := cfg.Validate(); err != nil {
 		return train.Outcome{}, err
 	}
-	prep, err := prepare.InMemory(ds, parts, prepare.Options{Precompute: cfg.Model.Precompute})
+	prep, err := prepare.InMemory(ds, parts, prepare.Options{Precompute: cfg.Precomputed()})
 	if err != nil {
 		return train.Outcome{}, err
 	}

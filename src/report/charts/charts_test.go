@@ -26,7 +26,7 @@ func TestReportFromRuns(t *testing.T) {
 	for _, p := range []int{1, 2} {
 		cfg := train.Defaults()
 		cfg.Optim.Epochs, cfg.Staleness.Policy, cfg.Staleness.Eps = 6, "epoch-fixed", 1
-		prep, err := prepare.InMemory(ds, p, prepare.Options{Precompute: cfg.Model.Precompute})
+		prep, err := prepare.InMemory(ds, p, prepare.Options{Precompute: cfg.Precomputed()})
 		if err != nil {
 			t.Fatal(err)
 		}
