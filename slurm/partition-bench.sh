@@ -23,7 +23,7 @@ else
 	echo "partition-bench: $shared is missing: wordnet and the METIS meshes are left out (set SHARED=DIR)" >&2
 fi
 table=$out/partition.tsv
-printf 'dataset\tpartitioner\tP\tedge_cut\treplication\trow_balance\tnnz_balance\tseconds\tpeak_mb\n' >"$table"
+printf 'dataset\tpartitioner\tP\tedge_cut\treplication\treplication_full\trow_balance\tnnz_balance\tseconds\tpeak_mb\n' >"$table"
 for g in $graphs; do
 	name=$(basename "$g")
 	metisg=$g

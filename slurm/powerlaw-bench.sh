@@ -13,6 +13,7 @@
 #   partitioners.tsv GCN 2x16 and GraphSAGE 2x128 at P = 2 with each
 #                    partitioner: bytes sent per rank per epoch, test accuracy
 #   usage: slurm/powerlaw-bench.sh OUTDIR   (needs Debian's metis package)
+# STAGES picks the parts run (default "replication balance partitioners").
 set -euo pipefail
 out=${1:-results/bench/powerlaw}
 bin=${SANCUS:-bin/sancus}
@@ -36,6 +37,8 @@ metis() { # part file of dataset $1 in $2 parts
 	echo "$m.part.$2"
 }
 
+stages=" ${STAGES:-replication balance partitioners} "
+if [[ $stages == *" replication "* ]]; then
 echo "== replication factor"
 graphs=$g
 if [ -d "$shared/wordnet" ]; then
@@ -44,7 +47,7 @@ else
 	echo "powerlaw-bench: $shared is missing: wordnet and the METIS meshes are left out (set SHARED=DIR)" >&2
 fi
 rf=$out/replication.tsv
-printf 'dataset\tpartitioner\tP\tedge_cut\treplication\trow_balance\tnnz_balance\tseconds\tpeak_mb\n' >"$rf"
+printf 'dataset\tpartitioner\tP\tedge_cut\treplication\treplication_full\trow_balance\tnnz_balance\tseconds\tpeak_mb\n' >"$rf"
 for d in $graphs; do
 	for p in 4 8 16; do
 		for part in spring dbh hdrf grem; do
@@ -56,6 +59,7 @@ for d in $graphs; do
 	done
 done
 column -t -s $'\t' "$rf"
+fi
 
 # train DIR P OUT [flags]: one mpirun run, its results JSON at OUT.
 train() {
@@ -65,6 +69,7 @@ train() {
 }
 field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['result']; print(eval(sys.argv[2]))" "$@"; }
 
+if [[ $stages == *" balance "* ]]; then
 echo "== balance by rows or nonzeros"
 bal=$out/balance.tsv
 printf 'partitioner\tP\tbalance_by\tturn\tms_per_epoch\tcompute_slowest_over_mean\tnnz_balance\n' >"$bal"
@@ -85,7 +90,9 @@ for p in 2 4; do
 	done
 done
 column -t -s $'\t' "$bal"
+fi
 
+if [[ $stages == *" partitioners "* ]]; then
 echo "== partitioners: bytes and accuracy"
 pt=$out/partitioners.tsv
 printf 'partitioner\tmodel\tbytes_per_rank_per_epoch\ttest_acc\tms_per_epoch\tedge_cut\n' >"$pt"
@@ -103,3 +110,4 @@ for part in contiguous random grem spring metis; do
 	done
 done
 column -t -s $'\t' "$pt"
+fi

@@ -14,7 +14,10 @@ import (
 // scores every part by the endpoints' replicas there, favouring the one of
 // higher partial degree, plus a balance term. sancus trains on vertex
 // partitions, so a vertex's part is the one holding most of its edges;
-// their replication factor is the edge partition's.
+// their replication factor is the edge partition's. CATGNN compares SPRING
+// with each baseline's partition where "the full neighbor list of each
+// node is also maintained": FullReplication reads that as every part
+// keeping the whole neighbour list of every vertex it holds.
 
 // EdgeParts is an edge partition's outcome.
 type EdgeParts struct {
@@ -24,7 +27,11 @@ type EdgeParts struct {
 	// Replication is Σ_v |parts holding an edge of v| / |V|, a vertex
 	// without edges counting once.
 	Replication float64
-	Edges       []int64 // edges per part
+	// FullReplication is Σ_q |V_q ∪ N(V_q)| / |V|, V_q the vertices
+	// holding an edge in part q: the replicas once each part keeps their
+	// full neighbour lists (the measure SPRING's Σ|V_i ∪ N(V_i)|/|V| is).
+	FullReplication float64
+	Edges           []int64 // edges per part
 }
 
 // EdgeNames are the edge partitioners.
@@ -85,7 +92,39 @@ func PartitionEdges(name string, s *graph.EdgeStream, p int, opt Options, each f
 	}); err != nil {
 		return EdgeParts{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return e.finish(max(opt.Balance, 1)), nil
+	out := e.finish(max(opt.Balance, 1))
+	var err error
+	out.FullReplication, err = e.fullReplication(s)
+	return out, err
+}
+
+// fullReplication streams the edges once more: each endpoint joins every
+// part that holds the other, as a neighbour kept with its list.
+func (e *edgeState) fullReplication(s *graph.EdgeStream) (float64, error) {
+	full := append([]uint64(nil), e.replicas...)
+	if err := s.Each(func(u, v int32) error {
+		if u == v {
+			return nil
+		}
+		fu, fv := full[int(u)*e.words:(int(u)+1)*e.words], full[int(v)*e.words:(int(v)+1)*e.words]
+		ru, rv := e.replicas[int(u)*e.words:(int(u)+1)*e.words], e.replicas[int(v)*e.words:(int(v)+1)*e.words]
+		for w := range fu {
+			fu[w] |= rv[w]
+			fv[w] |= ru[w]
+		}
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("full neighbour lists: %w", err)
+	}
+	var replicas int64
+	for v := range e.n {
+		k := 0
+		for _, w := range full[v*e.words : (v+1)*e.words] {
+			k += bits.OnesCount64(w)
+		}
+		replicas += int64(max(1, k)) // a vertex without edges counts once
+	}
+	return float64(replicas) / float64(max(1, e.n)), nil
 }
 
 type edgeState struct {

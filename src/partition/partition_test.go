@@ -303,12 +303,14 @@ func TestEdgePartitioners(t *testing.T) {
 		for _, name := range EdgeNames {
 			for _, p := range []int{3, 8, 70} {
 				parts := make([]map[int32]bool, s.N)
+				var adj [][2]int32
 				assigned := 0
 				ep, err := PartitionEdges(name, s, p, DefaultOptions(), func(u, v, q int32) {
 					if q < 0 || int(q) >= p {
 						t.Fatalf("%s: edge (%d,%d) in part %d of %d", name, u, v, q, p)
 					}
 					assigned++
+					adj = append(adj, [2]int32{u, v})
 					for _, x := range []int32{u, v} {
 						if parts[x] == nil {
 							parts[x] = map[int32]bool{}
@@ -329,6 +331,30 @@ func TestEdgePartitioners(t *testing.T) {
 				want := float64(replicas) / float64(s.N)
 				if math.Abs(ep.Replication-want) > 1e-12 {
 					t.Fatalf("%s %s P=%d: replication factor %v, brute force %v", filepath.Base(g), name, p, ep.Replication, want)
+				}
+				// With full neighbour lists: part q holds V_q and every
+				// neighbour of a vertex in V_q.
+				full := make([]map[int32]bool, s.N)
+				for x, ps := range parts {
+					full[x] = map[int32]bool{}
+					for q := range ps {
+						full[x][q] = true
+					}
+				}
+				for _, e := range adj {
+					for q := range parts[e[0]] {
+						full[e[1]][q] = true
+					}
+					for q := range parts[e[1]] {
+						full[e[0]][q] = true
+					}
+				}
+				replicas = 0
+				for _, ps := range full {
+					replicas += max(1, len(ps))
+				}
+				if want := float64(replicas) / float64(s.N); math.Abs(ep.FullReplication-want) > 1e-12 {
+					t.Fatalf("%s %s P=%d: replication factor with full neighbour lists %v, brute force %v", filepath.Base(g), name, p, ep.FullReplication, want)
 				}
 				if err := Check(ep.Master, p, 1.05); err != nil {
 					t.Fatalf("%s %s P=%d: masters %v", filepath.Base(g), name, p, err)

@@ -26,6 +26,7 @@ type partFlags struct {
 	opt       partition.Options
 	chunkFrac float64
 	edgeRF    float64 // dbh, hdrf: the edge partition's replication factor
+	edgeFull  float64 // and with full neighbour lists (CATGNN's Figure 6)
 }
 
 func addPartitionFlags(fs *pflag.FlagSet) *partFlags {
@@ -77,7 +78,7 @@ func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		parts, pf.edgeRF = ep.Master, ep.Replication
+		parts, pf.edgeRF, pf.edgeFull = ep.Master, ep.Replication, ep.FullReplication
 	} else if parts, err = partition.Run(pf.name, s, p, pf.opt); err != nil {
 		return nil, 0, err
 	}
@@ -133,8 +134,11 @@ type PartitionStats struct {
 	Seconds     float64 `json:"seconds"`
 	PeakRSSMB   float64 `json:"peak_rss_mb"` // of the partitioning alone (the process does nothing else first)
 	// EdgeReplication is an edge partitioner's replication factor (dbh, hdrf).
-	EdgeReplication float64           `json:"edge_replication_factor,omitempty"`
-	Metrics         partition.Metrics `json:"metrics"`
+	EdgeReplication float64 `json:"edge_replication_factor,omitempty"`
+	// EdgeFullReplication is the same with every part keeping the full
+	// neighbour list of every vertex it holds (CATGNN's measure).
+	EdgeFullReplication float64           `json:"edge_full_replication_factor,omitempty"`
+	Metrics             partition.Metrics `json:"metrics"`
 }
 
 func runPartitionStats(args []string) error {
@@ -179,19 +183,20 @@ func runPartitionStats(args []string) error {
 	}
 	fmt.Printf("%s: %.2fs, peak memory %.1f MB\n", *data, secs, peak)
 	printMetrics(pf.name, m)
-	// CATGNN's replication factor: an edge partition's replicas per vertex,
-	// or a vertex partition's with full neighbour lists (Σ|V_i ∪ N(V_i)|/|V|).
-	rf := m.Replication
+	// CATGNN's replication factor: a vertex partition's with full
+	// neighbour lists (Σ|V_i ∪ N(V_i)|/|V|); an edge partition's replicas
+	// per vertex, and the same with full neighbour lists kept.
+	rf, full := m.Replication, m.Replication
 	if pf.edgeRF > 0 {
-		rf = pf.edgeRF
-		fmt.Printf("  edge partition: replication factor %.3f (each edge in one part); the figures above are its nodes' parts\n", rf)
+		rf, full = pf.edgeRF, pf.edgeFull
+		fmt.Printf("  edge partition: replication factor %.3f (each edge in one part), %.3f with every part keeping its vertices' full neighbour lists; the figures above are its nodes' parts\n", rf, full)
 	}
 	if *row {
-		fmt.Printf("ROW\t%s\t%s\t%d\t%.4f\t%.3f\t%.3f\t%.3f\t%.2f\t%.1f\n", *data, pf.label(), *parts, m.EdgeCut, rf, m.RowBalance, m.NNZBalance, secs, peak)
+		fmt.Printf("ROW\t%s\t%s\t%d\t%.4f\t%.3f\t%.3f\t%.3f\t%.3f\t%.2f\t%.1f\n", *data, pf.label(), *parts, m.EdgeCut, rf, full, m.RowBalance, m.NNZBalance, secs, peak)
 	}
 	if *out != "" {
 		return appendJSONLine(*out, PartitionStats{Dataset: *data, Partitioner: pf.label(), Seconds: secs, PeakRSSMB: peak,
-			EdgeReplication: pf.edgeRF, Metrics: m})
+			EdgeReplication: pf.edgeRF, EdgeFullReplication: pf.edgeFull, Metrics: m})
 	}
 	return nil
 }
