@@ -60,9 +60,10 @@
 // instead of X, a slightly different model (results/README.md measures
 // what that costs per graph). GAT's attention depends on the weights, so
 // it always reads X.
-// --precompute=false is the paper's model. By default a GCN's last layer
-// computes in training only what the loss reads (its training rows forward,
-// the columns of training nodes backward, and only those rows travel);
+// --precompute=false is the paper's model. By default a GCN's or
+// GraphSAGE's last layer aggregates in training only what the loss reads
+// (its training rows forward, the columns of training nodes backward, and
+// only those rows travel);
 // --full-output computes every row, with the same losses.
 //
 // # Exchange

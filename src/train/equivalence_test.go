@@ -373,14 +373,18 @@ func restrictedRows() []equivalence {
 		multi  bool
 		wire   string
 		dense  bool
+		sage   bool
 	}{
-		{"transform-first last layer", 16, true, false, false, "fp32", false},
-		{"aggregate-first last layer", 4, true, false, false, "fp32", false},
-		{"plain Â(XW), variation-gap", 16, false, true, false, "fp32", false},
-		{"ÂX, variation-gap", 4, true, true, false, "fp32", false},
-		{"int8 wire", 4, false, false, false, "int8", false},
-		{"multi-label", 16, true, false, true, "fp32", false},
-		{"dense broadcasts", 4, false, false, false, "fp32", true},
+		{"transform-first last layer", 16, true, false, false, "fp32", false, false},
+		{"aggregate-first last layer", 4, true, false, false, "fp32", false, false},
+		{"plain Â(XW), variation-gap", 16, false, true, false, "fp32", false, false},
+		{"ÂX, variation-gap", 4, true, true, false, "fp32", false, false},
+		{"int8 wire", 4, false, false, false, "int8", false, false},
+		{"multi-label", 16, true, false, true, "fp32", false, false},
+		{"dense broadcasts", 4, false, false, false, "fp32", true, false},
+		{"GraphSAGE on D⁻¹AX", 16, true, false, false, "fp32", false, true},
+		{"GraphSAGE plain, variation-gap", 16, false, true, false, "fp32", false, true},
+		{"GraphSAGE int8 wire", 16, true, false, false, "int8", false, true},
 	} {
 		run := run
 		data := generated
@@ -391,6 +395,9 @@ func restrictedRows() []equivalence {
 			q := equivalence{rule: fmt.Sprintf("restricted output equals full/%s P=%d", run.name, p), data: data,
 				base: func(c *Config) {
 					c.Optim.Epochs, c.Model.Hidden, c.Model.Precompute, c.Wire.Fwd, c.Exchange.Dense = 15, run.hidden, run.pre, run.wire, run.dense
+					if run.sage {
+						c.Model.Arch = model.ArchSAGE
+					}
 					if run.vargap {
 						c.Staleness.Policy, c.Staleness.Eps = "variation-gap", 0.3 // loose enough to skip within 15 epochs
 					}
@@ -403,6 +410,13 @@ func restrictedRows() []equivalence {
 			}
 			if run.dense {
 				q.bytes = bytesEqual
+			}
+			if run.sage && p > 1 { // the restriction took: fewer rows travel
+				q.also = func(t *testing.T, ref, alt Outcome) {
+					if r, a := sentBytes(ref), sentBytes(alt); a >= r {
+						t.Fatalf("restricted GraphSAGE sent %d bytes, full output %d", a, r)
+					}
+				}
 			}
 			rows = append(rows, q)
 		}

@@ -47,15 +47,18 @@ func (e *Engine) rowsAt(l int) kernels.RowOps {
 }
 
 // restrictOutput gives the last layer's training caches the restricted
-// blocks: a GCN layer (either order of Â· and ·W) in global-batch training.
-// GraphSAGE's root term and GAT's attention keep their full products.
+// blocks: a GCN layer (either order of Â· and ·W) or a GraphSAGE layer in
+// global-batch training. GraphSAGE's root term writes every row, so its
+// bias and loss keep their full passes (the loss reads the training rows
+// and writes zeros elsewhere); GAT's attention keeps its full products.
 func (e *Engine) restrictOutput() error {
 	if e.cfg.Exchange.FullOutput || e.batch != nil {
 		return nil
 	}
 	last := e.layers[len(e.layers)-1]
+	_, sage := last.(*sageLayer)
 	switch last.(type) {
-	case *aggregateLayer, *transformLayer:
+	case *aggregateLayer, *transformLayer, *sageLayer:
 	default:
 		return nil
 	}
@@ -95,7 +98,7 @@ func (e *Engine) restrictOutput() error {
 	// The bias, the loss gradient and the bias gradient are needed at the
 	// training rows alone, and so, aggregating first, are the products
 	// with W: where the backend can, only those rows are computed.
-	if ro, ok := kernels.RowsOf(e.be); ok {
+	if ro, ok := kernels.RowsOf(e.be); ok && !sage {
 		// Never nil, as the cache's outRows says a product is restricted:
 		// a rank without training rows computes none of its rows.
 		e.out.rowOps, e.out.rows = ro, append([]int32{}, slices.Sorted(slices.Values(e.s.Train))...)
