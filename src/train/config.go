@@ -7,6 +7,7 @@ import (
 
 	"sancus/collectives/wire"
 	"sancus/src/model"
+	"sancus/src/shard"
 	"sancus/src/staleness"
 )
 
@@ -337,4 +338,28 @@ func (w WireConfig) widths() (fg [2]int, err error) {
 		return fg, fmt.Errorf("--wire-allreduce: unknown %q (fp32 or bf16)", w.Allreduce)
 	}
 	return fg, nil
+}
+
+// Precomputed is the product with X that layer 1 reads from its shard (0:
+// X itself): with --precompute, the model's (Precomputable), outside
+// cluster batches (a batch renormalizes Â: X it is).
+func (c Config) Precomputed() shard.Aggregation {
+	if !c.Model.Precompute || c.Batch.Mode == "clusters" {
+		return 0
+	}
+	return Precomputable(c.Model.Arch)
+}
+
+// Precomputable is the product with the constant X that a model's layer 1
+// can read instead of aggregating X every epoch: ÂX for a GCN, D⁻¹AX (the
+// neighbours' mean) for GraphSAGE; none for GAT, whose attention depends
+// on the weights.
+func Precomputable(a model.Arch) shard.Aggregation {
+	switch {
+	case a.ReadsAX():
+		return shard.Sym
+	case a.ReadsMeanX():
+		return shard.Mean
+	}
+	return 0
 }

@@ -365,34 +365,8 @@ func (e *Engine) shareSparsity() error {
 	return nil
 }
 
-// ownID is the node id of local row r (original numbering, which dropout
-// masks use, so a reordered run draws the masks of the original one).
 // precomputed is the product with X that layer 1 reads from the shard.
 func (e *Engine) precomputed() shard.Aggregation { return e.cfg.Precomputed() }
-
-// Precomputed is the product with X that layer 1 reads from its shard (0:
-// X itself): with --precompute, the model's (Precomputable), outside
-// cluster batches (a batch renormalizes Â: X it is).
-func (c Config) Precomputed() shard.Aggregation {
-	if !c.Model.Precompute || c.Batch.Mode == "clusters" {
-		return 0
-	}
-	return Precomputable(c.Model.Arch)
-}
-
-// Precomputable is the product with the constant X that a model's layer 1
-// can read instead of aggregating X every epoch: ÂX for a GCN, D⁻¹AX (the
-// neighbours' mean) for GraphSAGE; none for GAT, whose attention depends
-// on the weights.
-func Precomputable(a model.Arch) shard.Aggregation {
-	switch {
-	case a.ReadsAX():
-		return shard.Sym
-	case a.ReadsMeanX():
-		return shard.Mean
-	}
-	return 0
-}
 
 // srcID is the original node id of root j's row r as this rank holds it.
 func (e *Engine) srcID(j, r int) int64 {
@@ -402,6 +376,8 @@ func (e *Engine) srcID(j, r int) int64 {
 	return e.s.Offsets[j] + int64(r)
 }
 
+// ownID is the node id of local row r (original numbering, which dropout
+// masks use, so a reordered run draws the masks of the original one).
 func (e *Engine) ownID(r int) int64 {
 	if e.part.ownIDs != nil {
 		return e.part.ownIDs[r]
