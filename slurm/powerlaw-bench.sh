@@ -10,7 +10,8 @@
 #                    SPRING parts balanced by rows or by nonzeros, taking
 #                    turns: ms per epoch and the slowest rank's compute over
 #                    the mean
-#   partitioners.tsv GCN 2x16 and GraphSAGE 2x128 at P = 2 with each
+#   partitioners.tsv GCN 2x16 and GraphSAGE 2x128 at P = 2 (and
+#                    partitioners-P4.tsv at P = 4; PS picks) with each
 #                    partitioner: bytes sent per rank per epoch, test accuracy
 #   usage: slurm/powerlaw-bench.sh OUTDIR   (needs Debian's metis package)
 # STAGES picks the parts run (default "replication balance partitioners").
@@ -94,20 +95,23 @@ fi
 
 if [[ $stages == *" partitioners "* ]]; then
 echo "== partitioners: bytes and accuracy"
+for p in ${PS:-2 4}; do
 pt=$out/partitioners.tsv
+[ "$p" = 2 ] || pt=$out/partitioners-P$p.tsv
 printf 'partitioner\tmodel\tbytes_per_rank_per_epoch\ttest_acc\tms_per_epoch\tedge_cut\n' >"$pt"
 for part in contiguous random grem spring metis; do
 	flags=(--partitioner $part)
-	[ $part = metis ] && flags=(--partitioner file --parts-file "$(metis "$g" 2)")
-	"$bin" prepare --data "$g" --parts 2 "${flags[@]}" --precompute=false --out "$tmp/p-$part" --quiet >/dev/null
+	[ $part = metis ] && flags=(--partitioner file --parts-file "$(metis "$g" "$p")")
+	"$bin" prepare --data "$g" --parts "$p" "${flags[@]}" --precompute=false --out "$tmp/p-$part-$p" --quiet >/dev/null
 	for m in "gcn 16" "sage 128"; do
 		set -- $m
-		train "$tmp/p-$part" 2 "$tmp/r.json" --model $1 --hidden $2 --precompute=false
+		train "$tmp/p-$part-$p" "$p" "$tmp/r.json" --model $1 --hidden $2 --precompute=false
 		printf '%s\t%s\t%.0f\t%.4f\t%.1f\t%s\n' $part "$1-$2" \
 			"$(field "$tmp/r.json" "sum(x['bytes_sent'] for x in r['per_rank'])/len(r['per_rank'])/len(r['curve'])")" \
 			"$(field "$tmp/r.json" "r['test_acc_at_best_val']")" "$(field "$tmp/r.json" "r['mean_epoch_ms']")" \
-			"$(python3 -c "import json; print(round(json.load(open('$tmp/p-$part/meta.json'))['partition']['edge_cut_fraction'],4))")" >>"$pt"
+			"$(python3 -c "import json; print(round(json.load(open('$tmp/p-$part-$p/meta.json'))['partition']['edge_cut_fraction'],4))")" >>"$pt"
 	done
 done
 column -t -s $'\t' "$pt"
+done
 fi
