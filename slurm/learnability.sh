@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Are the generated graphs learnable, and what does the ÂX shortcut cost?
-# For each generator at its defaults (and the --like presets given in
-# LIKES), five seeds (the graph's and the run's), a 2-layer GCN at the
+# For each generator at its defaults (BASE: which of planted, dcsbm, cora,
+# citeseer; all by default) and the --like presets given in LIKES (name or
+# name:scale, e.g. "arxiv products:0.1"), five seeds (the graph's and the run's), a 2-layer GCN at the
 # Kipf-Welling settings (sancus train's defaults: hidden 16, dropout 0.5,
 # Adam 0.01, weight decay 5e-4, 200 epochs), with --precompute (dropout on
 # ÂX) and --precompute=false (dropout on X, the paper's model); test
 # accuracy at the best validation epoch, then mean and std per graph.
+# TRAIN adds flags to every run (e.g. "--model sage": GraphSAGE, whose
+# --precompute reads D⁻¹AX).
 #   usage: slurm/learnability.sh OUTDIR
 set -euo pipefail
 out=${1:-results/bench/learnability}
@@ -17,8 +20,19 @@ trap 'rm -rf "$tmp"' EXIT
 runs=$out/runs.tsv
 printf 'graph\tseed\tprecompute\ttest_acc\n' >"$runs"
 # graph name, then gen's flags
-graphs=("planted --model planted" "dcsbm --model dcsbm" "testdata/cora -" "testdata/citeseer -")
-for l in ${LIKES:-}; do graphs+=("$l-like --like $l"); done
+graphs=()
+for b in ${BASE-planted dcsbm cora citeseer}; do
+	case $b in
+	planted | dcsbm) graphs+=("$b --model $b") ;;
+	*) graphs+=("testdata/$b -") ;;
+	esac
+done
+for l in ${LIKES:-}; do
+	case $l in
+	*:*) graphs+=("${l%%:*}-like-x${l#*:} --like ${l%%:*} --scale ${l#*:}") ;;
+	*) graphs+=("$l-like --like $l") ;;
+	esac
+done
 for entry in "${graphs[@]}"; do
 	read -r name flags <<<"$entry"
 	for seed in 1 2 3 4 5; do
@@ -29,7 +43,8 @@ for entry in "${graphs[@]}"; do
 			"$bin" gen $flags --seed $seed --out "$d" --quiet >/dev/null
 		fi
 		for pre in true false; do
-			"$bin" train --data "$d" --seed $seed --epochs "$epochs" --precompute=$pre --quiet --out "$tmp/r.json" >/dev/null
+			# shellcheck disable=SC2086
+			"$bin" train --data "$d" --seed $seed --epochs "$epochs" --precompute=$pre ${TRAIN:-} --quiet --out "$tmp/r.json" >/dev/null
 			printf '%s\t%d\t%s\t%s\n' "$(basename "$name")" $seed $pre \
 				"$(python3 -c "import json; print(json.load(open('$tmp/r.json'))['result']['test_acc_at_best_val'])")" >>"$runs"
 		done

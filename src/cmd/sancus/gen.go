@@ -35,7 +35,7 @@ func runGen(args []string) error {
 	fs.IntVar(&c.MinDegree, "min-degree", 0, "dcsbm: smallest expected degree (0: the one whose mean is 2·edges/nodes)")
 	fs.IntVar(&c.MaxDegree, "max-degree", 1000, "dcsbm: largest expected degree")
 	fs.Float64Var(&c.Homophily, "homophily", 0.8, "dcsbm: fraction of a node's edges inside its class")
-	like := fs.String("like", "", "dcsbm with the size and shape of arxiv, products or reddit (nodes, edges, features, classes, degree law); flags given beside it win")
+	like := fs.String("like", "", "dcsbm with the size and shape of arxiv, products or reddit (nodes, edges, features, classes, degree law; 4 feature ones per row); flags given beside it win")
 	scale := fs.Float64("scale", 1, "with --like: multiply nodes and edges")
 	fs.BoolVar(&c.MultiLabel, "multilabel", false, "multi-label classes (labels-multi.txt): the planted class, the next with probability 1/2, any other with 1/10")
 	format := fs.String("format", "mtx", "layout written: mtx (graph.mtx, features.mtx, labels.txt, splits) or ogb (OGB's raw/*.csv.gz and split/random/)")
@@ -117,6 +117,7 @@ func applyLike(fs *pflag.FlagSet, c *graph.GenConfig, like string, scale float64
 		{"nodes", func() { c.Nodes = given.Nodes }},
 		{"edges", func() { c.Edges = given.Edges }},
 		{"features", func() { c.Features = given.Features }},
+		{"feature-nnz", func() { c.FeatureNNZ = given.FeatureNNZ }},
 		{"classes", func() { c.Classes = given.Classes }},
 		{"degree-exponent", func() { c.Exponent = given.Exponent }},
 		{"min-degree", func() { c.MinDegree = given.MinDegree }},
