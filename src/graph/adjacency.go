@@ -98,6 +98,26 @@ func NormalizeRows(a *matrix.CSR, row0 int64, dinv []float64) *matrix.CSR {
 	return out
 }
 
+// MeanWeights are the entries of M = D⁻¹A, 1/deg(A), for the rows of Â
+// cut into column blocks (each row holding its self loop, which is not a
+// neighbour); 0 for a row without neighbours.
+func MeanWeights(blocks []*matrix.CSR) []float32 {
+	rows := blocks[0].Rows
+	deg := make([]int64, rows)
+	for _, b := range blocks {
+		for r := range rows {
+			deg[r] += b.RowPtr[r+1] - b.RowPtr[r]
+		}
+	}
+	w := make([]float32, rows)
+	for r, d := range deg {
+		if d > 1 {
+			w[r] = 1 / float32(d-1)
+		}
+	}
+	return w
+}
+
 // SpGEMM computes A·B for two CSR matrices (used once, for ÂX) with a dense
 // accumulator per row.
 func SpGEMM(a, b *matrix.CSR) (*matrix.CSR, error) {

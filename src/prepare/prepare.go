@@ -124,20 +124,14 @@ func (opt Options) products(blocks []*matrix.CSR, off []int64, own int, x *matri
 // pattern less its self loops, each entry 1/deg(A) (a row without
 // neighbours stays empty).
 func meanBlocks(blocks []*matrix.CSR, own int) []*matrix.CSR {
-	rows := blocks[0].Rows
-	deg := make([]int64, rows)
-	for _, b := range blocks {
-		for r := range rows {
-			deg[r] += b.RowPtr[r+1] - b.RowPtr[r]
-		}
-	}
+	rows, w := blocks[0].Rows, graph.MeanWeights(blocks)
 	out := make([]*matrix.CSR, len(blocks))
 	for j, b := range blocks {
 		m := &matrix.CSR{Rows: rows, Cols: b.Cols, RowPtr: make([]int64, rows+1), ColIdx: make([]int32, 0, b.NNZ()), Val: make([]float32, 0, b.NNZ())}
 		for r := range rows {
 			for p := b.RowPtr[r]; p < b.RowPtr[r+1]; p++ {
 				if c := b.ColIdx[p]; j != own || int(c) != r { // Â's self loop is no neighbour
-					m.ColIdx, m.Val = append(m.ColIdx, c), append(m.Val, 1/float32(deg[r]-1))
+					m.ColIdx, m.Val = append(m.ColIdx, c), append(m.Val, w[r])
 				}
 			}
 			m.RowPtr[r+1] = int64(len(m.ColIdx))

@@ -216,7 +216,6 @@ func (e *Engine) setup() error {
 // ÂX in its place; GraphSAGE on D⁻¹AX reads both that and X (its root).
 func (e *Engine) openInput() error {
 	agg := e.precomputed()
-	x := kernels.NewOperand(e.s.Features)
 	var prod *kernels.Operand // the product, when layer 1 reads one
 	if agg != 0 {
 		switch a := e.s.Of(agg); {
@@ -228,9 +227,9 @@ func (e *Engine) openInput() error {
 			return fmt.Errorf("shard %d has no precomputed %v: prepare it with --precompute or train with --precompute=false", e.s.Rank, agg)
 		}
 	}
-	op := x
-	if agg == shard.Sym {
-		op = prod
+	op := prod // X is not read beside ÂX (nor expanded, where dense)
+	if agg != shard.Sym {
+		op = kernels.NewOperand(e.s.Features)
 	}
 	var err error
 	if e.input, err = e.be.Input(op); err != nil {

@@ -56,9 +56,11 @@ func (e *Engine) restrictOutput() error {
 		return nil
 	}
 	last := e.layers[len(e.layers)-1]
-	_, sage := last.(*sageLayer)
+	sage := false
 	switch last.(type) {
-	case *aggregateLayer, *transformLayer, *sageLayer:
+	case *sageLayer:
+		sage = true
+	case *aggregateLayer, *transformLayer:
 	default:
 		return nil
 	}

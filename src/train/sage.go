@@ -11,24 +11,14 @@ package train
 import (
 	"sancus/kernels"
 	"sancus/kernels/matrix"
+	"sancus/src/graph"
 	"sancus/src/staleness"
 )
 
 // sageBlocks derives M = D⁻¹A and A from the view's Â blocks, and this
 // rank's 1/deg (deg(A); 0 for an isolated node).
 func (e *Engine) sageBlocks() (mean, adj []*matrix.CSR, invDeg []float32) {
-	deg := make([]int, e.rows())
-	for _, b := range e.view.blocks {
-		for r := range e.rows() {
-			deg[r] += int(b.RowPtr[r+1] - b.RowPtr[r])
-		}
-	}
-	invDeg = make([]float32, e.rows())
-	for r, d := range deg {
-		if d > 1 { // Â holds the self loop
-			invDeg[r] = 1 / float32(d-1)
-		}
-	}
+	invDeg = graph.MeanWeights(e.view.blocks)
 	for j, b := range e.view.blocks {
 		m := &matrix.CSR{Rows: b.Rows, Cols: b.Cols, RowPtr: b.RowPtr, ColIdx: b.ColIdx, Val: make([]float32, len(b.Val))}
 		a := &matrix.CSR{Rows: b.Rows, Cols: b.Cols, RowPtr: b.RowPtr, ColIdx: b.ColIdx, Val: make([]float32, len(b.Val))}
