@@ -6,7 +6,7 @@
 #   replication.tsv  CATGNN's replication factor of SPRING, DBH, HDRF, GREM
 #                    and METIS at P = 4, 8, 16 (and on ../shared's wordnet
 #                    and METIS meshes where present)
-#   balance.tsv      GCN 2x16 under mpirun at P = 2 and 4, contiguous and
+#   balance.tsv      GCN 2x16 under mpirun at P = 2 and 4 (TURNS, 3), contiguous and
 #                    SPRING parts balanced by rows or by nonzeros, taking
 #                    turns: ms per epoch and the slowest rank's compute over
 #                    the mean
@@ -73,19 +73,19 @@ field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['result'];
 if [[ $stages == *" balance "* ]]; then
 echo "== balance by rows or nonzeros"
 bal=$out/balance.tsv
-printf 'partitioner\tP\tbalance_by\tturn\tms_per_epoch\tcompute_slowest_over_mean\tnnz_balance\n' >"$bal"
+printf 'partitioner\tP\tbalance_by\tturn\tms_per_epoch\tcompute_slowest_over_mean\trow_balance\tnnz_balance\n' >"$bal"
 for p in 2 4; do
 	for part in contiguous spring; do
 		for by in rows nnz; do
 			"$bin" prepare --data "$g" --parts $p --partitioner $part --balance-by $by --out "$tmp/s-$part-$p-$by" --quiet >/dev/null
 		done
-		for turn in 1 2; do
+		for turn in $(seq "${TURNS:-3}"); do
 			for by in rows nnz; do
 				s=$tmp/s-$part-$p-$by
 				train "$s" $p "$tmp/r.json"
 				printf '%s\t%d\t%s\t%d\t%.2f\t%.3f\t%s\n' $part $p $by $turn "$(field "$tmp/r.json" "r['mean_epoch_ms']")" \
 					"$(field "$tmp/r.json" "r['compute_imbalance']")" \
-					"$(python3 -c "import json; print(round(json.load(open('$s/meta.json'))['partition']['nnz_balance'],3))")" >>"$bal"
+					"$(python3 -c "import json; m=json.load(open('$s/meta.json'))['partition']; print('%.3f\t%.3f' % (m['row_balance'], m['nnz_balance']))")" >>"$bal"
 			done
 		done
 	done

@@ -1,7 +1,9 @@
 package partition
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"sancus/src/graph"
@@ -37,14 +39,19 @@ func (b BalanceBy) String() string { return [...]string{"auto", "rows", "nnz"}[b
 const autoNNZ = 1.10
 
 // BalanceNonzeros moves nodes out of parts whose nonzeros of Â (degree + 1
-// per row) exceed the mean by more than tol, least attached to their part
-// first, each to the part with fewest nonzeros that it does not push past
-// the bound; a node too heavy to fit anywhere stays. One pass over the
-// edges counts degrees and each node's neighbours in its own part. With
-// BalanceAuto it moves nothing unless the nonzeros' max/mean exceeds 1.10.
-// It reports that max/mean before and after; BalanceRows reads nothing and
-// reports 0, 0.
-func BalanceNonzeros(s *graph.EdgeStream, parts []int32, p int, by BalanceBy, tol float64) (before, after float64, err error) {
+// per row) exceed the mean by more than tol, while keeping every part
+// within rows·|V|/P nodes: two constraints, as METIS's ncon = 2, because a
+// rank's sparse work goes by its nonzeros and its dense work by its rows,
+// and both stay balanced only if both are, whatever their ratio on a
+// backend. From an over part it moves the nodes least attached to their
+// part first, heavy enough to shed its excess within the rows the other
+// parts have room for, each to the part with fewest nonzeros that neither
+// bound stops; where rows leave no room, it swaps a heavy node for a
+// light one of the receiving part. One pass over the edges counts degrees
+// and each node's neighbours in its own part. With BalanceAuto it moves
+// nothing unless the nonzeros' max/mean exceeds 1.10. It reports that
+// max/mean before and after; BalanceRows reads nothing and reports 0, 0.
+func BalanceNonzeros(s *graph.EdgeStream, parts []int32, p int, by BalanceBy, tol, rows float64) (before, after float64, err error) {
 	if by == BalanceRows {
 		return 0, 0, nil
 	}
@@ -66,56 +73,152 @@ func BalanceNonzeros(s *graph.EdgeStream, parts []int32, p int, by BalanceBy, to
 	}); err != nil {
 		return 0, 0, fmt.Errorf("balance by nonzeros: %w", err)
 	}
-	load := make([]int64, p)
+	b := balancer{parts: parts, deg: deg, inside: inside, load: make([]int64, p), size: make([]int, p)}
 	var total int64
 	for v, q := range parts {
-		load[q] += int64(deg[v]) + 1
-		total += int64(deg[v]) + 1
+		b.load[q] += b.w(int32(v))
+		b.size[q]++
+		total += b.w(int32(v))
 	}
 	mean := float64(total) / float64(p)
-	ratio := func() float64 { return float64(slices.Max(load)) / mean }
+	ratio := func() float64 { return float64(slices.Max(b.load)) / mean }
 	before = ratio()
 	if by == BalanceAuto && before <= autoNNZ {
 		return before, before, nil
 	}
-	limit := int64(mean * (1 + tol))
+	b.limit = int64(mean * (1 + tol))
+	b.cap = max((n+p-1)/p, int(rows*float64(n)/float64(p)))
 	members := make([][]int32, p)
 	for v, q := range parts {
-		if load[q] > limit {
-			members[q] = append(members[q], int32(v))
-		}
+		members[q] = append(members[q], int32(v))
 	}
 	for q := range p {
-		// Least attached first (the cut grows least), lighter first on ties.
-		slices.SortStableFunc(members[q], func(a, b int32) int {
-			fa := float64(inside[a]) / float64(deg[a]+1)
-			fb := float64(inside[b]) / float64(deg[b]+1)
-			switch {
-			case fa < fb:
-				return -1
-			case fa > fb:
-				return 1
+		if b.load[q] <= b.limit {
+			continue
+		}
+		// Least attached first (the cut grows least), heavier first on ties.
+		cand := slices.Clone(members[q])
+		slices.SortStableFunc(cand, func(x, y int32) int {
+			if c := cmp.Compare(b.attached(x), b.attached(y)); c != 0 {
+				return c
 			}
-			return int(deg[a]) - int(deg[b])
+			return int(deg[y]) - int(deg[x])
 		})
-		for _, v := range members[q] {
-			if load[q] <= limit {
-				break
+		// The weight a moved node must average for the excess to fit in the
+		// rows the other parts can still take.
+		room := 0
+		for r := range p {
+			if r != q {
+				room += max(0, b.cap-b.size[r])
 			}
-			w := int64(deg[v]) + 1
-			to := -1
-			for r := range p {
-				if r != q && load[r]+w <= limit && (to < 0 || load[r] < load[to]) {
-					to = r
-				}
+		}
+		heavy := int64(math.MaxInt64)
+		if room > 0 {
+			heavy = (b.load[q] - b.limit + int64(room) - 1) / int64(room)
+		}
+		for _, v := range cand {
+			if b.load[q] > b.limit && b.w(v) >= heavy {
+				b.move(v, q)
 			}
-			if to < 0 {
-				continue
+		}
+		for _, v := range cand {
+			if b.load[q] > b.limit && parts[v] == int32(q) {
+				b.move(v, q)
 			}
-			parts[v] = int32(to)
-			load[q] -= w
-			load[to] += w
+		}
+		if b.load[q] > b.limit {
+			b.swap(q, cand, members)
 		}
 	}
 	return before, ratio(), nil
+}
+
+// balancer is BalanceNonzeros's state: each part's nonzeros and rows, and
+// the bounds on them.
+type balancer struct {
+	parts       []int32
+	deg, inside []int32
+	load        []int64 // nonzeros per part
+	size        []int   // rows per part
+	limit       int64
+	cap         int
+}
+
+func (b *balancer) w(v int32) int64 { return int64(b.deg[v]) + 1 }
+
+func (b *balancer) attached(v int32) float64 {
+	return float64(b.inside[v]) / float64(b.deg[v]+1)
+}
+
+// move puts v, of part q, into the part with fewest nonzeros that takes it
+// within both bounds, if any.
+func (b *balancer) move(v int32, q int) {
+	to := -1
+	for r := range b.load {
+		if r != q && b.load[r]+b.w(v) <= b.limit && b.size[r] < b.cap && (to < 0 || b.load[r] < b.load[to]) {
+			to = r
+		}
+	}
+	if to >= 0 {
+		b.relabel(v, q, to)
+	}
+}
+
+func (b *balancer) relabel(v int32, from, to int) {
+	b.parts[v] = int32(to)
+	b.load[from] -= b.w(v)
+	b.load[to] += b.w(v)
+	b.size[from]--
+	b.size[to]++
+}
+
+// swap trades q's nodes, heaviest first, for the lightest nodes of parts
+// whose rows are full: rows stay put and nonzeros flow out of q.
+func (b *balancer) swap(q int, cand []int32, members [][]int32) {
+	heavyFirst := slices.Clone(cand)
+	slices.SortStableFunc(heavyFirst, func(x, y int32) int { return int(b.deg[y]) - int(b.deg[x]) })
+	light := make([][]int32, len(b.load))
+	next := make([]int, len(b.load))
+	for r := range b.load {
+		if r != q {
+			light[r] = slices.Clone(members[r])
+			slices.SortStableFunc(light[r], func(x, y int32) int {
+				if c := int(b.deg[x]) - int(b.deg[y]); c != 0 {
+					return c
+				}
+				return cmp.Compare(b.attached(x), b.attached(y))
+			})
+		}
+	}
+	for _, v := range heavyFirst {
+		if b.load[q] <= b.limit {
+			return
+		}
+		if b.parts[v] != int32(q) {
+			continue
+		}
+		to := -1
+		var u int32
+		for r := range b.load {
+			if r == q {
+				continue
+			}
+			for next[r] < len(light[r]) && b.parts[light[r][next[r]]] != int32(r) {
+				next[r]++
+			}
+			if next[r] == len(light[r]) {
+				continue
+			}
+			c := light[r][next[r]]
+			if b.w(c) < b.w(v) && b.load[r]+b.w(v)-b.w(c) <= b.limit && (to < 0 || b.load[r] < b.load[to]) {
+				to, u = r, c
+			}
+		}
+		if to < 0 {
+			continue
+		}
+		b.relabel(v, q, to)
+		b.relabel(u, to, q)
+		next[to]++
+	}
 }

@@ -366,8 +366,9 @@ func TestEdgePartitioners(t *testing.T) {
 }
 
 // TestBalanceNonzeros: on a graph of skewed degrees, every partitioner's
-// parts end within 5% of the mean in nonzeros of Â, every node in one part;
-// auto leaves a partition already within 10% alone.
+// parts end within 5% of the mean in nonzeros of Â and within β = 1.05 in
+// rows (a rank's dense work), every node in one part; auto leaves a
+// partition already within 10% alone.
 func TestBalanceNonzeros(t *testing.T) {
 	gen := t.TempDir()
 	if err := graph.Generate(gen, graph.GenConfig{Model: "dcsbm", Nodes: 20000, Features: 8, FeatureNNZ: 2, Classes: 8,
@@ -381,7 +382,7 @@ func TestBalanceNonzeros(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			before, after, err := BalanceNonzeros(s, parts, p, BalanceNNZ, 0.03)
+			before, after, err := BalanceNonzeros(s, parts, p, BalanceNNZ, 0.03, 1.05)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -395,6 +396,9 @@ func TestBalanceNonzeros(t *testing.T) {
 			if m.NNZBalance > 1.05 {
 				t.Errorf("%s P=%d: nonzeros max/mean %.3f after balancing, want ≤ 1.05", name, p, m.NNZBalance)
 			}
+			if m.RowBalance > 1.05+float64(p)/float64(s.N) {
+				t.Errorf("%s P=%d: rows max/mean %.3f after balancing, want ≤ β = 1.05", name, p, m.RowBalance)
+			}
 			if slices.Min(m.Rows) == 0 {
 				t.Errorf("%s P=%d: an empty part", name, p)
 			}
@@ -402,7 +406,7 @@ func TestBalanceNonzeros(t *testing.T) {
 	}
 	parts := Random(s.N, 4, 1)
 	orig := slices.Clone(parts)
-	if _, _, err := BalanceNonzeros(s, parts, 4, BalanceRows, 0.03); err != nil || !slices.Equal(parts, orig) {
+	if _, _, err := BalanceNonzeros(s, parts, 4, BalanceRows, 0.03, 1.05); err != nil || !slices.Equal(parts, orig) {
 		t.Fatalf("balance by rows moved nodes (err %v)", err)
 	}
 }

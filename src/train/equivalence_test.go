@@ -206,7 +206,7 @@ func ranksRows() []equivalence {
 			t.Fatal(err)
 		}
 		parts := partition.Random(ds.N, p, 1)
-		if _, _, err := partition.BalanceNonzeros(s, parts, p, partition.BalanceNNZ, 0.03); err != nil {
+		if _, _, err := partition.BalanceNonzeros(s, parts, p, partition.BalanceNNZ, 0.03, 1.05); err != nil {
 			t.Fatal(err)
 		}
 		return parts

@@ -34,7 +34,7 @@ func addPartitionFlags(fs *pflag.FlagSet) *partFlags {
 	fs.StringVar(&pf.name, "partitioner", "contiguous", "contiguous, random, spring, grem, dbh, hdrf (edge partitioners: a node goes where most of its edges are), or file")
 	fs.StringVar(&pf.opt.File, "parts-file", "", "with --partitioner file: one part id per line (e.g. gpmetis output)")
 	fs.Float64Var(&pf.opt.Balance, "balance", pf.opt.Balance, "β: a part holds at most β·|V|/P nodes (spring, grem, dbh, hdrf)")
-	fs.StringVar(&pf.balanceBy, "balance-by", "auto", "what parts are equal in: rows, or nnz (nonzeros of Â, moving the nodes least attached to their part); auto: nnz where equal rows are over 10% unequal in nonzeros (contiguous ranges: always nnz)")
+	fs.StringVar(&pf.balanceBy, "balance-by", "auto", "what parts are equal in: rows, or nnz (nonzeros of Â within 3%, rows kept within β, moving the nodes least attached to their part); auto: nnz where equal rows are over 10% unequal in nonzeros (contiguous ranges: always nnz)")
 	fs.IntVar(&pf.opt.ChunkEdges, "chunk-edges", pf.opt.ChunkEdges, "grem: edges per in-memory chunk, seeded by multilevel bisection (more: better cut, more memory)")
 	fs.Float64Var(&pf.chunkFrac, "chunk-frac", 0, "grem: chunk as a fraction of the graph's edges (the paper uses 0.01-0.1); overrides --chunk-edges")
 	fs.IntVar(&pf.opt.Refine, "refine", pf.opt.Refine, "spring, grem: passes of streaming label-propagation refinement afterwards")
@@ -98,7 +98,7 @@ func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
 			parts[v] = int32(int64(v) * int64(p) / int64(s.N))
 		}
 	case parts != nil:
-		before, after, err := partition.BalanceNonzeros(s, parts, p, by, 0.03)
+		before, after, err := partition.BalanceNonzeros(s, parts, p, by, 0.03, max(pf.opt.Balance, 1.05))
 		if err != nil {
 			return nil, 0, err
 		}
