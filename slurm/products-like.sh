@@ -3,8 +3,8 @@
 # (2,449,029 nodes, 61,859,140 edges), prepare into 2 shards (time, peak
 # memory), then GCN 2x16 and GraphSAGE 2x128 at P = 2 under mpirun: ms per
 # epoch, peak RSS per rank against its compulsory bytes, ms per million
-# nonzeros of Â beside the same GCN on the 100k planted graph in the same
-# run, and test accuracy after the stated epochs.
+# nonzeros of Â beside the same model on the 100k planted graph in the
+# same run, and test accuracy after the stated epochs.
 #   usage: slurm/products-like.sh OUTDIR   (about 10 GB of disk in $TMPDIR)
 set -euo pipefail
 out=${1:-results/bench/powerlaw}
@@ -25,18 +25,20 @@ timed "$bin" prepare --data "$tmp/products" --parts 2 --precompute=false --out "
 rm -rf "$tmp/products" # the shards hold what training reads
 "$bin" gen --out "$tmp/planted" --quiet >/dev/null
 "$bin" prepare --data "$tmp/planted" --parts 2 --precompute=false --out "$tmp/psh" --quiet | head -1 | tee -a "$log"
-for m in "gcn 16 $tmp/psh planted-100k" "gcn 16 $tmp/sh products-like" "sage 128 $tmp/sh products-like"; do
+nnz() { grep -o '[0-9]* nonzeros in Â' "$log" | sed -n "$1p" | cut -d' ' -f1; }
+for m in "gcn 16 $tmp/psh planted-100k $(nnz 2)" "gcn 16 $tmp/sh products-like $(nnz 1)" \
+	"sage 128 $tmp/psh planted-100k $(nnz 2)" "sage 128 $tmp/sh products-like $(nnz 1)"; do
 	set -- $m
 	step "$4: $1 hidden $2, $epochs epochs"
 	"${mpi[@]}" "$bin" train --shards "$3" --model "$1" --hidden "$2" --precompute=false --epochs "$epochs" \
 		--eval-every "$epochs" --quiet --out "$tmp/r.json" >/dev/null
-	python3 - "$tmp/r.json" "$3" <<'EOF' | tee -a "$log"
+	python3 - "$tmp/r.json" "$3" "$5" <<'EOF' | tee -a "$log"
 import json, sys
 r = json.load(open(sys.argv[1]))["result"]
 meta = json.load(open(sys.argv[2] + "/meta.json"))
 ranks = r["per_rank"]
-print("ms/epoch %.1f; test acc %.4f after %d epochs; per rank: peak RSS %s MB, compulsory %s MB, peak/compulsory %s" % (
-    r["mean_epoch_ms"], r["test_acc_at_best_val"], len(r["curve"]),
+print("ms/epoch %.1f (%.2f per million nonzeros of Â); test acc %.4f after %d epochs; per rank: peak RSS %s MB, compulsory %s MB, peak/compulsory %s" % (
+    r["mean_epoch_ms"], r["mean_epoch_ms"] / (int(sys.argv[3]) / 1e6), r["test_acc_at_best_val"], len(r["curve"]),
     [round(x["peak_rss_mb"]) for x in ranks], [round(x["compulsory_mb"]) for x in ranks],
     [round(x["peak_rss_mb"] / x["compulsory_mb"], 2) for x in ranks]))
 print("nodes %d; prepare peak %s MB" % (meta["nodes"], meta.get("peak_rss_mb")))
