@@ -123,10 +123,43 @@ func (m *Comm) serve(errc chan<- error) {
 	}
 	m.localSize = int(local)
 	errc <- nil
-	for f := range m.calls {
+	// While transfers are in flight, the thread probes every progressEvery
+	// between calls: MPI moves a large message only inside its own calls,
+	// so without this a message sent before a long computation would sit
+	// at its first fragment until the next wait, and the exchange could
+	// not hide behind the compute.
+	poll := time.NewTicker(progressEvery)
+	poll.Stop()
+	for {
+		var f func()
+		if inflight == 0 {
+			f = <-m.calls
+		} else {
+			select {
+			case f = <-m.calls:
+			case <-poll.C:
+				C.sc_progress(m.comm)
+				continue
+			}
+		}
+		was := inflight
 		f()
+		switch {
+		case was == 0 && inflight > 0:
+			poll.Reset(progressEvery)
+		case was > 0 && inflight == 0:
+			poll.Stop()
+		}
 	}
 }
+
+// inflight counts the requests started and not yet waited for; only the
+// MPI thread touches it.
+var inflight int
+
+// progressEvery is short next to the time a link drains a socket's buffer
+// (a megabyte takes 8 ms at 1 Gbit/s) and long next to a probe's cost.
+const progressEvery = 200 * time.Microsecond
 
 // opName names a call in errors; a request names itself (mpiReq.String),
 // its text made only when needed.
@@ -241,13 +274,20 @@ type mpiReq struct {
 
 func (r *mpiReq) call() C.int {
 	if r.started {
+		inflight--
 		return C.sc_wait(&r.req, &r.count)
 	}
 	r.started = true
+	var rc C.int
 	if r.isRecv {
-		return C.sc_irecv(bptr(r.buf), C.int(len(r.buf)), C.int(r.peer), C.int(r.tag), r.m.comm, &r.req)
+		rc = C.sc_irecv(bptr(r.buf), C.int(len(r.buf)), C.int(r.peer), C.int(r.tag), r.m.comm, &r.req)
+	} else {
+		rc = C.sc_isend(bptr(r.buf), C.int(len(r.buf)), C.int(r.peer), C.int(r.tag), r.m.comm, &r.req)
 	}
-	return C.sc_isend(bptr(r.buf), C.int(len(r.buf)), C.int(r.peer), C.int(r.tag), r.m.comm, &r.req)
+	if rc == C.MPI_SUCCESS {
+		inflight++
+	}
+	return rc
 }
 
 func (r *mpiReq) String() string {

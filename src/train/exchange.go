@@ -141,8 +141,9 @@ func (c *cache) arrived(be kernels.Backend, j int, buf []byte) {
 // An exchanger is one way blocks travel between ranks. exchange makes this
 // rank's cached copy of every active root's block current — a stale root
 // sends nothing, every rank knowing it from the shared active vector — and
-// calls use(j) for every root j in order, as soon as block j is usable, so
-// the caller multiplies block j while later blocks are still on the wire.
+// calls use(j) for every root j, as soon as block j is usable: its own
+// block first, then the others in order, so the caller multiplies what it
+// holds while the rest are still on the wire.
 // The owner's block is already in its own slot where the backend computes
 // (and, for a quantized cache, encoded: wire.go); an exchanger that sends
 // from the host downloads it. It returns the time spent blocked on the network, and counts its bytes in
@@ -183,7 +184,7 @@ func (x *ringExchange) exchange(c *cache, _ *ownRows, active []bool, use func(j 
 		close(ready)
 	}()
 	var wait time.Duration
-	var err error
+	err := use(me) // its slot is current before the ring starts
 	for {
 		t := time.Now()
 		j, ok := <-ready
@@ -191,7 +192,10 @@ func (x *ringExchange) exchange(c *cache, _ *ownRows, active []bool, use func(j 
 		if !ok {
 			break
 		}
-		if j != me && active[j] { // a fresh copy arrived on the host
+		if j == me {
+			continue
+		}
+		if active[j] { // a fresh copy arrived on the host
 			c.arrived(x.be, j, bufs[j])
 		}
 		if err == nil { // after a failure, only drain the broadcasts
@@ -231,10 +235,22 @@ func (x *blockExchange) exchange(c *cache, _ *ownRows, active []bool, use func(j
 		}
 		x.comm.Stats().Add(x.bc.Name()+"_skip_bcast", sent, recvd, time.Since(start))
 	}
-	for j := range active {
+	for _, j := range ownFirst(x.comm.Rank(), len(active)) { // as the others sum
 		if err := use(j); err != nil {
 			return 0, err
 		}
 	}
 	return 0, nil
+}
+
+// ownFirst is the order exchanges use blocks in: this rank's own, which
+// needs no transfer, then the others by root.
+func ownFirst(me, p int) []int {
+	order := []int{me}
+	for j := range p {
+		if j != me {
+			order = append(order, j)
+		}
+	}
+	return order
 }

@@ -80,10 +80,14 @@ func (e *Engine) routeCaches() {
 // ownRows is this rank's block in one product: the layer's rows, the copy
 // the layer below dropped (nil: none, or the product reads a stale copy
 // instead, see ownFresh) and the mask the exchange drops them with as it
-// packs them (P = 0: none).
+// packs them (P = 0: none). meanwhile, when set, is the layer's work that
+// reads no other rank's rows (GraphSAGE's root term): aggregate runs it
+// when this rank's own block comes up, which the exchanges put first, so
+// it computes while the other blocks are on the wire.
 type ownRows struct {
 	rows, dropped *matrix.Dense
 	send          matrix.Mask
+	meanwhile     func() error
 }
 
 // dropsAsPacked reports whether the exchange drops this rank's rows as it

@@ -54,16 +54,14 @@ func (L *sageLayer) kind() string { return "graphsage-mean (send HW)" }
 func (L *sageLayer) forward(e *Engine, p pass, in act) (act, error) {
 	w, root, mask := e.m.W[L.l], e.m.Root[L.l], e.mask(p.epoch, L.l, p.train)
 	var err error
+	rootTerm := func() error { return e.be.GEMM(L.r, L.in, root, false) }
 	if L.first {
 		e.input.SetDropout(mask)
-		if err = e.input.Mul(L.u, w); err == nil {
-			err = e.input.Mul(L.r, root)
-		}
+		err = e.input.Mul(L.u, w)
+		rootTerm = func() error { return e.input.Mul(L.r, root) }
 	} else {
 		e.be.Dropout(mask, L.in, in.h)
-		if err = e.be.GEMM(L.u, L.in, w, false); err == nil {
-			err = e.be.GEMM(L.r, L.in, root, false)
-		}
+		err = e.be.GEMM(L.u, L.in, w, false)
 	}
 	if err != nil {
 		return act{}, err
@@ -75,7 +73,7 @@ func (L *sageLayer) forward(e *Engine, p pass, in act) (act, error) {
 			return act{}, err
 		}
 	}
-	if err := e.aggregate(L.cacheFor(p), p.epoch, L.z, ownRows{rows: L.u}, ref, matrix.Mask{}); err != nil {
+	if err := e.aggregate(L.cacheFor(p), p.epoch, L.z, ownRows{rows: L.u, meanwhile: rootTerm}, ref, matrix.Mask{}); err != nil {
 		return act{}, err
 	}
 	L.ops.Add(L.z, L.r)
@@ -131,26 +129,26 @@ func (L *sageLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Den
 		invDeg = e.batch.invDeg
 	}
 	L.ops.ScaleRows(L.scaled, g, invDeg)
-	if err := e.aggregate(L.grad, epoch, L.dU, ownRows{rows: L.scaled}, nil, matrix.Mask{}); err != nil {
+	w, root := e.m.W[L.l], e.m.Root[L.l]
+	rootTerm := func() error { // reads g alone: computed while D⁻¹g travels
+		if L.first {
+			return e.input.MulT(L.dR, g)
+		}
+		if err := e.be.GEMMTN(L.dR, L.in, g); err != nil {
+			return err
+		}
+		return e.be.GEMMNT(L.dInR, g, root)
+	}
+	if err := e.aggregate(L.grad, epoch, L.dU, ownRows{rows: L.scaled, meanwhile: rootTerm}, nil, matrix.Mask{}); err != nil {
 		return nil, err
 	}
-	w, root := e.m.W[L.l], e.m.Root[L.l]
 	if L.first {
-		if err := e.input.MulT(L.dW, L.dU); err != nil {
-			return nil, err
-		}
-		return nil, e.input.MulT(L.dR, g)
+		return nil, e.input.MulT(L.dW, L.dU)
 	}
 	if err := e.be.GEMMTN(L.dW, L.in, L.dU); err != nil {
 		return nil, err
 	}
-	if err := e.be.GEMMTN(L.dR, L.in, g); err != nil {
-		return nil, err
-	}
 	if err := e.be.GEMMNT(L.dIn, L.dU, w); err != nil {
-		return nil, err
-	}
-	if err := e.be.GEMMNT(L.dInR, g, root); err != nil {
 		return nil, err
 	}
 	L.ops.Add(L.dIn, L.dInR)

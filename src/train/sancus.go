@@ -50,6 +50,11 @@ func (e *Engine) aggregate(c *cache, epoch int, out *matrix.Dense, own ownRows, 
 	own.send = e.senderMask(c, mask)
 	first := true
 	err := e.communicate(c, epoch, &own, ref, func(j int) error {
+		if j == e.rank && own.meanwhile != nil {
+			if err := own.meanwhile(); err != nil {
+				return err
+			}
+		}
 		if c.blocks[j].NNZ() == 0 {
 			return nil
 		}

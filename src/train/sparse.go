@@ -386,10 +386,12 @@ func (x *sparseExchange) sendOwn(c *cache, own *ownRows, t *transfer, sendRows [
 	return nil
 }
 
-// useArrived waits for each root's rows in order, makes them its cached
-// copy (placing a batch's rows where they belong) and uses the block.
+// useArrived uses this rank's own block first, while the others are still
+// on the wire, then waits for each root's rows in turn, makes them its
+// cached copy (placing a batch's rows where they belong) and uses the
+// block.
 func (x *sparseExchange) useArrived(c *cache, t *transfer, recvRows [][]int32, use func(j int) error) error {
-	for j := range t.recvs {
+	for _, j := range ownFirst(x.comm.Rank(), len(t.recvs)) {
 		if t.recvs[j] != nil {
 			err := t.waitFor(t.recvs[j]...)
 			t.recvs[j] = nil
