@@ -10,7 +10,8 @@ type Metrics struct {
 	RowBalance        float64   `json:"row_balance"`        // max / mean
 	NNZBalance        float64   `json:"nnz_balance"`
 	TrainBalance      float64   `json:"train_balance"`
-	Locality          []float64 `json:"locality"` // nnz(Â_ii) / nnz(Â_i,:), self loops counted
+	SendBalance       float64   `json:"send_balance"` // of the rows each part sends the others
+	Locality          []float64 `json:"locality"`     // nnz(Â_ii) / nnz(Â_i,:), self loops counted
 	NonEmptyOffDiag   int       `json:"nonempty_offdiag_blocks"`
 	RowsNeeded        [][]int   `json:"rows_needed"` // [i][j]: rows of part j that part i's block uses
 	RowsNeededFrac    float64   `json:"rows_needed_fraction"`
@@ -79,8 +80,23 @@ func Measure(adj *matrix.CSR, parts []int32, offsets []int64, p int, train []int
 	if p > 1 {
 		m.RowsNeededFrac = float64(needed) / float64(n*(p-1))
 	}
-	m.RowBalance, m.NNZBalance, m.TrainBalance = balance(m.Rows), balance(m.NNZ), balance(m.Trains)
+	m.balances()
 	return m
+}
+
+// balances sets every max/mean: of rows, nonzeros, training nodes, and the
+// rows each part sends (part j's, Σ_i≠j RowsNeeded[i][j]: what the sparse
+// exchange moves from it).
+func (m *Metrics) balances() {
+	sent := make([]int, m.Parts)
+	for i, row := range m.RowsNeeded {
+		for j, k := range row {
+			if i != j {
+				sent[j] += k
+			}
+		}
+	}
+	m.RowBalance, m.NNZBalance, m.TrainBalance, m.SendBalance = balance(m.Rows), balance(m.NNZ), balance(m.Trains), balance(sent)
 }
 
 func balance(xs []int) float64 {
@@ -137,6 +153,6 @@ func FromBlocks(parts []PartBlocks) Metrics {
 	if p > 1 {
 		m.RowsNeededFrac = float64(needed) / float64(n*int64(p-1))
 	}
-	m.RowBalance, m.NNZBalance, m.TrainBalance = balance(m.Rows), balance(m.NNZ), balance(m.Trains)
+	m.balances()
 	return m
 }

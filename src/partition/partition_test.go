@@ -135,8 +135,16 @@ func TestMeasureByHand(t *testing.T) {
 		t.Fatalf("metrics %+v", m)
 	}
 	// Part 0: Â rows 0,1 hold 2+3 nonzeros, 4 of them inside the part.
-	if m.Locality[0] != 0.8 || m.TrainBalance != 2 {
-		t.Fatalf("locality %v train balance %v", m.Locality, m.TrainBalance)
+	if m.Locality[0] != 0.8 || m.TrainBalance != 2 || m.SendBalance != 1 {
+		t.Fatalf("locality %v train balance %v send balance %v", m.Locality, m.TrainBalance, m.SendBalance)
+	}
+	// Star 0-{1,2,3} split {0} {1} {2,3}: part 0 sends row 0 to both
+	// others, part 1 row 1, part 2 rows 2 and 3: sent 2, 1, 2, max/mean
+	// 1.2 (received 3, 1, 1 would give 1.8).
+	e = &graph.Edges{N: 4, Src: []int32{0, 0, 0}, Dst: []int32{1, 2, 3}}
+	adj, _ = graph.BuildAdjacency(e)
+	if m := Measure(adj, []int32{0, 1, 2, 2}, nil, 3, nil); math.Abs(m.SendBalance-1.2) > 1e-12 {
+		t.Fatalf("star: send balance %v, want 1.2 (rows needed %v)", m.SendBalance, m.RowsNeeded)
 	}
 }
 
@@ -165,7 +173,8 @@ func TestFromBlocksMatchesMeasure(t *testing.T) {
 	// Â rows 0,1 | 2,3: part 0 has 2+3 nonzeros, 4 diagonal, uses row 2; part 1 likewise.
 	got := FromBlocks([]PartBlocks{{Rows: 2, NNZ: 5, Diag: 4, Needed: []int{0, 1}, Train: 1}, {Rows: 2, NNZ: 5, Diag: 4, Needed: []int{1, 0}}})
 	if got.EdgeCut != want.EdgeCut || got.Replication != want.Replication || got.Locality[0] != want.Locality[0] ||
-		got.NonEmptyOffDiag != want.NonEmptyOffDiag || got.TrainBalance != want.TrainBalance || got.RowsNeededFrac != want.RowsNeededFrac {
+		got.NonEmptyOffDiag != want.NonEmptyOffDiag || got.TrainBalance != want.TrainBalance || got.RowsNeededFrac != want.RowsNeededFrac ||
+		got.SendBalance != want.SendBalance {
 		t.Fatalf("from blocks %+v\nmeasured %+v", got, want)
 	}
 }

@@ -110,8 +110,8 @@ func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
 }
 
 func printMetrics(name string, m partition.Metrics) {
-	fmt.Printf("partition %s, P=%d: edge cut %.4f, replication factor %.3f, balance rows %.3f nonzeros %.3f train %.3f\n",
-		name, m.Parts, m.EdgeCut, m.Replication, m.RowBalance, m.NNZBalance, m.TrainBalance)
+	fmt.Printf("partition %s, P=%d: edge cut %.4f, replication factor %.3f, balance rows %.3f nonzeros %.3f rows sent %.3f train %.3f\n",
+		name, m.Parts, m.EdgeCut, m.Replication, m.RowBalance, m.NNZBalance, m.SendBalance, m.TrainBalance)
 	fmt.Printf("  locality %v, non-empty off-diagonal blocks %d of %d, rows needed from other parts %.1f%%\n",
 		fmtFloats(m.Locality), m.NonEmptyOffDiag, m.Parts*(m.Parts-1), 100*m.RowsNeededFrac)
 }
