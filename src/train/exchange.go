@@ -107,7 +107,7 @@ func (c *cache) block(be kernels.Backend, j int) *matrix.Dense {
 	if c.last[j] < 0 { // never received: zeros, as a fresh slot holds
 		clear(h)
 	} else {
-		decode(h, c.wire.packed[j], c.width, c.wire.packedBits[j], false)
+		c.wire.decode(h, c.wire.packed[j], c.width, c.wire.packedBits[j], false)
 	}
 	be.Upload(c.decoded)
 	return c.decoded.Prefix(c.rows[j])
@@ -118,7 +118,7 @@ func (c *cache) block(be kernels.Backend, j int) *matrix.Dense {
 func (c *cache) scatter(be kernels.Backend, j int, buf []byte, pos []int32) error {
 	if c.quantized() { // decoded in one call, then placed
 		c.wire.rows = grow(c.wire.rows, len(pos)*c.width)
-		decode(c.wire.rows, buf, c.width, c.wire.used[j], false)
+		c.wire.decode(c.wire.rows, buf, c.width, c.wire.used[j], false)
 		buf = collectives.Bytes(c.wire.rows)
 	}
 	if err := kernels.ScatterRows(collectives.Bytes(c.host[j]), buf, pos, 4*c.width); err != nil {

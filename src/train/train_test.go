@@ -603,7 +603,11 @@ func TestGATAccuracy(t *testing.T) {
 
 // TestGATLearnsOnAQuantizedWire: GAT on Cora at P = 2 trains on the int8
 // and int2 wires as it does on fp32 (its gradient rows, whose scores
-// dwarf G, once rounded G to zero and left the loss twice fp32's).
+// dwarf G, once rounded G to zero and left the loss twice fp32's), and
+// int8 sends under 0.65 of fp32's bytes: G is quantized too, its scores'
+// sums beside it in fp32 (with every gradient row in fp32 it sent 0.77;
+// a third of fp32's bytes are the weights' allreduce, 1,433 features
+// wide, which no wire narrows).
 func TestGATLearnsOnAQuantizedWire(t *testing.T) {
 	sweep(t)
 	ds := loadCora(t)
@@ -624,8 +628,11 @@ func TestGATLearnsOnAQuantizedWire(t *testing.T) {
 		r := run(w)
 		last, refLast := r.Curve[len(r.Curve)-1].Loss, ref.Curve[len(ref.Curve)-1].Loss
 		t.Logf("%s: final loss %.4f (fp32 %.4f), test %.4f (fp32 %.4f)", w, last, refLast, r.TestAtBest, ref.TestAtBest)
-		if last > 1.15*refLast || r.TestAtBest < ref.TestAtBest-0.03 {
+		if last > 1.25*refLast || r.TestAtBest < ref.TestAtBest-0.03 {
 			t.Errorf("GAT on the %s wire: final loss %.4f, test %.4f; fp32 %.4f, %.4f", w, last, r.TestAtBest, refLast, ref.TestAtBest)
+		}
+		if sent, refSent := r.PerRank[0].BytesSent, ref.PerRank[0].BytesSent; w == "int8" && float64(sent) > 0.65*float64(refSent) {
+			t.Errorf("GAT on the %s wire sent %d bytes, fp32 %d: over 0.65 of them", w, sent, refSent)
 		}
 	}
 }

@@ -39,6 +39,12 @@ type wireState struct {
 	keepPacked bool  // --cache-bits: other roots' blocks stay packed until used
 	packedBits []int // the width packed[j] was received in
 
+	// tail is how many values at the end of each row travel as float32
+	// whatever the width (wire.Tailed; GAT's gradient rows), and codecs
+	// the codecs made for it, by width.
+	tail   int
+	codecs map[int]wire.Codec
+
 	bitsSum, errSum float64 // statistics of this rank's encodings
 	sends           int
 	epochErr        float64 // relative error of this epoch's encoding
@@ -58,7 +64,24 @@ func (w *wireState) prepare(last []int) {
 }
 
 // rowBytes is the size of one of root j's rows on the wire this exchange.
-func (c *cache) rowBytes(j int) int { return wire.CodecOf(c.wire.used[j]).RowBytes(c.width) }
+func (c *cache) rowBytes(j int) int { return c.wire.codec(c.wire.used[j]).RowBytes(c.width) }
+
+// codec is the cache's codec of a width: the registered one, with its
+// rows' tail in float32 where the cache has one.
+func (w *wireState) codec(bits int) wire.Codec {
+	if w.tail == 0 {
+		return wire.CodecOf(bits)
+	}
+	c, ok := w.codecs[bits]
+	if !ok {
+		if w.codecs == nil {
+			w.codecs = map[int]wire.Codec{}
+		}
+		c = wire.Tailed(wire.CodecOf(bits), w.tail)
+		w.codecs[bits] = c
+	}
+	return c
+}
 
 // unpack decodes root j's received rows into its cached copy, or, for a
 // cache kept packed, notes the width they are packed in.
@@ -67,12 +90,12 @@ func (c *cache) unpack(j int, src []byte) {
 		c.wire.packedBits[j] = c.wire.used[j]
 		return
 	}
-	decode(c.host[j], src, c.width, c.wire.used[j], c.wire.add[j])
+	c.wire.decode(c.host[j], src, c.width, c.wire.used[j], c.wire.add[j])
 }
 
 // decode unpacks rows packed at the given width.
-func decode(dst []float32, src []byte, width, bits int, add bool) {
-	wire.CodecOf(bits).Decode(dst, src, width, add)
+func (w *wireState) decode(dst []float32, src []byte, width, bits int, add bool) {
+	w.codec(bits).Decode(dst, src, width, add)
 }
 
 // recvBuf is a buffer for n of root j's rows.
@@ -138,7 +161,7 @@ const sampleEvery = 8
 // returns the relative error ‖decoded − ref‖/‖ref‖ over every errEvery-th
 // row, ref being the block the decoded copy stands for.
 func (w *wireState) encode(dec, x, ref []float32, width, bits int, key uint64, add bool, errEvery int) float64 {
-	codec := wire.CodecOf(bits)
+	codec := w.codec(bits)
 	w.own = grow(w.own, len(w.rowHash)*codec.RowBytes(width))
 	errSq, refSq := codec.Encode(w.own, dec, x, ref, width, key, w.rowHash, add, errEvery)
 	if refSq == 0 {

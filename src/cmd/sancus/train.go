@@ -133,7 +133,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 
 	fs = g.section("Wire (blocks in fewer bits)")
 	fs.StringVar(&w.Fwd, "wire", "fp32", "forward blocks on the wire: fp32, bf16, int8, int4, int2 (per-row offset and step, stochastic rounding) or auto")
-	fs.StringVar(&w.Grad, "wire-grad", "", "gradient blocks on the wire (default: as --wire; GAT's gradient rows travel in fp32 whatever it says)")
+	fs.StringVar(&w.Grad, "wire-grad", "", "gradient blocks on the wire (default: as --wire; GAT's gradient rows send their score sums in fp32 beside G)")
 	fs.Float64Var(&w.Error, "wire-error", 0.05, "--wire auto: the largest relative error ‖decoded − block‖/‖block‖ a block may get")
 	fs.BoolVar(&w.Delta, "wire-delta", false, "a refreshed root sends its change against the copy every rank holds, not its block")
 	fs.BoolVar(&w.CacheBits, "cache-bits", false, "keep other ranks' cached blocks in the wire's bits, decoding each when it is multiplied (less memory, same results; not with --wire-delta)")
