@@ -1,36 +1,43 @@
 #!/usr/bin/env bash
 # The products-sized graph on one machine (issue 41): gen --like products
-# (2,449,029 nodes, 61,859,140 edges), prepare into 2 shards (time, peak
-# memory), then GCN 2x16 and GraphSAGE 2x128 at P = 2 under mpirun: ms per
+# (2,449,029 nodes, 61,859,140 edges), prepare into PARTS shards (time, peak
+# memory), then GCN 2x16 and GraphSAGE 2x128 at P = PARTS under mpirun: ms per
 # epoch, peak RSS per rank against its compulsory bytes, ms per million
 # nonzeros of Â beside the same model on the 100k planted graph in the
 # same run, and test accuracy after the stated epochs.
 #   usage: slurm/products-like.sh OUTDIR   (about 10 GB of disk in $TMPDIR)
+#   env: EPOCHS (20), PARTS (2), PATH_FLAGS (--precompute=false: the plain
+#        path, every layer exchanging; empty: the defaults, layer 1 on ÂX
+#        or D⁻¹AX), LOG (products-like.txt)
 set -euo pipefail
 out=${1:-results/bench/powerlaw}
 bin=${SANCUS:-bin/sancus}
 epochs=${EPOCHS:-20}
-mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2)
+parts=${PARTS:-2}
+pathf=${PATH_FLAGS---precompute=false}
+mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$parts")
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-log=$out/products-like.txt
+log=$out/${LOG:-products-like.txt}
 : >"$log"
 step() { echo "== $*" | tee -a "$log"; }
 timed() { /usr/bin/time -f '%e s, peak %M KB' -a -o "$log" "$@"; }
 step "gen --like products"
 timed "$bin" gen --like products --out "$tmp/products" --quiet | tee -a "$log"
-step "prepare --parts 2"
-timed "$bin" prepare --data "$tmp/products" --parts 2 --precompute=false --out "$tmp/sh" --quiet | tee -a "$log"
+step "prepare --parts $parts $pathf"
+# shellcheck disable=SC2086 # PATH_FLAGS carries flags
+timed "$bin" prepare --data "$tmp/products" --parts "$parts" $pathf --out "$tmp/sh" --quiet | tee -a "$log"
 rm -rf "$tmp/products" # the shards hold what training reads
 "$bin" gen --out "$tmp/planted" --quiet >/dev/null
-"$bin" prepare --data "$tmp/planted" --parts 2 --precompute=false --out "$tmp/psh" --quiet | head -1 | tee -a "$log"
+# shellcheck disable=SC2086
+"$bin" prepare --data "$tmp/planted" --parts "$parts" $pathf --out "$tmp/psh" --quiet | head -1 | tee -a "$log"
 nnz() { grep -o '[0-9]* nonzeros in Â' "$log" | sed -n "$1p" | cut -d' ' -f1; }
 for m in "gcn 16 $tmp/psh planted-100k $(nnz 2)" "gcn 16 $tmp/sh products-like $(nnz 1)" \
 	"sage 128 $tmp/psh planted-100k $(nnz 2)" "sage 128 $tmp/sh products-like $(nnz 1)"; do
 	set -- $m
 	step "$4: $1 hidden $2, $epochs epochs"
-	"${mpi[@]}" "$bin" train --shards "$3" --model "$1" --hidden "$2" --precompute=false --epochs "$epochs" \
+	"${mpi[@]}" "$bin" train --shards "$3" --model "$1" --hidden "$2" $pathf --epochs "$epochs" \
 		--eval-every "$epochs" --quiet --out "$tmp/r.json" >/dev/null
 	python3 - "$tmp/r.json" "$3" "$5" <<'EOF' | tee -a "$log"
 import json, sys
