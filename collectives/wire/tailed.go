@@ -1,9 +1,6 @@
 package wire
 
-import (
-	"encoding/binary"
-	"math"
-)
+import "math"
 
 // Tailed is a codec whose rows send their last tail values as float32 and
 // the rest through head: for rows that join values of unlike scales, such
@@ -48,10 +45,10 @@ func (t *tailed) Encode(dst []byte, dec, x, ref []float32, width int, key uint64
 		row := dst[r*rb : (r+1)*rb]
 		copy(row, t.bytes[r*hb:(r+1)*hb])
 		for i, v := range x[r*width+hw : (r+1)*width] {
-			binary.LittleEndian.PutUint32(row[hb+4*i:], math.Float32bits(v))
+			putU32(row[hb+4*i:], math.Float32bits(v))
 		}
 	}
-	t.place(dec, width, rows, x, add)
+	t.place(dec, width, rows, add, func(r, i int) float32 { return x[r*width+hw+i] })
 	for r := 0; r < rows; r += max(errEvery, 1) {
 		for i := r * width; i < (r+1)*width; i++ {
 			d := float64(dec[i] - ref[i])
@@ -74,33 +71,30 @@ func (t *tailed) Decode(dst []float32, src []byte, width int, add bool) {
 		copy(t.bytes[r*hb:(r+1)*hb], src[r*rb:])
 	}
 	t.head.Decode(t.vals, t.bytes, hw, false)
-	t.x = resize(t.x, rows*width) // the tails, as floats, in place
-	for r := range rows {
-		for i := range t.tail {
-			t.x[r*width+hw+i] = math.Float32frombits(binary.LittleEndian.Uint32(src[r*rb+hb+4*i:]))
-		}
-	}
-	t.place(dst, width, rows, t.x, add)
+	t.place(dst, width, rows, add, func(r, i int) float32 {
+		return math.Float32frombits(getU32(src[r*rb+hb+4*i:]))
+	})
 }
 
-// place writes (or adds) the decoded heads in t.vals and the tails of
-// tails (rows of width) into dst.
-func (t *tailed) place(dst []float32, width, rows int, tails []float32, add bool) {
+// place writes (or adds) the decoded heads in t.vals and row r's tail
+// values tail(r, i) into dst.
+func (t *tailed) place(dst []float32, width, rows int, add bool, tail func(r, i int) float32) {
 	hw := width - t.tail
 	for r := range rows {
 		d, h := dst[r*width:(r+1)*width], t.vals[r*hw:(r+1)*hw]
-		tl := tails[r*width+hw : (r+1)*width]
-		if add {
-			for i, v := range h {
+		for i := range width {
+			var v float32
+			if i < hw {
+				v = h[i]
+			} else {
+				v = tail(r, i-hw)
+			}
+			if add {
 				d[i] += v
+			} else {
+				d[i] = v
 			}
-			for i, v := range tl {
-				d[hw+i] += v
-			}
-			continue
 		}
-		copy(d, h)
-		copy(d[hw:], tl)
 	}
 }
 

@@ -45,15 +45,8 @@ func TestTailed(t *testing.T) {
 				t.Fatalf("%s: tail value %d: %g decoded as %g", Name(bits), i, x[i], recv[i])
 			}
 		}
-		var headErr, headRef float64
-		for i := range x {
-			if i%width < width-tail {
-				d := float64(recv[i] - x[i])
-				headErr, headRef = headErr+d*d, headRef+float64(x[i])*float64(x[i])
-			}
-		}
 		// int2 keeps four levels of a row's range: relative error under 1.
-		if rel := math.Sqrt(headErr / headRef); rel > 0.6 {
+		if rel := headError(recv, x, width, tail); rel > 0.6 {
 			t.Fatalf("%s: the small values' relative error %.3f", Name(bits), rel)
 		}
 		if errSq < 0 || refSq <= 0 || math.Sqrt(errSq/refSq) > 1e-6 {
@@ -73,17 +66,23 @@ func TestTailed(t *testing.T) {
 	buf := make([]byte, rows*RowBytes(8, width))
 	Encode(buf, x, width, 8, func(r int) uint64 { return SeedOf(9, hash[r]) })
 	Decode(whole, buf, width, 8, false)
-	var headErr, headRef float64
-	for i := range x {
-		if i%width < width-tail {
-			d := float64(whole[i] - x[i])
-			headErr, headRef = headErr+d*d, headRef+float64(x[i])*float64(x[i])
-		}
-	}
-	if rel := math.Sqrt(headErr / headRef); rel < 10 {
+	if rel := headError(whole, x, width, tail); rel < 10 {
 		t.Fatalf("int8 over whole rows kept the small values (relative error %.3f): the test's rows do not need a tail", rel)
 	}
 	if Tailed(Reference(FP32), tail).RowBytes(width) != 4*width {
 		t.Fatal("a float32 head should be the plain float32 codec")
 	}
+}
+
+// headError is the relative error of got against x over every row's
+// values before its tail.
+func headError(got, x []float32, width, tail int) float64 {
+	var errSq, refSq float64
+	for i := range x {
+		if i%width < width-tail {
+			d := float64(got[i] - x[i])
+			errSq, refSq = errSq+d*d, refSq+float64(x[i])*float64(x[i])
+		}
+	}
+	return math.Sqrt(errSq / refSq)
 }
