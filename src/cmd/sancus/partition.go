@@ -82,8 +82,9 @@ func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
 	} else if parts, err = partition.Run(pf.name, s, p, pf.opt); err != nil {
 		return nil, 0, err
 	}
+	rowBound := max(pf.opt.Balance, 1.05) // what a part's rows stay within, over the mean
 	if parts != nil && pf.name != "file" {
-		if err := partition.Check(parts, p, max(pf.opt.Balance, 1.05)+1e-9); err != nil {
+		if err := partition.Check(parts, p, rowBound+1e-9); err != nil {
 			return nil, 0, fmt.Errorf("%s partition: %w", pf.name, err)
 		}
 	}
@@ -98,7 +99,7 @@ func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
 			parts[v] = int32(int64(v) * int64(p) / int64(s.N))
 		}
 	case parts != nil:
-		before, after, err := partition.BalanceNonzeros(s, parts, p, by, 0.03, max(pf.opt.Balance, 1.05))
+		before, after, err := partition.BalanceNonzeros(s, parts, p, by, 0.03, rowBound)
 		if err != nil {
 			return nil, 0, err
 		}
