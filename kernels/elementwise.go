@@ -60,10 +60,7 @@ func addBiasReLU(z *matrix.Dense, bias []float32, relu bool, rows []int32) {
 	if n == 0 || z.Cols == 0 {
 		return
 	}
-	r := C.int(0)
-	if relu {
-		r = 1
-	}
+	r := cBool(relu)
 	zp, bp, lp := f32p(z.Data), f32p(bias), i32p(rows)
 	forRanges(evenCuts(n, threads, 2048), func(lo, hi int) {
 		C.sc_bias_relu(zp, bp, C.int64_t(z.Cols), C.int64_t(lo), C.int64_t(hi), r, lp)

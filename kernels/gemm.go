@@ -33,10 +33,7 @@ func GEMMDrop(c, a, b *matrix.Dense, m matrix.Mask, accumulate bool) error {
 		}
 		return nil
 	}
-	acc := C.int(0)
-	if accumulate {
-		acc = 1
-	}
+	acc := cBool(accumulate)
 	k, n := C.int64_t(a.Cols), C.int64_t(b.Cols)
 	cm, done := cMask(m)
 	defer done()

@@ -30,10 +30,7 @@ func QuantizeRows(dst []byte, dec, x, ref []float32, width, bits int, key uint64
 	if rows == 0 || width == 0 {
 		return 0, 0
 	}
-	a := C.int(0)
-	if add {
-		a = 1
-	}
+	a := cBool(add)
 	xp, fp, dp, ep := f32p(x), f32p(ref), (*C.uint8_t)(unsafe.Pointer(&dst[0])), f32p(dec)
 	hp := (*C.uint64_t)(unsafe.Pointer(&rowHash[0]))
 	nb := (rows + quantBlock - 1) / quantBlock
@@ -59,10 +56,7 @@ func DequantizeRows(dst []float32, src []byte, width, bits int, add bool) {
 	if rows == 0 {
 		return
 	}
-	a := C.int(0)
-	if add {
-		a = 1
-	}
+	a := cBool(add)
 	sp, dp := (*C.uint8_t)(unsafe.Pointer(&src[0])), f32p(dst)
 	forRanges(evenCuts(rows, threads, 2048), func(lo, hi int) {
 		C.sc_dequant_rows(sp, C.int64_t(lo), C.int64_t(hi), C.int64_t(width), C.int(bits), a, dp)

@@ -21,6 +21,14 @@ func f32p(s []float32) *C.float {
 	return (*C.float)(unsafe.Pointer(&s[0]))
 }
 
+// cBool is b as a C int flag.
+func cBool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func i32p(s []int32) *C.int32_t {
 	if len(s) == 0 {
 		return nil
@@ -59,10 +67,7 @@ func spmm(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool, rows
 	if rowsIn(rows, a.Rows) == 0 || b.Cols == 0 {
 		return
 	}
-	acc := C.int(0)
-	if accumulate {
-		acc = 1
-	}
+	acc := cBool(accumulate)
 	var colp *C.int32_t
 	var valp *C.float
 	if len(a.ColIdx) > 0 {
