@@ -324,7 +324,14 @@ double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps) {
   }                                                                            \
   ATTR static void elu_##SUFFIX(float *h, int64_t i0, int64_t i1) {            \
     typedef vf_##SUFFIX vf;                                                    \
+    typedef int32_t vi __attribute__((vector_size(sizeof(vf)), aligned(4)));   \
     enum { L = sizeof(vf) / sizeof(float) };                                   \
+    for (; i0 + L <= i1; i0 += L) { /* whole vectors: selected by a mask */    \
+      const vf x = *(const vf *)(h + i0);                                      \
+      const vi neg = x < 0;                                                    \
+      const vf e = vexp_##SUFFIX((vf)((vi)x & neg)) - 1.0f;                    \
+      *(vf *)(h + i0) = (vf)(((vi)e & neg) | ((vi)x & ~neg));                  \
+    }                                                                          \
     for (int64_t i = i0; i < i1; i += L) {                                     \
       const int m = i1 - i < L ? (int)(i1 - i) : L;                            \
       vf v;                                                                    \
@@ -352,8 +359,7 @@ void sc_elu(float *h, int64_t i0, int64_t i1) { PICK3(elu, h, i0, i1); }
 // ELU's backward on g[i0, i1), read off its output h: g·(h + 1) where
 // h ≤ 0, g where h > 0.
 void sc_elu_backward(float *g, const float *h, int64_t i0, int64_t i1) {
-  for (int64_t i = i0; i < i1; i++)
-    if (h[i] <= 0) g[i] *= h[i] + 1;
+  for (int64_t i = i0; i < i1; i++) g[i] *= h[i] <= 0 ? h[i] + 1 : 1.0f; // a select: it vectorizes
 }
 
 double sc_softmax_ce(const float *z, int64_t c, const int32_t *labels, const int32_t *rows,
