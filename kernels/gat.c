@@ -14,6 +14,7 @@
 // edge (target, source) keeps its coefficient by 16 bits of
 // sc_mix64(edge ^ k/4), edge = wire.Seed(key ^ target, source).
 #include <math.h>
+#include <string.h>
 #include "cpu.h"
 #include "dropout_rng.h"
 #include "simd.h"
@@ -41,11 +42,17 @@ typedef struct {
 static inline drop_of_t drop_of(float keep) {
   return (drop_of_t){(uint32_t)((1.0f - keep) * 65536.0f + 0.5f), 1.0f / keep};
 }
+// The scale is selected by a mask, not a branch: half the draws fall
+// either way, so a branch mispredicts on every other head.
 static inline void edge_scales(uint64_t edge, int64_t h, drop_of_t dr, float *d) {
+  uint32_t scale;
+  memcpy(&scale, &dr.scale, sizeof scale);
   for (int64_t k = 0; k < h; k += 4) {
     const uint64_t z = sc_mix64(edge ^ (uint64_t)(k >> 2));
-    for (int64_t j = 0; j < 4 && k + j < h; j++)
-      d[k + j] = (uint32_t)(z >> (16 * j) & 0xffff) < dr.thr ? 0.0f : dr.scale;
+    for (int64_t j = 0; j < 4 && k + j < h; j++) {
+      const uint32_t kept = scale & (0u - (uint32_t)((uint32_t)(z >> (16 * j) & 0xffff) >= dr.thr));
+      memcpy(d + k + j, &kept, sizeof kept);
+    }
   }
 }
 static inline void no_dropout(int64_t h, float *d) {
@@ -65,6 +72,34 @@ static inline float leaky_slope(float x) { return x < 0 ? 0.2f : 1.0f; }
 // per is the edges a chunk holds with h heads (at least one).
 static inline int64_t per_chunk(int64_t h) { return h < CHUNK ? CHUNK / h : 1; }
 
+#define INLINE inline __attribute__((always_inline))
+
+// v8 is 8 floats, whatever the level (two xmm below AVX2).
+typedef float v8 __attribute__((vector_size(32), aligned(4)));
+// HADD8 is (x0 + x1, x2 + x3, y0 + y1, y2 + y3) in each 4-float half.
+#define HADD8(x, y)                                                            \
+  (__builtin_shufflevector(x, y, 0, 2, 8, 10, 4, 6, 12, 14) +                  \
+   __builtin_shufflevector(x, y, 1, 3, 9, 11, 5, 7, 13, 15))
+
+
+// SHAPES runs call with H_ and F_ the heads and features per head: as
+// constants for 8 heads of 8 (a hidden layer as Veličković et al. ran it)
+// and for one head (an output layer), else as given.
+#define SHAPES(h, f, call)                                                     \
+  do {                                                                         \
+    if (h == 8 && f == 8) {                                                    \
+      enum { H_ = 8, F_ = 8 };                                                 \
+      call;                                                                    \
+    } else if (h == 1) {                                                       \
+      enum { H_ = 1 };                                                         \
+      const int64_t F_ = f;                                                    \
+      call;                                                                    \
+    } else {                                                                   \
+      const int64_t H_ = h, F_ = f;                                            \
+      call;                                                                    \
+    }                                                                          \
+  } while (0)
+
 #define GAT_KERNELS(SUFFIX, ATTR)                                              \
   VEXP(SUFFIX, ATTR)                                                           \
   /* x[0, n) = e^x in place (x ≤ 0); x holds whole vectors past n. */          \
@@ -74,12 +109,66 @@ static inline int64_t per_chunk(int64_t h) { return h < CHUNK ? CHUNK / h : 1; }
     for (int64_t i = n; i % L; i++) x[i] = 0;                                  \
     for (int64_t i = 0; i < n; i += L) *(vf *)(x + i) = vexp_##SUFFIX(*(vf *)(x + i)); \
   }                                                                            \
-  ATTR static inline float dot_##SUFFIX(const float *a, const float *b, int64_t n) { \
+  /* d[k] = a[8k, 8k + 8)·b[8k, 8k + 8), k < 8: the products summed       \
+     pairwise across the 8 rows at once (the horizontal adds of a            \
+     transpose), not one row at a time. */                                   \
+  ATTR static INLINE void sum8_##SUFFIX(float *d, const float *a, const float *b) { \
+    v8 p[8];                                                                   \
+    for (int k = 0; k < 8; k++) p[k] = *(const v8 *)(a + 8 * k) * *(const v8 *)(b + 8 * k); \
+    const v8 u0 = HADD8(HADD8(p[0], p[1]), HADD8(p[2], p[3]));                 \
+    const v8 u1 = HADD8(HADD8(p[4], p[5]), HADD8(p[6], p[7]));                 \
+    *(v8 *)d = __builtin_shufflevector(u0, u1, 0, 1, 2, 3, 8, 9, 10, 11) +     \
+               __builtin_shufflevector(u0, u1, 4, 5, 6, 7, 12, 13, 14, 15);    \
+  }                                                                            \
+  ATTR static inline float hsum_##SUFFIX(vf_##SUFFIX v) {                    \
     float s = 0;                                                               \
-    for (int64_t i = 0; i < n; i++) s += a[i] * b[i];                          \
+    for (int l = 0; l < (int)(sizeof(v) / sizeof(float)); l++) s += v[l];      \
     return s;                                                                  \
   }                                                                            \
-  ATTR static void attend_##SUFFIX(const int64_t *rowptr, const int32_t *col, const float *src, \
+  /* o[kf, kf + f) += a[k]·u[kf, kf + f) for each head k: a head's f     \
+     features as whole vectors (the level's, else xmm) where f allows. */    \
+  ATTR static inline void heads_axpy_##SUFFIX(float *restrict o, const float *restrict u, \
+      const float *restrict a, int64_t h, int64_t f) {                         \
+    typedef vf_##SUFFIX vf;                                                    \
+    enum { L = sizeof(vf) / sizeof(float) };                                   \
+    if (f % L == 0) {                                                          \
+      for (int64_t k = 0; k < h; k++)                                          \
+        for (int64_t t = k * f; t < (k + 1) * f; t += L)                       \
+          *(vf *)(o + t) += a[k] * *(const vf *)(u + t);                       \
+    } else if (f % 4 == 0) {                                                   \
+      for (int64_t k = 0; k < h; k++)                                          \
+        for (int64_t t = k * f; t < (k + 1) * f; t += 4)                       \
+          *(vf_base *)(o + t) += a[k] * *(const vf_base *)(u + t);             \
+    } else {                                                                   \
+      for (int64_t k = 0; k < h; k++)                                          \
+        for (int64_t t = k * f; t < (k + 1) * f; t++) o[t] += a[k] * u[t];     \
+    }                                                                          \
+  }                                                                            \
+  /* d[k] = a[kf, kf + f)·b[kf, kf + f) for each head k. */                  \
+  ATTR static inline void heads_dot_##SUFFIX(float *restrict d, const float *restrict a, \
+      const float *restrict b, int64_t h, int64_t f) {                         \
+    typedef vf_##SUFFIX vf;                                                    \
+    enum { L = sizeof(vf) / sizeof(float) };                                   \
+    if (h == 8 && f == 8) {                                                    \
+      sum8_##SUFFIX(d, a, b);                                                   \
+      return;                                                                  \
+    }                                                                          \
+    if (f % L == 0) {                                                          \
+      for (int64_t k = 0; k < h; k++) {                                        \
+        vf s = *(const vf *)(a + k * f) * *(const vf *)(b + k * f);            \
+        for (int64_t t = k * f + L; t < (k + 1) * f; t += L)                   \
+          s += *(const vf *)(a + t) * *(const vf *)(b + t);                    \
+        d[k] = hsum_##SUFFIX(s);                                               \
+      }                                                                        \
+      return;                                                                  \
+    }                                                                          \
+    for (int64_t k = 0; k < h; k++) {                                          \
+      float s = 0;                                                             \
+      for (int64_t t = k * f; t < (k + 1) * f; t++) s += a[t] * b[t];          \
+      d[k] = s;                                                                \
+    }                                                                          \
+  }                                                                            \
+  ATTR INLINE static void attend_body_##SUFFIX(const int64_t *rowptr, const int32_t *col, const float *src, \
       int64_t h, int64_t f, const float *el, float *m, float *s, float *o, float *o2, float *c, \
       int64_t r0, int64_t r1, uint64_t key, float keep, const int64_t *tids, int64_t trow0, \
       const int64_t *sids, int64_t srow0) {                                    \
@@ -87,7 +176,7 @@ static inline int64_t per_chunk(int64_t h) { return h < CHUNK ? CHUNK / h : 1; }
     const drop_of_t dr = drop_of(keep);                                        \
     float dsc[h];                                                              \
     no_dropout(h, dsc);                                                        \
-    float x[per * h + 16], sl[per * h], cm[h];                                 \
+    float x[per * h + 16], sl[per * h], cm[h], av[h], bv[h];                   \
     for (int64_t i = r0; i < r1; i++) {                                        \
       const int64_t target = id_of(tids, trow0, i);                            \
       const float *eli = el + i * h;                                           \
@@ -126,21 +215,21 @@ static inline int64_t per_chunk(int64_t h) { return h < CHUNK ? CHUNK / h : 1; }
           if (key) edge_scales(edge_key(key, target, id_of(sids, srow0, col[p])), h, dr, dsc); \
           for (int64_t k = 0; k < h; k++) {                                    \
             si[k] += xp[k]; /* dropped coefficients count here; they add 0 below */ \
-            const float a = xp[k] * dsc[k], *u = row + k * f;                  \
-            float *ok = oi + k * f;                                            \
-            for (int64_t t = 0; t < f; t++) ok[t] += a * u[t];                 \
-            if (o2i) {                                                         \
-              const float b = a * slp[k];                                      \
-              float *o2k = o2i + k * f;                                        \
+            av[k] = xp[k] * dsc[k];                                            \
+          }                                                                    \
+          heads_axpy_##SUFFIX(oi, row, av, h, f);                              \
+          if (o2i) {                                                           \
+            for (int64_t k = 0; k < h; k++) {                                  \
+              bv[k] = av[k] * slp[k];                                          \
               ci[k] += xp[k] * slp[k];                                         \
-              for (int64_t t = 0; t < f; t++) o2k[t] += b * u[t];              \
             }                                                                  \
+            heads_axpy_##SUFFIX(o2i, row, bv, h, f);                           \
           }                                                                    \
         }                                                                      \
       }                                                                        \
     }                                                                          \
   }                                                                            \
-  ATTR static void neighbour_##SUFFIX(const int64_t *rowptr, const int32_t *col, \
+  ATTR INLINE static void neighbour_body_##SUFFIX(const int64_t *rowptr, const int32_t *col, \
       const float *src, int64_t h, int64_t f, const float *own, float *dU, float *dEr, int64_t r0, \
       int64_t r1, uint64_t key, float keep, const int64_t *oids, int64_t orow0, \
       const int64_t *tids, int64_t trow0) {                                    \
@@ -148,7 +237,7 @@ static inline int64_t per_chunk(int64_t h) { return h < CHUNK ? CHUNK / h : 1; }
     const drop_of_t dr = drop_of(keep);                                        \
     float dsc[h];                                                              \
     no_dropout(h, dsc);                                                        \
-    float x[per * h + 16], sl[per * h], acc[h];                                \
+    float x[per * h + 16], sl[per * h], acc[h], da[h], gu[h];                  \
     for (int64_t r = r0; r < r1; r++) {                                        \
       const int64_t source = id_of(oids, orow0, r);                            \
       const float *ur = own + r * w, *err = ur + hf;                           \
@@ -169,17 +258,103 @@ static inline int64_t per_chunk(int64_t h) { return h < CHUNK ? CHUNK / h : 1; }
         for (int64_t p = p0; p < p1; p++) {                                    \
           const float *g = src + (int64_t)col[p] * gw, *t = g + hf;            \
           if (key) edge_scales(edge_key(key, id_of(tids, trow0, col[p]), source), h, dr, dsc); \
-          for (int64_t k = 0; k < h; k++) {                                    \
-            const int64_t q = (p - p0) * h + k;                                \
-            const float a = x[q], da = dsc[k] * a, *gk = g + k * f;            \
-            float *duk = du + k * f;                                           \
-            for (int64_t c = 0; c < f; c++) duk[c] += da * gk[c];              \
-            const float gu = dsc[k] * dot_##SUFFIX(gk, ur + k * f, f);         \
-            acc[k] += a * (gu - t[2 * h + k]) * sl[q];                         \
-          }                                                                    \
+          const float *xp = x + (p - p0) * h, *slp = sl + (p - p0) * h;        \
+          for (int64_t k = 0; k < h; k++) da[k] = dsc[k] * xp[k];              \
+          heads_axpy_##SUFFIX(du, g, da, h, f);                                \
+          heads_dot_##SUFFIX(gu, g, ur, h, f);                                 \
+          for (int64_t k = 0; k < h; k++)                                      \
+            acc[k] += xp[k] * (dsc[k] * gu[k] - t[2 * h + k]) * slp[k];        \
         }                                                                      \
       }                                                                        \
       for (int64_t k = 0; k < h; k++) dEr[r * h + k] += acc[k];                \
+    }                                                                          \
+  }                                                                            \
+  /* The bodies above compiled for the usual shapes, where h and f are    \
+     constants: the head loops unroll into whole vectors. */                 \
+  ATTR static void attend_##SUFFIX(const int64_t *rowptr, const int32_t *col, const float *src, \
+      int64_t h, int64_t f, const float *el, float *m, float *s, float *o, float *o2, float *c, \
+      int64_t r0, int64_t r1, uint64_t key, float keep, const int64_t *tids, int64_t trow0, \
+      const int64_t *sids, int64_t srow0) {                                    \
+    SHAPES(h, f, attend_body_##SUFFIX(rowptr, col, src, H_, F_, el, m, s, o, o2, c, r0, r1, key, \
+        keep, tids, trow0, sids, srow0));                                     \
+  }                                                                            \
+  ATTR static void neighbour_##SUFFIX(const int64_t *rowptr, const int32_t *col, \
+      const float *src, int64_t h, int64_t f, const float *own, float *dU, float *dEr, int64_t r0, \
+      int64_t r1, uint64_t key, float keep, const int64_t *oids, int64_t orow0, \
+      const int64_t *tids, int64_t trow0) {                                    \
+    SHAPES(h, f, neighbour_body_##SUFFIX(rowptr, col, src, H_, F_, own, dU, dEr, r0, r1, key, \
+        keep, oids, orow0, tids, trow0));                                      \
+  }                                                                            \
+  ATTR static void payload_##SUFFIX(float *pay, float *el, const float *u, const float *al, \
+      const float *ar, int64_t h, int64_t f, int64_t r0, int64_t r1) {         \
+    const int64_t hf = h * f, w = hf + h;                                      \
+    for (int64_t i = r0; i < r1; i++) {                                        \
+      const float *ui = u + i * hf;                                            \
+      float *pi = pay + i * w;                                                 \
+      for (int64_t x = 0; x < hf; x++) pi[x] = ui[x];                          \
+      heads_dot_##SUFFIX(pi + hf, ui, ar, h, f);                               \
+      if (el) heads_dot_##SUFFIX(el + i * h, ui, al, h, f);                    \
+    }                                                                          \
+  }                                                                            \
+  ATTR static void finish_##SUFFIX(float *z, int64_t zc, float *o, const float *s, int64_t h, \
+      int64_t f, int concat, int64_t r0, int64_t r1) {                         \
+    const int64_t hf = h * f;                                                  \
+    for (int64_t i = r0; i < r1; i++) {                                        \
+      float *oi = o + i * hf, *zi = z + i * zc;                                \
+      for (int64_t k = 0; k < h; k++) {                                        \
+        const float sk = s[i * h + k], inv = 1.0f / sk;                        \
+        if (sk > 0)                                                            \
+          for (int64_t t = k * f; t < (k + 1) * f; t++) oi[t] *= inv;          \
+      }                                                                        \
+      if (concat) {                                                            \
+        for (int64_t x = 0; x < hf; x++) zi[x] = oi[x];                        \
+        continue;                                                              \
+      }                                                                        \
+      for (int64_t t = 0; t < f; t++) zi[t] = 0;                               \
+      for (int64_t k = 0; k < h; k++)                                          \
+        for (int64_t t = 0; t < f; t++) zi[t] += oi[k * f + t];                \
+      const float inv = 1.0f / (float)h;                                       \
+      for (int64_t t = 0; t < f; t++) zi[t] *= inv;                            \
+    }                                                                          \
+  }                                                                            \
+  ATTR static void grad_rows_##SUFFIX(float *gpay, float *dEl, const float *g, int64_t gc, \
+      const float *el, const float *m, const float *s, const float *o, const float *o2, \
+      const float *c, int64_t h, int64_t f, int concat, int64_t r0, int64_t r1) { \
+    const int64_t hf = h * f, gw = hf + 3 * h;                                 \
+    const float inv = 1.0f / (float)h;                                         \
+    float delta[h], d2[h];                                                     \
+    for (int64_t i = r0; i < r1; i++) {                                        \
+      float *row = gpay + i * gw;                                              \
+      const float *gi = g + i * gc;                                            \
+      if (concat)                                                              \
+        for (int64_t x = 0; x < hf; x++) row[x] = gi[x];                       \
+      else /* the mean's share of each head */                                 \
+        for (int64_t k = 0; k < h; k++)                                        \
+          for (int64_t t = 0; t < f; t++) row[k * f + t] = gi[t] * inv;        \
+      heads_dot_##SUFFIX(delta, row, o + i * hf, h, f);                        \
+      heads_dot_##SUFFIX(d2, row, o2 + i * hf, h, f);                          \
+      for (int64_t k = 0; k < h; k++) {                                        \
+        const int64_t ik = i * h + k;                                          \
+        const float sk = s[ik];                                                \
+        /* a row without neighbours is no one's target */                      \
+        row[hf + k] = el[ik], row[hf + h + k] = sk > 0 ? m[ik] + logf(sk) : -INFINITY; \
+        row[hf + 2 * h + k] = delta[k];                                        \
+        dEl[ik] = sk > 0 ? (d2[k] - delta[k] * c[ik]) / sk : 0; /* the target side */ \
+      }                                                                        \
+    }                                                                          \
+  }                                                                            \
+  ATTR static void score_grads_##SUFFIX(float *dU, const float *dEl, const float *dEr, \
+      const float *u, const float *own, int64_t ow, const float *al, const float *ar, \
+      int64_t h, int64_t f, int64_t r0, int64_t r1, float *part) {             \
+    const int64_t hf = h * f;                                                  \
+    float *dal = part, *dar = part + hf;                                       \
+    for (int64_t x = 0; x < 2 * hf; x++) part[x] = 0;                          \
+    for (int64_t i = r0; i < r1; i++) {                                        \
+      const float *gl = dEl + i * h, *gr = dEr + i * h;                        \
+      heads_axpy_##SUFFIX(dU + i * hf, al, gl, h, f);                          \
+      heads_axpy_##SUFFIX(dU + i * hf, ar, gr, h, f);                          \
+      heads_axpy_##SUFFIX(dal, u + i * hf, gl, h, f);                          \
+      heads_axpy_##SUFFIX(dar, own + i * ow, gr, h, f);                        \
     }                                                                          \
   }
 
@@ -209,4 +384,36 @@ void sc_gat_neighbour(const int64_t *rowptr, const int32_t *col, const float *sr
                       const float *own, float *dU, float *dEr, int64_t r0, int64_t r1, uint64_t key,
                       float keep, const int64_t *oids, int64_t orow0, const int64_t *tids, int64_t trow0) {
   PICK3(neighbour, rowptr, col, src, h, f, own, dU, dEr, r0, r1, key, keep, oids, orow0, tids, trow0);
+}
+
+// score_grads carries rows [r0, r1)'s ∂el and ∂er into dU (dU_i += ∂el_i·a_l
+// + ∂er_i·a_r, per head) and writes their shares of the attention vectors'
+// gradients into part: Σ ∂el_i·U_i, then Σ ∂er_i·own_i (own's rows ow wide).
+void sc_gat_score_grads(float *dU, const float *dEl, const float *dEr, const float *u, const float *own,
+                        int64_t ow, const float *al, const float *ar, int64_t h, int64_t f, int64_t r0,
+                        int64_t r1, float *part) {
+  PICK3(score_grads, dU, dEl, dEr, u, own, ow, al, ar, h, f, r0, r1, part);
+}
+
+// pay_rows writes rows [r0, r1) of pay, [U_i | a_r·U_i] per head, and with
+// el (NULL: not) el_i = a_l·U_i.
+void sc_gat_pay_rows(float *pay, float *el, const float *u, const float *al, const float *ar, int64_t h,
+                    int64_t f, int64_t r0, int64_t r1) {
+  PICK3(payload, pay, el, u, al, ar, h, f, r0, r1);
+}
+
+// outputs divides each head's output o by its sum s, in place, and writes
+// z's rows (zc wide): the heads side by side (concat) or their mean.
+void sc_gat_outputs(float *z, int64_t zc, float *o, const float *s, int64_t h, int64_t f, int concat,
+                   int64_t r0, int64_t r1) {
+  PICK3(finish, z, zc, o, s, h, f, concat, r0, r1);
+}
+
+// gradient_rows writes rows [r0, r1) of gpay, [G | el | lse | δ] (lse = m + ln s,
+// δ = G·o per head), from the output's gradient g (gc wide: the heads side
+// by side, or their mean's), and the target side ∂el into dEl.
+void sc_gat_gradient_rows(float *gpay, float *dEl, const float *g, int64_t gc, const float *el, const float *m,
+                      const float *s, const float *o, const float *o2, const float *c, int64_t h, int64_t f,
+                      int concat, int64_t r0, int64_t r1) {
+  PICK3(grad_rows, gpay, dEl, g, gc, el, m, s, o, o2, c, h, f, concat, r0, r1);
 }

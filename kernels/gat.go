@@ -94,21 +94,13 @@ func dataOf(d *matrix.Dense) []float32 {
 }
 
 func (CPU) GATPayload(pay, el, u, al, ar *matrix.Dense, h int) {
-	f := u.Cols / h
-	hf, w, a, r, p := u.Cols, pay.Cols, al.Data, ar.Data, pay.Data
-	eld := dataOf(el)
+	var eld *C.float
+	if el != nil {
+		eld = f32p(el.Data)
+	}
 	ParallelRows(pay.Rows, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			ui, pi := u.Data[i*hf:(i+1)*hf], p[i*w:(i+1)*w]
-			copy(pi, ui)
-			for k := range h {
-				seg := ui[k*f : (k+1)*f]
-				pi[hf+k] = dot(r[k*f:(k+1)*f], seg)
-				if eld != nil {
-					eld[i*h+k] = dot(a[k*f:(k+1)*f], seg)
-				}
-			}
-		}
+		C.sc_gat_pay_rows(f32p(pay.Data), eld, f32p(u.Data), f32p(al.Data), f32p(ar.Data), C.int64_t(h), C.int64_t(u.Cols/h),
+			C.int64_t(lo), C.int64_t(hi))
 	})
 }
 
@@ -130,61 +122,18 @@ func (CPU) GATAttend(b *GATBlock, src *matrix.Dense, st GATState) {
 }
 
 func (CPU) GATFinish(z *matrix.Dense, st GATState, h int, concat bool) {
-	hf := st.O.Cols
-	f := hf / h
-	o, s := st.O.Data, st.S.Data
 	ParallelRows(z.Rows, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			for k := range h {
-				if sk := s[i*h+k]; sk > 0 {
-					Scale(o[i*hf+k*f:i*hf+(k+1)*f], 1/sk)
-				}
-			}
-			oi, zi := o[i*hf:(i+1)*hf], z.Data[i*z.Cols:(i+1)*z.Cols]
-			if concat {
-				copy(zi, oi)
-				continue
-			}
-			clear(zi)
-			for k := range h {
-				for x := range f {
-					zi[x] += oi[k*f+x]
-				}
-			}
-			Scale(zi, 1/float32(h))
-		}
+		C.sc_gat_outputs(f32p(z.Data), C.int64_t(z.Cols), f32p(st.O.Data), f32p(st.S.Data), C.int64_t(h), C.int64_t(st.O.Cols/h),
+			cBool(concat), C.int64_t(lo), C.int64_t(hi))
 	})
 }
 
 func (CPU) GATGradRows(gpay, dEl, dEr, g *matrix.Dense, st GATState, h int, concat bool) {
 	clear(dEr.Data)
-	hf := st.O.Cols
-	f, gw, dout := hf/h, gpay.Cols, g.Cols
-	G, gp, el, m, s, o, o2, c, de := g.Data, gpay.Data, st.El.Data, st.M.Data, st.S.Data, st.O.Data, st.O2.Data, st.C.Data, dEl.Data
 	ParallelRows(g.Rows, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			row := gp[i*gw : (i+1)*gw]
-			for k := range h {
-				gk := row[k*f : (k+1)*f]
-				if concat {
-					copy(gk, G[i*dout+k*f:i*dout+(k+1)*f])
-				} else {
-					copy(gk, G[i*dout:(i+1)*dout])
-					Scale(gk, 1/float32(h))
-				}
-				ik, seg := i*h+k, i*hf+k*f
-				lse := float32(math.Inf(-1)) // a row without neighbours is no one's target
-				if s[ik] > 0 {
-					lse = m[ik] + float32(math.Log(float64(s[ik])))
-				}
-				delta := dot(gk, o[seg:seg+f])
-				row[hf+k], row[hf+h+k], row[hf+2*h+k] = el[ik], lse, delta
-				de[ik] = 0
-				if sk := s[ik]; sk > 0 { // the target side
-					de[ik] = (dot(gk, o2[seg:seg+f]) - delta*c[ik]) / sk
-				}
-			}
-		}
+		C.sc_gat_gradient_rows(f32p(gpay.Data), f32p(dEl.Data), f32p(g.Data), C.int64_t(g.Cols), f32p(st.El.Data), f32p(st.M.Data),
+			f32p(st.S.Data), f32p(st.O.Data), f32p(st.O2.Data), f32p(st.C.Data), C.int64_t(h), C.int64_t(st.O.Cols/h),
+			cBool(concat), C.int64_t(lo), C.int64_t(hi))
 	})
 }
 
@@ -197,33 +146,11 @@ func (CPU) GATNeighbour(b *GATBlock, src, own, dU, dEr *matrix.Dense) {
 
 func (CPU) GATScoreGrads(dU, dAl, dAr, dEl, dEr, u, own, al, ar *matrix.Dense, h int) {
 	hf := u.Cols
-	f, w := hf/h, own.Cols
-	a, r, du, dal, dar := al.Data, ar.Data, dU.Data, dAl.Data, dAr.Data
-	clear(dal)
-	clear(dar)
-	for i := range u.Rows {
-		for k := range h {
-			gl, gr := dEl.Data[i*h+k], dEr.Data[i*h+k]
-			lo, hi := k*f, (k+1)*f
-			seg := du[i*hf+lo : i*hf+hi]
-			axpy(seg, gl, a[lo:hi])
-			axpy(seg, gr, r[lo:hi])
-			axpy(dal[lo:hi], gl, u.Data[i*hf+lo:i*hf+hi])
-			axpy(dar[lo:hi], gr, own.Data[i*w+lo:i*w+hi])
-		}
-	}
-}
-
-func dot(a, b []float32) float32 {
-	var s float32
-	for i, v := range a {
-		s += v * b[i]
-	}
-	return s
-}
-
-func axpy(y []float32, a float32, x []float32) {
-	for i, v := range x {
-		y[i] += a * v
-	}
+	sums := make([]float32, 2*hf)
+	sumChunks(sums, u.Rows, func(r0, r1 int, part []float32) {
+		C.sc_gat_score_grads(f32p(dU.Data), f32p(dEl.Data), f32p(dEr.Data), f32p(u.Data), f32p(own.Data), C.int64_t(own.Cols),
+			f32p(al.Data), f32p(ar.Data), C.int64_t(h), C.int64_t(hf/h), C.int64_t(r0), C.int64_t(r1), f32p(part))
+	})
+	copy(dAl.Data, sums[:hf])
+	copy(dAr.Data, sums[hf:])
 }

@@ -181,6 +181,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		{"multilabel-2layer-2ranks", true, 2, 16, 2, model.ArchGCN, 0},
 		{"gat-2layer-2heads", false, 2, 4, 1, model.ArchGAT, 2},
 		{"gat-3layer-3ranks", false, 3, 3, 3, model.ArchGAT, 3},
+		{"gat-8heads-of-8-2ranks", false, 2, 8, 2, model.ArchGAT, 8}, // the attention kernels' compiled shape
 		{"residual-sage-4layer-2ranks", false, 4, 5, 2, model.ArchSAGE, 0},
 		{"residual-gat-3layer", false, 3, 2, 1, model.ArchGAT, 2},
 	} {
