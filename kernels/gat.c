@@ -81,7 +81,6 @@ typedef float v8 __attribute__((vector_size(32), aligned(4)));
   (__builtin_shufflevector(x, y, 0, 2, 8, 10, 4, 6, 12, 14) +                  \
    __builtin_shufflevector(x, y, 1, 3, 9, 11, 5, 7, 13, 15))
 
-
 // SHAPES runs call with H_ and F_ the heads and features per head: as
 // constants for 8 heads of 8 (a hidden layer as Veličković et al. ran it)
 // and for one head (an output layer), else as given.
@@ -285,7 +284,7 @@ typedef float v8 __attribute__((vector_size(32), aligned(4)));
     SHAPES(h, f, neighbour_body_##SUFFIX(rowptr, col, src, H_, F_, own, dU, dEr, r0, r1, key, \
         keep, oids, orow0, tids, trow0));                                      \
   }                                                                            \
-  ATTR static void payload_##SUFFIX(float *pay, float *el, const float *u, const float *al, \
+  ATTR static void pay_rows_##SUFFIX(float *pay, float *el, const float *u, const float *al, \
       const float *ar, int64_t h, int64_t f, int64_t r0, int64_t r1) {         \
     const int64_t hf = h * f, w = hf + h;                                      \
     for (int64_t i = r0; i < r1; i++) {                                        \
@@ -296,15 +295,15 @@ typedef float v8 __attribute__((vector_size(32), aligned(4)));
       if (el) heads_dot_##SUFFIX(el + i * h, ui, al, h, f);                    \
     }                                                                          \
   }                                                                            \
-  ATTR static void finish_##SUFFIX(float *z, int64_t zc, float *o, const float *s, int64_t h, \
+  ATTR static void outputs_##SUFFIX(float *z, int64_t zc, float *o, const float *s, int64_t h, \
       int64_t f, int concat, int64_t r0, int64_t r1) {                         \
     const int64_t hf = h * f;                                                  \
     for (int64_t i = r0; i < r1; i++) {                                        \
       float *oi = o + i * hf, *zi = z + i * zc;                                \
       for (int64_t k = 0; k < h; k++) {                                        \
-        const float sk = s[i * h + k], inv = 1.0f / sk;                        \
+        const float sk = s[i * h + k];                                         \
         if (sk > 0)                                                            \
-          for (int64_t t = k * f; t < (k + 1) * f; t++) oi[t] *= inv;          \
+          for (int64_t t = k * f; t < (k + 1) * f; t++) oi[t] *= 1.0f / sk;    \
       }                                                                        \
       if (concat) {                                                            \
         for (int64_t x = 0; x < hf; x++) zi[x] = oi[x];                        \
@@ -317,7 +316,7 @@ typedef float v8 __attribute__((vector_size(32), aligned(4)));
       for (int64_t t = 0; t < f; t++) zi[t] *= inv;                            \
     }                                                                          \
   }                                                                            \
-  ATTR static void grad_rows_##SUFFIX(float *gpay, float *dEl, const float *g, int64_t gc, \
+  ATTR static void gradient_rows_##SUFFIX(float *gpay, float *dEl, const float *g, int64_t gc, \
       const float *el, const float *m, const float *s, const float *o, const float *o2, \
       const float *c, int64_t h, int64_t f, int concat, int64_t r0, int64_t r1) { \
     const int64_t hf = h * f, gw = hf + 3 * h;                                 \
@@ -399,14 +398,14 @@ void sc_gat_score_grads(float *dU, const float *dEl, const float *dEr, const flo
 // el (NULL: not) el_i = a_l·U_i.
 void sc_gat_pay_rows(float *pay, float *el, const float *u, const float *al, const float *ar, int64_t h,
                     int64_t f, int64_t r0, int64_t r1) {
-  PICK3(payload, pay, el, u, al, ar, h, f, r0, r1);
+  PICK3(pay_rows, pay, el, u, al, ar, h, f, r0, r1);
 }
 
 // outputs divides each head's output o by its sum s, in place, and writes
 // z's rows (zc wide): the heads side by side (concat) or their mean.
 void sc_gat_outputs(float *z, int64_t zc, float *o, const float *s, int64_t h, int64_t f, int concat,
                    int64_t r0, int64_t r1) {
-  PICK3(finish, z, zc, o, s, h, f, concat, r0, r1);
+  PICK3(outputs, z, zc, o, s, h, f, concat, r0, r1);
 }
 
 // gradient_rows writes rows [r0, r1) of gpay, [G | el | lse | δ] (lse = m + ln s,
@@ -415,5 +414,5 @@ void sc_gat_outputs(float *z, int64_t zc, float *o, const float *s, int64_t h, i
 void sc_gat_gradient_rows(float *gpay, float *dEl, const float *g, int64_t gc, const float *el, const float *m,
                       const float *s, const float *o, const float *o2, const float *c, int64_t h, int64_t f,
                       int concat, int64_t r0, int64_t r1) {
-  PICK3(grad_rows, gpay, dEl, g, gc, el, m, s, o, o2, c, h, f, concat, r0, r1);
+  PICK3(gradient_rows, gpay, dEl, g, gc, el, m, s, o, o2, c, h, f, concat, r0, r1);
 }
