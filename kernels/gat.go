@@ -94,12 +94,8 @@ func dataOf(d *matrix.Dense) []float32 {
 }
 
 func (CPU) GATPayload(pay, el, u, al, ar *matrix.Dense, h int) {
-	var eld *C.float
-	if el != nil {
-		eld = f32p(el.Data)
-	}
 	ParallelRows(pay.Rows, func(lo, hi int) {
-		C.sc_gat_pay_rows(f32p(pay.Data), eld, f32p(u.Data), f32p(al.Data), f32p(ar.Data), C.int64_t(h), C.int64_t(u.Cols/h),
+		C.sc_gat_pay_rows(f32p(pay.Data), f32p(dataOf(el)), f32p(u.Data), f32p(al.Data), f32p(ar.Data), C.int64_t(h), C.int64_t(u.Cols/h),
 			C.int64_t(lo), C.int64_t(hi))
 	})
 }
