@@ -18,11 +18,8 @@
 #include <string.h>
 
 // A tile is VW = 16 columns: one zmm under AVX-512, two ymm under AVX2,
-// four xmm on baseline x86-64 (each level's native vector; wider generic
-// vectors compile to poor code). aligned(4) makes the loads unaligned.
-typedef float vf_base __attribute__((vector_size(16), aligned(4)));
-typedef float vf_avx2 __attribute__((vector_size(32), aligned(4)));
-typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
+// four xmm on baseline x86-64 (each level's native vector, simd.h; wider
+// generic vectors compile to poor code).
 #define VW 16
 #define NVEC(SUFFIX) (VW / (int)(sizeof(vf_##SUFFIX) / sizeof(float)))
 

@@ -6,6 +6,12 @@
 #define SC_SIMD_H
 int sc_simd_level(void); // 0 baseline, 1 AVX2+FMA, 2 AVX-512 (F, DQ, BW, VL)
 
+// Each level's native vector of floats (xmm, ymm, zmm); aligned(4) makes
+// the loads unaligned.
+typedef float vf_base __attribute__((vector_size(16), aligned(4)));
+typedef float vf_avx2 __attribute__((vector_size(32), aligned(4)));
+typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define PICK(name, ...) \
   do { if (sc_simd_level()) name##_avx2(__VA_ARGS__); else name##_base(__VA_ARGS__); } while (0)

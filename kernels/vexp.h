@@ -1,15 +1,9 @@
-// Vectors of floats per instruction set and the exponential on them,
-// shared by the kernels that take softmaxes (cpu.c: the loss and ELU;
-// gat.c: attention).
+// The exponential on each level's vectors (simd.h), shared by the kernels
+// that take softmaxes (cpu.c: the loss and ELU; gat.c: attention).
 #ifndef SC_VEXP_H
 #define SC_VEXP_H
 #include <stdint.h>
-
-// Each level's native vector (xmm, ymm, zmm); aligned(4) makes the
-// loads unaligned.
-typedef float vf_base __attribute__((vector_size(16), aligned(4)));
-typedef float vf_avx2 __attribute__((vector_size(32), aligned(4)));
-typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
+#include "simd.h"
 
 // vexp is Cephes' expf on vectors: e^x = 2^n·e^r, n = round(x·log₂e),
 // r = x − n·ln 2 in two parts, e^r a degree-7 polynomial. Softmax only
