@@ -28,14 +28,17 @@ sys.exit(0 if ok else 1)
 PY
 }
 
-# running JOB waits (60 s at most) until the job runs, then 3 s more, so
-# its ranks are training; gone JOB SECONDS waits until it left the queue.
-running() {
-	for _ in $(seq 120); do
-		[ "$(squeue -h -j "$1" -o %T)" = RUNNING ] && break
+# started JOB LOG waits (120 s at most) until the job's ranks train: rank
+# 0 says where it starts only after every rank has joined MPI, and so
+# listens for the stop signals. (A signal sent while the job runs but its
+# tasks still start is lost: waiting a fixed 3 s after RUNNING was not
+# enough under load.) gone JOB SECONDS waits until it left the queue.
+started() {
+	for _ in $(seq 240); do
+		grep -q "starting from epoch\|resumed from" "$2" 2>/dev/null && return 0
 		sleep 0.5
 	done
-	sleep 3
+	fail "job $1 did not start training: $(tail -5 "$2" 2>&1)"
 }
 gone() {
 	for _ in $(seq $(($2 * 2))); do
@@ -55,7 +58,7 @@ echo "ok: $res"
 echo "== 2. the walltime warning (SIGUSR1 to the batch script): checkpoint, exit 85, requeue, resume"
 job=$(DATA=$cora EPOCHS=6000 CHECKPOINT_EVERY=0 NAME=ci-requeue TRAIN_ARGS="--eval-every 50" sbatch --parsable --ntasks=2 slurm/train.sbatch)
 out=results/slurm-sancus-train-$job.out
-running "$job"
+started "$job" "$out"
 scancel --batch --signal=USR1 "$job" # what --signal=B:USR1@600 sends before the walltime
 gone "$job" 300 || fail "requeued job $job did not finish"
 grep -q "requeueing job $job" "$out" || fail "job was not requeued: $(tail -20 "$out")"
@@ -77,7 +80,7 @@ echo "ok: job $job checkpointed, requeued and finished all epochs, at the uninte
 echo "== 2b. scancel is a cancel: checkpoint, CANCELLED, no requeue"
 job=$(DATA=$cora EPOCHS=600000 CHECKPOINT_EVERY=0 NAME=ci-cancel TRAIN_ARGS="--eval-every 0" sbatch --parsable --ntasks=2 slurm/train.sbatch)
 out=results/slurm-sancus-train-$job.out
-running "$job"
+started "$job" "$out"
 scancel "$job"
 gone "$job" 60 || fail "cancelled job $job is still queued: $(squeue -j "$job")"
 state=$(scontrol show job "$job" | grep -o 'JobState=[A-Z]*')
