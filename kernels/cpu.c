@@ -115,6 +115,10 @@
                                   float s, int64_t i0, int64_t i1) {           \
     for (int64_t i = i0; i < i1; i++) a[i] = b[i] + s * c[i];                  \
   }                                                                            \
+  ATTR static void add_##SUFFIX(float *restrict a, const float *restrict b,  \
+                               int64_t i0, int64_t i1) {                       \
+    for (int64_t i = i0; i < i1; i++) a[i] += b[i];                            \
+  }                                                                            \
   /* Four independent sums, so the adds keep up with the loads. */             \
   ATTR static void sum_##SUFFIX(const float *a, int64_t i0, int64_t i1, int64_t reps, \
                                 double *out) {                                 \
@@ -257,6 +261,7 @@ int64_t sc_first_bad_row(const int32_t *rows, int64_t cnt, int64_t n) {
 void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int64_t i1) {
   PICK(triad, a, b, c, s, i0, i1);
 }
+void sc_add(float *a, const float *b, int64_t i0, int64_t i1) { PICK(add, a, b, i0, i1); }
 void sc_gather_sum(const int64_t *rowptr, const int32_t *col, const float *B, float *C, int64_t n,
                    int64_t r0, int64_t r1) {
   FLUSH_DENORMALS(PICK3(gather, rowptr, col, NULL, B, C, n, r0, r1, 0, NULL));

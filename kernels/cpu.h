@@ -36,6 +36,7 @@ void sc_gather_rows_stream(char *dst, const char *src, const int32_t *rows, int6
 void sc_scatter_rows(char *dst, const char *src, const int32_t *rows, int64_t cnt, int64_t w);
 int64_t sc_first_bad_row(const int32_t *rows, int64_t cnt, int64_t n);
 void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int64_t i1);
+void sc_add(float *a, const float *b, int64_t i0, int64_t i1); // a += b (a and b apart)
 double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps);
 void sc_gather_sum(const int64_t *rowptr, const int32_t *col, const float *B, float *C, int64_t n,
                    int64_t r0, int64_t r1);

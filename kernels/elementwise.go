@@ -89,11 +89,10 @@ func byValues(a, b *matrix.Dense, kernel func(ap, bp *C.float, lo, hi C.int64_t)
 
 // Add sets a += b, elementwise.
 func Add(a, b *matrix.Dense) {
-	x, y := a.Data[:a.Rows*a.Cols], b.Data[:a.Rows*a.Cols]
-	ParallelRows(a.Rows, func(lo, hi int) {
-		for i := lo * a.Cols; i < hi*a.Cols; i++ {
-			x[i] += y[i]
-		}
+	n := a.Rows * a.Cols
+	x, y := a.Data[:n], b.Data[:n]
+	forRanges(evenCuts(n, threads, 1<<14), func(lo, hi int) {
+		C.sc_add(f32p(x), f32p(y), C.int64_t(lo), C.int64_t(hi))
 	})
 }
 

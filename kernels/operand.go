@@ -118,10 +118,12 @@ func (o *Operand) MulT(c, g *matrix.Dense) error {
 	if o.tr == nil {
 		o.buildTranspose()
 	}
-	if o.trGen != o.gen {
-		for p, q := range o.trPerm {
-			o.tr.Val[q] = o.cur.Val[p]
-		}
+	if o.trGen != o.gen { // a permutation: the threads write apart
+		forRanges(evenCuts(len(o.trPerm), threads, 1<<16), func(lo, hi int) {
+			for p := lo; p < hi; p++ {
+				o.tr.Val[o.trPerm[p]] = o.cur.Val[p]
+			}
+		})
 		o.trGen = o.gen
 	}
 	return SpMM(c, o.tr, g, false)
