@@ -89,11 +89,7 @@ func byValues(a, b *matrix.Dense, kernel func(ap, bp *C.float, lo, hi C.int64_t)
 
 // Add sets a += b, elementwise.
 func Add(a, b *matrix.Dense) {
-	n := a.Rows * a.Cols
-	x, y := a.Data[:n], b.Data[:n]
-	forRanges(evenCuts(n, threads, 1<<14), func(lo, hi int) {
-		C.sc_add(f32p(x), f32p(y), C.int64_t(lo), C.int64_t(hi))
-	})
+	byValues(a.Prefix(a.Rows), b, func(ap, bp *C.float, lo, hi C.int64_t) { C.sc_add(ap, bp, lo, hi) })
 }
 
 // ScaleRows sets row r of dst to row r of src times s[r], for the rows s
