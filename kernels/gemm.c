@@ -429,13 +429,19 @@ static void prefetch_rows(const float *src, int64_t w, const int32_t *rows, int6
                                          int64_t r0, int64_t r1, float scale, float *restrict sums) { \
     if (sums)                                                                  \
       for (int64_t j = 0; j < cols; j++) sums[j] = 0.0f;                       \
-    for (int64_t i = r0; i < r1; i++) {                                        \
-      float *gi = g + i * cols;                                                \
-      const float *di = d + i * cols;                                          \
-      for (int64_t j = 0; j < cols; j++) gi[j] = di[j] > 0.0f ? gi[j] * scale : 0.0f; \
-      if (sums)                                                                \
-        for (int64_t j = 0; j < cols; j++) sums[j] += gi[j];                   \
+    /* The product and-ed with a mask, so the loop vectorizes: the         */ \
+    /* compiler will not take a product ahead of a select, and as a branch */ \
+    /* per value it mispredicts on half the values.                        */ \
+    for (int64_t i = r0 * cols; i < r1 * cols; i++) {                          \
+      const float v = g[i] * scale;                                            \
+      uint32_t b;                                                              \
+      memcpy(&b, &v, sizeof b);                                                \
+      b &= -(uint32_t)(d[i] > 0.0f);                                           \
+      memcpy(&g[i], &b, sizeof b);                                             \
     }                                                                          \
+    if (sums)                                                                  \
+      for (int64_t i = r0; i < r1; i++)                                        \
+        for (int64_t j = 0; j < cols; j++) sums[j] += g[i * cols + j];         \
   }
 
 #define DEFINE_GEMM(SUFFIX, ATTR, MR, JB, KV)                                  \
