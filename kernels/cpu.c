@@ -274,45 +274,75 @@ double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps) {
 
 // Softmax cross-entropy of the listed rows [i0, i1) of rows: returns their
 // summed loss and writes their gradient rows (softmax − onehot)/norm into
-// grad (nil: loss only). A row is padded with −∞ to whole vectors, its
-// exponentials taken on vectors (vexp.h, within 2 ulp of e^x), summed and
-// logged in double, as in the CUDA kernel, in column order. Training rows
-// are scattered, so each row is a cache miss: rows and their labels are
-// prefetched 8 ahead.
+// grad (nil: loss only; it may be z itself). A row is padded with −∞ to
+// whole vectors, its exponentials taken on vectors (vexp.h, within 2 ulp
+// of e^x), summed and logged in double, as in the CUDA kernel, in column
+// order. The rows go G at a time, their sums interleaved, so that the G
+// chains of dependent adds overlap; the gradient is formed on vectors of
+// doubles, the same arithmetic per value. Training rows are scattered, so
+// each row is a cache miss: rows and their labels are prefetched ahead.
 #define SOFTMAX_CE(SUFFIX, ATTR)                                               \
   VEXP(SUFFIX, ATTR)                                                           \
   ATTR static void softmax_ce_##SUFFIX(const float *z, int64_t c, const int32_t *labels, \
                                        const int32_t *rows, int64_t i0, int64_t i1, \
                                        double norm, float *grad, double *out) { \
     typedef vf_##SUFFIX vf;                                                    \
-    enum { L = sizeof(vf) / sizeof(float) };                                   \
+    typedef int32_t vi __attribute__((vector_size(sizeof(vf)), aligned(4)));   \
+    typedef double vd __attribute__((vector_size(sizeof(vf))));                \
+    typedef float vh __attribute__((vector_size(sizeof(vf) / 2), aligned(4))); \
+    enum { L = sizeof(vf) / sizeof(float), D = L / 2, G = 4 };                 \
     const int64_t nv = (c + L - 1) / L;                                        \
-    vf e[nv > 0 ? nv : 1];                                                     \
-    float *t = (float *)e;                                                     \
+    vf e[G][nv > 0 ? nv : 1];                                                  \
     const double inv_norm = 1 / norm;                                          \
     double loss = 0;                                                           \
-    for (int64_t i = i0; i < i1; i++) {                                        \
-      const int64_t r = rows[i];                                               \
-      const float *row = z + r * c;                                            \
-      if (i + 8 < i1) {                                                        \
-        __builtin_prefetch(z + rows[i + 8] * c);                               \
-        __builtin_prefetch(labels + rows[i + 8]);                              \
-        if (grad) __builtin_prefetch(grad + rows[i + 8] * c, 1);               \
+    for (int64_t i = i0; i < i1; i += G) {                                     \
+      const int n = i1 - i < G ? (int)(i1 - i) : G;                            \
+      double s[G] = {0}, zy[G];                                                \
+      float mx[G];                                                             \
+      for (int q = 0; q < n; q++) {                                            \
+        const int64_t r = rows[i + q];                                         \
+        const float *row = z + r * c;                                          \
+        float *t = (float *)e[q];                                              \
+        if (i + q + 2 * G < i1) {                                              \
+          const int64_t ahead = rows[i + q + 2 * G];                           \
+          __builtin_prefetch(z + ahead * c);                                   \
+          __builtin_prefetch(labels + ahead);                                  \
+          if (grad) __builtin_prefetch(grad + ahead * c, 1);                   \
+        }                                                                      \
+        for (int64_t k = 0; k < nv * L; k++) t[k] = k < c ? row[k] : -INFINITY; \
+        /* the largest value, NaN passed over as the scalar select does */    \
+        vf m = e[q][0];                                                        \
+        for (int64_t v = 1; v < nv; v++) {                                     \
+          const vi up = e[q][v] > m;                                           \
+          m = (vf)(((vi)e[q][v] & up) | ((vi)m & ~up));                        \
+        }                                                                      \
+        float x = -INFINITY;                                                   \
+        for (int j = 0; j < L; j++) x = m[j] > x ? m[j] : x;                   \
+        mx[q] = x;                                                             \
+        zy[q] = row[labels[r]];                                                \
+        for (int64_t v = 0; v < nv; v++) e[q][v] = vexp_##SUFFIX(e[q][v] - x); \
       }                                                                        \
-      float mx = -INFINITY;                                                    \
-      for (int64_t k = 0; k < nv * L; k++) {                                   \
-        t[k] = k < c ? row[k] : -INFINITY;                                     \
-        mx = t[k] > mx ? t[k] : mx;                                            \
-      }                                                                        \
-      for (int64_t v = 0; v < nv; v++) e[v] = vexp_##SUFFIX(e[v] - mx);        \
-      double s = 0;                                                            \
-      for (int64_t k = 0; k < c; k++) s += t[k];                               \
-      const int32_t y = labels[r];                                             \
-      loss += -((double)row[y] - mx - log(s));                                 \
-      if (grad) {                                                              \
+      for (int64_t k = 0; k < c; k++) /* each row's sum in column order */     \
+        for (int q = 0; q < G; q++)                                            \
+          if (q < n) s[q] += ((const float *)e[q])[k];                         \
+      for (int q = 0; q < n; q++) {                                            \
+        const int64_t r = rows[i + q];                                         \
+        loss += -(zy[q] - mx[q] - log(s[q]));                                  \
+        if (!grad) continue;                                                   \
         float *g = grad + r * c;                                               \
-        const double inv_s = 1 / s;                                            \
-        for (int64_t k = 0; k < c; k++) g[k] = (float)((t[k] * inv_s - (k == y)) * inv_norm); \
+        const float *t = (const float *)e[q];                                  \
+        const int32_t y = labels[r];                                           \
+        const double inv_s = 1 / s[q];                                         \
+        int64_t k = 0;                                                         \
+        for (; k + D <= c; k += D) {                                           \
+          vh tk;                                                               \
+          memcpy(&tk, t + k, sizeof tk);                                       \
+          vd hot;                                                              \
+          for (int j = 0; j < D; j++) hot[j] = k + j == y;                     \
+          const vh gk = __builtin_convertvector((__builtin_convertvector(tk, vd) * inv_s - hot) * inv_norm, vh); \
+          memcpy(g + k, &gk, sizeof gk);                                       \
+        }                                                                      \
+        for (; k < c; k++) g[k] = (float)((t[k] * inv_s - (k == y)) * inv_norm); \
       }                                                                        \
     }                                                                          \
     *out = loss;                                                               \
