@@ -119,6 +119,28 @@
                                int64_t i0, int64_t i1) {                       \
     for (int64_t i = i0; i < i1; i++) a[i] += b[i];                            \
   }                                                                            \
+  ATTR static void scale_rows_##SUFFIX(float *dst, const float *src,         \
+                                       const float *s, int64_t n, int64_t r0, \
+                                       int64_t r1) {                           \
+    for (int64_t r = r0; r < r1; r++)                                          \
+      for (int64_t k = 0; k < n; k++) dst[r * n + k] = src[r * n + k] * s[r];  \
+  }                                                                            \
+  /* C (m×n) = Σ over rows [r0, r1) of A: each nonzero (i, j, v) adds   */ \
+  /* v·B's row i into C's row j, in row order.                          */ \
+  ATTR static void spmm_t_##SUFFIX(const int64_t *rowptr, const int32_t *col, \
+                                   const float *val, const float *restrict B, \
+                                   float *restrict C, int64_t m, int64_t n,   \
+                                   int64_t r0, int64_t r1) {                   \
+    memset(C, 0, (size_t)(m * n) * sizeof(float));                             \
+    for (int64_t i = r0; i < r1; i++) {                                        \
+      const float *b = B + i * n;                                              \
+      for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++) {                    \
+        float *c = C + (int64_t)col[p] * n;                                    \
+        const float v = val[p];                                                \
+        for (int64_t j = 0; j < n; j++) c[j] += v * b[j];                      \
+      }                                                                        \
+    }                                                                          \
+  }                                                                            \
   /* Four independent sums, so the adds keep up with the loads. */             \
   ATTR static void sum_##SUFFIX(const float *a, int64_t i0, int64_t i1, int64_t reps, \
                                 double *out) {                                 \
@@ -176,6 +198,14 @@ void sc_spmm(const int64_t *rowptr, const int32_t *col, const float *val,
 void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1, int relu,
                   const int32_t *rows) {
   PICK(bias_relu, z, bias, n, r0, r1, relu, rows);
+}
+void sc_scale_rows(float *dst, const float *src, const float *s, int64_t n, int64_t r0,
+                   int64_t r1) {
+  PICK(scale_rows, dst, src, s, n, r0, r1);
+}
+void sc_spmm_t(const int64_t *rowptr, const int32_t *col, const float *val, const float *B,
+               float *C, int64_t m, int64_t n, int64_t r0, int64_t r1) {
+  FLUSH_DENORMALS(PICK(spmm_t, rowptr, col, val, B, C, m, n, r0, r1));
 }
 void sc_relu_backward(float *g, const float *h, int64_t i0, int64_t i1) {
   PICK(relu_backward, g, h, i0, i1);

@@ -17,6 +17,9 @@ typedef struct {
 void sc_spmm(const int64_t *rowptr, const int32_t *col, const float *val,
              const float *B, float *C, int64_t n, int64_t r0, int64_t r1, int acc,
              const int32_t *rows);
+// C (m×n, A's columns × B's) = Aᵀ·B over A's rows [r0, r1), without Aᵀ.
+void sc_spmm_t(const int64_t *rowptr, const int32_t *col, const float *val, const float *B,
+               float *C, int64_t m, int64_t n, int64_t r0, int64_t r1);
 // m (nil: none) is dropout applied to A's rows as they are read.
 void sc_gemm_nn(const float *A, const float *B, float *C, int64_t k, int64_t n,
                 int64_t r0, int64_t r1, int acc, const sc_mask *m);
@@ -37,6 +40,8 @@ void sc_scatter_rows(char *dst, const char *src, const int32_t *rows, int64_t cn
 int64_t sc_first_bad_row(const int32_t *rows, int64_t cnt, int64_t n);
 void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int64_t i1);
 void sc_add(float *a, const float *b, int64_t i0, int64_t i1); // a += b (a and b apart)
+// dst's rows [r0, r1) (n wide) = src's times s[r]; dst may be src.
+void sc_scale_rows(float *dst, const float *src, const float *s, int64_t n, int64_t r0, int64_t r1);
 double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps);
 void sc_gather_sum(const int64_t *rowptr, const int32_t *col, const float *B, float *C, int64_t n,
                    int64_t r0, int64_t r1);

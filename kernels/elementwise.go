@@ -95,15 +95,11 @@ func Add(a, b *matrix.Dense) {
 // ScaleRows sets row r of dst to row r of src times s[r], for the rows s
 // lists (len(s) ≤ dst.Rows).
 func ScaleRows(dst, src *matrix.Dense, s []float32) {
-	n := dst.Cols
-	ParallelRows(len(s), func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			d, x := dst.Data[r*n:(r+1)*n], src.Data[r*n:(r+1)*n]
-			for k := range d {
-				d[k] = x[k] * s[r]
-			}
-		}
-	})
+	if len(s) == 0 || dst.Cols == 0 {
+		return
+	}
+	dp, sp, fp, n := f32p(dst.Data), f32p(src.Data), f32p(s), C.int64_t(dst.Cols)
+	ParallelRows(len(s), func(lo, hi int) { C.sc_scale_rows(dp, sp, fp, n, C.int64_t(lo), C.int64_t(hi)) })
 }
 
 // ELU sets z's negative values x to e^x − 1 in place (GAT's activation,

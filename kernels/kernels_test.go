@@ -519,6 +519,39 @@ func TestGEMMTNIndependentOfThreads(t *testing.T) {
 	SetThreads(2)
 }
 
+// TestSpMMT: Aᵀ·B from A's rows equals the product through the dense
+// transpose, at widths with and without whole vectors, with empty rows
+// and columns, and bitwise the same for any thread count.
+func TestSpMMT(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	defer SetThreads(Threads())
+	for _, sh := range []struct{ rows, cols, n int }{{9000, 40, 16}, {3000, 128, 7}, {50, 3, 1}, {4097, 64, 33}} {
+		a, b := randCSR(r, sh.rows, sh.cols, 0.05), randDense(r, sh.rows, sh.n)
+		want := naiveMul(a.ToDense().T(), b)
+		var ref *matrix.Dense
+		for _, th := range []int{1, 2, 5} {
+			SetThreads(th)
+			c := randDense(r, sh.cols, sh.n) // overwritten, not added to
+			if err := SpMMT(c, a, b); err != nil {
+				t.Fatal(err)
+			}
+			assertSum(t, fmt.Sprintf("%d×%d ᵀ· %d wide", sh.rows, sh.cols, sh.n), c, want, sh.rows)
+			if ref == nil {
+				ref = c
+				continue
+			}
+			for i := range c.Data {
+				if c.Data[i] != ref.Data[i] {
+					t.Fatalf("threads=%d: element %d differs bitwise: %g vs %g", th, i, c.Data[i], ref.Data[i])
+				}
+			}
+		}
+	}
+	if err := SpMMT(matrix.NewDense(3, 2), randCSR(r, 4, 3, 0.5), matrix.NewDense(5, 2)); err == nil {
+		t.Fatal("SpMMT accepted 4 rows of A against 5 of B")
+	}
+}
+
 func TestShapeErrors(t *testing.T) {
 	if err := SpMM(matrix.NewDense(2, 2), randCSR(rand.New(rand.NewPCG(1, 1)), 2, 3, 0.5), matrix.NewDense(2, 2), false); err == nil {
 		t.Fatal("SpMM accepted mismatched shapes")
@@ -556,6 +589,20 @@ func TestOperandSparseAndDenseAgree(t *testing.T) {
 	sp.MulT(t1, g)
 	dn.MulT(t2, g)
 	assertClose(t, "second mask Oᵀ·G", t1, t2)
+
+	// Features too wide for a partial per row chunk go through Oᵀ, whose
+	// values each new mask refreshes.
+	wide := randCSR(r, 300, directTN/16+5, 0.002)
+	sp, dn = NewOperand(wide), NewDenseOperand(wide.ToDense())
+	for _, stream := range []uint64{1, 2} {
+		for _, o := range []*Operand{sp, dn} {
+			o.SetDropout(matrix.Mask{P: 0.5, Seed: 9, Stream: stream})
+		}
+		t1, t2 = matrix.NewDense(wide.Cols, 16), matrix.NewDense(wide.Cols, 16)
+		sp.MulT(t1, g.Prefix(300))
+		dn.MulT(t2, g.Prefix(300))
+		assertClose(t, fmt.Sprintf("wide Oᵀ·G, mask %d", stream), t1, t2)
+	}
 }
 
 func TestDropoutMaskIsPositional(t *testing.T) {
@@ -1204,18 +1251,24 @@ func TestAddAndScaleRows(t *testing.T) {
 	for i := range s {
 		s[i] = float32(i%5) / 3
 	}
-	dst := matrix.NewDense(1000, 7)
-	dst.Data[999*7] = 42 // past the rows s lists: untouched
-	ScaleRows(dst, b, s)
-	for r := range s {
-		for k := range 7 {
-			if dst.Data[r*7+k] != b.Data[r*7+k]*s[r] {
-				t.Fatalf("ScaleRows row %d col %d: %g, want %g", r, k, dst.Data[r*7+k], b.Data[r*7+k]*s[r])
+	for _, w := range []int{7, 16} { // a partial vector and whole ones
+		src := matrix.NewDense(1000, w)
+		for i := range src.Data {
+			src.Data[i] = float32(rng.NormFloat64())
+		}
+		dst := matrix.NewDense(1000, w)
+		dst.Data[999*w] = 42 // past the rows s lists: untouched
+		ScaleRows(dst, src, s)
+		for r := range s {
+			for k := range w {
+				if dst.Data[r*w+k] != src.Data[r*w+k]*s[r] {
+					t.Fatalf("ScaleRows %d wide, row %d col %d: %g, want %g", w, r, k, dst.Data[r*w+k], src.Data[r*w+k]*s[r])
+				}
 			}
 		}
-	}
-	if dst.Data[999*7] != 42 {
-		t.Fatal("ScaleRows wrote a row s does not list")
+		if dst.Data[999*w] != 42 {
+			t.Fatal("ScaleRows wrote a row s does not list")
+		}
 	}
 }
 

@@ -115,6 +115,9 @@ func (o *Operand) MulT(c, g *matrix.Dense) error {
 	if o.Rows() != g.Rows {
 		return fmt.Errorf("operand Oᵀ·G: %d rows against %d", o.Rows(), g.Rows)
 	}
+	if o.Cols()*g.Cols <= directTN {
+		return SpMMT(c, o.cur, g)
+	}
 	if o.tr == nil {
 		o.buildTranspose()
 	}
@@ -128,6 +131,12 @@ func (o *Operand) MulT(c, g *matrix.Dense) error {
 	}
 	return SpMM(c, o.tr, g, false)
 }
+
+// directTN is the largest Oᵀ·G (in floats) that MulT forms from O's rows
+// directly: each row chunk sums into a partial that size, which stays in
+// L2. A wider one (bag-of-words features) goes through Oᵀ, whose rows sum
+// into one row of C at a time.
+const directTN = 1 << 16
 
 func (o *Operand) buildTranspose() {
 	a := o.sparse

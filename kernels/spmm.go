@@ -46,6 +46,28 @@ func SpMM(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool) erro
 	return nil
 }
 
+// SpMMT computes C = Aᵀ·B (A m×k sparse, B m×n, C k×n) without forming
+// Aᵀ: each row's nonzeros add its row of B into C's rows, summed by fixed
+// row chunks as GEMMTN sums them (the same for any thread count). It reads
+// A and B once, in order, where Aᵀ·B through the transpose gathers B's
+// rows at random and needs Aᵀ's values refreshed after each dropout.
+func SpMMT(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense) error {
+	if err := CheckMulTN("spmm Aᵀ·B", c, a.Rows, a.Cols, b); err != nil {
+		return err
+	}
+	if a.NNZ() == 0 || len(c.Data) == 0 {
+		c.Zero()
+		return nil
+	}
+	rowp := (*C.int64_t)(unsafe.Pointer(&a.RowPtr[0]))
+	colp, valp := (*C.int32_t)(unsafe.Pointer(&a.ColIdx[0])), f32p(a.Val)
+	k, n := C.int64_t(a.Cols), C.int64_t(b.Cols)
+	sumChunks(c.Data, a.Rows, func(r0, r1 int, part []float32) {
+		C.sc_spmm_t(rowp, colp, valp, f32p(b.Data), f32p(part), k, n, C.int64_t(r0), C.int64_t(r1))
+	})
+	return nil
+}
+
 // SpMMRows is SpMM at the listed rows of C (and A) only: C's other rows are
 // left as they are, and an empty or nil list writes none. For a block whose
 // other rows are empty it skips the pass that would write them zero; an
