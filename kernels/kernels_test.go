@@ -826,10 +826,12 @@ func TestQuantizeMatchesWireReference(t *testing.T) {
 		for i := range x {
 			x[i] = float32(r.NormFloat64() * math.Pow(10, float64(i%7-3)))
 		}
-		for i := 0; i < width; i++ { // a constant row, a zero row, and signed zeros
+		for i := 0; i < width; i++ { // a constant row, a zero row, signed zeros, and
+			// rows of tiny values, whose offset or step is a step from zero
 			x[5*width+i], x[6*width+i] = 0.375, 0
 			x[7*width+i] = float32(math.Copysign(0, float64(i%3-1)))
 			x[8*width+i] = -x[7*width+i]
+			x[9*width+i], x[10*width+i] = -1e-41, float32(i+1)*1e-41
 		}
 		const key = 99
 		hash := make([]uint64, rows)
