@@ -74,7 +74,7 @@ for model in $models; do
 	done
 done
 python3 - "$out" <<'EOF' | tee "$out/summary.tsv"
-import glob, json, os, sys
+import glob, json, os, re, sys
 out = sys.argv[1]
 print("\t".join(["model_P_rate", "config", "ms_per_epoch", "compute_ms", "exposed_comm_ms", "mb_per_rank_per_epoch",
                  "test_acc", "time_to_target_s", "vs_sparse_fp32", "vs_cagnet", "turns", "time_to_target_range_s"]))
@@ -82,7 +82,9 @@ for d in sorted(glob.glob(os.path.join(out, "*-P*-*"))):
     turns = {}  # configuration: its runs (TURNS)
     for f in glob.glob(os.path.join(d, "*.json")):
         name = os.path.basename(f)[:-5]
-        more = glob.glob(os.path.join(out, "turns", os.path.basename(d), name + "-*.json"))
+        turn = re.compile(re.escape(name) + r"-[0-9]+\.json")  # not sparse-int2-delta-… for sparse-int2
+        more = [g for g in glob.glob(os.path.join(out, "turns", os.path.basename(d), "*.json"))
+                if turn.fullmatch(os.path.basename(g))]
         turns[name] = [json.load(open(g))["result"] for g in [f] + more]
     if "sparse-fp32" not in turns:
         continue
