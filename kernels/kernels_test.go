@@ -499,24 +499,34 @@ var tiny = float32(1e-38) // a variable, so tiny/16 is computed at run time
 func TestGEMMTNIndependentOfThreads(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	a, g := randDense(r, 20000, 16), randDense(r, 20000, 8)
-	var ref *matrix.Dense
-	for _, th := range []int{1, 2, 5} {
-		SetThreads(th)
+	sameForThreads(t, "M(A)ᵀ·G", func() *matrix.Dense {
 		c := matrix.NewDense(16, 8)
 		if err := GEMMTNDrop(c, a, g, matrix.Mask{P: 0.5, Seed: 1, Stream: 2}); err != nil {
 			t.Fatal(err)
 		}
+		return c
+	})
+}
+
+// sameForThreads runs f at 1, 2 and 5 kernel threads and fails unless the
+// matrices it returns are bitwise the same.
+func sameForThreads(t *testing.T, what string, f func() *matrix.Dense) {
+	t.Helper()
+	defer SetThreads(Threads())
+	var ref *matrix.Dense
+	for _, th := range []int{1, 2, 5} {
+		SetThreads(th)
+		c := f()
 		if ref == nil {
 			ref = c
 			continue
 		}
 		for i := range c.Data {
 			if c.Data[i] != ref.Data[i] {
-				t.Fatalf("threads=%d: element %d differs bitwise: %g vs %g", th, i, c.Data[i], ref.Data[i])
+				t.Fatalf("%s, threads=%d: element %d differs bitwise: %g vs %g", what, th, i, c.Data[i], ref.Data[i])
 			}
 		}
 	}
-	SetThreads(2)
 }
 
 // TestSpMMT: Aᵀ·B from A's rows equals the product through the dense
@@ -524,28 +534,18 @@ func TestGEMMTNIndependentOfThreads(t *testing.T) {
 // and columns, and bitwise the same for any thread count.
 func TestSpMMT(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
-	defer SetThreads(Threads())
 	for _, sh := range []struct{ rows, cols, n int }{{9000, 40, 16}, {3000, 128, 7}, {50, 3, 1}, {4097, 64, 33}} {
 		a, b := randCSR(r, sh.rows, sh.cols, 0.05), randDense(r, sh.rows, sh.n)
 		want := naiveMul(a.ToDense().T(), b)
-		var ref *matrix.Dense
-		for _, th := range []int{1, 2, 5} {
-			SetThreads(th)
+		what := fmt.Sprintf("%d×%d ᵀ· %d wide", sh.rows, sh.cols, sh.n)
+		sameForThreads(t, what, func() *matrix.Dense {
 			c := randDense(r, sh.cols, sh.n) // overwritten, not added to
 			if err := SpMMT(c, a, b); err != nil {
 				t.Fatal(err)
 			}
-			assertSum(t, fmt.Sprintf("%d×%d ᵀ· %d wide", sh.rows, sh.cols, sh.n), c, want, sh.rows)
-			if ref == nil {
-				ref = c
-				continue
-			}
-			for i := range c.Data {
-				if c.Data[i] != ref.Data[i] {
-					t.Fatalf("threads=%d: element %d differs bitwise: %g vs %g", th, i, c.Data[i], ref.Data[i])
-				}
-			}
-		}
+			assertSum(t, what, c, want, sh.rows)
+			return c
+		})
 	}
 	if err := SpMMT(matrix.NewDense(3, 2), randCSR(r, 4, 3, 0.5), matrix.NewDense(5, 2)); err == nil {
 		t.Fatal("SpMMT accepted 4 rows of A against 5 of B")
