@@ -429,19 +429,24 @@ static void prefetch_rows(const float *src, int64_t w, const int32_t *rows, int6
                                          int64_t r0, int64_t r1, float scale, float *restrict sums) { \
     if (sums)                                                                  \
       for (int64_t j = 0; j < cols; j++) sums[j] = 0.0f;                       \
-    /* The product and-ed with a mask, so the loop vectorizes: the         */ \
-    /* compiler will not take a product ahead of a select, and as a branch */ \
-    /* per value it mispredicts on half the values.                        */ \
-    for (int64_t i = r0 * cols; i < r1 * cols; i++) {                          \
-      const float v = g[i] * scale;                                            \
-      uint32_t b;                                                              \
-      memcpy(&b, &v, sizeof b);                                                \
-      b &= -(uint32_t)(d[i] > 0.0f);                                           \
-      memcpy(&g[i], &b, sizeof b);                                             \
+    /* Blocks of rows, summed while still in L1. Each block's product is   */ \
+    /* and-ed with a mask, so the loop vectorizes: the compiler will not    */ \
+    /* take a product ahead of a select, and as a branch per value it       */ \
+    /* mispredicts on half the values.                                      */ \
+    const int64_t br = NARROW_SCRATCH / (cols > 0 ? cols : 1) + 1;             \
+    for (int64_t r = r0; r < r1; r += br) {                                    \
+      const int64_t e = r + br < r1 ? r + br : r1;                             \
+      for (int64_t i = r * cols; i < e * cols; i++) {                          \
+        const float v = g[i] * scale;                                          \
+        uint32_t b;                                                            \
+        memcpy(&b, &v, sizeof b);                                              \
+        b &= -(uint32_t)(d[i] > 0.0f);                                         \
+        memcpy(&g[i], &b, sizeof b);                                           \
+      }                                                                        \
+      if (sums) /* row by row, as sc_column_sums adds them */                  \
+        for (int64_t i = r; i < e; i++)                                        \
+          for (int64_t j = 0; j < cols; j++) sums[j] += g[i * cols + j];       \
     }                                                                          \
-    if (sums)                                                                  \
-      for (int64_t i = r0; i < r1; i++)                                        \
-        for (int64_t j = 0; j < cols; j++) sums[j] += g[i * cols + j];         \
   }
 
 #define DEFINE_GEMM(SUFFIX, ATTR, MR, JB, KV)                                  \

@@ -81,11 +81,11 @@ print("\t".join(["model_P_rate", "config", "ms_per_epoch", "compute_ms", "expose
 for d in sorted(glob.glob(os.path.join(out, "*-P*-*"))):
     turns = {}  # configuration: its runs (TURNS)
     for f in glob.glob(os.path.join(d, "*.json")):
-        name = os.path.basename(f)[:-5]
-        turn = re.compile(re.escape(name) + r"-[0-9]+\.json")  # not sparse-int2-delta-… for sparse-int2
-        more = [g for g in glob.glob(os.path.join(out, "turns", os.path.basename(d), "*.json"))
-                if turn.fullmatch(os.path.basename(g))]
-        turns[name] = [json.load(open(g))["result"] for g in [f] + more]
+        turns[os.path.basename(f)[:-5]] = [json.load(open(f))["result"]]
+    for f in sorted(glob.glob(os.path.join(out, "turns", os.path.basename(d), "*.json"))):
+        m = re.fullmatch(r"(.+)-[0-9]+\.json", os.path.basename(f))  # NAME-TURN.json
+        if m and m.group(1) in turns:
+            turns[m.group(1)].append(json.load(open(f))["result"])
     if "sparse-fp32" not in turns:
         continue
     target = 0.99 * turns["sparse-fp32"][0]["best_val_acc"]
