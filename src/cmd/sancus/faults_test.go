@@ -54,7 +54,7 @@ func TestOutputsAreCheckedFirst(t *testing.T) {
 		if err == nil || !strings.Contains(o, c.want) || strings.Contains(o, "epoch    1") {
 			t.Fatalf("%s %s: err %v, want a refusal saying %q before any epoch:\n%s", c.flag, c.path, err, c.want, o)
 		}
-		if d := time.Since(start); d > 10*time.Second {
+		if d := time.Since(start); d > 60*time.Second { // generous: CI's two cores run other packages meanwhile
 			t.Fatalf("%s %s: refused only after %v", c.flag, c.path, d)
 		}
 	}
@@ -352,13 +352,13 @@ func TestMixedShardSetIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(a, shard.FileName(1, 2)), other, 0o644)
-	args := []string{"train", "--shards", a, "--epochs", "2", "--quiet", "--out", filepath.Join(dir, "r.json"), "--comm-timeout", "30s"}
+	args := []string{"train", "--shards", a, "--epochs", "2", "--quiet", "--out", filepath.Join(dir, "r.json"), "--comm-timeout", "2m"}
 	if o, err := run(t, 0, append(args, "--ranks", "2")...); err == nil || !strings.Contains(o, "rank 1's shard and rank 0's come from different preparations") {
 		t.Fatalf("in-process on a mixed shard set: %v\n%s", err, o)
 	}
 	if _, err := exec.LookPath("mpirun"); err == nil {
 		start := time.Now()
-		if o, err := run(t, 2, append(args, "--dense-bcast")...); err == nil || !strings.Contains(o, "different preparations") || time.Since(start) > 20*time.Second {
+		if o, err := run(t, 2, append(args, "--dense-bcast")...); err == nil || !strings.Contains(o, "different preparations") || time.Since(start) > time.Minute { // a hang waits out the 2-minute timeout
 			t.Fatalf("mpirun --dense-bcast on a mixed shard set: %v after %v\n%s", err, time.Since(start), o)
 		}
 	}
