@@ -167,10 +167,12 @@ bench-partition: build
 bench-link: build
 	bash slurm/link-bench.sh results/bench/link
 
-# Every model in one process and at P = 2 next to plain PyTorch and to its
-# memory-bound time (compulsory bytes over the triad), on the 100k graph
+# Every model in one process and at P = 2 next to plain PyTorch, to its
+# memory-bound time (compulsory bytes over the triad) and to its roofline
+# (per class, bytes over the triad or flops over the GEMM peak), on the 100k graph
 # with 60% training rows, taking turns (ROUNDS, EPOCHS as the script reads).
-bench-models: build torch
+bench-models: build torch openblas
+	$(GO) build -tags openblas -o bin/sancus-openblas ./src/cmd/sancus
 	bash slurm/models-vs-torch.sh results/bench/models "$(MPIRUN)" $(or $(ROUNDS),3)
 
 # Graphs shaped like the real ones: replication factors, balance by

@@ -1276,7 +1276,8 @@ func TestAddAndScaleRows(t *testing.T) {
 
 // TestTimedCountsCompulsoryBytes: Timed counts each operand once and each
 // result once (twice when summed into), a CSR at 8 bytes a nonzero and 8 a
-// row, per class, and the total over classes.
+// row, per class; and two flops a multiply-add of each product, none
+// elsewhere.
 func TestTimedCountsCompulsoryBytes(t *testing.T) {
 	tm := NewTimed(CPU{})
 	a, b, c := matrix.NewDense(40, 30), matrix.NewDense(30, 20), matrix.NewDense(40, 20)
@@ -1286,6 +1287,10 @@ func TestTimedCountsCompulsoryBytes(t *testing.T) {
 	if err := tm.GEMM(c, a, b, true); err != nil {
 		t.Fatal(err)
 	}
+	if err := tm.GEMMTN(b, a, c); err != nil { // (40×30)ᵀ · 40×20
+		t.Fatal(err)
+	}
+	before := tm.Snapshot()
 	csr := &matrix.CSR{Rows: 30, Cols: 40, RowPtr: make([]int64, 31)}
 	for r := range 30 { // one nonzero a row
 		csr.RowPtr[r+1] = int64(r + 1)
@@ -1297,16 +1302,16 @@ func TestTimedCountsCompulsoryBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	tm.ReLUBackward(c, c)
-	gemm := int64(4 * (2*(40*30+30*20+40*20) + 40*20))
-	spmm := int64(8*30+8*31) + 4*(40*20+30*20)
-	elem := int64(4 * 3 * 40 * 20)
-	if tm.Bytes["gemm"] != gemm || tm.Bytes["spmm"] != spmm || tm.Bytes["elementwise"] != elem {
-		t.Fatalf("bytes %v, want gemm %d, spmm %d, elementwise %d", tm.Bytes, gemm, spmm, elem)
+	gemm := Count{int64(4 * (3*(40*30+30*20+40*20) + 40*20)), 3 * 2 * 40 * 30 * 20}
+	spmm := Count{int64(8*30+8*31) + 4*(40*20+30*20), 2 * 30 * 20}
+	elem := Count{int64(4 * 3 * 40 * 20), 0}
+	if got := tm.Counts; got["gemm"] != gemm || got["spmm"] != spmm || got["elementwise"] != elem {
+		t.Fatalf("counts %v, want gemm %v, spmm %v, elementwise %v", got, gemm, spmm, elem)
 	}
-	if got := tm.TotalBytes(); got != gemm+spmm+elem {
-		t.Fatalf("total %d, want %d", got, gemm+spmm+elem)
+	if _, ok := before["spmm"]; ok || before["gemm"] != gemm {
+		t.Fatalf("snapshot %v moved with the counts after it", before)
 	}
-	if (*Timed)(nil).TotalBytes() != 0 {
-		t.Fatal("a nil Timed counts bytes")
+	if (*Timed)(nil).Snapshot() != nil {
+		t.Fatal("a nil Timed counts")
 	}
 }

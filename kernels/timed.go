@@ -15,11 +15,20 @@ import (
 // every result written once (a sum into C reads it too), a CSR's 8 bytes a
 // nonzero and 8 a row, a gathered operand whole, however often its rows
 // are gathered. Their sum over an epoch over the triad's rate is the
-// epoch's memory-bound time.
+// epoch's memory-bound time. And it counts the products' floating-point
+// operations (two a multiply-add, a dropped entry still counted): over a
+// GEMM's peak rate, the time the arithmetic alone would take. Elementwise
+// work, the loss and the attention count none, so a bound drawn from
+// both counts is low, never high.
 type Timed struct {
 	Backend
-	Times map[string]time.Duration // by TimedClasses
-	Bytes map[string]int64         // by TimedClasses
+	Times  map[string]time.Duration // by TimedClasses
+	Counts map[string]Count         // by TimedClasses
+}
+
+// Count is what the calls of one class moved and computed.
+type Count struct {
+	Bytes, Flops int64
 }
 
 // TimedClasses are the classes Timed adds time to.
@@ -27,29 +36,49 @@ var TimedClasses = []string{"gemm", "spmm", "dropout", "loss", "elementwise", "a
 
 // NewTimed wraps be.
 func NewTimed(be Backend) *Timed {
-	return &Timed{Backend: be, Times: map[string]time.Duration{}, Bytes: map[string]int64{}}
+	return &Timed{Backend: be, Times: map[string]time.Duration{}, Counts: map[string]Count{}}
 }
 
-// TotalBytes is the compulsory bytes counted so far over every class (0
-// for a nil Timed: the engine asks whether it profiles or not).
-func (t *Timed) TotalBytes() int64 {
+// Snapshot is a copy of the counts so far (nil for a nil Timed: the
+// engine asks whether it profiles or not).
+func (t *Timed) Snapshot() map[string]Count {
 	if t == nil {
-		return 0
+		return nil
 	}
-	var n int64
-	for _, b := range t.Bytes {
-		n += b
+	s := make(map[string]Count, len(t.Counts))
+	for k, c := range t.Counts {
+		s[k] = c
 	}
-	return n
+	return s
 }
 
-// op starts timing a call of class that moves bytes; defer what it returns.
-func (t *Timed) op(class string, bytes int64) func() {
+// op starts timing a call of class that moves bytes and computes flops;
+// defer what it returns.
+func (t *Timed) op(class string, bytes, flops int64) func() {
 	start := time.Now()
 	return func() {
 		t.Times[class] += time.Since(start)
-		t.Bytes[class] += bytes
+		c := t.Counts[class]
+		c.Bytes += bytes
+		c.Flops += flops
+		t.Counts[class] = c
 	}
+}
+
+// mulAdds is the flops of an m×k by k×n product.
+func mulAdds(m, k, n int) int64 { return 2 * int64(m) * int64(k) * int64(n) }
+
+// csrFlops is a sparse product's flops: a multiply-add per nonzero (at the
+// listed rows, if rows is not nil) per column of the dense operand.
+func csrFlops(a *matrix.CSR, rows []int32, cols int) int64 {
+	nnz := a.NNZ()
+	if rows != nil {
+		nnz = 0
+		for _, r := range rows {
+			nnz += a.RowPtr[r+1] - a.RowPtr[r]
+		}
+	}
+	return 2 * nnz * int64(cols)
 }
 
 // sizes is the bytes of whole matrices (nil: none).
@@ -95,19 +124,19 @@ func summed(out int64, sum bool) int64 {
 func (s GATState) bytes() int64 { return sizes(s.El, s.M, s.S, s.O, s.O2, s.C) }
 
 func (t *Timed) SpMM(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, sum bool) error {
-	defer t.op("spmm", csrBytes(a, nil)+sizes(b, c)+summed(sizes(c), sum))()
+	defer t.op("spmm", csrBytes(a, nil)+sizes(b, c)+summed(sizes(c), sum), csrFlops(a, nil, c.Cols))()
 	return t.Backend.SpMM(c, a, b, sum)
 }
 func (t *Timed) GEMM(c, a, b *matrix.Dense, sum bool) error {
-	defer t.op("gemm", sizes(a, b, c)+summed(sizes(c), sum))()
+	defer t.op("gemm", sizes(a, b, c)+summed(sizes(c), sum), mulAdds(a.Rows, a.Cols, b.Cols))()
 	return t.Backend.GEMM(c, a, b, sum)
 }
 func (t *Timed) GEMMTN(c, a, b *matrix.Dense) error {
-	defer t.op("gemm", sizes(a, b, c))()
+	defer t.op("gemm", sizes(a, b, c), mulAdds(a.Cols, a.Rows, b.Cols))()
 	return t.Backend.GEMMTN(c, a, b)
 }
 func (t *Timed) GEMMNT(c, a, b *matrix.Dense) error {
-	defer t.op("gemm", sizes(a, b, c))()
+	defer t.op("gemm", sizes(a, b, c), mulAdds(a.Rows, a.Cols, b.Rows))()
 	return t.Backend.GEMMNT(c, a, b)
 }
 
@@ -115,115 +144,115 @@ func (t *Timed) GEMMNT(c, a, b *matrix.Dense) error {
 // where it has them).
 func (t *Timed) SpMMRows(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, rows []int32, sum bool) error {
 	out := rowBytes(len(rows), c.Cols)
-	defer t.op("spmm", csrBytes(a, rows)+sizes(b)+out+summed(out, sum))()
+	defer t.op("spmm", csrBytes(a, rows)+sizes(b)+out+summed(out, sum), csrFlops(a, rows, c.Cols))()
 	return t.Backend.(RowOps).SpMMRows(c, a, b, rows, sum)
 }
 func (t *Timed) GEMMRows(c, a, b *matrix.Dense, rows []int32) error {
-	defer t.op("gemm", rowBytes(len(rows), a.Cols, c.Cols)+sizes(b))()
+	defer t.op("gemm", rowBytes(len(rows), a.Cols, c.Cols)+sizes(b), mulAdds(len(rows), a.Cols, b.Cols))()
 	return t.Backend.(RowOps).GEMMRows(c, a, b, rows)
 }
 func (t *Timed) GEMMNTRows(c, a, b *matrix.Dense, rows []int32) error {
-	defer t.op("gemm", rowBytes(len(rows), a.Cols, c.Cols)+sizes(b))()
+	defer t.op("gemm", rowBytes(len(rows), a.Cols, c.Cols)+sizes(b), mulAdds(len(rows), a.Cols, b.Rows))()
 	return t.Backend.(RowOps).GEMMNTRows(c, a, b, rows)
 }
 func (t *Timed) GEMMTNRows(c, a, b *matrix.Dense, rows []int32) error {
-	defer t.op("gemm", rowBytes(len(rows), a.Cols, b.Cols)+sizes(c))()
+	defer t.op("gemm", rowBytes(len(rows), a.Cols, b.Cols)+sizes(c), mulAdds(len(rows), a.Cols, b.Cols))()
 	return t.Backend.(RowOps).GEMMTNRows(c, a, b, rows)
 }
 func (t *Timed) AddBiasReLURows(z *matrix.Dense, bias []float32, relu bool, rows []int32) error {
-	defer t.op("elementwise", 2*rowBytes(len(rows), z.Cols))()
+	defer t.op("elementwise", 2*rowBytes(len(rows), z.Cols), 0)()
 	return t.Backend.(RowOps).AddBiasReLURows(z, bias, relu, rows)
 }
 func (t *Timed) ColumnSumsRows(out []float32, g *matrix.Dense, rows []int32) error {
-	defer t.op("elementwise", rowBytes(len(rows), g.Cols))()
+	defer t.op("elementwise", rowBytes(len(rows), g.Cols), 0)()
 	return t.Backend.(RowOps).ColumnSumsRows(out, g, rows)
 }
 func (t *Timed) LossGradRows(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64 {
-	defer t.op("loss", rowBytes(len(rows), logits.Cols, grad.Cols, 1))()
+	defer t.op("loss", rowBytes(len(rows), logits.Cols, grad.Cols, 1), 0)()
 	return t.Backend.(RowOps).LossGradRows(logits, labels, rows, norm, grad)
 }
 func (t *Timed) DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32) error {
-	defer t.op("dropout", rowBytes(len(rows), src.Cols, dst.Cols))()
+	defer t.op("dropout", rowBytes(len(rows), src.Cols, dst.Cols), 0)()
 	return t.Backend.(RowOps).DropoutRows(m, dst, src, rows)
 }
 func (t *Timed) ZeroOtherRows(m *matrix.Dense, rows []int32) error {
-	defer t.op("elementwise", sizes(m)-rowBytes(len(rows), m.Cols))()
+	defer t.op("elementwise", sizes(m)-rowBytes(len(rows), m.Cols), 0)()
 	return t.Backend.(RowOps).ZeroOtherRows(m, rows)
 }
 func (t *Timed) Dropout(m matrix.Mask, dst, src *matrix.Dense) {
-	defer t.op("dropout", sizes(src, dst))()
+	defer t.op("dropout", sizes(src, dst), 0)()
 	t.Backend.Dropout(m, dst, src)
 }
 func (t *Timed) LossGrad(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64 {
-	defer t.op("loss", rowBytes(len(rows), logits.Cols, grad.Cols, 1))()
+	defer t.op("loss", rowBytes(len(rows), logits.Cols, grad.Cols, 1), 0)()
 	return t.Backend.LossGrad(logits, labels, rows, norm, grad)
 }
 func (t *Timed) AddBiasReLU(z *matrix.Dense, bias []float32, relu bool) {
-	defer t.op("elementwise", 2*sizes(z))()
+	defer t.op("elementwise", 2*sizes(z), 0)()
 	t.Backend.AddBiasReLU(z, bias, relu)
 }
 func (t *Timed) ReLUBackward(g, h *matrix.Dense) {
-	defer t.op("elementwise", 2*sizes(g)+sizes(h))()
+	defer t.op("elementwise", 2*sizes(g)+sizes(h), 0)()
 	t.Backend.ReLUBackward(g, h)
 }
 func (t *Timed) Add(a, b *matrix.Dense) {
-	defer t.op("elementwise", 2*sizes(a)+sizes(b))()
+	defer t.op("elementwise", 2*sizes(a)+sizes(b), 0)()
 	t.Backend.(ElementOps).Add(a, b)
 }
 func (t *Timed) ScaleRows(dst, src *matrix.Dense, s []float32) {
-	defer t.op("elementwise", sizes(src, dst))()
+	defer t.op("elementwise", sizes(src, dst), 0)()
 	t.Backend.(ElementOps).ScaleRows(dst, src, s)
 }
 func (t *Timed) ELU(z *matrix.Dense) {
-	defer t.op("elementwise", 2*sizes(z))()
+	defer t.op("elementwise", 2*sizes(z), 0)()
 	t.Backend.(ELUOps).ELU(z)
 }
 func (t *Timed) ELUBackward(g, h *matrix.Dense) {
-	defer t.op("elementwise", 2*sizes(g)+sizes(h))()
+	defer t.op("elementwise", 2*sizes(g)+sizes(h), 0)()
 	t.Backend.(ELUOps).ELUBackward(g, h)
 }
 func (t *Timed) GATPayload(pay, el, u, al, ar *matrix.Dense, h int) {
-	defer t.op("attention", sizes(pay, el, u))()
+	defer t.op("attention", sizes(pay, el, u), 0)()
 	t.Backend.(Attention).GATPayload(pay, el, u, al, ar, h)
 }
 func (t *Timed) GATStart(st GATState) {
-	defer t.op("attention", st.bytes())()
+	defer t.op("attention", st.bytes(), 0)()
 	t.Backend.(Attention).GATStart(st)
 }
 func (t *Timed) GATAttend(b *GATBlock, src *matrix.Dense, st GATState) {
-	defer t.op("attention", csrBytes(b.A, nil)+sizes(src)+2*st.bytes())()
+	defer t.op("attention", csrBytes(b.A, nil)+sizes(src)+2*st.bytes(), 0)()
 	t.Backend.(Attention).GATAttend(b, src, st)
 }
 func (t *Timed) GATFinish(z *matrix.Dense, st GATState, h int, concat bool) {
-	defer t.op("attention", sizes(z, st.O, st.S))()
+	defer t.op("attention", sizes(z, st.O, st.S), 0)()
 	t.Backend.(Attention).GATFinish(z, st, h, concat)
 }
 func (t *Timed) GATGradRows(gpay, dEl, dEr, g *matrix.Dense, st GATState, h int, concat bool) {
-	defer t.op("attention", sizes(gpay, dEl, dEr, g)+st.bytes())()
+	defer t.op("attention", sizes(gpay, dEl, dEr, g)+st.bytes(), 0)()
 	t.Backend.(Attention).GATGradRows(gpay, dEl, dEr, g, st, h, concat)
 }
 func (t *Timed) GATNeighbour(b *GATBlock, src, own, dU, dEr *matrix.Dense) {
-	defer t.op("attention", csrBytes(b.A, nil)+sizes(src, own)+2*sizes(dU, dEr))()
+	defer t.op("attention", csrBytes(b.A, nil)+sizes(src, own)+2*sizes(dU, dEr), 0)()
 	t.Backend.(Attention).GATNeighbour(b, src, own, dU, dEr)
 }
 func (t *Timed) GATScoreGrads(dU, dAl, dAr, dEl, dEr, u, own, al, ar *matrix.Dense, h int) {
-	defer t.op("attention", 2*sizes(dU)+sizes(dEl, dEr, u, own))()
+	defer t.op("attention", 2*sizes(dU)+sizes(dEl, dEr, u, own), 0)()
 	t.Backend.(Attention).GATScoreGrads(dU, dAl, dAr, dEl, dEr, u, own, al, ar, h)
 }
 func (t *Timed) DropoutReLUBackward(m matrix.Mask, g, h *matrix.Dense, sums []float32) {
-	defer t.op("dropout", 2*sizes(g)+sizes(h))()
+	defer t.op("dropout", 2*sizes(g)+sizes(h), 0)()
 	t.Backend.(Fused).DropoutReLUBackward(m, g, h, sums)
 }
 func (t *Timed) ReLUDroppedBackward(g, dropped *matrix.Dense, scale float32, sums []float32) error {
-	defer t.op("dropout", 2*sizes(g)+sizes(dropped))()
+	defer t.op("dropout", 2*sizes(g)+sizes(dropped), 0)()
 	return t.Backend.(Fused).ReLUDroppedBackward(g, dropped, scale, sums)
 }
 func (t *Timed) ColumnSums(out []float32, g *matrix.Dense) {
-	defer t.op("elementwise", sizes(g))()
+	defer t.op("elementwise", sizes(g), 0)()
 	t.Backend.ColumnSums(out, g)
 }
 func (t *Timed) Copy(dst, src *matrix.Dense) {
-	defer t.op("elementwise", sizes(src, dst))()
+	defer t.op("elementwise", sizes(src, dst), 0)()
 	t.Backend.Copy(dst, src)
 }
 
@@ -259,16 +288,29 @@ func (i timedInput) bytes(rows []int32) int64 {
 	return rowBytes(len(rows), i.o.Cols())
 }
 
+// flops is the product's flops with a right operand of cols columns (at
+// the listed rows, if rows is not nil).
+func (i timedInput) flops(rows []int32, cols int) int64 {
+	if i.o.IsSparse() {
+		return csrFlops(i.o.Sparse(), rows, cols)
+	}
+	n := i.o.Rows()
+	if rows != nil {
+		n = len(rows)
+	}
+	return mulAdds(n, i.o.Cols(), cols)
+}
+
 func (i timedInput) Mul(c, w *matrix.Dense) error {
-	defer i.t.op(i.class, i.bytes(nil)+sizes(c, w))()
+	defer i.t.op(i.class, i.bytes(nil)+sizes(c, w), i.flops(nil, w.Cols))()
 	return i.Input.Mul(c, w)
 }
 func (i timedInput) MulT(c, g *matrix.Dense) error {
-	defer i.t.op(i.class, i.bytes(nil)+sizes(c, g))()
+	defer i.t.op(i.class, i.bytes(nil)+sizes(c, g), i.flops(nil, g.Cols))()
 	return i.Input.MulT(c, g)
 }
 func (i timedInput) MulRows(c, w *matrix.Dense, rows []int32) error {
-	defer i.t.op(i.class, i.bytes(rows)+rowBytes(len(rows), c.Cols)+sizes(w))()
+	defer i.t.op(i.class, i.bytes(rows)+rowBytes(len(rows), c.Cols)+sizes(w), i.flops(rows, w.Cols))()
 	return i.Input.(RowInput).MulRows(c, w, rows)
 }
 func (i timedInput) MulRowsBiasReLU(c, w *matrix.Dense, bias []float32, rows []int32, then matrix.Mask, dropped *matrix.Dense) error {
@@ -276,10 +318,10 @@ func (i timedInput) MulRowsBiasReLU(c, w *matrix.Dense, bias []float32, rows []i
 	if then.P > 0 {
 		out *= 2
 	}
-	defer i.t.op(i.class, i.bytes(rows)+out+sizes(w))()
+	defer i.t.op(i.class, i.bytes(rows)+out+sizes(w), i.flops(rows, w.Cols))()
 	return i.Input.(RowInput).MulRowsBiasReLU(c, w, bias, rows, then, dropped)
 }
 func (i timedInput) MulTRows(c, g *matrix.Dense, rows []int32) error {
-	defer i.t.op(i.class, i.bytes(rows)+rowBytes(len(rows), g.Cols)+sizes(c))()
+	defer i.t.op(i.class, i.bytes(rows)+rowBytes(len(rows), g.Cols)+sizes(c), i.flops(rows, g.Cols))()
 	return i.Input.(RowInput).MulTRows(c, g, rows)
 }

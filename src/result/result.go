@@ -172,6 +172,13 @@ type RankStats struct {
 	// training steps alone (no evaluation), in MB: per epoch, what the
 	// epoch's memory-bound time is read from (sancus bench triad).
 	StepMB float64 `json:"step_mb,omitempty"`
+	// StepKernelMB and StepKernelGFLOP are the training steps' bytes (MB)
+	// and the products' floating-point operations (GFLOP) by class, with
+	// --profile-kernels: per class, the larger of bytes over the triad's
+	// rate and flops over a GEMM's peak is the least time the class can
+	// take (sancus bench triad sums them: the roofline bound).
+	StepKernelMB    map[string]float64 `json:"step_kernel_mb,omitempty"`
+	StepKernelGFLOP map[string]float64 `json:"step_kernel_gflop,omitempty"`
 }
 
 // Result is what a run reports; rank 0 writes it as the results JSON.

@@ -80,9 +80,26 @@ type runState struct {
 	first         int     // first epoch to run (after a resume)
 	compute, wait time.Duration
 	evalSent      int64
-	stepBytes     int64   // --profile-kernels: the training steps' compulsory bytes
-	ran           int     // epochs this run has trained (not resumed ones)
-	spentMs       float64 // their training and evaluation milliseconds
+	step          map[string]kernels.Count // --profile-kernels: the training steps' bytes and flops by class
+	ran           int                      // epochs this run has trained (not resumed ones)
+	spentMs       float64                  // their training and evaluation milliseconds
+}
+
+// addStep adds one training step's counts, the difference of the
+// snapshots taken around it (nil: not profiling).
+func (r *runState) addStep(before, after map[string]kernels.Count) {
+	if after == nil {
+		return
+	}
+	if r.step == nil {
+		r.step = map[string]kernels.Count{}
+	}
+	for k, c := range after {
+		s := r.step[k]
+		s.Bytes += c.Bytes - before[k].Bytes
+		s.Flops += c.Flops - before[k].Flops
+		r.step[k] = s
+	}
 }
 
 // resume restores the latest committed checkpoint, when asked to, and
@@ -171,13 +188,13 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 	sent0 := stats.Total().BytesSent
 	var lossSum float64
 	var diverged error
-	b0 := e.tally.timed.TotalBytes()
+	c0 := e.tally.timed.Snapshot()
 	if e.batch != nil {
 		lossSum, diverged = e.batchEpoch(ep)
 	} else {
 		lossSum, diverged = e.trainStep(ep)
 	}
-	r.stepBytes += e.tally.timed.TotalBytes() - b0
+	r.addStep(c0, e.tally.timed.Snapshot())
 	if diverged != nil && !errors.Is(diverged, ErrDiverged) {
 		return false, diverged
 	}
@@ -400,10 +417,14 @@ func (e *Engine) finish(r *runState) error {
 		for k, d := range e.tally.timed.Times {
 			mine.KernelMs[k] = ms(d)
 		}
-		for k, b := range e.tally.timed.Bytes {
-			mine.KernelMB[k] = float64(b) / 1e6
+		mine.StepKernelMB, mine.StepKernelGFLOP = map[string]float64{}, map[string]float64{}
+		for k, c := range e.tally.timed.Counts {
+			mine.KernelMB[k] = float64(c.Bytes) / 1e6
 		}
-		mine.StepMB = float64(r.stepBytes) / 1e6
+		for k, c := range r.step {
+			mine.StepMB += float64(c.Bytes) / 1e6
+			mine.StepKernelMB[k], mine.StepKernelGFLOP[k] = float64(c.Bytes)/1e6, float64(c.Flops)/1e9
+		}
 	}
 	var err error
 	if res.PerRank, err = e.gatherRankStats(mine); err != nil {
@@ -565,7 +586,7 @@ func (e *Engine) gatherRankStats(mine result.RankStats) ([]result.RankStats, err
 	}
 	f := []float64{mine.ComputeSec, mine.CommSec, mine.CommWaitSec, mine.PeakRSSMB, mine.CompulsoryMB, mine.BaseRSSMB, mine.PssMB, mine.StepMB}
 	for _, k := range kernels.TimedClasses {
-		f = append(f, mine.KernelMs[k], mine.KernelMB[k])
+		f = append(f, mine.KernelMs[k], mine.KernelMB[k], mine.StepKernelMB[k], mine.StepKernelGFLOP[k])
 	}
 	nf := len(f)
 	floats, err := collectives.Allgather(e.c, f)
@@ -579,8 +600,11 @@ func (e *Engine) gatherRankStats(mine result.RankStats) ([]result.RankStats, err
 			ComputeSec: f[0], CommSec: f[1], CommWaitSec: f[2], PeakRSSMB: f[3], CompulsoryMB: f[4], BaseRSSMB: f[5], PssMB: f[6], StepMB: f[7]}
 		if mine.KernelMs != nil { // every rank runs the same configuration
 			out[r].KernelMs, out[r].KernelMB = map[string]float64{}, map[string]float64{}
+			out[r].StepKernelMB, out[r].StepKernelGFLOP = map[string]float64{}, map[string]float64{}
 			for k, class := range kernels.TimedClasses {
-				out[r].KernelMs[class], out[r].KernelMB[class] = f[8+2*k], f[9+2*k]
+				v := f[8+4*k:]
+				out[r].KernelMs[class], out[r].KernelMB[class] = v[0], v[1]
+				out[r].StepKernelMB[class], out[r].StepKernelGFLOP[class] = v[2], v[3]
 			}
 		}
 	}

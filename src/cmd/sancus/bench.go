@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
 
 	"sancus/collectives"
@@ -42,12 +43,14 @@ func runBench(args []string) error {
 }
 
 // benchTriad prints the CPU's STREAM triad rate (GB/s, on the kernel
-// threads) and, for each results JSON named (from train
-// --profile-kernels), the bytes its epoch must touch (step_mb, rank 0's,
-// per epoch), the time the memory alone would take at that rate, and its
-// measured epoch against it.
+// threads) and its GEMM peak (GFLOP/s: the best of this build's GEMM and,
+// with -tags openblas, OpenBLAS's, on compute-bound shapes), and, for each
+// results JSON named (from train --profile-kernels), its epoch against two
+// bounds: the memory-bound time (the bytes the epoch must touch, rank 0's,
+// over the triad) and the roofline (per class of kernels, the larger of
+// its bytes over the triad and its flops over the peak, summed).
 func benchTriad(args []string) error {
-	fs := newFlags("bench triad", "bench triad [--mb N] [RESULTS.json ...]: the STREAM triad a = b + s·c, best of 10, and each run's memory-bound epoch")
+	fs := newFlags("bench triad", "bench triad [--mb N] [RESULTS.json ...]: the STREAM triad a = b + s·c and the GEMM peak, best of 10, and each run's memory-bound and roofline epoch")
 	mb := fs.Int("mb", 128, "size of each of the three arrays, in MB (far past the last-level cache)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -72,13 +75,93 @@ func benchTriad(args []string) error {
 	}
 	gbs := triadGBs(*mb << 18)
 	fmt.Printf("triad %.2f GB/s (%d threads, %s)\n", gbs, kernels.Threads(), kernels.SIMD())
+	peak, who, err := gemmPeak()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("gemm peak %.1f GFLOP/s (%s)\n", peak, who)
 	for i, r := range runs {
-		perEpoch := r.Result.PerRank[0].StepMB / float64(len(r.Result.Curve))
+		rk, n := r.Result.PerRank[0], float64(len(r.Result.Curve))
+		perEpoch := rk.StepMB / n
 		bound := perEpoch / gbs // MB over GB/s: ms
 		fmt.Printf("%s: %.1f MB an epoch must touch, memory-bound %.2f ms; measured %.2f ms, %.2fx the bound\n",
 			fs.Arg(i), perEpoch, bound, r.Result.MeanEpochMs, r.Result.MeanEpochMs/bound)
+		if rk.StepKernelGFLOP == nil {
+			continue // a results file from before the flops were counted
+		}
+		roof, terms := roofline(rk, n, gbs, peak)
+		fmt.Printf("  roofline %.2f ms (%s); measured %.2fx the roofline\n", roof, terms, r.Result.MeanEpochMs/roof)
 	}
 	return nil
+}
+
+// roofline is a run's least epoch time from its counts per class: the
+// larger of the class's bytes over gbs and its flops over peak (GFLOP/s),
+// summed over the classes, per epoch of n; and each class's term.
+func roofline(rk result.RankStats, n, gbs, peak float64) (float64, string) {
+	var ms float64
+	var terms []string
+	for _, k := range kernels.TimedClasses {
+		mem, flop := rk.StepKernelMB[k]/n/gbs, rk.StepKernelGFLOP[k]/n/peak*1e3
+		if mem == 0 && flop == 0 {
+			continue
+		}
+		ms += max(mem, flop)
+		what := "memory"
+		if flop > mem {
+			what = fmt.Sprintf("%.2f GFLOP", rk.StepKernelGFLOP[k]/n)
+		}
+		terms = append(terms, fmt.Sprintf("%s %.2f %s", k, max(mem, flop), what))
+	}
+	return ms, strings.Join(terms, ", ")
+}
+
+// gemmPeak is the best GFLOP/s of this build's GEMM and, where linked,
+// OpenBLAS's sgemm, on shapes wide enough to be compute-bound (the widest
+// of the models' products), each the best of 10 on the kernel threads.
+func gemmPeak() (float64, string, error) {
+	const n = 1 << 15
+	timeIt := func(f func() error) (time.Duration, error) {
+		var err error
+		d := best(10, func() {
+			if e := f(); e != nil {
+				err = e
+			}
+		})
+		return d, err
+	}
+	var peak float64
+	who := ""
+	for _, k := range []int{128, 256} {
+		a, b, c := matrix.NewDense(n, k), matrix.NewDense(k, 256), matrix.NewDense(n, 256)
+		for i := range a.Data {
+			a.Data[i] = float32(i%7) - 3
+		}
+		for i := range b.Data {
+			b.Data[i] = float32(i%5) - 2
+		}
+		flop := 2 * float64(n) * float64(k) * 256
+		gemms := []struct {
+			name string
+			f    func() error
+		}{{"sancus", func() error { return kernels.GEMM(c, a, b, false) }}}
+		if blasGEMM != nil {
+			gemms = append(gemms, struct {
+				name string
+				f    func() error
+			}{"OpenBLAS", func() error { return blasGEMM(c, a, b, false) }})
+		}
+		for _, g := range gemms {
+			d, err := timeIt(g.f)
+			if err != nil {
+				return 0, "", fmt.Errorf("gemm peak: %s: %w", g.name, err)
+			}
+			if r := flop / d.Seconds() / 1e9; r > peak {
+				peak, who = r, fmt.Sprintf("%s, %d×%d · %d×256", g.name, n, k, k)
+			}
+		}
+	}
+	return peak, who, nil
 }
 
 // triadGBs is the best of 10 triads over arrays of n floats, in GB/s.

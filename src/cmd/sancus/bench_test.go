@@ -1,11 +1,15 @@
 package main
 
 import (
+	"math"
 	"math/rand/v2"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"sancus/kernels"
 	"sancus/kernels/matrix"
+	"sancus/src/result"
 )
 
 // TestFoldColumnsGathersTheSameRows: the kernel benchmark's in-L2 product
@@ -46,5 +50,54 @@ func TestFoldColumnsGathersTheSameRows(t *testing.T) {
 		if got.Data[i] != want.Data[i] {
 			t.Fatalf("element %d: folded %v, real %v", i, got.Data[i], want.Data[i])
 		}
+	}
+}
+
+// TestRooflineTakesEachClassItsLimit: per class, the larger of its bytes
+// over the triad and its flops over the peak, per epoch, summed.
+func TestRooflineTakesEachClassItsLimit(t *testing.T) {
+	rk := result.RankStats{
+		StepKernelMB:    map[string]float64{"gemm": 100, "spmm": 40, "loss": 0},
+		StepKernelGFLOP: map[string]float64{"gemm": 2, "spmm": 0.02, "loss": 0},
+	}
+	// Two epochs at 10 GB/s and 100 GFLOP/s: gemm max(5, 10) ms, spmm
+	// max(2, 0.1) ms.
+	ms, terms := roofline(rk, 2, 10, 100)
+	if math.Abs(ms-12) > 1e-9 || !strings.Contains(terms, "gemm 10.00 1.00 GFLOP") || !strings.Contains(terms, "spmm 2.00 memory") || strings.Contains(terms, "loss") {
+		t.Fatalf("roofline %v ms (%s), want 12 ms: gemm 10 by its flops, spmm 2 by its bytes, no loss", ms, terms)
+	}
+}
+
+// TestProfiledStepsCountPerEpoch: with --profile-kernels a run's training
+// steps' counts grow by the same amount each epoch (a dropped entry still
+// counts), evaluation apart, both ranks report them, and bench triad draws
+// the roofline from them.
+func TestProfiledStepsCountPerEpoch(t *testing.T) {
+	dir := t.TempDir()
+	var runs [2]*result.Run
+	for i, epochs := range []string{"2", "4"} {
+		out := filepath.Join(dir, "r"+epochs+".json")
+		if o, err := run(t, 0, "train", "--data", cora, "--ranks", "2", "--epochs", epochs, "--quiet", "--profile-kernels", "--out", out); err != nil {
+			t.Fatalf("train: %v\n%s", err, o)
+		}
+		runs[i] = readReport(t, out)
+	}
+	for r := range 2 {
+		two, four := runs[0].Result.PerRank[r], runs[1].Result.PerRank[r]
+		var mb float64
+		for _, c := range kernels.TimedClasses {
+			mb += four.StepKernelMB[c]
+			if g2, g4 := two.StepKernelGFLOP[c], four.StepKernelGFLOP[c]; math.Abs(g4-2*g2) > 1e-9*g4 {
+				t.Errorf("rank %d %s: %g GFLOP in 4 epochs, %g in 2", r, c, g4, g2)
+			}
+		}
+		if four.StepKernelGFLOP["gemm"] == 0 || four.StepKernelMB["gemm"] >= four.KernelMB["gemm"] || math.Abs(mb-four.StepMB) > 1e-6*mb {
+			t.Errorf("rank %d: step GFLOP %v, step MB %v (sum %g, step_mb %g) against all calls' %v: want flops, and less than with evaluation",
+				r, four.StepKernelGFLOP, four.StepKernelMB, mb, four.StepMB, four.KernelMB)
+		}
+	}
+	o, err := run(t, 0, "bench", "triad", "--mb", "4", filepath.Join(dir, "r4.json"))
+	if err != nil || !strings.Contains(o, "gemm peak") || !strings.Contains(o, "roofline") {
+		t.Fatalf("bench triad: %v\n%s", err, o)
 	}
 }
