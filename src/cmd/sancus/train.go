@@ -164,7 +164,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.IntVar(&r.EvalEvery, "eval-every", r.EvalEvery, "evaluate every k epochs and after the last (0: after the last only)")
 	fs.StringVar(&tf.saveModel, "save-model", "", "write the trained model (final weights and its whole configuration, for sancus predict) to `FILE`")
 	fs.StringVar(&tf.saveWeights, "save-weights", "", "write the final weights alone (raw float32, little endian, W0 b0 W1 b1 …) to `FILE`")
-	fs.BoolVar(&r.ProfileKernels, "profile-kernels", false, "time kernel calls by class (gemm, spmm, dropout, loss, elementwise, attention) into the results' per-rank kernel_ms")
+	fs.BoolVar(&r.ProfileKernels, "profile-kernels", false, "time kernel calls by class (gemm, spmm, dropout, loss, elementwise, attention) into the results' per-rank kernel_ms, with their bytes and the products' flops (sancus bench triad draws the roofline from them)")
 
 	fs = g.section("Ranks and devices")
 	fs.IntVar(&tf.ranks, "ranks", 1, "run this many ranks as goroutines in one process (without mpirun)")
