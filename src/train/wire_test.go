@@ -59,8 +59,7 @@ func TestQuantizedStopAndResumeIsBitIdentical(t *testing.T) {
 }
 
 // TestQuantizedAccuracy: int8 within 0.3 points and int4 within 1 point of
-// fp32 (mean test accuracy at the best validation epoch, P = 4; fp32 run
-// as one rank, which trains alike and takes half the time) for a GCN
+// fp32 (mean test accuracy at the best validation epoch) for a GCN
 // on Cora and CiteSeer, over 10 seeds; GraphSAGE within 1 point at both
 // widths, over 5. A GCN's 5-seed mean is too noisy for 0.3 points: one
 // CiteSeer seed moves a point under any perturbation of its trajectory,
@@ -69,7 +68,11 @@ func TestQuantizedStopAndResumeIsBitIdentical(t *testing.T) {
 // GraphSAGE on Cora sits 0.5 points below fp32 with any perturbation:
 // bf16, round-to-nearest with 0.4% error, does (0.807 vs 0.812 at 5
 // seeds), as int8 does (0.805); at 10 seeds bf16 is 0.29 and int8 0.35
-// below.
+// below. Every run is one rank: a block is rounded by its rows' original
+// ids, not by who sends it, and one rank multiplies the rounded copy of
+// its own block as every receiver does, so a quantized run trains alike
+// at any P (TestEquivalences: P = 2 and 4, sparse and dense, to 1e-5)
+// at a third of P = 4's time.
 func TestQuantizedAccuracy(t *testing.T) {
 	sweep(t)
 	for _, run := range []struct {
@@ -85,14 +88,14 @@ func TestQuantizedAccuracy(t *testing.T) {
 		}
 		base := Defaults()
 		base.Model.Arch = run.model
-		ref, _ := meanTestAcc(t, ds, 1, base, run.seeds) // fp32 at P = 4 is P = 1 (TestEquivalences)
+		ref, _ := meanTestAcc(t, ds, 1, base, run.seeds)
 		for _, c := range []struct {
 			wire string
 			tol  float64
 		}{{"int8", run.int8}, {"int4", 0.01}} {
 			cfg := base
 			cfg.Wire.Fwd = c.wire
-			acc, _ := meanTestAcc(t, ds, 4, cfg, run.seeds)
+			acc, _ := meanTestAcc(t, ds, 1, cfg, run.seeds)
 			t.Logf("%s %s: mean test %.4f, fp32 %.4f", name, c.wire, acc, ref)
 			if acc < ref-c.tol {
 				t.Errorf("%s %s: mean test accuracy %.4f is more than %.1f points below fp32 (%.4f)", name, c.wire, acc, 100*c.tol, ref)
