@@ -421,10 +421,12 @@ func (e *Engine) finish(r *runState) error {
 		for k, c := range e.tally.timed.Counts {
 			mine.KernelMB[k] = float64(c.Bytes) / 1e6
 		}
+		var bytes int64 // summed as integers: the same total whatever the map's order
 		for k, c := range r.step {
-			mine.StepMB += float64(c.Bytes) / 1e6
+			bytes += c.Bytes
 			mine.StepKernelMB[k], mine.StepKernelGFLOP[k] = float64(c.Bytes)/1e6, float64(c.Flops)/1e9
 		}
+		mine.StepMB = float64(bytes) / 1e6
 	}
 	var err error
 	if res.PerRank, err = e.gatherRankStats(mine); err != nil {

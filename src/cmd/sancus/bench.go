@@ -141,23 +141,17 @@ func gemmPeak() (float64, string, error) {
 			b.Data[i] = float32(i%5) - 2
 		}
 		flop := 2 * float64(n) * float64(k) * 256
-		gemms := []struct {
-			name string
-			f    func() error
-		}{{"sancus", func() error { return kernels.GEMM(c, a, b, false) }}}
+		gemms := map[string]func() error{"sancus": func() error { return kernels.GEMM(c, a, b, false) }}
 		if blasGEMM != nil {
-			gemms = append(gemms, struct {
-				name string
-				f    func() error
-			}{"OpenBLAS", func() error { return blasGEMM(c, a, b, false) }})
+			gemms["OpenBLAS"] = func() error { return blasGEMM(c, a, b, false) }
 		}
-		for _, g := range gemms {
-			d, err := timeIt(g.f)
+		for name, f := range gemms {
+			d, err := timeIt(f)
 			if err != nil {
-				return 0, "", fmt.Errorf("gemm peak: %s: %w", g.name, err)
+				return 0, "", fmt.Errorf("gemm peak: %s: %w", name, err)
 			}
 			if r := flop / d.Seconds() / 1e9; r > peak {
-				peak, who = r, fmt.Sprintf("%s, %d×%d · %d×256", g.name, n, k, k)
+				peak, who = r, fmt.Sprintf("%s, %d×%d · %d×256", name, n, k, k)
 			}
 		}
 	}
