@@ -473,9 +473,14 @@ func TestEmulatedLink(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	// The link caps every measurement at 0.13 GB/s; a measurement below
+	// The link passes 0.125 GB/s, after a burst of 10 ms of it (1.25 MB,
+	// emu-link.sh) that refills while the ranks meet between repetitions:
+	// a 16 MiB message can take (16 MiB − 1.25 MB)/0.125 GB/s, 0.134 GB/s
+	// read over its whole size, 2% of timing beside it. A measurement below
 	// 0.09 only says the ranks were starved of CPU (make test runs suites
 	// side by side), so the best of up to three must reach it.
+	const size, burst, rate = 16 << 20, 1.25e6, 0.125
+	ceiling := rate * size / (size - burst) * 1.02
 	best := -1.0
 	for try := 0; try < 3 && best < 0.09; try++ {
 		out, err := link(mpirun, "-np", "2", bin, "bench", "comm", "--max-mib", "16", "--out", filepath.Join(dir, "comm.json")).CombinedOutput()
@@ -489,13 +494,13 @@ func TestEmulatedLink(t *testing.T) {
 				ring, _ = strconv.ParseFloat(f[1], 64)
 			}
 		}
-		if ring > 0.13 {
-			t.Fatalf("a 16 MiB ring broadcast at 1 Gbit/s moved %.3f GB/s, past the link's rate:\n%s", ring, out)
+		if ring > ceiling {
+			t.Fatalf("a 16 MiB ring broadcast at 1 Gbit/s moved %.3f GB/s, past the link's rate and burst (%.3f):\n%s", ring, ceiling, out)
 		}
 		best = max(best, ring)
 	}
 	if best < 0.09 {
-		t.Fatalf("a 16 MiB ring broadcast at 1 Gbit/s moved at most %.3f GB/s in 3 tries, want 0.09-0.13", best)
+		t.Fatalf("a 16 MiB ring broadcast at 1 Gbit/s moved at most %.3f GB/s in 3 tries, want 0.09-%.3f", best, ceiling)
 	}
 
 	common := []string{"train", "--data", cora, "--epochs", "15", "--staleness", "epoch-fixed", "--eps", "1"}
