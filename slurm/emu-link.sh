@@ -59,7 +59,7 @@ up() {
 	if [ "$rate" != none ]; then
 		ip netns exec "$name" tc qdisc add dev lo root tbf rate "$rate" burst "$b" latency 50ms
 	fi
-	echo "emu-link: $name up, loopback at ${rate}" >&2
+	echo "emu-link: $name up, loopback at ${rate}${b:+, burst $b bytes}" >&2
 }
 
 down() {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -473,14 +474,14 @@ func TestEmulatedLink(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	// The link passes 0.125 GB/s, after a burst of 10 ms of it (1.25 MB,
-	// emu-link.sh) that refills while the ranks meet between repetitions:
-	// a 16 MiB message can take (16 MiB − 1.25 MB)/0.125 GB/s, 0.134 GB/s
-	// read over its whole size, 2% of timing beside it. A measurement below
-	// 0.09 only says the ranks were starved of CPU (make test runs suites
-	// side by side), so the best of up to three must reach it.
-	const size, burst, rate = 16 << 20, 1.25e6, 0.125
-	ceiling := rate * size / (size - burst) * 1.02
+	// The link passes 0.125 GB/s, after a burst (emu-link.sh says how
+	// many bytes: 10 ms of the rate, 1.25 MB) that refills while the ranks
+	// meet between repetitions: a 16 MiB message can take (16 MiB −
+	// burst)/0.125 GB/s, 0.134 GB/s read over its whole size, 2% of timing
+	// beside it. A measurement below 0.09 only says the ranks were starved
+	// of CPU (make test runs suites side by side), so the best of up to
+	// three must reach it.
+	const size, rate = 16 << 20, 0.125
 	best := -1.0
 	for try := 0; try < 3 && best < 0.09; try++ {
 		out, err := link(mpirun, "-np", "2", bin, "bench", "comm", "--max-mib", "16", "--out", filepath.Join(dir, "comm.json")).CombinedOutput()
@@ -488,6 +489,12 @@ func TestEmulatedLink(t *testing.T) {
 			t.Fatalf("bench comm on the link: %v\n%s", err, out)
 		}
 		left("after bench comm")
+		m := regexp.MustCompile(`loopback at 1gbit, burst (\d+) bytes`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("emu-link did not say the link's burst:\n%s", out)
+		}
+		burst, _ := strconv.ParseFloat(string(m[1]), 64)
+		ceiling := rate * size / (size - burst) * 1.02
 		ring := -1.0
 		for _, line := range strings.Split(string(out), "\n") {
 			if f := strings.Fields(line); len(f) > 1 && f[0] == "16777216" {
@@ -500,7 +507,7 @@ func TestEmulatedLink(t *testing.T) {
 		best = max(best, ring)
 	}
 	if best < 0.09 {
-		t.Fatalf("a 16 MiB ring broadcast at 1 Gbit/s moved at most %.3f GB/s in 3 tries, want 0.09-%.3f", best, ceiling)
+		t.Fatalf("a 16 MiB ring broadcast at 1 Gbit/s moved at most %.3f GB/s in 3 tries, want at least 0.09", best)
 	}
 
 	common := []string{"train", "--data", cora, "--epochs", "15", "--staleness", "epoch-fixed", "--eps", "1"}
