@@ -389,12 +389,19 @@ func (x *sparseExchange) sendOwn(c *cache, own *ownRows, t *transfer, sendRows [
 // useArrived uses this rank's own block first, while the others are still
 // on the wire, then waits for each root's rows in turn, makes them its
 // cached copy (placing a batch's rows where they belong) and uses the
-// block.
+// block. With a root's rows in, it also waits out its own rows to that
+// root, which the root, having sent, has posted for and has taken or is
+// taking: while any transfer is in flight the MPI thread probes on the
+// core the product runs on, and left to the end of the exchange the sends
+// kept it probing through the last block's product, slowing it.
 func (x *sparseExchange) useArrived(c *cache, t *transfer, recvRows [][]int32, use func(j int) error) error {
 	for _, j := range ownFirst(x.comm.Rank(), len(t.recvs)) {
 		if t.recvs[j] != nil {
 			err := t.waitFor(t.recvs[j]...)
 			t.recvs[j] = nil
+			if err == nil {
+				err = t.waitFor(t.sends[2*j : 2*j+2]...)
+			}
 			if err != nil {
 				return err
 			}
