@@ -33,8 +33,10 @@ while [ $# -gt 0 ]; do
 done
 case $name in sancus-*) ;; *) echo "emu-link: a namespace name starts with sancus- (got $name)" >&2; exit 2 ;; esac
 
-# burst is what tbf lets through at once: at least 10 ms of the rate (the
-# kernel refills at its tick) and 256 KB.
+# burst is what tbf lets through at once, at loopback speed: a message
+# under it crosses faster than the rate would carry it, so it is kept
+# small; but at least 256 KB (four of loopback's 64 KB packets) and 2 ms
+# of the rate, so that the qdisc's timer keeps a fast link busy.
 burst() {
 	python3 - "$1" <<'PY'
 import re, sys
@@ -42,7 +44,7 @@ m = re.fullmatch(r"([0-9.]+)([kmg]?)bit", sys.argv[1].lower())
 if not m:
     sys.exit(f"emu-link: rate {sys.argv[1]!r}: give it as 500mbit, 1gbit, 2.5gbit or 10gbit")
 bps = float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[m.group(2)]
-print(max(262144, int(bps / 8 / 100)))
+print(max(262144, int(bps / 8 / 500)))
 PY
 }
 
