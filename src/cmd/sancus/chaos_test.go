@@ -71,7 +71,8 @@ func TestFaultInjection(t *testing.T) {
 		// frozen rank is seen within the 30 s allowed; the reference run
 		// and the resumes keep the default, as under the test suites' load
 		// a rank can fall seconds behind with no fault at all.
-		cmd := exec.Command(mpirun, append([]string{"-np", strconv.Itoa(np), bin}, append(args, "--comm-timeout", "6s")...)...)
+		faulted := append([]string{"-np", strconv.Itoa(np), bin}, args...)
+		cmd := exec.Command(mpirun, append(faulted, "--comm-timeout", "6s")...)
 		cmd.Env = mpiEnv()
 		wait := startUntil(t, cmd, fmt.Sprintf("epoch %4d", at))
 		pid, err := rankPID(cmd.Process.Pid, victim)

@@ -450,6 +450,9 @@ func TestSecondRunOnOneCheckpointDirIsRefused(t *testing.T) {
 // 1 Gbit/s reads 0.09–0.13 GB/s for 16 MiB messages), changes timing but
 // never results (the same losses with and without it at P = 2), and leaves
 // no namespace behind: after a job, a failed job and a ^C.
+// burstLine is emu-link.sh's report of the 1 Gbit/s link's burst.
+var burstLine = regexp.MustCompile(`loopback at 1gbit, burst (\d+) bytes`)
+
 func TestEmulatedLink(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the emulated link runs MPI jobs over a slow loopback: run without -short")
@@ -489,7 +492,7 @@ func TestEmulatedLink(t *testing.T) {
 			t.Fatalf("bench comm on the link: %v\n%s", err, out)
 		}
 		left("after bench comm")
-		m := regexp.MustCompile(`loopback at 1gbit, burst (\d+) bytes`).FindSubmatch(out)
+		m := burstLine.FindSubmatch(out)
 		if m == nil {
 			t.Fatalf("emu-link did not say the link's burst:\n%s", out)
 		}
