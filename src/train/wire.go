@@ -204,19 +204,32 @@ func grow[T any](b []T, n int) []T {
 	return b[:n]
 }
 
-// SlowLinkGBs is the rate between ranks (GB/s per rank, all sending at
-// once) below which blocks go as int8 when no --wire is given: there the
-// bytes cost more than quantizing them, at int8 for no loss of accuracy
-// (results/README.md, "Links"); above it (one node's shared memory, TCP
-// on one host) fp32 costs nothing and keeps every rank count's losses
-// equal.
-const SlowLinkGBs = 1.0
+// LinkWires are the forward blocks' default widths by the rate measured
+// between ranks (GB/s per rank, all sending at once) when no --wire is
+// given: the first whose rate the link is below. On one node's shared
+// memory or TCP on one host (over 1 GB/s) fp32 costs nothing and keeps
+// every rank count's losses equal. Below it the bytes cost more than
+// quantizing them: int8, at no loss of accuracy. Below 0.1 GB/s (a
+// 1 Gbit/s link shared by two ranks next to this CPU) even int8's bytes
+// do not fit behind the compute, and int4, within a point of fp32, does
+// (results/README.md, "Links"). int2 is never a default: it is held
+// only within 3 points.
+var LinkWires = []LinkWire{{0.1, "int4"}, {1.0, "int8"}}
+
+// LinkWire is a default width and the rate a link must be below to get it.
+type LinkWire struct {
+	Below float64
+	Wire  string
+}
 
 // WireForLink is the forward blocks' default width on a link measured at
-// gbs: int8 below SlowLinkGBs, else fp32.
-func WireForLink(gbs float64) string {
-	if gbs > 0 && gbs < SlowLinkGBs {
-		return "int8"
+// gbs, and the rate the link fell below to get it (0: fp32, unmeasured or
+// fast).
+func WireForLink(gbs float64) (wire string, below float64) {
+	for _, w := range LinkWires {
+		if gbs > 0 && gbs < w.Below {
+			return w.Wire, w.Below
+		}
 	}
-	return "fp32"
+	return "fp32", 0
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -640,7 +641,7 @@ func chooseWire(cfg *train.Config, c collectives.Comm, rep *result.Run) error {
 	if cfg.Run.CheckpointDir != "" {
 		kept = filepath.Join(cfg.Run.CheckpointDir, "wire-choice")
 		if b, err := os.ReadFile(kept); err == nil {
-			if w := strings.TrimSpace(string(b)); w == "fp32" || w == "int8" {
+			if w := strings.TrimSpace(string(b)); w == "fp32" || slices.ContainsFunc(train.LinkWires, func(l train.LinkWire) bool { return l.Wire == w }) {
 				cfg.Wire.Fwd = w
 				rep.WireChosen = "--wire " + w + ", as " + kept + " keeps from the run this continues"
 				return nil
@@ -652,10 +653,10 @@ func chooseWire(cfg *train.Config, c collectives.Comm, rep *result.Run) error {
 		return err
 	}
 	rep.LinkGBs = gbs
-	w := train.WireForLink(gbs)
+	w, below := train.WireForLink(gbs)
 	if w != cfg.Wire.Fwd {
 		cfg.Wire.Fwd = w
-		rep.WireChosen = fmt.Sprintf("the link between ranks measured %.3f GB/s, under %g: blocks go as --wire %s", gbs, train.SlowLinkGBs, w)
+		rep.WireChosen = fmt.Sprintf("the link between ranks measured %.3f GB/s, under %g: blocks go as --wire %s", gbs, below, w)
 	}
 	if kept != "" && c.Rank() == 0 {
 		if err := os.MkdirAll(cfg.Run.CheckpointDir, 0o755); err != nil {
