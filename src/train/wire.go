@@ -206,15 +206,15 @@ func grow[T any](b []T, n int) []T {
 
 // LinkWires are the forward blocks' default widths by the rate measured
 // between ranks (GB/s per rank, all sending at once) when no --wire is
-// given: the first whose rate the link is below. On one node's shared
-// memory or TCP on one host (over 1 GB/s) fp32 costs nothing and keeps
-// every rank count's losses equal. Below it the bytes cost more than
-// quantizing them: int8, at no loss of accuracy. Below 0.1 GB/s (a
-// 1 Gbit/s link shared by two ranks next to this CPU) even int8's bytes
-// do not fit behind the compute, and int4, within a point of fp32, does
-// (results/README.md, "Links"). int2 is never a default: it is held
-// only within 3 points.
-var LinkWires = []LinkWire{{0.1, "int4"}, {1.0, "int8"}}
+// given: the first whose rate the link is below. Over 0.5 GB/s (10
+// Gbit/s shared by two ranks, TCP or shared memory on one host) fp32's
+// bytes cross behind the compute and keep every rank count's losses
+// equal. Below it they cost more than quantizing them: int8, at no loss
+// of accuracy. Below 0.1 GB/s (1 Gbit/s shared by two ranks next to this
+// CPU) even int8's bytes do not fit behind the compute, and int4, within
+// a point of fp32, does (results/README.md, "Links"). int2 is never a
+// default: it is held only within 3 points.
+var LinkWires = []LinkWire{{0.1, "int4"}, {0.5, "int8"}}
 
 // LinkWire is a default width and the rate a link must be below to get it.
 type LinkWire struct {

@@ -129,10 +129,10 @@ func TestWireForLink(t *testing.T) {
 	}{
 		{0, "fp32", 0},       // not measured: shared memory
 		{1.5, "fp32", 0},     // TCP on one host
-		{1, "fp32", 0},       // the first rate that is not slow
-		{0.8, "int8", 1},     // 10 Gbit/s shared by two ranks
-		{0.17, "int8", 1},    // 2.5 Gbit/s
-		{0.1, "int8", 1},     // the first rate int8 fits behind
+		{0.8, "fp32", 0},     // 10 Gbit/s shared by two ranks
+		{0.5, "fp32", 0},     // the first rate that is not slow
+		{0.17, "int8", 0.5},  // 2.5 Gbit/s
+		{0.1, "int8", 0.5},   // the first rate int8 fits behind
 		{0.064, "int4", 0.1}, // 1 Gbit/s
 		{0.036, "int4", 0.1}, // 0.5 Gbit/s
 	} {
