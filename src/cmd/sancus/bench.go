@@ -259,7 +259,7 @@ var blasGEMM func(c, a, b *matrix.Dense, transA bool) error
 func benchKernels(args []string) error {
 	fs := newFlags("bench kernels", "bench kernels [--data DIR] [--out FILE]")
 	data := fs.String("data", "", "dataset directory (default: generate the 100k-node / 1M-edge reference graph)")
-	out := fs.String("out", "results/bench/kernels.json", "where to write the figures")
+	out := fs.String("out", "", "also write the figures as JSON to `FILE` (make bench-kernels: results/bench/kernels.json)")
 	epochs := fs.Int("epochs", 20, "epochs timed per training mode")
 	device := fs.String("device", "cpu", "kernels backend to measure: cpu, or cuda in a binary built with make cuda")
 	if err := fs.Parse(args); err != nil {
@@ -553,7 +553,12 @@ type timedBackend interface {
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
+// writeJSON writes v to path, where one is given: a benchmark run by hand
+// only prints, so it never leaves files in the checkout it runs from.
 func writeJSON(path string, v any) error {
+	if path == "" {
+		return nil
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -583,7 +588,7 @@ type CommRow struct {
 // second as seen by one rank) over MPI and the in-process transport.
 func benchComm(args []string) error {
 	fs := newFlags("bench comm", "bench comm [--out FILE]   (run under mpirun -np P)")
-	out := fs.String("out", "results/bench/comm.json", "where rank 0 writes the table")
+	out := fs.String("out", "", "rank 0 also writes the table as JSON to `FILE` (make bench-comm: results/bench/comm-P<P>.json)")
 	maxMiB := fs.Int("max-mib", 64, "largest message in MiB")
 	chunk := fs.Int("chunk", 0, "ring chunk in floats (0: default)")
 	if err := fs.Parse(args); err != nil {

@@ -3,6 +3,8 @@ package main
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,5 +101,26 @@ func TestProfiledStepsCountPerEpoch(t *testing.T) {
 	o, err := run(t, 0, "bench", "triad", "--mb", "4", filepath.Join(dir, "r4.json"))
 	if err != nil || !strings.Contains(o, "gemm peak") || !strings.Contains(o, "roofline") {
 		t.Fatalf("bench triad: %v\n%s", err, o)
+	}
+}
+
+// TestBenchCommWritesOnlyWhereTold: a benchmark run by hand prints its
+// table and leaves no file in the directory it runs from; --out writes it.
+func TestBenchCommWritesOnlyWhereTold(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"bench", "comm", "--max-mib", "1"}, {"bench", "comm", "--max-mib", "1", "--out", "table.json"}} {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir, cmd.Env = dir, mpiEnv()
+		if o, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(o), "GB/s by message size") {
+			t.Fatalf("sancus %v: %v\n%s", args, err, o)
+		}
+		left, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[bool]int{false: 0, true: 1}[len(args) > 4]
+		if len(left) != want || (want == 1 && left[0].Name() != "table.json") {
+			t.Errorf("sancus %v left %v in its directory, want %d file(s)", args, left, want)
+		}
 	}
 }
