@@ -204,7 +204,7 @@ func grow[T any](b []T, n int) []T {
 	return b[:n]
 }
 
-// LinkWires are the forward blocks' default widths by the rate measured
+// linkWires are the forward blocks' default widths by the rate measured
 // between ranks (GB/s per rank, all sending at once) when no --wire is
 // given: the first whose rate the link is below. Over 0.5 GB/s (10
 // Gbit/s shared by two ranks, TCP or shared memory on one host) fp32's
@@ -214,10 +214,10 @@ func grow[T any](b []T, n int) []T {
 // CPU) even int8's bytes do not fit behind the compute, and int4, within
 // a point of fp32, does (results/README.md, "Links"). int2 is never a
 // default: it is held only within 3 points.
-var LinkWires = []LinkWire{{0.1, "int4"}, {0.5, "int8"}}
+var linkWires = []linkWire{{0.1, "int4"}, {0.5, "int8"}}
 
-// LinkWire is a default width and the rate a link must be below to get it.
-type LinkWire struct {
+// linkWire is a default width and the rate a link must be below to get it.
+type linkWire struct {
 	Below float64
 	Wire  string
 }
@@ -226,7 +226,7 @@ type LinkWire struct {
 // gbs, and the rate the link fell below to get it (0: fp32, unmeasured or
 // fast).
 func WireForLink(gbs float64) (wire string, below float64) {
-	for _, w := range LinkWires {
+	for _, w := range linkWires {
 		if gbs > 0 && gbs < w.Below {
 			return w.Wire, w.Below
 		}

@@ -446,13 +446,13 @@ func TestSecondRunOnOneCheckpointDirIsRefused(t *testing.T) {
 	}
 }
 
+// burstLine is emu-link.sh's report of the 1 Gbit/s link's burst.
+var burstLine = regexp.MustCompile(`loopback at 1gbit, burst (\d+) bytes`)
+
 // TestEmulatedLink: slurm/emu-link.sh caps what MPI sends (bench comm at
 // 1 Gbit/s reads 0.09–0.13 GB/s for 16 MiB messages), changes timing but
 // never results (the same losses with and without it at P = 2), and leaves
 // no namespace behind: after a job, a failed job and a ^C.
-// burstLine is emu-link.sh's report of the 1 Gbit/s link's burst.
-var burstLine = regexp.MustCompile(`loopback at 1gbit, burst (\d+) bytes`)
-
 func TestEmulatedLink(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the emulated link runs MPI jobs over a slow loopback: run without -short")

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -25,6 +24,7 @@ import (
 
 	"sancus/collectives"
 	"sancus/collectives/mpi"
+	"sancus/collectives/wire"
 	"sancus/kernels"
 	"sancus/launch"
 	"sancus/src/atomicfile"
@@ -641,7 +641,9 @@ func chooseWire(cfg *train.Config, c collectives.Comm, rep *result.Run) error {
 	if cfg.Run.CheckpointDir != "" {
 		kept = filepath.Join(cfg.Run.CheckpointDir, "wire-choice")
 		if b, err := os.ReadFile(kept); err == nil {
-			if w := strings.TrimSpace(string(b)); w == "fp32" || slices.ContainsFunc(train.LinkWires, func(l train.LinkWire) bool { return l.Wire == w }) {
+			// A width the link chose: any named one but auto (it needs --wire-error).
+			w := strings.TrimSpace(string(b))
+			if bits, err := wire.Parse(w); err == nil && w != "" && bits != wire.Auto {
 				cfg.Wire.Fwd = w
 				rep.WireChosen = "--wire " + w + ", as " + kept + " keeps from the run this continues"
 				return nil
