@@ -168,7 +168,7 @@ func BenchmarkQuantize(b *testing.B) {
 			b.Run(fmt.Sprintf("encode/w%d/int%d", width, bits), func(b *testing.B) {
 				b.SetBytes(int64(4 * len(x)))
 				for b.Loop() {
-					QuantizeRows(dst, dec, x, x, width, bits, 7, hash, false, 8)
+					QuantizeRows(dst, dec, x, x, width, bits, 7, hash, nil, false, 8)
 				}
 			})
 			b.Run(fmt.Sprintf("decode/w%d/int%d", width, bits), func(b *testing.B) {

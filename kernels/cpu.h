@@ -70,9 +70,11 @@ void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1
 void sc_relu_backward(float *g, const float *h, int64_t i0, int64_t i1);
 void sc_elu(float *h, int64_t i0, int64_t i1);
 void sc_elu_backward(float *g, const float *h, int64_t i0, int64_t i1);
-void sc_quant_rows(const float *x, const float *ref, int64_t r0, int64_t r1, int64_t width,
-                   int bits, uint64_t key, const uint64_t *rowhash, uint8_t *dst, float *dec,
-                   int add, int err_every, double *sums);
+// sc_quant_rows encodes the rows at positions [r0, r1) of rows (NULL: rows
+// r0..r1 themselves); every array is indexed by row.
+void sc_quant_rows(const float *x, const float *ref, int64_t r0, int64_t r1, const int32_t *rows,
+                   int64_t width, int bits, uint64_t key, const uint64_t *rowhash, uint8_t *dst,
+                   float *dec, int add, int err_every, double *sums);
 void sc_dequant_rows(const uint8_t *src, int64_t r0, int64_t r1, int64_t width, int bits, int add,
                      float *dst);
 #include "gat.h"

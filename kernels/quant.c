@@ -100,6 +100,10 @@ static inline void row_header(float lo, float hi, int bits, uint8_t *o, float *o
   o[2] = (uint8_t)stepb, o[3] = (uint8_t)(stepb >> 8);
 }
 
+// row_at is the row at position p of a call: rows[p], or p itself where
+// the call encodes every row (rows NULL).
+static inline int64_t row_at(const int32_t *rows, int64_t p) { return rows ? rows[p] : p; }
+
 static inline uint32_t row_key(uint64_t key, uint64_t rowhash) {
   const uint64_t seed = sc_mix64(key ^ rowhash) | 1;
   return (uint32_t)seed ^ (uint32_t)(seed >> 32);
@@ -109,14 +113,15 @@ static inline uint32_t row_key(uint64_t key, uint64_t rowhash) {
 // a call, combined in lane order at the end, so the vector kernel and the
 // portable one give the same sums.
 static void quant_base(const float *restrict x, const float *restrict ref, int64_t r0, int64_t r1,
-                       int64_t width, int bits, uint64_t key, const uint64_t *restrict rowhash,
-                       uint8_t *restrict dst, float *restrict dec, int add, int err_every,
-                       double *sums) {
+                       const int32_t *rows, int64_t width, int bits, uint64_t key,
+                       const uint64_t *restrict rowhash, uint8_t *restrict dst,
+                       float *restrict dec, int add, int err_every, double *sums) {
   const int64_t rb = 4 + (width * bits + 7) / 8;
   const int32_t top = (1 << bits) - 1;
   float e8[8] = {0}, f8[8] = {0};
   uint8_t q[CH];
-  for (int64_t r = r0; r < r1; r++) {
+  for (int64_t p = r0; p < r1; p++) {
+    const int64_t r = row_at(rows, p);
     const float *restrict xr = x + r * width, *restrict fr = ref + r * width;
     float *restrict d = dec + r * width;
     uint8_t *restrict o = dst + r * rb;
@@ -129,7 +134,7 @@ static void quant_base(const float *restrict x, const float *restrict ref, int64
     row_header(lo, hi, bits, o, &off, &step);
     const uint32_t k = row_key(key, rowhash[r]);
     const float inv = step == 0 ? 0.0f : 1.0f / step;
-    const int with_err = r % err_every == 0;
+    const int with_err = p % err_every == 0;
     for (int64_t c0 = 0; c0 < width; c0 += CH) {
       const int64_t n = width - c0 < CH ? width - c0 : CH;
       for (int64_t j = 0; j < n; j++) {
@@ -233,9 +238,10 @@ AVX2 static inline __m256i bf16_step8(__m256i t, __m256i moves, int up) {
 
 // headers8_avx2 is row_header and the reciprocal step for 8 rows at once,
 // the same operations lane by lane (a row of 16 values spent most of its
-// time on its header, one row at a time).
+// time on its header, one row at a time); it writes the 8 headers to dst
+// one after another.
 AVX2 static inline void headers8_avx2(const float *los, const float *his, int bits, uint8_t *dst,
-                                      int64_t rb, float *offs, float *steps, float *invs) {
+                                      float *offs, float *steps, float *invs) {
   const __m256 zero = _mm256_setzero_ps();
   const __m256 lo = _mm256_add_ps(_mm256_loadu_ps(los), zero);
   const __m256 hi = _mm256_add_ps(_mm256_loadu_ps(his), zero);
@@ -255,9 +261,8 @@ AVX2 static inline void headers8_avx2(const float *los, const float *his, int bi
   _mm256_storeu_ps(offs, off);
   _mm256_storeu_ps(steps, step);
   _mm256_storeu_ps(invs, inv);
-  uint32_t h[8];
-  _mm256_storeu_si256((__m256i *)h, _mm256_or_si256(offb, _mm256_slli_epi32(stepb, 16)));
-  for (int j = 0; j < 8; j++) memcpy(dst + j * rb, &h[j], 4); // little-endian: off, then step
+  // 8 headers, one after another (little-endian: off, then step)
+  _mm256_storeu_si256((__m256i *)dst, _mm256_or_si256(offb, _mm256_slli_epi32(stepb, 16)));
 }
 
 // quant_avx2 is quant_base for rows of a multiple of 8 values, 8 at a time:
@@ -312,7 +317,7 @@ AVX2 static inline void quant_row_avx2(const float *restrict xr, const float *re
 }
 
 AVX2 static void quant_avx2(const float *restrict x, const float *restrict ref, int64_t r0,
-                            int64_t r1, int64_t width, int bits, uint64_t key,
+                            int64_t r1, const int32_t *rows, int64_t width, int bits, uint64_t key,
                             const uint64_t *restrict rowhash, uint8_t *restrict dst,
                             float *restrict dec, int add, int err_every, double *sums) {
   const int64_t rb = 4 + (width * bits + 7) / 8;
@@ -326,7 +331,7 @@ AVX2 static void quant_avx2(const float *restrict x, const float *restrict ref, 
     const int64_t gn = r1 - g0 < G ? r1 - g0 : G;
     float los[G], his[G];
     for (int64_t j = 0; j < gn; j++) {
-      const float *restrict xr = x + (g0 + j) * width;
+      const float *restrict xr = x + row_at(rows, g0 + j) * width;
       __m256 lov = _mm256_loadu_ps(xr), hiv = lov;
       for (int64_t i = 8; i < width; i += 8) {
         const __m256 xv = _mm256_loadu_ps(xr + i);
@@ -336,19 +341,24 @@ AVX2 static void quant_avx2(const float *restrict x, const float *restrict ref, 
       los[j] = hmin(lov), his[j] = hmax(hiv);
     }
     int64_t j = 0;
+    uint8_t hdr[G * 4];
     for (; j + 8 <= gn; j += 8)
-      headers8_avx2(los + j, his + j, bits, dst + (g0 + j) * rb, rb, offs + j, steps + j, invs + j);
+      headers8_avx2(los + j, his + j, bits, hdr + 4 * j, offs + j, steps + j, invs + j);
     for (; j < gn; j++) {
-      row_header(los[j], his[j], bits, dst + (g0 + j) * rb, &offs[j], &steps[j]);
+      row_header(los[j], his[j], bits, hdr + 4 * j, &offs[j], &steps[j]);
       invs[j] = steps[j] == 0 ? 0.0f : 1.0f / steps[j];
     }
-    for (j = 0; j < gn; j++) keys[j] = row_key(key, rowhash[g0 + j]);
+    for (j = 0; j < gn; j++) {
+      const int64_t r = row_at(rows, g0 + j);
+      memcpy(dst + r * rb, hdr + 4 * j, 4);
+      keys[j] = row_key(key, rowhash[r]);
+    }
     for (int64_t j = 0; j < gn; j++) {
-      const int64_t r = g0 + j;
+      const int64_t p = g0 + j, r = row_at(rows, p);
       const __m256i k = _mm256_set1_epi32((int32_t)keys[j]);
       const __m256 off = _mm256_set1_ps(offs[j]), step = _mm256_set1_ps(steps[j]);
       const __m256 inv = _mm256_set1_ps(invs[j]);
-      if (r % err_every == 0)
+      if (p % err_every == 0)
         quant_row_avx2(x + r * width, ref + r * width, dec + r * width, dst + r * rb + 4, width,
                        bits, k, off, step, inv, add, 1, &ev, &fv);
       else
@@ -401,13 +411,13 @@ static int use_avx2(int64_t width) { (void)width; return 0; }
 #define dequant_avx2 dequant_base
 #endif
 
-void sc_quant_rows(const float *x, const float *ref, int64_t r0, int64_t r1, int64_t width,
-                   int bits, uint64_t key, const uint64_t *rowhash, uint8_t *dst, float *dec,
-                   int add, int err_every, double *sums) {
+void sc_quant_rows(const float *x, const float *ref, int64_t r0, int64_t r1, const int32_t *rows,
+                   int64_t width, int bits, uint64_t key, const uint64_t *rowhash, uint8_t *dst,
+                   float *dec, int add, int err_every, double *sums) {
   if (use_avx2(width))
-    quant_avx2(x, ref, r0, r1, width, bits, key, rowhash, dst, dec, add, err_every, sums);
+    quant_avx2(x, ref, r0, r1, rows, width, bits, key, rowhash, dst, dec, add, err_every, sums);
   else
-    quant_base(x, ref, r0, r1, width, bits, key, rowhash, dst, dec, add, err_every, sums);
+    quant_base(x, ref, r0, r1, rows, width, bits, key, rowhash, dst, dec, add, err_every, sums);
 }
 
 void sc_dequant_rows(const uint8_t *src, int64_t r0, int64_t r1, int64_t width, int bits, int add,

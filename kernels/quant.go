@@ -24,21 +24,29 @@ const quantBlock = 2048
 // Σ(decoded − x)² and Σ ref² for the error report (ref: the values the
 // decoded rows stand for; x itself unless x is a delta) over the rows
 // whose index is a multiple of errEvery (1: all of them; a sample costs
-// less).
-func QuantizeRows(dst []byte, dec, x, ref []float32, width, bits int, key uint64, rowHash []uint64, add bool, errEvery int) (errSq, refSq float64) {
-	rows := len(rowHash)
-	if rows == 0 || width == 0 {
+// less). With rows set it encodes those rows alone, leaving the others of
+// dst and dec as they are, and samples every errEvery-th of them.
+func QuantizeRows(dst []byte, dec, x, ref []float32, width, bits int, key uint64, rowHash []uint64, rows []int32, add bool, errEvery int) (errSq, refSq float64) {
+	n := len(rowHash)
+	var rp *C.int32_t
+	if rows != nil {
+		n = len(rows)
+		if n > 0 {
+			rp = (*C.int32_t)(unsafe.Pointer(&rows[0]))
+		}
+	}
+	if n == 0 || width == 0 {
 		return 0, 0
 	}
 	a := cBool(add)
 	xp, fp, dp, ep := f32p(x), f32p(ref), (*C.uint8_t)(unsafe.Pointer(&dst[0])), f32p(dec)
 	hp := (*C.uint64_t)(unsafe.Pointer(&rowHash[0]))
-	nb := (rows + quantBlock - 1) / quantBlock
+	nb := (n + quantBlock - 1) / quantBlock
 	sums := make([]float64, 2*nb)
 	forRanges(evenCuts(nb, threads, 1), func(lo, hi int) {
 		for b := lo; b < hi; b++ {
-			r0, r1 := b*quantBlock, min((b+1)*quantBlock, rows)
-			C.sc_quant_rows(xp, fp, C.int64_t(r0), C.int64_t(r1), C.int64_t(width), C.int(bits),
+			r0, r1 := b*quantBlock, min((b+1)*quantBlock, n)
+			C.sc_quant_rows(xp, fp, C.int64_t(r0), C.int64_t(r1), rp, C.int64_t(width), C.int(bits),
 				C.uint64_t(key), hp, dp, ep, a, C.int(max(errEvery, 1)), (*C.double)(unsafe.Pointer(&sums[2*b])))
 		}
 	})
@@ -69,7 +77,10 @@ type intCodec int
 func (b intCodec) Bits() int              { return int(b) }
 func (b intCodec) RowBytes(width int) int { return wire.RowBytes(int(b), width) }
 func (b intCodec) Encode(dst []byte, dec, x, ref []float32, width int, key uint64, rowHash []uint64, add bool, errEvery int) (float64, float64) {
-	return QuantizeRows(dst, dec, x, ref, width, int(b), key, rowHash, add, errEvery)
+	return QuantizeRows(dst, dec, x, ref, width, int(b), key, rowHash, nil, add, errEvery)
+}
+func (b intCodec) EncodeRows(dst []byte, dec, x, ref []float32, width int, key uint64, rowHash []uint64, rows []int32, add bool, errEvery int) (float64, float64) {
+	return QuantizeRows(dst, dec, x, ref, width, int(b), key, rowHash, rows, add, errEvery)
 }
 func (b intCodec) Decode(dst []float32, src []byte, width int, add bool) {
 	DequantizeRows(dst, src, width, int(b), add)

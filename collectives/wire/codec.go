@@ -16,6 +16,41 @@ type Codec interface {
 	Decode(dst []float32, src []byte, width int, add bool)
 }
 
+// A RowsEncoder encodes the listed rows of a block alone, leaving the
+// others of dst and dec as they are: Encode's sums are over every
+// errEvery-th row of the list. The C integer codecs are; EncodeRows
+// serves every other codec by gathering the rows first.
+type RowsEncoder interface {
+	EncodeRows(dst []byte, dec, x, ref []float32, width int, key uint64, rowHash []uint64, rows []int32, add bool, errEvery int) (errSq, refSq float64)
+}
+
+// EncodeRows is c's Encode of the listed rows of a block (every one of
+// x's rows where rows is nil): rows are indices into the block, rowHash
+// is the block's.
+func EncodeRows(c Codec, dst []byte, dec, x, ref []float32, width int, key uint64, rowHash []uint64, rows []int32, add bool, errEvery int) (errSq, refSq float64) {
+	if rows == nil {
+		return c.Encode(dst, dec, x, ref, width, key, rowHash, add, errEvery)
+	}
+	if r, ok := c.(RowsEncoder); ok {
+		return r.EncodeRows(dst, dec, x, ref, width, key, rowHash, rows, add, errEvery)
+	}
+	n, rb := len(rows), c.RowBytes(width)
+	gx, gref, gdec := make([]float32, n*width), make([]float32, n*width), make([]float32, n*width)
+	ghash, gdst := make([]uint64, n), make([]byte, n*rb)
+	for k, r := range rows {
+		copy(gx[k*width:(k+1)*width], x[int(r)*width:])
+		copy(gref[k*width:(k+1)*width], ref[int(r)*width:])
+		copy(gdec[k*width:(k+1)*width], dec[int(r)*width:])
+		ghash[k] = rowHash[r]
+	}
+	errSq, refSq = c.Encode(gdst, gdec, gx, gref, width, key, ghash, add, errEvery)
+	for k, r := range rows {
+		copy(dst[int(r)*rb:(int(r)+1)*rb], gdst[k*rb:])
+		copy(dec[int(r)*width:(int(r)+1)*width], gdec[k*width:])
+	}
+	return errSq, refSq
+}
+
 var codecs = map[int]Codec{}
 
 // Use makes c the codec of its width. The kernels package registers its C

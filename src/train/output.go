@@ -97,6 +97,11 @@ func (e *Engine) restrictOutput() error {
 			}
 		}
 	}
+	if (c.fwd.send != nil || e.P == 1) && !e.cfg.Wire.Delta && !e.cfg.Wire.CacheBits {
+		for _, ca := range []*cache{c.fwd, c.grad} {
+			ca.wire.enc = ownRowsRead(ca)
+		}
+	}
 	// The bias, the loss gradient and the bias gradient are needed at the
 	// training rows alone, and so, aggregating first, are the products
 	// with W: where the backend can, only those rows are computed.
@@ -176,25 +181,36 @@ func (e *Engine) restrictInput(c *conv) {
 	if !ok {
 		return
 	}
-	read, written := make([]bool, e.rows()), make([]bool, e.rows())
-	for _, col := range c.fwd.blocks[e.rank].ColIdx {
-		read[col] = true
-	}
-	for _, rows := range c.fwd.send {
-		for _, r := range rows {
-			read[r] = true
-		}
-	}
+	written := make([]bool, e.rows())
 	for _, b := range c.grad.blocks {
 		for r := range b.Rows {
 			written[r] = written[r] || b.RowPtr[r+1] > b.RowPtr[r]
 		}
 	}
-	first.ri, first.read, first.written = ri, listed(read), listed(written)
+	first.ri, first.read, first.written = ri, ownRowsRead(c.fwd), listed(written)
 	// Its bias and ReLU can then be applied as its rows are written: no
 	// other row is read. Not where the rank's whole block is encoded for
-	// the wire (its scales would see the other rows change).
-	first.fused = !e.cfg.Model.Arch.Attends() && !c.fwd.quantized()
+	// the wire (its error report would see the other rows change).
+	first.fused = !e.cfg.Model.Arch.Attends() && (!c.fwd.quantized() || c.fwd.wire.enc != nil)
+}
+
+// ownRowsRead are the rows of this rank's block that a restricted cache
+// reads where they travel only as asked (sparse rows, or one rank): its
+// own block's columns and the rows peers asked for. Layer 1 computes the
+// forward's alone (restrictInput), and a quantized cache encodes its own
+// alone (wireState.enc): the backward's are training rows, a tenth of
+// the block.
+func ownRowsRead(c *cache) []int32 {
+	read := make([]bool, c.rows[c.me])
+	for _, col := range c.blocks[c.me].ColIdx {
+		read[col] = true
+	}
+	for _, rows := range c.send {
+		for _, r := range rows {
+			read[r] = true
+		}
+	}
+	return listed(read)
 }
 
 // listed is the indices set in marks, in order.

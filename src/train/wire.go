@@ -27,14 +27,18 @@ type wireState struct {
 	maxErr float64 // wire.Auto: the largest relative error allowed
 	stream uint64  // keys the rounding, with the seed and the epoch
 
-	used    []int     // bits root j encoded with in this exchange
-	add     []bool    // root j's rows are a delta to add to the cached copy
-	own     []byte    // this rank's rows, encoded
-	rowHash []uint64  // the epoch-independent part of each row's rounding key
-	diff    []float32 // this rank's change against the cached copy (delta)
-	trial   []float32 // rows decoded while wire auto tries a width
-	rows    []float32 // a cluster batch's received rows, decoded before they are placed
-	packed  [][]byte  // packed[j]: root j's rows as received
+	used    []int    // bits root j encoded with in this exchange
+	add     []bool   // root j's rows are a delta to add to the cached copy
+	own     []byte   // this rank's rows, encoded
+	rowHash []uint64 // the epoch-independent part of each row's rounding key
+	// enc, when set, are the only rows of this rank's block that are read
+	// (by its own product or a peer): the others are not encoded, and
+	// their bytes and decoded copies are left as they were (output.go).
+	enc    []int32
+	diff   []float32 // this rank's change against the cached copy (delta)
+	trial  []float32 // rows decoded while wire auto tries a width
+	rows   []float32 // a cluster batch's received rows, decoded before they are placed
+	packed [][]byte  // packed[j]: root j's rows as received
 
 	keepPacked bool  // --cache-bits: other roots' blocks stay packed until used
 	packedBits []int // the width packed[j] was received in
@@ -163,7 +167,7 @@ const sampleEvery = 8
 func (w *wireState) encode(dec, x, ref []float32, width, bits int, key uint64, add bool, errEvery int) float64 {
 	codec := w.codec(bits)
 	w.own = grow(w.own, len(w.rowHash)*codec.RowBytes(width))
-	errSq, refSq := codec.Encode(w.own, dec, x, ref, width, key, w.rowHash, add, errEvery)
+	errSq, refSq := wire.EncodeRows(codec, w.own, dec, x, ref, width, key, w.rowHash, w.enc, add, errEvery)
 	if refSq == 0 {
 		return math.Sqrt(errSq)
 	}
