@@ -32,6 +32,12 @@ type route struct {
 	// read, dropped as this layer drops them (nextDrops); the product and
 	// the packing read that copy.
 	belowDrops bool
+	// encodesDropped: where a quantized cache's rows travel afresh every
+	// epoch, its owner drops them before it encodes them, once a row, and
+	// every rank multiplies the blocks as decoded, mask and all; receivers
+	// would otherwise draw the mask on every block they hold, and the owner
+	// on its own. Every exchange, at every P, encodes the same dropped rows.
+	encodesDropped bool
 }
 
 // ownSource is where a broadcasting rank's slot gets its block from.
@@ -52,10 +58,11 @@ func (e *Engine) routeOf(c *cache) route {
 	// A GAT layer's attention reads its own slot as it reads the others'.
 	attends := e.cfg.Model.Arch.Attends()
 	r := route{
-		direct:      (e.P == 1 || sparse) && never && floats && whole && !attends,
-		senderDrops: sparse && never && floats && whole,
-		belowDrops:  c.read != nil && floats && whole,
+		direct:         (e.P == 1 || sparse) && never && floats && whole && !attends,
+		senderDrops:    sparse && never && floats && whole,
+		encodesDropped: !floats && never && whole && !c.wire.delta && !attends,
 	}
+	r.belowDrops = c.read != nil && whole && (floats || r.encodesDropped)
 	switch {
 	case !floats:
 		r.own = ownEncoded

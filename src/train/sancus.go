@@ -24,8 +24,9 @@ package train
 //	          epoch's dropout, applied by the receiver with the rows' original
 //	          ids, so caches hold raw embeddings and a stale copy still gets
 //	          this epoch's mask; where no root can be stale, the sender
-//	          applies it as it packs its rows instead (senderMask), or
-//	          layer 1 as it writes them (nextDrops).
+//	          applies it as it packs or encodes its rows instead
+//	          (senderMask, route.encodesDropped), or layer 1 as it writes
+//	          them (nextDrops).
 //
 // Gradient blocks never skip (their policy is None) unless --skip-gradients
 // runs the SkipG baseline; evaluation passes use caches of their own that
@@ -47,6 +48,13 @@ import (
 // rank's drift on (nil: own.rows itself); it is read only when c's policy
 // needs drift.
 func (e *Engine) aggregate(c *cache, epoch int, out *matrix.Dense, own ownRows, ref *matrix.Dense, mask matrix.Mask) error {
+	if mask.P > 0 && c.route.encodesDropped { // every block arrives dropped
+		if own.dropped == nil {
+			own.dropped = c.maskScratch(e.be, own.rows.Rows)
+			e.be.Dropout(e.maskFor(mask, c, e.rank), own.dropped, own.rows)
+		}
+		own.rows, own.dropped, mask = own.dropped, nil, matrix.Mask{}
+	}
 	own.send = e.senderMask(c, mask)
 	first := true
 	err := e.communicate(c, epoch, &own, ref, func(j int) error {
