@@ -1,15 +1,16 @@
 package wire
 
-import "math"
-
-// Tailed is a codec whose rows send their last tail values as float32 and
-// the rest through head: for rows that join values of unlike scales, such
-// as GAT's gradient rows (G beside each head's score sums, orders of
-// magnitude larger), where one step per row would round the small ones to
-// zero. A row on the wire is head's row of width − tail values, then the
-// tail, so rows stay records of one size that an exchange can gather and
-// send a few at a time. Owner and receivers decode the head alike (into
-// scratch, then set or added), so they hold the same values.
+// Tailed is a codec whose rows send their last tail values as bf16 (each
+// rounded to nearest, with an exponent of its own) and the rest through
+// head: for rows that join values of unlike scales, such as GAT's gradient
+// rows (G beside each head's score sums, orders of magnitude larger),
+// where one step per row would round the small ones to zero. bf16 keeps
+// each value to 3 significant digits whatever its scale, finer than any
+// integer head keeps the row. A row on the wire is head's row of width −
+// tail values, then the tail, so rows stay records of one size that an
+// exchange can gather and send a few at a time. Owner and receivers
+// decode the head alike (into scratch, then set or added) and the tail
+// alike, so they hold the same values.
 func Tailed(head Codec, tail int) Codec {
 	if tail <= 0 || head.Bits() == FP32 {
 		return head
@@ -27,7 +28,7 @@ type tailed struct {
 
 func (t *tailed) Bits() int { return t.head.Bits() }
 
-func (t *tailed) RowBytes(width int) int { return t.head.RowBytes(width-t.tail) + 4*t.tail }
+func (t *tailed) RowBytes(width int) int { return t.head.RowBytes(width-t.tail) + 2*t.tail }
 
 func (t *tailed) Encode(dst []byte, dec, x, ref []float32, width int, key uint64, rowHash []uint64, add bool, errEvery int) (errSq, refSq float64) {
 	hw, rows := width-t.tail, len(x)/width
@@ -40,15 +41,15 @@ func (t *tailed) Encode(dst []byte, dec, x, ref []float32, width int, key uint64
 	// The head codec's own error sums are not the row's: it is asked for
 	// one row's, and the whole rows are measured below.
 	t.head.Encode(t.bytes, t.vals, t.x, t.x, hw, key, rowHash, false, rows+1)
-	rb := hb + 4*t.tail
+	rb := hb + 2*t.tail
 	for r := range rows {
 		row := dst[r*rb : (r+1)*rb]
 		copy(row, t.bytes[r*hb:(r+1)*hb])
 		for i, v := range x[r*width+hw : (r+1)*width] {
-			putU32(row[hb+4*i:], math.Float32bits(v))
+			putU16(row[hb+2*i:], bf16Nearest(v))
 		}
 	}
-	t.place(dec, width, rows, add, func(r, i int) float32 { return x[r*width+hw+i] })
+	t.place(dec, width, rows, add, func(r, i int) float32 { return fromBF16(getU16(dst[r*rb+hb+2*i:])) })
 	for r := 0; r < rows; r += max(errEvery, 1) {
 		for i := r * width; i < (r+1)*width; i++ {
 			d := float64(dec[i] - ref[i])
@@ -65,14 +66,14 @@ func (t *tailed) Encode(dst []byte, dec, x, ref []float32, width int, key uint64
 func (t *tailed) Decode(dst []float32, src []byte, width int, add bool) {
 	hw := width - t.tail
 	hb := t.head.RowBytes(hw)
-	rb, rows := hb+4*t.tail, len(src)/(hb+4*t.tail)
+	rb, rows := hb+2*t.tail, len(src)/(hb+2*t.tail)
 	t.bytes, t.vals = resize(t.bytes, rows*hb), resize(t.vals, rows*hw)
 	for r := range rows {
 		copy(t.bytes[r*hb:(r+1)*hb], src[r*rb:])
 	}
 	t.head.Decode(t.vals, t.bytes, hw, false)
 	t.place(dst, width, rows, add, func(r, i int) float32 {
-		return math.Float32frombits(getU32(src[r*rb+hb+4*i:]))
+		return fromBF16(getU16(src[r*rb+hb+2*i:]))
 	})
 }
 

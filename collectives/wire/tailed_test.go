@@ -8,7 +8,7 @@ import (
 
 // TestTailed: a row of small values beside a tail of large ones keeps its
 // small values within the step of their own range (one step of the whole
-// row would round them to zero), its tail exactly, and the owner's copy
+// row would round them to zero), its tail rounded to the nearest bf16, and the owner's copy
 // equals what a receiver decodes, bit for bit, set and added.
 func TestTailed(t *testing.T) {
 	const width, tail, rows = 11, 3, 5
@@ -29,7 +29,7 @@ func TestTailed(t *testing.T) {
 	}
 	for _, bits := range []int{8, 4, 2, BF16} {
 		c := Tailed(Reference(bits), tail)
-		if got, want := c.RowBytes(width), RowBytes(bits, width-tail)+4*tail; got != want {
+		if got, want := c.RowBytes(width), RowBytes(bits, width-tail)+2*tail; got != want {
 			t.Fatalf("%s: %d bytes a row, want %d", Name(bits), got, want)
 		}
 		buf := make([]byte, rows*c.RowBytes(width))
@@ -41,7 +41,7 @@ func TestTailed(t *testing.T) {
 			if math.Float32bits(own[i]) != math.Float32bits(recv[i]) {
 				t.Fatalf("%s: value %d: owner holds %g, receiver decoded %g", Name(bits), i, own[i], recv[i])
 			}
-			if i%width >= width-tail && recv[i] != x[i] {
+			if i%width >= width-tail && recv[i] != FromBF16(ToBF16(x[i])) {
 				t.Fatalf("%s: tail value %d: %g decoded as %g", Name(bits), i, x[i], recv[i])
 			}
 		}
@@ -49,7 +49,7 @@ func TestTailed(t *testing.T) {
 		if rel := headError(recv, x, width, tail); rel > 0.6 {
 			t.Fatalf("%s: the small values' relative error %.3f", Name(bits), rel)
 		}
-		if errSq < 0 || refSq <= 0 || math.Sqrt(errSq/refSq) > 1e-6 {
+		if errSq < 0 || refSq <= 0 || math.Sqrt(errSq/refSq) > 1.0/256 { // bf16: 8 bits of mantissa
 			t.Fatalf("%s: the whole rows' relative error %g (the tail dominates them)", Name(bits), math.Sqrt(errSq/refSq))
 		}
 		// Added as a delta: the owner's copy and the receiver's agree.

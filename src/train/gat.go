@@ -84,8 +84,9 @@ func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
 	}
 	// G sits in a gradient row beside the scores' el, lse and δ, orders of
 	// magnitude larger; a quantized row's step, set by its range, would
-	// round G to zero, so those 3·heads values travel as float32 and G
-	// alone at the gradient wire's width.
+	// round G to zero, so those 3·heads values travel as bf16, each with
+	// its own exponent (wire.Tailed), and G alone at the gradient wire's
+	// width.
 	e.addCachesOver(&L.conv, L.hf+L.h, L.hf+3*L.h, e.chk.wire[1], gradPolicy, e.view.blocks, e.view.blocks)
 	L.grad.wire.tail = 3 * L.h
 	return L

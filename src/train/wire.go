@@ -43,8 +43,8 @@ type wireState struct {
 	keepPacked bool  // --cache-bits: other roots' blocks stay packed until used
 	packedBits []int // the width packed[j] was received in
 
-	// tail is how many values at the end of each row travel as float32
-	// whatever the width (wire.Tailed; GAT's gradient rows), and codecs
+	// tail is how many values at the end of each row travel as bf16
+	// whatever the integer width (wire.Tailed; GAT's gradient rows), and codecs
 	// the codecs made for it, by width.
 	tail   int
 	codecs map[int]wire.Codec
@@ -71,7 +71,7 @@ func (w *wireState) prepare(last []int) {
 func (c *cache) rowBytes(j int) int { return c.wire.codec(c.wire.used[j]).RowBytes(c.width) }
 
 // codec is the cache's codec of a width: the registered one, with its
-// rows' tail in float32 where the cache has one.
+// rows' tail in bf16 where the cache has one.
 func (w *wireState) codec(bits int) wire.Codec {
 	if w.tail == 0 {
 		return wire.CodecOf(bits)
