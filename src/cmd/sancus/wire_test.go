@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sancus/collectives"
+	"sancus/src/result"
+	"sancus/src/train"
+)
+
+// TestChooseWireKeepsItsChoice: ranks that share no memory (a btl list
+// without shared memory) measure their link and choose a width, which a
+// checkpoint directory keeps; a run resumed there sends as the first did,
+// without measuring, on every rank, and a kept value that no link would
+// choose (auto, or none) is measured afresh. Two in-process ranks measure
+// memory, fast: float32.
+func TestChooseWireKeepsItsChoice(t *testing.T) {
+	t.Setenv("OMPI_MCA_btl", "tcp,self")
+	dir := t.TempDir()
+	kept := filepath.Join(dir, "wire-choice")
+	choose := func() ([]string, []*result.Run) {
+		t.Helper()
+		wires, reps := make([]string, 2), make([]*result.Run, 2)
+		err := collectives.NewWorld(2, time.Minute).Run(func(c collectives.Comm) error {
+			cfg, rep := train.Config{}, &result.Run{}
+			cfg.Run.CheckpointDir = dir
+			err := chooseWire(&cfg, c, rep)
+			wires[c.Rank()], reps[c.Rank()] = cfg.Wire.Fwd, rep
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wires, reps
+	}
+	read := func() string {
+		t.Helper()
+		b, err := os.ReadFile(kept)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	wires, reps := choose()
+	if wires[0] != "fp32" || wires[1] != "fp32" || reps[0].LinkGBs <= 0.5 || read() != "fp32" {
+		t.Fatalf("first run: wires %q, measured %g GB/s, kept %q; want fp32 measured above 0.5, kept", wires, reps[0].LinkGBs, read())
+	}
+	if err := os.WriteFile(kept, []byte("int2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wires, reps = choose()
+	for r := range 2 {
+		if wires[r] != "int2" || reps[r].LinkGBs != 0 || !strings.Contains(reps[r].WireChosen, "keeps from the run this continues") {
+			t.Fatalf("resumed, rank %d: wire %q, measured %g GB/s, said %q; want the kept int2, unmeasured", r, wires[r], reps[r].LinkGBs, reps[r].WireChosen)
+		}
+	}
+	for _, bad := range []string{"auto", "", "int3"} {
+		if err := os.WriteFile(kept, []byte(bad+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if wires, reps = choose(); wires[0] != "fp32" || reps[0].LinkGBs <= 0 || read() != "fp32" {
+			t.Fatalf("kept %q: wire %q, measured %g GB/s, kept now %q; want measured afresh", bad, wires[0], reps[0].LinkGBs, read())
+		}
+	}
+}
