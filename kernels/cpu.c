@@ -211,9 +211,9 @@ void sc_relu_backward(float *g, const float *h, int64_t i0, int64_t i1) {
   PICK(relu_backward, g, h, i0, i1);
 }
 // Rows of w bytes moved between a block and a packed buffer (the sparse
-// exchange's send and receive). A Go copy per row (a call to memmove each)
-// took 7.8% of a 1.6M-node epoch at P = 2; these loops take 6.8%, most of
-// it the misses on rows spread through a block far larger than the caches.
+// exchange's send and receive), in C rather than a Go copy per row (a call
+// to memmove each); what they cost is mostly the misses on rows spread
+// through a block far larger than the caches.
 // The row ROW_PF entries ahead is prefetched, every line of it (a GNN's
 // 16-float row is one line); an ascending list gains little from it, a
 // shuffled one about a fifth.
@@ -243,11 +243,8 @@ void sc_gather_rows(char *restrict dst, const char *restrict src, const int32_t 
 // core (it is sent, not read here again): stores that bypass the caches,
 // so no destination line is read before it is written and nothing of use
 // is evicted, and no software prefetch, which on the exchange's ascending
-// lists only competes with the hardware's. 94 MB of 64-byte rows, 73% of
-// a 2M-row block: 13 ms against 22-28 on the 2-core VM; the 4M-node epoch
-// at P = 2, which packs that each epoch, 537 ms against 540-552 (3 rounds
-// each, taking turns). Rows are whole 16-byte units and dst is 16-byte
-// aligned (the caller checks).
+// lists only competes with the hardware's. Rows are whole 16-byte units
+// and dst is 16-byte aligned (the caller checks).
 void sc_gather_rows_stream(char *restrict dst, const char *restrict src, const int32_t *rows,
                            int64_t cnt, int64_t w) {
 #if defined(__SSE2__)

@@ -26,11 +26,9 @@
 // Scratch blocks of dropped A, per thread: SCRATCH floats (128 KiB, in L2)
 // for a wide product. A narrow one (n ≤ 32, whose next block is prefetched
 // while this one is multiplied) takes NARROW_SCRATCH floats (16 KiB): the
-// prefetched block is still in L1 when it is dropped. With the cursor
-// below and drop_rows' hash in registers, layer 1's two GEMMs on a
-// 400k-row ÂX took 15.2 → 12.3 and 12.6 → 11.3 ms (2 threads). Blocks are
-// whole tiles of BLOCK_MR rows (every level's MR divides it) where a row
-// is narrow enough.
+// prefetched block is still in L1 when it is dropped. Blocks are whole
+// tiles of BLOCK_MR rows (every level's MR divides it) where a row is
+// narrow enough.
 #define SCRATCH 32768
 #define NARROW_SCRATCH 4096
 #define BLOCK_MR 12
@@ -72,8 +70,7 @@ static int64_t block_rows(int64_t w, int64_t n) {
 // it a core alternates between waiting on memory (dropping a block into
 // scratch) and computing (the tiles): prefetched, the two overlap. A tile
 // walks a copy of the cursor in registers: read through the pointer, its
-// fields were loaded and stored every step, a dependency through memory
-// (a 400k-row product from cache took 13% longer).
+// fields were loaded and stored every step, a dependency through memory.
 typedef struct {
   const char *line, *end; // the run of lines being walked: one row, or the whole block
   const char *base;
@@ -341,10 +338,9 @@ static void scatter_rows(float *dst, int64_t w, const int32_t *rows, int64_t cnt
   sc_scatter_rows((char *)dst, (const char *)src, rows, cnt, w * (int64_t)sizeof(float));
 }
 // prefetch_rows asks L2 for the listed rows of w floats: Aᵀ·B's next block
-// of B, whose rows the cursor (which walks A's) does not cover. On 350k
-// listed rows of a 400k×128 A with B 16 wide, from memory, the weight
-// gradient took 7-17% less (medians of 20, taking turns); with B 256 wide
-// the burst only cost, as the cursor's prefetches do there.
+// of B, whose rows the cursor (which walks A's) does not cover. It pays
+// where B is narrow (a few lines a row); with B 256 wide the burst only
+// costs, as the cursor's prefetches do there.
 static void prefetch_rows(const float *src, int64_t w, const int32_t *rows, int64_t cnt) {
   for (int64_t i = 0; i < cnt; i++)
     for (int64_t b = 0; b < w * (int64_t)sizeof(float); b += 64)

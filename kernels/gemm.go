@@ -150,7 +150,7 @@ func checkRows(shapes error, what string, rows []int32, n int) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	// In C: a Go loop over the layer-1 lists took 1% of an epoch.
+	// In C: layer 1's lists are as long as the rows, checked every product.
 	if i := int(C.sc_first_bad_row((*C.int32_t)(&rows[0]), C.int64_t(len(rows)), C.int64_t(n))); i >= 0 {
 		return fmt.Errorf("%s: row list entry %d is %d, outside 0..%d", what, i, rows[i], n-1)
 	}

@@ -29,9 +29,9 @@ typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
 
 // FLUSH_DENORMALS runs a kernel body with denormal inputs read as zero and
 // denormal results flushed to zero, restoring the caller's mode after: a
-// denormal operand makes an FMA take a microcode assist, and SpMM over a
-// block of them measured 14x slower (49 ms against 3.5). Values that small
-// carry nothing a float32 model can use.
+// denormal operand makes an FMA take a microcode assist, an order of
+// magnitude slower over a block of them. Values that small carry nothing
+// a float32 model can use.
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <xmmintrin.h>
 #define FLUSH_DENORMALS(body)                          \

@@ -201,9 +201,8 @@ const hugeMin = 4 << 20
 // Make returns a zeroed slice of n elements; a large one is backed by
 // transparent huge pages. Products gather rows of large arrays at random
 // (H's rows in SpMM, the training rows in the loss), and with 4 KiB pages
-// nearly every gather of a 100 MB array also misses the TLB: on the 1.6M-node
-// graph huge pages take 5% off the epoch (278 → 263 ms) and a tenth off
-// loading the shard (fewer page faults), at the same peak memory.
+// nearly every gather of a 100 MB array also misses the TLB; huge pages
+// also mean fewer page faults while a shard loads, at the same peak memory.
 func Make[T float32 | int32 | int64](n int) []T {
 	s := make([]T, n)
 	if b := uintptr(n) * unsafe.Sizeof(s[0]); n > 0 && b >= hugeMin {

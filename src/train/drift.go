@@ -19,9 +19,9 @@ import (
 // ratio is about v·√(2/s) (both sums' errors), and of the drift half that:
 // at s = 1024 and v ≤ 1, about 2%: far finer than the steps between the
 // drifts a vote compares with ε_H. TestSampledDriftTracksWholeBlock
-// measures it on a generated graph's embeddings (0–1.3%). A larger sample
-// buys little: at 4096 rows its product cost 0.46 ms of a 15 ms epoch at
-// P = 2 (its rows come from memory each epoch), for a 1% bound.
+// measures it on a generated graph's embeddings. A larger sample buys
+// little: its rows come from memory each epoch, a cost that grows with it,
+// for a bound that shrinks only as its square root.
 const (
 	driftSampleMin   = 1024
 	driftSampleEvery = 64

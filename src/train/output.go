@@ -121,9 +121,8 @@ func (e *Engine) restrictOutput() error {
 
 // hold shrinks the slots of the other roots to the rows the cache's blocks
 // read, recv[j] being their positions in root j's slot: the exchange then
-// receives straight into the slots (nothing to scatter: the copies took 3%
-// of a 1.6M-node epoch at P = 2), and a slot holds only rows a product
-// reads. The blocks' columns and the rows' node ids (which key dropout)
+// receives straight into the slots (nothing to scatter, no second copy
+// of the rows), and a slot holds only rows a product reads. The blocks' columns and the rows' node ids (which key dropout)
 // follow the rows to their new positions, in the same order, so every sum
 // runs as before.
 func (c *cache) hold(be kernels.Backend, recv [][]int32, ids [][]int64) error {

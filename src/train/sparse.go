@@ -185,14 +185,12 @@ func (x *sparseExchange) rowSets(c *cache) (send, recv [][]int32) {
 // default (--exchange-chunk). A rank's rows for a peer go in chunks,
 // packed in turn into two buffers per peer, so the pack buffers hold two
 // chunks per peer at most however many rows the peer needs (unbounded,
-// they grow with the rows peers need and the width: an evaluation's full
-// exchange on the 1.6M-node graph at P = 2 packs 51 MB per rank, hidden
-// 256 would pack 16 times that). A sender waits for its chunk two back to
-// leave before it packs the next, so smaller chunks cost time: on that
-// graph 4 MiB took 45 MB off the rank's peak and added 1.5% to its epoch,
-// 16 MiB took 20 MB off at no cost measured, and hidden 256 × 3 on the
-// 100k graph (50 MB to a peer) paid 1% at 16 MiB. The default bounds the
-// buffers without slowing any run measured; --exchange-chunk trades.
+// they grow with the rows peers need and the width, and an evaluation's
+// full exchange packs a rank's every row). A sender waits for its chunk
+// two back to leave before it packs the next, so smaller chunks cost
+// time. The default bounds the buffers on large graphs without slowing an
+// epoch (results/README.md, "Figures behind choices in the code");
+// --exchange-chunk trades.
 const defaultExchangeChunk = 64 << 20
 
 // chunkRows is how many rows of rb bytes make a chunk.

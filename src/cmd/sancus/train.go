@@ -483,11 +483,11 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 		return abort("setting up", err)
 	}
 	defer e.Close()
-	// The epochs hold what set-up left and add about 11 KB of garbage each
+	// The epochs hold what set-up left and add a little garbage each
 	// (request handles, small slices): at the 10% target set-up runs at, a
-	// P = 4 rank on the 100k graph grew 4-6 MB above its 50-epoch peak over
-	// 2,000 epochs. At 2% the heap stays within 2% of what is live, and a
-	// collection every few hundred epochs costs next to nothing.
+	// long run's peak kept growing. At 2% the heap stays within 2% of what
+	// is live, and a collection every few hundred epochs costs next to
+	// nothing.
 	debug.SetGCPercent(2)
 	res, err := e.Run()
 	if err != nil && !errors.Is(err, train.ErrStopped) && !errors.Is(err, train.ErrDiverged) {
