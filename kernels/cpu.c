@@ -19,16 +19,11 @@
 // spmm_tile: c[t .. t+NV·16) of one row = (or +=) Σ_p val[p]·B[col[p]], in
 // the order of the row's nonzeros (one FMA chain per vector), with rows of B
 // prefetched PF_DIST nonzeros ahead: they are gathered at random, so several
-// cache misses must be outstanding at once. More chains were slower: on the
-// EPYC VM four chains a vector (two at widths 32 and up), with a loop for
-// the row's last few nonzeros, took a 100k-row Â·H about 1.1x as long at
-// width 16 and 1.2x at 64 (the same at 128 and 256), and two chains with a
-// row's odd nonzero taken apart 1.2x at 16. The prefetches fill L2, not L1
-// (prefetcht1): into L1 they held its few miss buffers, and the product took
-// 1.15x (width 16), 1.25x (64) and 1.8x (128) as long. Only in the rows
-// within PF_DIST nonzeros of pf_end is a prefetch's index clamped to the
-// nonzeros that exist: the clamp at every nonzero cost about 10% at width
-// 16. W(p) is the weight of nonzero p, written before its row: SC_VAL,
+// cache misses must be outstanding at once. More chains were slower. The
+// prefetches fill L2, not L1 (prefetcht1): into L1 they held its few miss
+// buffers. Only in the rows within PF_DIST nonzeros of pf_end is a
+// prefetch's index clamped to the nonzeros that exist: a clamp at every
+// nonzero costs at narrow widths. W(p) is the weight of nonzero p, written before its row: SC_VAL,
 // val[p]·, for the product, or SC_ONE, nothing, for the gathers alone
 // (gather_: the kernel benchmark's).
 #define SC_VAL(p) val[p] *

@@ -228,8 +228,8 @@ __attribute__((noinline)) static void edge(const float *a, int64_t ai, int64_t a
 // gemm_nn: C rows [r0, r1) = (or +=) M(A)·B, a block of rows at a time
 // while the cursor streams the next block into L2. With a mask each block
 // is dropped into scratch first; without one the tiles read A where it is.
-// Unblocked, with no cursor, a 100k×128 · 128×16 product from memory took
-// twice as long as the masked one (6.2 against 3.0 ms on the EPYC VM).
+// Unblocked, with no cursor, a product from memory was far slower than the
+// masked one, whose blocks stream.
 #define GEMM_NN(SUFFIX, ATTR)                                                  \
   ATTR static void gemm_nn_##SUFFIX(const float *A, const float *B, float *C, int64_t k, int64_t n, \
                                     int64_t r0, int64_t r1, int acc, const sc_mask *m) { \
