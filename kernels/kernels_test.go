@@ -1319,9 +1319,9 @@ func TestTimedCountsCompulsoryBytes(t *testing.T) {
 // TestEncodeRowsEncodesThoseAlone: encoding a list of rows writes, at
 // those rows, the bytes and decoded values a whole encode writes there,
 // leaves every other row as it was, and sums its error over every
-// errEvery-th row of the list; the C codecs (their own row list) and the
-// reference (rows gathered first) agree. Widths 24 and 13 take the vector
-// and the portable kernel.
+// errEvery-th row of the list; the C codecs and the reference (their own
+// row lists) and a codec without one (rows gathered first) agree. Widths
+// 24 and 13 take the vector and the portable kernel.
 func TestEncodeRowsEncodesThoseAlone(t *testing.T) {
 	const rows, key = 300, 7
 	rng := rand.New(rand.NewPCG(8, 9))
@@ -1336,7 +1336,9 @@ func TestEncodeRowsEncodesThoseAlone(t *testing.T) {
 			hash[i] = wire.RowHash(uint64(5 * i))
 		}
 		for _, bits := range []int{8, 4, 2} {
-			for name, c := range map[string]wire.Codec{"C": wire.CodecOf(bits), "reference": wire.Reference(bits)} {
+			// gathered: a codec without EncodeRows of its own
+			codecs := map[string]wire.Codec{"C": wire.CodecOf(bits), "reference": wire.Reference(bits), "gathered": struct{ wire.Codec }{wire.Reference(bits)}}
+			for name, c := range codecs {
 				rb := c.RowBytes(width)
 				whole, wdec := make([]byte, rows*rb), make([]float32, rows*width)
 				c.Encode(whole, wdec, x, x, width, key, hash, false, 1)

@@ -18,8 +18,8 @@ type Codec interface {
 
 // A RowsEncoder encodes the listed rows of a block alone, leaving the
 // others of dst and dec as they are: Encode's sums are over every
-// errEvery-th row of the list. The C integer codecs are; EncodeRows
-// serves every other codec by gathering the rows first.
+// errEvery-th row of the list. The C integer codecs and the reference
+// are; EncodeRows serves any other codec by gathering the rows first.
 type RowsEncoder interface {
 	EncodeRows(dst []byte, dec, x, ref []float32, width int, key uint64, rowHash []uint64, rows []int32, add bool, errEvery int) (errSq, refSq float64)
 }
@@ -81,13 +81,33 @@ func (b reference) Bits() int              { return int(b) }
 func (b reference) RowBytes(width int) int { return RowBytes(int(b), width) }
 
 func (b reference) Encode(dst []byte, dec, x, ref []float32, width int, key uint64, rowHash []uint64, add bool, errEvery int) (errSq, refSq float64) {
-	Encode(dst, x, width, int(b), func(r int) uint64 { return SeedOf(key, rowHash[r]) })
-	Decode(dec, dst, width, int(b), add)
-	for r := 0; (r+1)*width <= len(ref); r += max(errEvery, 1) {
-		for i := r * width; i < (r+1)*width; i++ {
-			d := float64(dec[i] - ref[i])
-			errSq += d * d
-			refSq += float64(ref[i]) * float64(ref[i])
+	return b.EncodeRows(dst, dec, x, ref, width, key, rowHash, nil, add, errEvery)
+}
+
+// EncodeRows encodes, decodes and measures one row at a time: the listed
+// rows, or with rows nil every row of x.
+func (b reference) EncodeRows(dst []byte, dec, x, ref []float32, width int, key uint64, rowHash []uint64, rows []int32, add bool, errEvery int) (errSq, refSq float64) {
+	if width == 0 {
+		return 0, 0
+	}
+	n, rb := len(rows), b.RowBytes(width)
+	if rows == nil {
+		n = len(x) / width
+	}
+	for k := range n {
+		r := k
+		if rows != nil {
+			r = int(rows[k])
+		}
+		packed := dst[r*rb : (r+1)*rb]
+		encodeRow(packed, x[r*width:(r+1)*width], int(b), SeedOf(key, rowHash[r]))
+		decodeRow(dec[r*width:(r+1)*width], packed, int(b), add)
+		if k%max(errEvery, 1) == 0 && (r+1)*width <= len(ref) {
+			for i := r * width; i < (r+1)*width; i++ {
+				d := float64(dec[i] - ref[i])
+				errSq += d * d
+				refSq += float64(ref[i]) * float64(ref[i])
+			}
 		}
 	}
 	if refSq == 0 { // an all-zero block: no relative error
