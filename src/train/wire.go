@@ -44,8 +44,8 @@ type wireState struct {
 	packedBits []int // the width packed[j] was received in
 
 	// tail is how many values at the end of each row travel as bf16
-	// whatever the integer width (wire.Tailed; GAT's gradient rows), and codecs
-	// the codecs made for it, by width.
+	// where the rest travels narrower than float32 (wire.Tailed; GAT's
+	// gradient rows), and codecs the codecs made for it, by width.
 	tail   int
 	codecs map[int]wire.Codec
 
