@@ -122,9 +122,9 @@ func (e *Engine) restrictOutput() error {
 // hold shrinks the slots of the other roots to the rows the cache's blocks
 // read, recv[j] being their positions in root j's slot: the exchange then
 // receives straight into the slots (nothing to scatter, no second copy
-// of the rows), and a slot holds only rows a product reads. The blocks' columns and the rows' node ids (which key dropout)
-// follow the rows to their new positions, in the same order, so every sum
-// runs as before.
+// of the rows), and a slot holds only rows a product reads. The blocks'
+// columns and the rows' node ids (which key dropout) follow the rows to
+// their new positions, in the same order, so every sum runs as before.
 func (c *cache) hold(be kernels.Backend, recv [][]int32, ids [][]int64) error {
 	c.held, c.heldOf = recv, c.rows
 	c.rows, c.ids = slices.Clone(c.rows), make([][]int64, len(recv)) // rows is the view's, shared
@@ -186,7 +186,11 @@ func (e *Engine) restrictInput(c *conv) {
 			written[r] = written[r] || b.RowPtr[r+1] > b.RowPtr[r]
 		}
 	}
-	first.ri, first.read, first.written = ri, ownRowsRead(c.fwd), listed(written)
+	read := c.fwd.wire.enc // the rows a quantized cache encodes, where restrictOutput listed them
+	if read == nil {
+		read = ownRowsRead(c.fwd)
+	}
+	first.ri, first.read, first.written = ri, read, listed(written)
 	// Its bias and ReLU can then be applied as its rows are written: no
 	// other row is read. Not where the rank's whole block is encoded for
 	// the wire (its error report would see the other rows change).
