@@ -215,10 +215,11 @@ func grow[T any](b []T, n int) []T {
 // bytes cross behind the compute and keep every rank count's losses
 // equal. Below it they cost more than quantizing them: int8, at no loss
 // of accuracy. Below 0.1 GB/s (1 Gbit/s shared by two ranks next to this
-// CPU) even int8's bytes do not fit behind the compute, and int4, within
-// a point of fp32, does (results/README.md, "Links"). int2 is never a
-// default: it is held only within 3 points.
-var linkWires = []linkWire{{0.1, "int4"}, {0.5, "int8"}}
+// CPU) even int8's bytes do not fit behind the compute, and int4 does;
+// below 0.04 (0.5 Gbit/s shared by two, 1 Gbit/s by four) int4's do not
+// either, and int2's do. int4 and int2 both hold within a point of fp32
+// (TestQuantizedAccuracy; results/README.md, "Links").
+var linkWires = []linkWire{{0.04, "int2"}, {0.1, "int4"}, {0.5, "int8"}}
 
 // linkWire is a default width and the rate a link must be below to get it.
 type linkWire struct {
