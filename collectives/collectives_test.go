@@ -91,14 +91,17 @@ func TestInprocSizeMismatchIsAnError(t *testing.T) {
 	}
 }
 
-// MeasureLink: every rank of a ring gets one positive rate, the same on
-// every rank; one rank measures nothing.
+// MeasureLink: every rank gets one positive rate, the same on every rank,
+// having sent to every other rank, as the sparse exchange does;
+// one rank measures nothing.
 func TestMeasureLink(t *testing.T) {
-	for _, p := range []int{1, 2, 3} {
+	for _, p := range []int{1, 2, 3, 4} {
 		rates := make([]float64, p)
+		sentTo := make([]map[int]int, p)
 		err := NewWorld(p, 5*time.Second).Run(func(c Comm) error {
-			g, err := MeasureLink(c, 1<<20, 3)
-			rates[c.Rank()] = g
+			rc := &sendCounter{Comm: c, to: map[int]int{}}
+			g, err := MeasureLink(rc, 1<<20, 3)
+			rates[c.Rank()], sentTo[c.Rank()] = g, rc.to
 			return err
 		})
 		if err != nil {
@@ -108,6 +111,25 @@ func TestMeasureLink(t *testing.T) {
 			if (p == 1) != (g == 0) || g < 0 || g != rates[0] {
 				t.Fatalf("P=%d: rank %d measured %v GB/s, rank 0 %v", p, r, g, rates[0])
 			}
+			for q := range p {
+				if q != r && sentTo[r][q] == 0 {
+					t.Errorf("P=%d: rank %d sent nothing to rank %d (sent to %v)", p, r, q, sentTo[r])
+				}
+			}
 		}
 	}
+}
+
+// sendCounter counts a rank's sends of the link's test messages (a KiB or
+// more, unlike the collectives' words around them), by destination.
+type sendCounter struct {
+	Comm
+	to map[int]int
+}
+
+func (s *sendCounter) Isend(buf []byte, dst, tag int) (Request, error) {
+	if len(buf) >= 1<<10 {
+		s.to[dst]++
+	}
+	return s.Comm.Isend(buf, dst, tag)
 }
