@@ -127,16 +127,15 @@ func TestWireForLink(t *testing.T) {
 		wire  string
 		below float64
 	}{
-		{0, "fp32", 0},        // not measured: shared memory
-		{1.5, "fp32", 0},      // TCP on one host
-		{0.8, "fp32", 0},      // 10 Gbit/s shared by two ranks
-		{0.5, "fp32", 0},      // the first rate that is not slow
-		{0.17, "int8", 0.5},   // 2.5 Gbit/s
-		{0.1, "int8", 0.5},    // the first rate int8 fits behind
-		{0.064, "int4", 0.1},  // 1 Gbit/s
-		{0.04, "int4", 0.1},   // the first rate int4 fits behind
-		{0.036, "int2", 0.04}, // 0.5 Gbit/s; 1 Gbit/s shared by four
-		{0.02, "int2", 0.04},  // 0.5 Gbit/s shared by four
+		{0, "fp32", 0},       // not measured: shared memory
+		{1.5, "fp32", 0},     // TCP on one host
+		{0.8, "fp32", 0},     // 10 Gbit/s shared by two ranks
+		{0.5, "fp32", 0},     // the first rate that is not slow
+		{0.17, "int8", 0.5},  // 2.5 Gbit/s
+		{0.1, "int8", 0.5},   // the first rate int8 fits behind
+		{0.088, "int2", 0.1}, // 2.5 Gbit/s shared by four
+		{0.064, "int2", 0.1}, // 1 Gbit/s
+		{0.02, "int2", 0.1},  // 0.5 Gbit/s shared by four
 	} {
 		if w, b := WireForLink(c.gbs); w != c.wire || b != c.below {
 			t.Errorf("WireForLink(%g) = %s under %g, want %s under %g", c.gbs, w, b, c.wire, c.below)
