@@ -654,6 +654,12 @@ func chooseWire(cfg *train.Config, c collectives.Comm, rep *result.Run) error {
 	if err != nil {
 		return err
 	}
+	// The measurement grows each connection's congestion window; training
+	// on those windows ran its first epochs slower than on fresh ones
+	// (results/README.md, "Links"). Linux restarts a window idle for a
+	// retransmission timeout (200 ms at least; tcp_slow_start_after_idle),
+	// so the ranks idle past it.
+	time.Sleep(linkSettle)
 	rep.LinkGBs = gbs
 	w, below := train.WireForLink(gbs)
 	if w != cfg.Wire.Fwd {
@@ -668,6 +674,9 @@ func chooseWire(cfg *train.Config, c collectives.Comm, rep *result.Run) error {
 	}
 	return nil
 }
+
+// linkSettle is how long ranks idle after measuring the link.
+const linkSettle = 300 * time.Millisecond
 
 // oneHostSharedMemory reports whether every rank runs on this host (their
 // host names agree) and OpenMPI may join them through shared memory: then
