@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"sancus/src/result"
+	"sancus/src/train"
 
 	"encoding/json"
 	"errors"
@@ -525,14 +526,18 @@ func TestEmulatedLink(t *testing.T) {
 	sameLosses(t, "on a 1 Gbit/s link", readReport(t, slow), readReport(t, free))
 	left("after training")
 	// Given no --wire, a rank pair that shares no memory measures its link
-	// and, this slow (two ranks share 1 Gbit/s: 0.06 GB/s each), sends
-	// int4; on shared memory it keeps fp32.
-	if o, err := link(append([]string{mpirun, "-np", "2", bin}, append(common, "--out", chosen)...)...).CombinedOutput(); err != nil ||
-		!strings.Contains(string(o), "blocks go as --wire int4") {
+	// and, this slow (two ranks share 1 Gbit/s: 0.06 GB/s each), sends a
+	// quantized wire, the one train.WireForLink makes of the measured
+	// rate; on shared memory it keeps fp32.
+	o, err := link(append([]string{mpirun, "-np", "2", bin}, append(common, "--out", chosen)...)...).CombinedOutput()
+	if err != nil {
 		t.Fatalf("on the link, no --wire: %v\n%s", err, o)
 	}
-	if r := readReport(t, chosen); !(r.LinkGBs > 0 && r.LinkGBs < 0.2) || !strings.Contains(r.WireChosen, "int4") || !strings.Contains(r.Link, "1Gbit") {
-		t.Fatalf("results JSON: link %q measured %v GB/s, chose %q", r.Link, r.LinkGBs, r.WireChosen)
+	r := readReport(t, chosen)
+	want, _ := train.WireForLink(r.LinkGBs)
+	if !(r.LinkGBs > 0 && r.LinkGBs < 0.2) || want == "fp32" || !strings.Contains(r.WireChosen, "--wire "+want) || !strings.Contains(r.Link, "1Gbit") ||
+		!strings.Contains(string(o), "blocks go as --wire "+want) {
+		t.Fatalf("results JSON: link %q measured %v GB/s, chose %q; want %s:\n%s", r.Link, r.LinkGBs, r.WireChosen, want, o)
 	}
 	if r := readReport(t, free); r.LinkGBs != 0 || r.WireChosen != "" {
 		t.Fatalf("on shared memory the link was measured (%v GB/s) or the wire chosen (%q)", r.LinkGBs, r.WireChosen)
