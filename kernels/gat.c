@@ -76,20 +76,22 @@ static inline int64_t per_chunk(int64_t h) { return h < CHUNK ? CHUNK / h : 1; }
 
 // v8 is 8 floats, whatever the level (two xmm below AVX2).
 typedef float v8 __attribute__((vector_size(32), aligned(4)));
+// vi8 is a v8's comparison mask; u16x8 is an edge's eight 16-bit dropout
+// draws; S8 spells a v8 of one value.
+typedef int32_t vi8 __attribute__((vector_size(32), aligned(4)));
+typedef uint16_t u16x8 __attribute__((vector_size(16), aligned(2)));
+#define S8(x) x, x, x, x, x, x, x, x
 // HADD8 is (x0 + x1, x2 + x3, y0 + y1, y2 + y3) in each 4-float half.
 #define HADD8(x, y)                                                            \
   (__builtin_shufflevector(x, y, 0, 2, 8, 10, 4, 6, 12, 14) +                  \
    __builtin_shufflevector(x, y, 1, 3, 9, 11, 5, 7, 13, 15))
 
-// SHAPES runs call with H_ and F_ the heads and features per head: as
-// constants for 8 heads of 8 (a hidden layer as Veličković et al. ran it)
-// and for one head (an output layer), else as given.
+// SHAPES runs call with H_ and F_ the heads and features per head: H_ a
+// constant for one head (an output layer), else both as given. 8 heads of
+// 8 have their own kernels (attend88, neighbour88).
 #define SHAPES(h, f, call)                                                     \
   do {                                                                         \
-    if (h == 8 && f == 8) {                                                    \
-      enum { H_ = 8, F_ = 8 };                                                 \
-      call;                                                                    \
-    } else if (h == 1) {                                                       \
+    if (h == 1) {                                                              \
       enum { H_ = 1 };                                                         \
       const int64_t F_ = f;                                                    \
       call;                                                                    \
@@ -118,6 +120,139 @@ typedef float v8 __attribute__((vector_size(32), aligned(4)));
     const v8 u1 = HADD8(HADD8(p[4], p[5]), HADD8(p[6], p[7]));                 \
     *(v8 *)d = __builtin_shufflevector(u0, u1, 0, 1, 2, 3, 8, 9, 10, 11) +     \
                __builtin_shufflevector(u0, u1, 4, 5, 6, 7, 12, 13, 14, 15);    \
+  }                                                                            \
+  /* 8 heads of 8 features, the usual hidden layer, on whole vectors: a        \
+     row's outputs and sums stay in registers over its edges, the scores of    \
+     an edge's heads are one v8, and the dropout draws of an edge are          \
+     compared eight at once. Same arithmetic, in the same order, as the        \
+     general bodies below. */                                                  \
+  ATTR static INLINE void leaky8_##SUFFIX(v8 *x, v8 *slope, const v8 *vp) {    \
+    const v8 v = *vp;                                                          \
+    const vi8 neg = v < 0;                                                     \
+    *slope = (v8)((neg & (vi8)(v8){S8(0.2f)}) | (~neg & (vi8)(v8){S8(1.0f)})); \
+    *x = (v8)((neg & (vi8)(0.2f * v)) | (~neg & (vi8)v));                      \
+  }                                                                            \
+  ATTR static INLINE void max8_##SUFFIX(v8 *a, const v8 *b) {                  \
+    const vi8 gt = *b > *a;                                                    \
+    *a = (v8)((gt & (vi8)*b) | (~gt & (vi8)*a));                               \
+  }                                                                            \
+  /* the eight heads' scales of edge_scales at once */                         \
+  ATTR static INLINE void scales8_##SUFFIX(v8 *dsc, uint64_t edge, drop_of_t dr) { \
+    const uint64_t z[2] = {sc_mix64(edge), sc_mix64(edge ^ 1)};                \
+    u16x8 d;                                                                   \
+    memcpy(&d, z, sizeof d);                                                   \
+    uint32_t scale;                                                            \
+    memcpy(&scale, &dr.scale, sizeof scale);                                   \
+    const vi8 kept = __builtin_convertvector(d, vi8) >= (int32_t)dr.thr;       \
+    *dsc = (v8)(kept & (int32_t)scale);                                        \
+  }                                                                            \
+  ATTR static void attend88_##SUFFIX(const int64_t *rowptr, const int32_t *col, const float *src, \
+      const float *el, float *m, float *s, float *o, float *o2, float *c, int64_t r0, int64_t r1, \
+      uint64_t key, float keep, const int64_t *tids, int64_t trow0, const int64_t *sids, \
+      int64_t srow0) {                                                         \
+    enum { H = 8, HF = 64, W = 72, PER = CHUNK / H };                          \
+    const int64_t pend = rowptr[r1];                                           \
+    const drop_of_t dr = drop_of(keep);                                        \
+    v8 x[PER + 1], sl[PER], dsc = {S8(1.0f)};                                  \
+    for (int64_t i = r0; i < r1; i++) {                                        \
+      const int64_t target = id_of(tids, trow0, i);                            \
+      const v8 eli = *(const v8 *)(el + i * H);                                \
+      float *mi = m + i * H, *si = s + i * H, *oi = o + i * HF;                \
+      float *o2i = o2 ? o2 + i * HF : NULL, *ci = c ? c + i * H : NULL;        \
+      for (int64_t p0 = rowptr[i]; p0 < rowptr[i + 1]; p0 += PER) {            \
+        const int64_t p1 = p0 + PER < rowptr[i + 1] ? p0 + PER : rowptr[i + 1]; \
+        v8 cm = {S8(-INFINITY)};                                               \
+        for (int64_t p = p0; p < p1; p++) {                                    \
+          if (p + PF < pend) prefetch(src + (int64_t)col[p + PF] * W, W);      \
+          const v8 v = eli + *(const v8 *)(src + (int64_t)col[p] * W + HF);    \
+          leaky8_##SUFFIX(&x[p - p0], &sl[p - p0], &v);                        \
+          max8_##SUFFIX(&cm, &x[p - p0]);                                      \
+        }                                                                      \
+        for (int64_t k = 0; k < H; k++)                                        \
+          if (cm[k] > mi[k]) { /* a larger maximum: rescale what is summed */  \
+            const float sc = expf(mi[k] - cm[k]);                              \
+            si[k] *= sc;                                                       \
+            for (int64_t t = 0; t < 8; t++) oi[k * 8 + t] *= sc;               \
+            if (o2i) {                                                         \
+              ci[k] *= sc;                                                     \
+              for (int64_t t = 0; t < 8; t++) o2i[k * 8 + t] *= sc;            \
+            }                                                                  \
+            mi[k] = cm[k];                                                     \
+          }                                                                    \
+        const v8 mv = *(const v8 *)mi;                                         \
+        for (int64_t p = p0; p < p1; p++) x[p - p0] -= mv;                     \
+        exp_chunk_##SUFFIX((float *)x, (p1 - p0) * H);                         \
+        v8 O[H], O2[H] = {{0}}, S = *(const v8 *)si, C = {0};                  \
+        for (int k = 0; k < H; k++) O[k] = *(const v8 *)(oi + 8 * k);          \
+        if (o2i) {                                                             \
+          C = *(const v8 *)ci;                                                 \
+          for (int k = 0; k < H; k++) O2[k] = *(const v8 *)(o2i + 8 * k);      \
+        }                                                                      \
+        for (int64_t p = p0; p < p1; p++) {                                    \
+          const float *row = src + (int64_t)col[p] * W;                        \
+          const v8 xp = x[p - p0];                                             \
+          if (key) scales8_##SUFFIX(&dsc, edge_key(key, target, id_of(sids, srow0, col[p])), dr); \
+          S += xp; /* dropped coefficients count here; they add 0 below */     \
+          const v8 av = xp * dsc;                                              \
+          if (o2i) {                                                           \
+            const v8 bv = av * sl[p - p0];                                     \
+            C += xp * sl[p - p0];                                              \
+            for (int k = 0; k < H; k++) {                                      \
+              const v8 rk = *(const v8 *)(row + 8 * k);                        \
+              O[k] += av[k] * rk;                                              \
+              O2[k] += bv[k] * rk;                                             \
+            }                                                                  \
+          } else {                                                             \
+            for (int k = 0; k < H; k++) O[k] += av[k] * *(const v8 *)(row + 8 * k); \
+          }                                                                    \
+        }                                                                      \
+        *(v8 *)si = S;                                                         \
+        for (int k = 0; k < H; k++) *(v8 *)(oi + 8 * k) = O[k];                \
+        if (o2i) {                                                             \
+          *(v8 *)ci = C;                                                       \
+          for (int k = 0; k < H; k++) *(v8 *)(o2i + 8 * k) = O2[k];            \
+        }                                                                      \
+      }                                                                        \
+    }                                                                          \
+  }                                                                            \
+  ATTR static void neighbour88_##SUFFIX(const int64_t *rowptr, const int32_t *col, const float *src, \
+      const float *own, float *dU, float *dEr, int64_t r0, int64_t r1, uint64_t key, float keep, \
+      const int64_t *oids, int64_t orow0, const int64_t *tids, int64_t trow0) { \
+    enum { H = 8, HF = 64, W = 72, GW = 88, PER = CHUNK / H };                 \
+    const int64_t pend = rowptr[r1];                                           \
+    const drop_of_t dr = drop_of(keep);                                        \
+    v8 x[PER + 1], sl[PER], dsc = {S8(1.0f)};                                  \
+    for (int64_t r = r0; r < r1; r++) {                                        \
+      const int64_t source = id_of(oids, orow0, r);                            \
+      const float *ur = own + r * W;                                           \
+      const v8 err = *(const v8 *)(ur + HF);                                   \
+      float *du = dU + r * HF;                                                 \
+      v8 DU[H], acc = {0};                                                     \
+      for (int k = 0; k < H; k++) DU[k] = *(const v8 *)(du + 8 * k);           \
+      for (int64_t p0 = rowptr[r]; p0 < rowptr[r + 1]; p0 += PER) {            \
+        const int64_t p1 = p0 + PER < rowptr[r + 1] ? p0 + PER : rowptr[r + 1]; \
+        for (int64_t p = p0; p < p1; p++) {                                    \
+          if (p + PF < pend) prefetch(src + (int64_t)col[p + PF] * GW, GW);    \
+          const float *t = src + (int64_t)col[p] * GW + HF; /* el | lse | δ */ \
+          /* α = e^(score − lse) */                                            \
+          const v8 v = *(const v8 *)t + err;                                   \
+          leaky8_##SUFFIX(&x[p - p0], &sl[p - p0], &v);                        \
+          x[p - p0] -= *(const v8 *)(t + H);                                   \
+        }                                                                      \
+        exp_chunk_##SUFFIX((float *)x, (p1 - p0) * H);                         \
+        for (int64_t p = p0; p < p1; p++) {                                    \
+          const float *g = src + (int64_t)col[p] * GW;                         \
+          if (key) scales8_##SUFFIX(&dsc, edge_key(key, id_of(tids, trow0, col[p]), source), dr); \
+          const v8 xp = x[p - p0], da = dsc * xp;                              \
+          for (int k = 0; k < H; k++) DU[k] += da[k] * *(const v8 *)(g + 8 * k); \
+          v8 gu;                                                               \
+          sum8_##SUFFIX((float *)&gu, g, ur);                                  \
+          acc += xp * (dsc * gu - *(const v8 *)(g + HF + 2 * H)) * sl[p - p0]; \
+        }                                                                      \
+      }                                                                        \
+      for (int k = 0; k < H; k++) *(v8 *)(du + 8 * k) = DU[k];                 \
+      *(v8 *)(dEr + r * H) += acc;                                             \
+    }                                                                          \
   }                                                                            \
   ATTR static inline float hsum_##SUFFIX(vf_##SUFFIX v) {                    \
     float s = 0;                                                               \
@@ -274,6 +409,10 @@ typedef float v8 __attribute__((vector_size(32), aligned(4)));
       int64_t h, int64_t f, const float *el, float *m, float *s, float *o, float *o2, float *c, \
       int64_t r0, int64_t r1, uint64_t key, float keep, const int64_t *tids, int64_t trow0, \
       const int64_t *sids, int64_t srow0) {                                    \
+    if (h == 8 && f == 8) {                                                    \
+      attend88_##SUFFIX(rowptr, col, src, el, m, s, o, o2, c, r0, r1, key, keep, tids, trow0, sids, srow0);\
+      return;                                                                  \
+    }                                                                          \
     SHAPES(h, f, attend_body_##SUFFIX(rowptr, col, src, H_, F_, el, m, s, o, o2, c, r0, r1, key, \
         keep, tids, trow0, sids, srow0));                                     \
   }                                                                            \
@@ -281,6 +420,10 @@ typedef float v8 __attribute__((vector_size(32), aligned(4)));
       const float *src, int64_t h, int64_t f, const float *own, float *dU, float *dEr, int64_t r0, \
       int64_t r1, uint64_t key, float keep, const int64_t *oids, int64_t orow0, \
       const int64_t *tids, int64_t trow0) {                                    \
+    if (h == 8 && f == 8) {                                                    \
+      neighbour88_##SUFFIX(rowptr, col, src, own, dU, dEr, r0, r1, key, keep, oids, orow0, tids, trow0);\
+      return;                                                                  \
+    }                                                                          \
     SHAPES(h, f, neighbour_body_##SUFFIX(rowptr, col, src, H_, F_, own, dU, dEr, r0, r1, key, \
         keep, oids, orow0, tids, trow0));                                      \
   }                                                                            \

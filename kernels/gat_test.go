@@ -18,10 +18,12 @@ import (
 // dropout. make test runs it at every SIMD level.
 func TestGATKernels(t *testing.T) {
 	for _, tc := range []struct {
-		h, f int
-		key  uint64
-	}{{8, 8, 0}, {8, 8, 0xfeed}, {1, 16, 0}, {1, 7, 0xbeef}, {3, 5, 0x1234}, {2, 16, 0}} {
-		t.Run(fmt.Sprintf("%dx%d-key%x", tc.h, tc.f, tc.key), func(t *testing.T) {
+		h, f    int
+		key     uint64
+		density float64 // 0.3: rows of about 90 edges, over several chunks
+	}{{8, 8, 0, 0.03}, {8, 8, 0xfeed, 0.03}, {8, 8, 0xfeed, 0.3}, {1, 16, 0, 0.03}, {1, 16, 0xbeef, 0.3},
+		{1, 7, 0xbeef, 0.03}, {3, 5, 0x1234, 0.03}, {2, 16, 0, 0.03}} {
+		t.Run(fmt.Sprintf("%dx%d-key%x-d%g", tc.h, tc.f, tc.key, tc.density), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(tc.h*100+tc.f), tc.key))
 			const n = 300
 			h, f := tc.h, tc.f
@@ -30,7 +32,7 @@ func TestGATKernels(t *testing.T) {
 			if tc.key != 0 {
 				keep = 0.6
 			}
-			a := randCSR(r, n, n, 0.03)
+			a := randCSR(r, n, n, tc.density)
 			ids := make([]int64, n)
 			for i := range ids {
 				ids[i] = 7 + 5*int64(i)
