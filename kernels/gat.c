@@ -59,9 +59,13 @@ static inline void no_dropout(int64_t h, float *d) {
   for (int64_t k = 0; k < h; k++) d[k] = 1.0f;
 }
 
-// prefetch asks for the w floats at row, PF edges before they are read:
-// the rows are gathered at random, so several misses must be in flight.
+// prefetch asks for the w floats at row before they are read: the rows
+// are gathered at random, so several misses must be in flight. The
+// scores' pass asks PF edges ahead. The pass that reads the rows asks PF2
+// ahead, into the next rows' edges: the scores' pass is too short for its
+// own requests to arrive, and would otherwise wait out a miss per edge.
 #define PF 8
+#define PF2 32
 static inline void prefetch(const float *row, int64_t w) {
   for (int64_t b = 0; b < w; b += 16) __builtin_prefetch(row + b);
 }
@@ -190,6 +194,7 @@ typedef uint16_t u16x8 __attribute__((vector_size(16), aligned(2)));
         }                                                                      \
         for (int64_t p = p0; p < p1; p++) {                                    \
           const float *row = src + (int64_t)col[p] * W;                        \
+          if (p + PF2 < pend) prefetch(src + (int64_t)col[p + PF2] * W, W); \
           const v8 xp = x[p - p0];                                             \
           if (key) scales8_##SUFFIX(&dsc, edge_key(key, target, id_of(sids, srow0, col[p])), dr); \
           S += xp; /* dropped coefficients count here; they add 0 below */     \
@@ -242,6 +247,7 @@ typedef uint16_t u16x8 __attribute__((vector_size(16), aligned(2)));
         exp_chunk_##SUFFIX((float *)x, (p1 - p0) * H);                         \
         for (int64_t p = p0; p < p1; p++) {                                    \
           const float *g = src + (int64_t)col[p] * GW;                         \
+          if (p + PF2 < pend) prefetch(src + (int64_t)col[p + PF2] * GW, GW); \
           if (key) scales8_##SUFFIX(&dsc, edge_key(key, id_of(tids, trow0, col[p]), source), dr); \
           const v8 xp = x[p - p0], da = dsc * xp;                              \
           for (int k = 0; k < H; k++) DU[k] += da[k] * *(const v8 *)(g + 8 * k); \
@@ -345,6 +351,7 @@ typedef uint16_t u16x8 __attribute__((vector_size(16), aligned(2)));
         exp_chunk_##SUFFIX(x, (p1 - p0) * h);                                  \
         for (int64_t p = p0; p < p1; p++) {                                    \
           const float *row = src + (int64_t)col[p] * w, *xp = x + (p - p0) * h; \
+          if (p + PF2 < pend) prefetch(src + (int64_t)col[p + PF2] * w, w);    \
           const float *slp = sl + (p - p0) * h;                                \
           if (key) edge_scales(edge_key(key, target, id_of(sids, srow0, col[p])), h, dr, dsc); \
           for (int64_t k = 0; k < h; k++) {                                    \
@@ -391,6 +398,7 @@ typedef uint16_t u16x8 __attribute__((vector_size(16), aligned(2)));
         exp_chunk_##SUFFIX(x, (p1 - p0) * h);                                  \
         for (int64_t p = p0; p < p1; p++) {                                    \
           const float *g = src + (int64_t)col[p] * gw, *t = g + hf;            \
+          if (p + PF2 < pend) prefetch(src + (int64_t)col[p + PF2] * gw, gw);  \
           if (key) edge_scales(edge_key(key, id_of(tids, trow0, col[p]), source), h, dr, dsc); \
           const float *xp = x + (p - p0) * h, *slp = sl + (p - p0) * h;        \
           for (int64_t k = 0; k < h; k++) da[k] = dsc[k] * xp[k];              \
