@@ -397,6 +397,19 @@ double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps) {
       for (int j = 0; j < m; j++)                                              \
         if (h[i + j] < 0) h[i + j] = v[j] - 1.0f;                              \
     }                                                                          \
+  }                                                                            \
+  ATTR static void elu_backward_##SUFFIX(float *restrict g, const float *restrict h, int64_t i0, \
+                                         int64_t i1) {                         \
+    typedef vf_##SUFFIX vf;                                                    \
+    typedef int32_t vi __attribute__((vector_size(sizeof(vf)), aligned(4)));   \
+    enum { L = sizeof(vf) / sizeof(float) };                                   \
+    const vf one = (vf){0} + 1.0f;                                             \
+    for (; i0 + L <= i1; i0 += L) {                                            \
+      const vf x = *(const vf *)(h + i0);                                      \
+      const vi le = x <= 0;                                                    \
+      *(vf *)(g + i0) *= (vf)(((vi)(x + 1.0f) & le) | ((vi)one & ~le));        \
+    }                                                                          \
+    for (int64_t i = i0; i < i1; i++) g[i] *= h[i] <= 0 ? h[i] + 1 : 1.0f;     \
   }
 
 SOFTMAX_CE(base, )
@@ -416,7 +429,7 @@ void sc_elu(float *h, int64_t i0, int64_t i1) { PICK3(elu, h, i0, i1); }
 // ELU's backward on g[i0, i1), read off its output h: g·(h + 1) where
 // h ≤ 0, g where h > 0.
 void sc_elu_backward(float *g, const float *h, int64_t i0, int64_t i1) {
-  for (int64_t i = i0; i < i1; i++) g[i] *= h[i] <= 0 ? h[i] + 1 : 1.0f; // a select: it vectorizes
+  PICK3(elu_backward, g, h, i0, i1);
 }
 
 double sc_softmax_ce(const float *z, int64_t c, const int32_t *labels, const int32_t *rows,
