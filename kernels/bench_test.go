@@ -181,45 +181,50 @@ func BenchmarkQuantize(b *testing.B) {
 	}
 }
 
-// BenchmarkGATAttention is a GAT layer's two edge passes (8 heads × 8,
-// dropout on) over benchAdj's pattern: "random" gathers source rows at
-// random from a table far larger than L2, "local" the same pattern with
-// every column folded into a 2,048-row window (gathers from cache), so the
-// gap between the two is what the gathers cost.
+// BenchmarkGATAttention is a GAT layer's two edge passes (dropout on) over
+// benchAdj's pattern, for a hidden layer (8 heads × 8) and an output layer
+// (one head of 16): "random" gathers source rows at random from a table
+// far larger than L2, "local" the same pattern with every column folded
+// into a 2,048-row window (gathers from cache), so the gap between the two
+// is what the gathers cost.
 func BenchmarkGATAttention(b *testing.B) {
-	const n, h, f = 100000, 8, 8
-	hf := h * f
-	for _, name := range []string{"random", "local"} {
-		a := benchAdj(n, 21)
-		if name == "local" {
-			for i := range a.Rows {
-				for p := a.RowPtr[i]; p < a.RowPtr[i+1]; p++ {
-					a.ColIdx[p] = int32(i&^2047) + a.ColIdx[p]%2048
+	const n = 100000
+	for _, shape := range [][2]int{{8, 8}, {1, 16}} {
+		h, f := shape[0], shape[1]
+		hf := h * f
+		for _, name := range []string{"random", "local"} {
+			a := benchAdj(n, 21)
+			if name == "local" {
+				for i := range a.Rows {
+					for p := a.RowPtr[i]; p < a.RowPtr[i+1]; p++ {
+						a.ColIdx[p] = int32(i&^2047) + a.ColIdx[p]%2048
+					}
 				}
 			}
-		}
-		blk := &GATBlock{A: a, H: h, F: f, Key: 7, Keep: 0.5}
-		src, gsrc := matrix.NewDense(n, hf+h), matrix.NewDense(n, hf+3*h)
-		for i := range src.Data {
-			src.Data[i] = float32(i%13) * 0.01
-		}
-		for i := range gsrc.Data {
-			gsrc.Data[i] = float32(i%11) * 0.01
-		}
-		st := GATState{El: matrix.NewDense(n, h), M: matrix.NewDense(n, h), S: matrix.NewDense(n, h),
-			O: matrix.NewDense(n, hf), O2: matrix.NewDense(n, hf), C: matrix.NewDense(n, h)}
-		dU, dEr := matrix.NewDense(n, hf), matrix.NewDense(n, h)
-		var cpu CPU
-		b.Run("attend-"+name, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				cpu.GATStart(st)
-				cpu.GATAttend(blk, src, st)
+			blk := &GATBlock{A: a, H: h, F: f, Key: 7, Keep: 0.5}
+			src, gsrc := matrix.NewDense(n, hf+h), matrix.NewDense(n, hf+3*h)
+			for i := range src.Data {
+				src.Data[i] = float32(i%13) * 0.01
 			}
-		})
-		b.Run("neighbour-"+name, func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				cpu.GATNeighbour(blk, gsrc, src, dU, dEr)
+			for i := range gsrc.Data {
+				gsrc.Data[i] = float32(i%11) * 0.01
 			}
-		})
+			st := GATState{El: matrix.NewDense(n, h), M: matrix.NewDense(n, h), S: matrix.NewDense(n, h),
+				O: matrix.NewDense(n, hf), O2: matrix.NewDense(n, hf), C: matrix.NewDense(n, h)}
+			dU, dEr := matrix.NewDense(n, hf), matrix.NewDense(n, h)
+			var cpu CPU
+			tag := fmt.Sprintf("%dx%d-%s", h, f, name)
+			b.Run("attend-"+tag, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					cpu.GATStart(st)
+					cpu.GATAttend(blk, src, st)
+				}
+			})
+			b.Run("neighbour-"+tag, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					cpu.GATNeighbour(blk, gsrc, src, dU, dEr)
+				}
+			})
+		}
 	}
 }
