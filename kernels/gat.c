@@ -173,7 +173,9 @@ typedef uint16_t u16x8 __attribute__((vector_size(16), aligned(2)));
           max8_##SUFFIX(&cm, &x[p - p0]);                                      \
         }                                                                      \
         for (int64_t k = 0; k < H; k++)                                        \
-          if (cm[k] > mi[k]) { /* a larger maximum: rescale what is summed */  \
+          if (mi[k] == -INFINITY) /* the row's first edges: nothing summed */  \
+            mi[k] = cm[k];                                                     \
+          else if (cm[k] > mi[k]) { /* a larger maximum: rescale the sums */   \
             const float sc = expf(mi[k] - cm[k]);                              \
             si[k] *= sc;                                                       \
             for (int64_t t = 0; t < 8; t++) oi[k * 8 + t] *= sc;               \
@@ -336,7 +338,9 @@ typedef uint16_t u16x8 __attribute__((vector_size(16), aligned(2)));
           }                                                                    \
         }                                                                      \
         for (int64_t k = 0; k < h; k++)                                        \
-          if (cm[k] > mi[k]) { /* a larger maximum: rescale what is summed */  \
+          if (mi[k] == -INFINITY) /* the row's first edges: nothing summed */  \
+            mi[k] = cm[k];                                                     \
+          else if (cm[k] > mi[k]) { /* a larger maximum: rescale the sums */   \
             const float sc = expf(mi[k] - cm[k]);                              \
             si[k] *= sc;                                                       \
             for (int64_t t = 0; t < f; t++) oi[k * f + t] *= sc;               \
