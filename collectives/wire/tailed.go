@@ -49,7 +49,7 @@ func (t *tailed) Encode(dst []byte, dec, x, ref []float32, width int, key uint64
 			putU16(row[hb+2*i:], bf16Nearest(v))
 		}
 	}
-	t.place(dec, width, rows, add, func(r, i int) float32 { return fromBF16(getU16(dst[r*rb+hb+2*i:])) })
+	t.place(dec, dst, width, rows, hb, add)
 	for r := 0; r < rows; r += max(errEvery, 1) {
 		for i := r * width; i < (r+1)*width; i++ {
 			d := float64(dec[i] - ref[i])
@@ -72,29 +72,27 @@ func (t *tailed) Decode(dst []float32, src []byte, width int, add bool) {
 		copy(t.bytes[r*hb:(r+1)*hb], src[r*rb:])
 	}
 	t.head.Decode(t.vals, t.bytes, hw, false)
-	t.place(dst, width, rows, add, func(r, i int) float32 {
-		return fromBF16(getU16(src[r*rb+hb+2*i:]))
-	})
+	t.place(dst, src, width, rows, hb, add)
 }
 
-// place writes (or adds) the decoded heads in t.vals and row r's tail
-// values tail(r, i) into dst.
-func (t *tailed) place(dst []float32, width, rows int, add bool, tail func(r, i int) float32) {
-	hw := width - t.tail
-	for r := range rows {
-		d, h := dst[r*width:(r+1)*width], t.vals[r*hw:(r+1)*hw]
-		for i := range width {
-			var v float32
-			if i < hw {
-				v = h[i]
-			} else {
-				v = tail(r, i-hw)
-			}
-			if add {
+// place writes (or adds) into dst the decoded heads in t.vals and the
+// tails of the rows on the wire (each tail from byte hb of its row).
+func (t *tailed) place(dst []float32, rows []byte, width, n, hb int, add bool) {
+	hw, rb := width-t.tail, hb+2*t.tail
+	for r := range n {
+		d, h, tail := dst[r*width:(r+1)*width], t.vals[r*hw:(r+1)*hw], rows[r*rb+hb:(r+1)*rb]
+		if add {
+			for i, v := range h {
 				d[i] += v
-			} else {
-				d[i] = v
 			}
+			for i := range t.tail {
+				d[hw+i] += fromBF16(getU16(tail[2*i:]))
+			}
+			continue
+		}
+		copy(d, h)
+		for i := range t.tail {
+			d[hw+i] = fromBF16(getU16(tail[2*i:]))
 		}
 	}
 }
