@@ -125,6 +125,25 @@ typedef uint16_t u16x8 __attribute__((vector_size(16), aligned(2)));
     *(v8 *)d = __builtin_shufflevector(u0, u1, 0, 1, 2, 3, 8, 9, 10, 11) +     \
                __builtin_shufflevector(u0, u1, 4, 5, 6, 7, 12, 13, 14, 15);    \
   }                                                                            \
+  /* fold_max takes a chunk's maxima cm into a row's running maxima mi:        \
+     a larger one rescales what the row has summed (si, oi and, kept for       \
+     a backward, ci and o2i) by e^(old − new). */                              \
+  ATTR static INLINE void fold_max_##SUFFIX(const float *cm, float *mi, float *si, float *oi, \
+      float *o2i, float *ci, int64_t h, int64_t f) {                           \
+    for (int64_t k = 0; k < h; k++)                                            \
+      if (mi[k] == -INFINITY) /* the row's first edges: nothing summed */      \
+        mi[k] = cm[k];                                                         \
+      else if (cm[k] > mi[k]) {                                                \
+        const float sc = expf(mi[k] - cm[k]);                                  \
+        si[k] *= sc;                                                           \
+        for (int64_t t = 0; t < f; t++) oi[k * f + t] *= sc;                   \
+        if (o2i) {                                                             \
+          ci[k] *= sc;                                                         \
+          for (int64_t t = 0; t < f; t++) o2i[k * f + t] *= sc;                \
+        }                                                                      \
+        mi[k] = cm[k];                                                         \
+      }                                                                        \
+  }                                                                            \
   /* 8 heads of 8 features, the usual hidden layer, on whole vectors: a        \
      row's outputs and sums stay in registers over its edges, the scores of    \
      an edge's heads are one v8, and the dropout draws of an edge are          \
@@ -172,19 +191,7 @@ typedef uint16_t u16x8 __attribute__((vector_size(16), aligned(2)));
           leaky8_##SUFFIX(&x[p - p0], &sl[p - p0], &v);                        \
           max8_##SUFFIX(&cm, &x[p - p0]);                                      \
         }                                                                      \
-        for (int64_t k = 0; k < H; k++)                                        \
-          if (mi[k] == -INFINITY) /* the row's first edges: nothing summed */  \
-            mi[k] = cm[k];                                                     \
-          else if (cm[k] > mi[k]) { /* a larger maximum: rescale the sums */   \
-            const float sc = expf(mi[k] - cm[k]);                              \
-            si[k] *= sc;                                                       \
-            for (int64_t t = 0; t < 8; t++) oi[k * 8 + t] *= sc;               \
-            if (o2i) {                                                         \
-              ci[k] *= sc;                                                     \
-              for (int64_t t = 0; t < 8; t++) o2i[k * 8 + t] *= sc;            \
-            }                                                                  \
-            mi[k] = cm[k];                                                     \
-          }                                                                    \
+        fold_max_##SUFFIX((const float *)&cm, mi, si, oi, o2i, ci, H, 8);      \
         const v8 mv = *(const v8 *)mi;                                         \
         for (int64_t p = p0; p < p1; p++) x[p - p0] -= mv;                     \
         exp_chunk_##SUFFIX((float *)x, (p1 - p0) * H);                         \
@@ -337,19 +344,7 @@ typedef uint16_t u16x8 __attribute__((vector_size(16), aligned(2)));
             cm[k] = xp[k] > cm[k] ? xp[k] : cm[k];                             \
           }                                                                    \
         }                                                                      \
-        for (int64_t k = 0; k < h; k++)                                        \
-          if (mi[k] == -INFINITY) /* the row's first edges: nothing summed */  \
-            mi[k] = cm[k];                                                     \
-          else if (cm[k] > mi[k]) { /* a larger maximum: rescale the sums */   \
-            const float sc = expf(mi[k] - cm[k]);                              \
-            si[k] *= sc;                                                       \
-            for (int64_t t = 0; t < f; t++) oi[k * f + t] *= sc;               \
-            if (o2i) {                                                         \
-              ci[k] *= sc;                                                     \
-              for (int64_t t = 0; t < f; t++) o2i[k * f + t] *= sc;            \
-            }                                                                  \
-            mi[k] = cm[k];                                                     \
-          }                                                                    \
+        fold_max_##SUFFIX(cm, mi, si, oi, o2i, ci, h, f);                      \
         for (int64_t p = p0; p < p1; p++)                                      \
           for (int64_t k = 0; k < h; k++) x[(p - p0) * h + k] -= mi[k];        \
         exp_chunk_##SUFFIX(x, (p1 - p0) * h);                                  \
