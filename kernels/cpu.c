@@ -268,6 +268,19 @@ void sc_scatter_rows(char *restrict dst, const char *restrict src, const int32_t
   }
 }
 
+// sc_add_rows adds src's k-th row to dst's row rows[k] (rows w floats,
+// distinct): the sums a peer sends for this rank's rows (the sparse
+// exchange's transpose).
+void sc_add_rows(float *restrict dst, const float *restrict src, const int32_t *rows, int64_t cnt,
+                 int64_t w) {
+  for (int64_t k = 0; k < cnt; k++) {
+    if (k + ROW_PF < cnt) prefetch_row((char *)(dst + (int64_t)rows[k + ROW_PF] * w), 4 * w, 1);
+    float *d = dst + (int64_t)rows[k] * w;
+    const float *x = src + k * w;
+    for (int64_t t = 0; t < w; t++) d[t] += x[t];
+  }
+}
+
 // sc_first_bad_row is the index of the first entry of rows outside
 // [0, n), or -1: a branch-free pass first (it vectorizes), then a search
 // only when something is wrong.

@@ -37,6 +37,8 @@ void sc_gemm_tn_rows(const float *A, const float *B, float *C, int64_t k, int64_
 void sc_gather_rows(char *dst, const char *src, const int32_t *rows, int64_t cnt, int64_t w);
 void sc_gather_rows_stream(char *dst, const char *src, const int32_t *rows, int64_t cnt, int64_t w);
 void sc_scatter_rows(char *dst, const char *src, const int32_t *rows, int64_t cnt, int64_t w);
+// dst's row rows[k] += src's k-th row, rows w floats and distinct.
+void sc_add_rows(float *dst, const float *src, const int32_t *rows, int64_t cnt, int64_t w);
 int64_t sc_first_bad_row(const int32_t *rows, int64_t cnt, int64_t n);
 void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int64_t i1);
 void sc_add(float *a, const float *b, int64_t i0, int64_t i1); // a += b (a and b apart)

@@ -1147,6 +1147,41 @@ func TestGatherScatterRows(t *testing.T) {
 	}
 }
 
+// AddRows adds each packed row to the listed row alone, at widths that
+// are and are not whole vectors, and refuses a row outside the block.
+func TestAddRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, w := range []int{72, 8, 1, 13} {
+		const n = 500
+		dst, src := make([]float32, n*w), make([]float32, n*w)
+		for i := range dst {
+			dst[i], src[i] = float32(r.IntN(100)), float32(r.IntN(100))
+		}
+		want := slices.Clone(dst)
+		var rows []int32
+		for i := range n {
+			if r.IntN(2) == 0 {
+				rows = append(rows, int32(i))
+			}
+		}
+		r.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+		for k, row := range rows {
+			for c := range w {
+				want[int(row)*w+c] += src[k*w+c]
+			}
+		}
+		if err := AddRows(dst, src, rows, w); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(dst, want) {
+			t.Fatalf("w=%d: rows added wrong", w)
+		}
+	}
+	if err := AddRows(make([]float32, 10*8), make([]float32, 8), []int32{10}, 8); err == nil || !strings.Contains(err.Error(), "entry 0 is 10") {
+		t.Errorf("row past the block: %v", err)
+	}
+}
+
 // TestRegisteredCodecsMatchTheReference: the codec each wire width looks
 // up (the C one for the integer widths) writes the reference's bytes and
 // decoded rows, adds a delta alike, and reports the same error.

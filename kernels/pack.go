@@ -29,6 +29,16 @@ func ScatterRows(block, packed []byte, rows []int32, w int) error {
 	return moveRows("scatter rows", false, packed, block, rows, w)
 }
 
+// AddRows adds src's k-th row (w floats) to dst's row rows[k]; rows are
+// distinct. It is how a rank takes in the sums a peer formed for its rows.
+func AddRows(dst, src []float32, rows []int32, w int) error {
+	if err := checkPack("add rows", "floats", len(src), len(dst), rows, w); err != nil || len(rows) == 0 {
+		return err
+	}
+	C.sc_add_rows((*C.float)(&dst[0]), (*C.float)(&src[0]), (*C.int32_t)(&rows[0]), C.int64_t(len(rows)), C.int64_t(w))
+	return nil
+}
+
 func moveRows(what string, gather bool, packed, block []byte, rows []int32, w int) error {
 	if err := checkPack(what, "bytes", len(packed), len(block), rows, w); err != nil || len(rows) == 0 {
 		return err
