@@ -91,9 +91,10 @@ type view struct {
 
 // part is what this rank knows of its part of the graph beyond its shard.
 type part struct {
-	depends [][]bool // depends[i][j]: nnz(Â_ij) > 0, known on every rank
-	ownIDs  []int64  // original node id per local row (nil: contiguous numbering)
-	sage    struct { // GraphSAGE: M = D⁻¹A and A blocks, this rank's 1/deg
+	depends [][]bool      // depends[i][j]: nnz(Â_ij) > 0, known on every rank
+	ownIDs  []int64       // original node id per local row (nil: contiguous numbering)
+	blockT  []*matrix.CSR // every peer's block of the view transposed, for a reduction (reduce.go)
+	sage    struct {      // GraphSAGE: M = D⁻¹A and A blocks, this rank's 1/deg
 		mean, adj []*matrix.CSR
 		invDeg    []float32
 	}

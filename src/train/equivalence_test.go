@@ -266,6 +266,21 @@ func sparseRows() []equivalence {
 				alt:  way{name: "sparse", p: p}, tol: 1e-5, bytes: bytesAltLess})
 		}
 	}
+	// GAT: with the sparse exchange its backward reduces each peer's sums
+	// (reduce.go), where dense broadcasts send its gradient rows; a stale
+	// forward block (epoch-fixed) is the copy both differentiate.
+	for _, pol := range []string{"none", "epoch-fixed"} {
+		for _, p := range []int{2, 4} {
+			rows = append(rows, equivalence{rule: fmt.Sprintf("reduced GAT gradients equal broadcast ones/%s P=%d", pol, p),
+				data: generated,
+				base: func(c *Config) {
+					c.Optim.Epochs, c.Staleness.Policy, c.Staleness.Eps, c.Model.Arch = 12, pol, 3, model.ArchGAT
+					c.Model.Heads, c.Model.Hidden = 2, 4
+				},
+				ref: way{name: "dense", p: p, set: func(c *Config) { c.Exchange.Dense = true }},
+				alt: way{name: "sparse", p: p}, tol: 1e-5, bytes: bytesAltLess, mustSkip: pol != "none"})
+		}
+	}
 	return rows
 }
 

@@ -26,11 +26,16 @@ package train
 // c_i = Σ_j α_ij σ'_ij (σ' = LeakyReLU'(s_ij)): the target side then costs
 // a dot product per row, not a second pass over the edges.
 //
-// The neighbour side needs, at j's owner, each target's [G_i, el_i, lse_i,
-// δ_i] (lse = m + ln s, so α_ij = e^(LeakyReLU(s_ij) − lse_i)): those rows
+// The neighbour side needs each target's [G_i, el_i, lse_i, δ_i] (lse =
+// m + ln s, so α_ij = e^(LeakyReLU(s_ij) − lse_i)) and j's [U_j | er_j] as
+// the targets used it. With the sparse exchange the targets' owner forms
+// it against its copy of j's rows and sends j's owner the sums over its
+// targets, ∂U_j and ∂er_j (reduce.go). Otherwise (dense broadcasts,
+// gradients that may be stale, cluster batches, deltas) the gradient rows
 // travel through the gradient cache over the same blocks (Â is symmetric:
-// the targets that read row j are j's neighbours), and the owner recomputes
-// α_ij from them against the copy of its own rows that the targets used.
+// the targets that read row j are j's neighbours), and j's owner
+// recomputes α_ij from them against the copy of its own rows that the
+// targets used.
 
 import (
 	"sancus/collectives/wire"
@@ -57,9 +62,20 @@ type gatLayer struct {
 	refPay   *matrix.Dense
 	attKey   uint64 // this epoch's attention-dropout key (0: none)
 	attKeep  float32
+	// neighbours adds the neighbour side of every target into dU and dEr,
+	// chosen once: broadcasting the gradient rows, or reducing the sums
+	// (reduce.go; red, with each peer's block transposed in blockT).
+	neighbours func(e *Engine, epoch int, own *matrix.Dense) error
+	red        *reduction
+	blockT     []*matrix.CSR
 }
 
-func (L *gatLayer) kind() string { return "gat (send [HW | a_r·HW])" }
+func (L *gatLayer) kind() string {
+	if L.red != nil {
+		return "gat (send [HW | a_r·HW], reduce [∂HW | ∂er])"
+	}
+	return "gat (send [HW | a_r·HW] and [G | el | lse | δ])"
+}
 
 func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
 	r, m := e.rows(), e.m
@@ -89,6 +105,12 @@ func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
 	// width.
 	e.addCachesOver(&L.conv, L.hf+L.h, L.hf+3*L.h, e.chk.wire[1], gradPolicy, e.view.blocks, e.view.blocks)
 	L.grad.wire.tail = 3 * L.h
+	L.neighbours = L.broadcastGradients
+	if e.P > 1 && e.reducesGradients(L.grad) {
+		L.neighbours = L.reduceGradients
+		L.red = e.newReduction([]int{L.hf, L.h}, []bool{true, ok}, L.grad.wire.bits, L.grad.wire.stream)
+		L.blockT = e.transposedBlocks()
+	}
 	return L
 }
 
@@ -176,17 +198,9 @@ func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dens
 	e.clip(g)
 	// The target side, from the forward's sums; the rows that travel.
 	L.att.GATGradRows(L.gpay, L.dEl, L.dEr, g, L.st, L.h, L.concat)
-	// The neighbour side, as each target's rows arrive, against this
-	// rank's rows as the targets used them.
 	own := L.fwd.block(e.be, e.rank)
 	e.be.Zero(L.dU)
-	err := e.communicate(L.grad, epoch, &ownRows{rows: L.gpay}, nil, func(j int) error {
-		if blk := L.grad.blocks[j]; blk.NNZ() > 0 {
-			L.att.GATNeighbour(L.block(e, blk, j), L.grad.block(e.be, j), own, L.dU, L.dEr)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := L.neighbours(e, epoch, own); err != nil {
 		return nil, err
 	}
 	L.att.GATScoreGrads(L.dU, L.dAl, L.dAr, L.dEl, L.dEr, L.u, own, e.m.AttL[L.l], e.m.AttR[L.l], L.h)
@@ -197,6 +211,52 @@ func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dens
 		return nil, err
 	}
 	return L.dIn, e.be.GEMMNT(L.dIn, L.dU, e.m.W[L.l])
+}
+
+// broadcastGradients is the neighbour side as each target's gradient rows
+// arrive, against this rank's rows as the targets used them (own).
+func (L *gatLayer) broadcastGradients(e *Engine, epoch int, own *matrix.Dense) error {
+	return e.communicate(L.grad, epoch, &ownRows{rows: L.gpay}, nil, func(j int) error {
+		if blk := L.grad.blocks[j]; blk.NNZ() > 0 {
+			L.att.GATNeighbour(L.block(e, blk, j), L.grad.block(e.be, j), own, L.dU, L.dEr)
+		}
+		return nil
+	})
+}
+
+// reduceGradients forms each peer's neighbour side here, from this rank's
+// targets' exact gradient rows and the peer's rows as this rank used them
+// (its forward slot), and sends the sums (reduce.go); its own block's
+// meanwhile.
+func (L *gatLayer) reduceGradients(e *Engine, epoch int, own *matrix.Dense) error {
+	return e.reduce(L.red, epoch, []*matrix.Dense{L.dU, L.dEr}, func(j int, out []*matrix.Dense) error {
+		if blk := L.blockT[j]; blk.NNZ() > 0 {
+			b := &kernels.GATBlock{A: blk, H: L.h, F: L.f, Key: L.attKey, Keep: L.attKeep,
+				RowIDs: e.view.ids[j], RowID0: e.s.Offsets[j], ColIDs: e.part.ownIDs, ColID0: e.s.Offsets[e.rank]}
+			L.att.GATNeighbour(b, L.gpay, L.fwd.block(e.be, j), out[0], out[1])
+		}
+		return nil
+	}, func() error {
+		if blk := L.grad.blocks[e.rank]; blk.NNZ() > 0 {
+			L.att.GATNeighbour(L.block(e, blk, e.rank), L.gpay, own, L.dU, L.dEr)
+		}
+		return nil
+	})
+}
+
+// transposedBlocks are every peer's block of this rank's view transposed:
+// rows the peer's rows held, columns this rank's (Â is symmetric, so a
+// peer's rows are its targets' neighbours), made once for every layer.
+func (e *Engine) transposedBlocks() []*matrix.CSR {
+	if e.part.blockT == nil {
+		e.part.blockT = make([]*matrix.CSR, e.P)
+		for j, b := range e.view.blocks {
+			if j != e.rank {
+				e.part.blockT[j] = b.Transpose()
+			}
+		}
+	}
+	return e.part.blockT
 }
 
 // attDropout is the attention dropout probability.

@@ -1,0 +1,215 @@
+package train
+
+// The sparse exchange's transpose. Some backward passes form a neighbour's
+// gradient from what only its targets' owner holds exactly: GAT's ∂U_j and
+// ∂er_j are sums over targets i of terms in α_ij and G_i. The broadcast
+// route sends the targets' gradient rows [G | el | lse | δ] to j's owner,
+// which forms the terms. Reducing instead, the targets' owner forms them,
+// sums them over its targets for every row of j it holds, and sends j's
+// owner those sums, [∂U | ∂er], which it adds to its own: the rows the
+// forward exchange moved the other way, narrower (GAT 8×8: 72 values to a
+// row, not 88; quantized, ∂er needs no bf16 tail, having its own scale).
+//
+// It also overlaps more. A rank forms the peers' sums first and sends
+// them, then forms its own block's while they are on the wire; the
+// broadcast route has only its own block's work to hide its rows behind,
+// and each peer's block still to compute once they arrive.
+//
+// It serves where the sums travel afresh every epoch, whole: the sparse
+// exchange, gradients never stale, no cluster batches, no deltas, a fixed
+// width (reducesGradients).
+
+import (
+	"fmt"
+	"time"
+
+	"sancus/collectives"
+	"sancus/collectives/wire"
+	"sancus/kernels"
+	"sancus/kernels/matrix"
+	"sancus/src/staleness"
+)
+
+const tagReduce = collectives.TagUser + 2
+
+// reducesGradients reports whether a layer whose gradient cache is c can
+// reduce its backward sums instead of broadcasting its gradient rows.
+func (e *Engine) reducesGradients(c *cache) bool {
+	_, sparse := e.net.x.(*sparseExchange)
+	_, never := c.policy.(staleness.None)
+	return sparse && never && e.batch == nil && !c.wire.delta && c.wire.bits != wire.Auto
+}
+
+// A reduction is one layer's sums through the transpose: per peer j, the
+// matrices summed over the rows of j this rank holds, and their encoding.
+type reduction struct {
+	widths  []int             // the columns of each matrix summed (GAT: h·f, h)
+	onBe    []bool            // whether each lives on the backend (else on the host: hostAttention's state)
+	parts   [][]*matrix.Dense // parts[j][m]: the sums for root j's rows held (nil: none held)
+	bits    int               // the gradient wire's width
+	stream  uint64            // keys the rounding, with the seed and the epoch
+	rowHash [][]uint64        // rowHash[j]: of root j's rows held, by node id
+	enc     [][][]byte        // enc[j][m]: parts[j][m] encoded
+	recv    [][][]float32     // recv[i][m]: rank i's sums for this rank's rows, as they travel
+	dec     []float32         // one received matrix, decoded
+}
+
+func (e *Engine) newReduction(widths []int, onBe []bool, bits int, stream uint64) *reduction {
+	r := &reduction{widths: widths, onBe: onBe, bits: bits, stream: stream, parts: make([][]*matrix.Dense, e.P),
+		rowHash: make([][]uint64, e.P), enc: make([][][]byte, e.P), recv: make([][][]float32, e.P)}
+	for j, n := range e.view.rows {
+		r.enc[j], r.recv[j] = make([][]byte, len(widths)), make([][]float32, len(widths))
+		if j == e.rank || n == 0 {
+			continue
+		}
+		for m, w := range widths {
+			d := matrix.NewDense(n, w)
+			if onBe[m] {
+				d = e.be.NewDense(n, w)
+			}
+			r.parts[j] = append(r.parts[j], d)
+		}
+		if bits != wire.FP32 {
+			r.rowHash[j] = make([]uint64, n)
+			for k := range n {
+				id := e.s.Offsets[j] + int64(k)
+				if e.view.ids[j] != nil {
+					id = e.view.ids[j][k]
+				}
+				r.rowHash[j][k] = wire.RowHash(uint64(id))
+			}
+		}
+	}
+	return r
+}
+
+func (r *reduction) rowBytes(w int) int { return wire.RowBytes(r.bits, w) }
+
+// reduce forms, for every peer j, the sums over the rows of j this rank
+// holds (peer(j, out) adds them into out, zeroed), sends them, runs own
+// (this rank's own block's share, into dst) while they travel, and adds
+// the sums each peer sends for this rank's rows into dst, peers in rank
+// order, so the result is the same whatever arrives first.
+func (e *Engine) reduce(r *reduction, epoch int, dst []*matrix.Dense, peer func(j int, out []*matrix.Dense) error, own func() error) (err error) {
+	x := e.net.x.(*sparseExchange) // reducesGradients
+	start, me := time.Now(), e.rank
+	recvs := make([][]collectives.Request, e.P)
+	var sends []collectives.Request
+	var sent, recvd int64
+	var wait time.Duration
+	defer func() {
+		if err != nil { // leave no transfer writing into or reading our buffers
+			for _, q := range recvs {
+				collectives.WaitAll(q)
+			}
+			collectives.WaitAll(sends)
+			err = fmt.Errorf("sparse reduction: %w", err)
+		}
+		e.tally.clock.wait += wait
+		e.tally.clock.comm += time.Since(start)
+		x.comm.Stats().Add("sparse_reduce", sent, recvd, time.Since(start))
+	}()
+	for i, rows := range x.sendIdx {
+		if i == me || len(rows) == 0 {
+			continue
+		}
+		for m, w := range r.widths {
+			n := len(rows) * r.rowBytes(w)
+			r.recv[i][m] = grow(r.recv[i][m], (n+3)/4) // floats, to add from as they are
+			q, err := x.comm.Irecv(collectives.Bytes(r.recv[i][m])[:n], i, tagReduce)
+			if err != nil {
+				return err
+			}
+			recvs[i] = append(recvs[i], q)
+			recvd += int64(n)
+		}
+	}
+	key := wire.Seed(e.cfg.Optim.Seed^r.stream, uint64(epoch))
+	for _, j := range ownFirst(me, e.P)[1:] {
+		out := r.parts[j]
+		if out == nil {
+			continue
+		}
+		for m, d := range out {
+			if r.onBe[m] {
+				e.be.Zero(d)
+			} else {
+				clear(d.Data)
+			}
+		}
+		if err := peer(j, out); err != nil {
+			return err
+		}
+		for m, d := range out {
+			if r.onBe[m] {
+				e.be.Download(d)
+			}
+			buf := r.encode(j, m, d.Data, key)
+			q, err := x.comm.Isend(buf, j, tagReduce)
+			if err != nil {
+				return err
+			}
+			sends = append(sends, q)
+			sent += int64(len(buf))
+		}
+	}
+	if err := own(); err != nil {
+		return err
+	}
+	for m, d := range dst {
+		if r.onBe[m] {
+			e.be.Download(d)
+		}
+	}
+	for _, i := range ownFirst(me, e.P)[1:] {
+		if recvs[i] == nil {
+			continue
+		}
+		t := time.Now()
+		err := collectives.WaitAll(recvs[i])
+		wait += time.Since(t)
+		recvs[i] = nil
+		if err != nil {
+			return err
+		}
+		for m, d := range dst {
+			if err := r.add(d, r.recv[i][m], x.sendIdx[i], r.widths[m]); err != nil {
+				return fmt.Errorf("rank %d's sums: %w", i, err)
+			}
+		}
+	}
+	for m, d := range dst {
+		if r.onBe[m] {
+			e.be.Upload(d)
+		}
+	}
+	t := time.Now()
+	err = collectives.WaitAll(sends)
+	wait += time.Since(t)
+	return err
+}
+
+// encode is the bytes that carry root j's m-th sums, x: the floats
+// themselves, or encoded at the reduction's width.
+func (r *reduction) encode(j, m int, x []float32, key uint64) []byte {
+	if r.bits == wire.FP32 {
+		return collectives.Bytes(x)
+	}
+	w := r.widths[m]
+	r.enc[j][m] = grow(r.enc[j][m], len(x)/w*r.rowBytes(w))
+	r.dec = grow(r.dec, len(x))
+	wire.CodecOf(r.bits).Encode(r.enc[j][m], r.dec, x, x, w, key, r.rowHash[j], false, len(x)/w+1)
+	return r.enc[j][m]
+}
+
+// add adds the sums in buf (as they traveled), one row for each of this rank's rows listed,
+// to d.
+func (r *reduction) add(d *matrix.Dense, buf []float32, rows []int32, w int) error {
+	src := buf
+	if r.bits != wire.FP32 {
+		r.dec = grow(r.dec, len(rows)*w)
+		wire.CodecOf(r.bits).Decode(r.dec, collectives.Bytes(buf)[:len(rows)*r.rowBytes(w)], w, false)
+		src = r.dec
+	}
+	return kernels.AddRows(d.Data, src, rows, w)
+}
