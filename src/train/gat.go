@@ -103,14 +103,16 @@ func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
 	// round G to zero, so those 3·heads values travel as bf16, each with
 	// its own exponent (wire.Tailed), and G alone at the gradient wire's
 	// width.
+	if bits := e.chk.wire[1]; e.reducesGradients(gradPolicy, bits) {
+		e.addCachesOver(&L.conv, L.hf+L.h, 0, bits, gradPolicy, e.view.blocks, nil)
+		L.neighbours = L.reduceGradients
+		L.red = e.newReduction([]int{L.hf, L.h}, []bool{true, ok}, bits, wireStream(L.l, dirGradient))
+		L.blockT = e.transposedBlocks()
+		return L
+	}
 	e.addCachesOver(&L.conv, L.hf+L.h, L.hf+3*L.h, e.chk.wire[1], gradPolicy, e.view.blocks, e.view.blocks)
 	L.grad.wire.tail = 3 * L.h
 	L.neighbours = L.broadcastGradients
-	if e.P > 1 && e.reducesGradients(L.grad) {
-		L.neighbours = L.reduceGradients
-		L.red = e.newReduction([]int{L.hf, L.h}, []bool{true, ok}, L.grad.wire.bits, L.grad.wire.stream)
-		L.blockT = e.transposedBlocks()
-	}
 	return L
 }
 
@@ -237,7 +239,7 @@ func (L *gatLayer) reduceGradients(e *Engine, epoch int, own *matrix.Dense) erro
 		}
 		return nil
 	}, func() error {
-		if blk := L.grad.blocks[e.rank]; blk.NNZ() > 0 {
+		if blk := L.fwd.blocks[e.rank]; blk.NNZ() > 0 { // Â is symmetric
 			L.att.GATNeighbour(L.block(e, blk, e.rank), L.gpay, own, L.dU, L.dEr)
 		}
 		return nil
@@ -258,6 +260,9 @@ func (e *Engine) transposedBlocks() []*matrix.CSR {
 	}
 	return e.part.blockT
 }
+
+// heldBytes is what the layer's reduction holds (memory.go).
+func (L *gatLayer) heldBytes() int64 { return L.red.bytes() }
 
 // attDropout is the attention dropout probability.
 func (e *Engine) attDropout() float64 {

@@ -127,17 +127,30 @@ func (e *Engine) addCaches(c *conv, width int, gradPolicy staleness.Policy) {
 }
 
 // addCachesOver makes the caches of a layer whose forward rows (width fw)
-// multiply fwd and whose gradient rows (width gw) multiply grad.
+// multiply fwd and whose gradient rows (width gw; 0: the layer reduces its
+// gradients and caches none) multiply grad.
 func (e *Engine) addCachesOver(c *conv, fw, gw, gradBits int, gradPolicy staleness.Policy, fwd, grad []*matrix.CSR) {
 	name := fmt.Sprintf("layer %d", c.l+1)
 	w := func(bits int, dir uint64) wireState {
-		return wireState{bits: bits, delta: e.cfg.Wire.Delta, maxErr: e.cfg.Wire.Error, stream: uint64(c.l)<<2 | dir,
+		return wireState{bits: bits, delta: e.cfg.Wire.Delta, maxErr: e.cfg.Wire.Error, stream: wireStream(c.l, dir),
 			keepPacked: e.cfg.Wire.CacheBits && bits != wire.FP32}
 	}
-	c.fwd = newCache(e.be, name+" forward", fw, e.view.rows, fwd, e.chk.policy, w(e.chk.wire[0], 1), e.rank)
-	c.eval = newCache(e.be, name+" eval", fw, e.view.rows, fwd, staleness.None{}, w(wire.FP32, 2), e.rank)
-	c.grad = newCache(e.be, name+" gradient", gw, e.view.rows, grad, gradPolicy, w(gradBits, 3), e.rank)
+	c.fwd = newCache(e.be, name+" forward", fw, e.view.rows, fwd, e.chk.policy, w(e.chk.wire[0], dirForward), e.rank)
+	c.eval = newCache(e.be, name+" eval", fw, e.view.rows, fwd, staleness.None{}, w(wire.FP32, dirEval), e.rank)
+	if gw > 0 {
+		c.grad = newCache(e.be, name+" gradient", gw, e.view.rows, grad, gradPolicy, w(gradBits, dirGradient), e.rank)
+	}
 }
+
+// The directions of a layer's traffic, which key its wire's rounding.
+const (
+	dirForward  = 1
+	dirEval     = 2
+	dirGradient = 3
+)
+
+// wireStream keys the rounding of layer l's traffic in one direction.
+func wireStream(l int, dir uint64) uint64 { return uint64(l)<<2 | dir }
 
 // localLayer is layer 1 on the precomputed ÂX: Z = dropout(ÂX)·W, with no
 // communication at all.

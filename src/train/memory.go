@@ -24,8 +24,16 @@ func (e *Engine) compulsoryBytes() int64 {
 	n += 4 * int64(len(s.Labels)+len(s.Train)+len(s.Val)+len(s.Test)+len(s.NodeIDs)+len(s.Clusters))
 	for _, L := range e.layers {
 		n += bufferBytes(reflect.ValueOf(L).Elem())
+		if x, ok := L.(interface{ heldBytes() int64 }); ok { // what its pointers hold
+			n += x.heldBytes()
+		}
 		for _, c := range L.base().caches() {
 			n += c.bytes()
+		}
+	}
+	for _, b := range e.part.blockT {
+		if b != nil {
+			n += b.Bytes()
 		}
 	}
 	if e.out.lossGrad != nil { // the output's gradient, where the loss cannot write it over the logits

@@ -32,12 +32,13 @@ import (
 
 const tagReduce = collectives.TagUser + 2
 
-// reducesGradients reports whether a layer whose gradient cache is c can
-// reduce its backward sums instead of broadcasting its gradient rows.
-func (e *Engine) reducesGradients(c *cache) bool {
+// reducesGradients reports whether a layer whose gradients would follow
+// policy at the given wire width reduces its backward sums instead of
+// broadcasting its gradient rows.
+func (e *Engine) reducesGradients(policy staleness.Policy, bits int) bool {
 	_, sparse := e.net.x.(*sparseExchange)
-	_, never := c.policy.(staleness.None)
-	return sparse && never && e.batch == nil && !c.wire.delta && c.wire.bits != wire.Auto
+	_, never := policy.(staleness.None)
+	return e.P > 1 && sparse && never && e.batch == nil && !e.cfg.Wire.Delta && bits != wire.Auto
 }
 
 // A reduction is one layer's sums through the transpose: per peer j, the
@@ -125,7 +126,8 @@ func (e *Engine) reduce(r *reduction, epoch int, dst []*matrix.Dense, peer func(
 		}
 	}
 	key := wire.Seed(e.cfg.Optim.Seed^r.stream, uint64(epoch))
-	for _, j := range ownFirst(me, e.P)[1:] {
+	for k := 1; k < e.P; k++ { // each rank's first sums to a different peer
+		j := (me + k) % e.P
 		out := r.parts[j]
 		if out == nil {
 			continue
@@ -212,4 +214,23 @@ func (r *reduction) add(d *matrix.Dense, buf []float32, rows []int32, w int) err
 		src = r.dec
 	}
 	return kernels.AddRows(d.Data, src, rows, w)
+}
+
+// bytes is what the reduction holds: the sums, their encodings, the
+// receive buffers and the hashes that key the rounding.
+func (r *reduction) bytes() int64 {
+	if r == nil {
+		return 0
+	}
+	n := 4 * int64(len(r.dec))
+	for j := range r.parts {
+		n += 8 * int64(len(r.rowHash[j]))
+		for m := range r.enc[j] {
+			n += int64(len(r.enc[j][m])) + 4*int64(len(r.recv[j][m]))
+		}
+		for _, d := range r.parts[j] {
+			n += 4 * int64(len(d.Data))
+		}
+	}
+	return n
 }
