@@ -98,11 +98,8 @@ func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
 	if !L.first {
 		L.in, L.dIn = e.be.NewDense(r, c.din), e.be.NewDense(r, c.din)
 	}
-	// G sits in a gradient row beside the scores' el, lse and δ, orders of
-	// magnitude larger; a quantized row's step, set by its range, would
-	// round G to zero, so those 3·heads values travel as bf16, each with
-	// its own exponent (wire.Tailed), and G alone at the gradient wire's
-	// width.
+	// Reduced, ∂U and ∂er travel as two matrices, each row with its own
+	// scale.
 	if bits := e.chk.wire[1]; e.reducesGradients(gradPolicy, bits) {
 		e.addCachesOver(&L.conv, L.hf+L.h, 0, bits, gradPolicy, e.view.blocks, nil)
 		L.neighbours = L.reduceGradients
@@ -110,6 +107,11 @@ func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
 		L.blockT = e.transposedBlocks()
 		return L
 	}
+	// Broadcast, G sits in a gradient row beside the scores' el, lse and
+	// δ, orders of magnitude larger; a quantized row's step, set by its
+	// range, would round G to zero, so those 3·heads values travel as
+	// bf16, each with its own exponent (wire.Tailed), and G alone at the
+	// gradient wire's width.
 	e.addCachesOver(&L.conv, L.hf+L.h, L.hf+3*L.h, e.chk.wire[1], gradPolicy, e.view.blocks, e.view.blocks)
 	L.grad.wire.tail = 3 * L.h
 	L.neighbours = L.broadcastGradients
@@ -261,8 +263,7 @@ func (e *Engine) transposedBlocks() []*matrix.CSR {
 	return e.part.blockT
 }
 
-// heldBytes is what the layer's reduction holds (memory.go).
-func (L *gatLayer) heldBytes() int64 { return L.red.bytes() }
+func (L *gatLayer) reduced() *reduction { return L.red }
 
 // attDropout is the attention dropout probability.
 func (e *Engine) attDropout() float64 {

@@ -24,8 +24,8 @@ func (e *Engine) compulsoryBytes() int64 {
 	n += 4 * int64(len(s.Labels)+len(s.Train)+len(s.Val)+len(s.Test)+len(s.NodeIDs)+len(s.Clusters))
 	for _, L := range e.layers {
 		n += bufferBytes(reflect.ValueOf(L).Elem())
-		if x, ok := L.(interface{ heldBytes() int64 }); ok { // what its pointers hold
-			n += x.heldBytes()
+		if x, ok := L.(reducer); ok {
+			n += x.reduced().bytes()
 		}
 		for _, c := range L.base().caches() {
 			n += c.bytes()

@@ -32,6 +32,10 @@ import (
 
 const tagReduce = collectives.TagUser + 2
 
+// A reducer is a layer that may reduce its gradients: its reduction, or
+// nil where it broadcasts them.
+type reducer interface{ reduced() *reduction }
+
 // reducesGradients reports whether a layer whose gradients would follow
 // policy at the given wire width reduces its backward sums instead of
 // broadcasting its gradient rows.
@@ -53,6 +57,7 @@ type reduction struct {
 	enc     [][][]byte        // enc[j][m]: parts[j][m] encoded
 	recv    [][][]float32     // recv[i][m]: rank i's sums for this rank's rows, as they travel
 	dec     []float32         // one received matrix, decoded
+	sends   int               // reductions run, for the results' wire widths
 }
 
 func (e *Engine) newReduction(widths []int, onBe []bool, bits int, stream uint64) *reduction {
@@ -126,6 +131,7 @@ func (e *Engine) reduce(r *reduction, epoch int, dst []*matrix.Dense, peer func(
 		}
 	}
 	key := wire.Seed(e.cfg.Optim.Seed^r.stream, uint64(epoch))
+	r.sends++
 	for k := 1; k < e.P; k++ { // each rank's first sums to a different peer
 		j := (me + k) % e.P
 		out := r.parts[j]

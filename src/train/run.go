@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"sancus/collectives"
+	"sancus/collectives/wire"
 	"sancus/kernels"
 	"sancus/kernels/matrix"
 	"sancus/src/model"
@@ -570,6 +571,11 @@ func (e *Engine) wireBits() map[string]float64 {
 		for dir, c := range map[string]*cache{"forward": L.base().fwd, "gradient": L.base().grad} {
 			if c != nil && c.quantized() && c.wire.sends > 0 {
 				out[fmt.Sprintf("%d %s", l+1, dir)] = c.wire.bitsSum / float64(c.wire.sends)
+			}
+		}
+		if x, ok := L.(reducer); ok {
+			if r := x.reduced(); r != nil && r.bits != wire.FP32 && r.sends > 0 {
+				out[fmt.Sprintf("%d gradient", l+1)] = float64(r.bits)
 			}
 		}
 	}

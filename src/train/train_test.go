@@ -635,6 +635,10 @@ func TestGATLearnsOnAQuantizedWire(t *testing.T) {
 		if sent, refSent := r.PerRank[0].BytesSent, ref.PerRank[0].BytesSent; w == "int8" && float64(sent) > 0.65*float64(refSent) {
 			t.Errorf("GAT on the %s wire sent %d bytes, fp32 %d: over 0.65 of them", w, sent, refSent)
 		}
+		// The reduced gradients travel at the wire's width, and say so.
+		if bits, want := r.WireBits["1 gradient"], map[string]float64{"int8": 8, "int2": 2}[w]; bits != want {
+			t.Errorf("GAT on the %s wire: layer 1's gradients reported at %v bits (results: %v)", w, bits, r.WireBits)
+		}
 	}
 }
 
