@@ -18,6 +18,7 @@
 //	             fixed at set-up by one function that holds every feature's rule
 //	exchange.go  the per-(layer, root) cache; dense ring and device exchangers
 //	sparse.go    the sparsity-aware exchanger (the default) and its set-up
+//	reduce.go    its transpose: sums formed for each peer's rows, sent back, added
 //	layers.go    one type per layer kind: local ÂX, transform-first, aggregate-first
 //	sage.go      the GraphSAGE-mean layer (D⁻¹A forward, A·D⁻¹g backward)
 //	gat.go       the GAT layer: online softmax over blocks as they arrive, through
@@ -105,8 +106,11 @@
 // coefficients, weight decay on every parameter. A row's softmax spans
 // every rank's block: it is taken block by block as blocks arrive (online
 // softmax), so Algorithm 3 is unchanged; a stale rank's nodes are attended
-// with their cached features and scores. Multi-label data trains a sigmoid
-// per class and reports micro-F1.
+// with their cached features and scores. Its backward, with the sparse
+// exchange, forms each peer's share of the gradient where the targets are
+// and sends the sums back (reduce.go): [∂HW | ∂er] rows, not the targets'
+// [G | el | lse | δ]. Multi-label data trains a sigmoid per class and
+// reports micro-F1.
 //
 // # Cluster batches
 //

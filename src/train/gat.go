@@ -53,7 +53,7 @@ type gatLayer struct {
 	in       *matrix.Dense
 	u, dU    *matrix.Dense // U = H̃W and its gradient, rows × hf
 	pay      *matrix.Dense // [U | er] per row: the forward rows that travel
-	gpay     *matrix.Dense // [G | el | lse | δ] per row: the gradient rows that travel
+	gpay     *matrix.Dense // [G | el | lse | δ] per row: the targets' gradient rows (broadcast: what travels)
 	st       kernels.GATState
 	dEl, dEr *matrix.Dense // rows × h
 	dAl, dAr *matrix.Dense
