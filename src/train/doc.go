@@ -85,7 +85,9 @@
 // stochastically and keyed by (seed, epoch, layer, direction, original
 // node id), so every receiver decodes the same values, the owner
 // multiplies exactly what the others decode, and a run gives the same
-// losses at any P and with either exchange. --wire auto --wire-error e lets
+// losses at any P and with either exchange. GAT's reduced gradients are
+// the exception: a sender's sums over its targets depend on P, and are
+// rounded keyed by the sender too. --wire auto --wire-error e lets
 // each owner pick, per block and epoch, the fewest bits whose relative
 // error stays under e. --wire-delta sends a refreshed root's change
 // against the copy every rank holds. --wire-allreduce bf16 halves the

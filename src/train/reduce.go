@@ -69,19 +69,15 @@ func (e *Engine) newReduction(widths []int, onBe []bool, bits int, stream uint64
 			continue
 		}
 		for m, w := range widths {
-			d := matrix.NewDense(n, w)
+			alloc := matrix.NewDense
 			if onBe[m] {
-				d = e.be.NewDense(n, w)
+				alloc = e.be.NewDense
 			}
-			r.parts[j] = append(r.parts[j], d)
+			r.parts[j] = append(r.parts[j], alloc(n, w))
 		}
 		if bits != wire.FP32 {
 			r.rowHash[j] = make([]uint64, n)
-			for k := range n {
-				id := e.s.Offsets[j] + int64(k)
-				if e.view.ids[j] != nil {
-					id = e.view.ids[j][k]
-				}
+			for k, id := range e.view.ids[j] { // the sparse view's, one per row held
 				r.rowHash[j][k] = wire.RowHash(uint64(id))
 			}
 		}
@@ -90,6 +86,13 @@ func (e *Engine) newReduction(widths []int, onBe []bool, bits int, stream uint64
 }
 
 func (r *reduction) rowBytes(w int) int { return wire.RowBytes(r.bits, w) }
+
+// key keys the rounding of the sums a sender sends in an epoch (with each
+// row's hash). It is the sender's too: the ranks that send sums for one row
+// round them independently, so their errors do not add up in step.
+func (r *reduction) key(seed uint64, epoch, sender int) uint64 {
+	return wire.Seed(seed^r.stream^uint64(sender+1)<<32, uint64(epoch))
+}
 
 // reduce forms, for every peer j, the sums over the rows of j this rank
 // holds (peer(j, out) adds them into out, zeroed), sends them, runs own
@@ -130,7 +133,7 @@ func (e *Engine) reduce(r *reduction, epoch int, dst []*matrix.Dense, peer func(
 			recvd += int64(n)
 		}
 	}
-	key := wire.Seed(e.cfg.Optim.Seed^r.stream, uint64(epoch))
+	key := r.key(e.cfg.Optim.Seed, epoch, me)
 	r.sends++
 	for k := 1; k < e.P; k++ { // each rank's first sums to a different peer
 		j := (me + k) % e.P
