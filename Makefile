@@ -162,10 +162,15 @@ bench-partition: build
 	@command -v gpmetis >/dev/null || { $(APT_INSTALL) metis; }
 	bash slurm/partition-bench.sh results/bench/partition
 
-# Time to accuracy on emulated links (root: ip netns, tc): RATES, PS,
-# MODELS, EPOCHS, LR as slurm/link-bench.sh reads them.
+# Time to accuracy on emulated links (root: ip netns, tc): by default the
+# whole table, every rate, P = 2 and 4 and all three models (hours on a
+# 2-core machine); RATES, PS, MODELS, CONFIGS, TURNS, EPOCHS, LR narrow
+# it, as slurm/link-bench.sh reads them.
+RATES ?= 500mbit 1gbit 2500mbit 10gbit none
+PS ?= 2 4
+MODELS ?= gcn sage gat
 bench-link: build
-	bash slurm/link-bench.sh results/bench/link
+	RATES="$(RATES)" PS="$(PS)" MODELS="$(MODELS)" bash slurm/link-bench.sh results/bench/link
 
 # Every model in one process and at P = 2 next to plain PyTorch, to its
 # memory-bound time (compulsory bytes over the triad) and to its roofline

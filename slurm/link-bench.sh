@@ -9,7 +9,8 @@
 # until its validation accuracy first reaches 99% of the best validation
 # accuracy of sparse fp32 without staleness at the same rate and model.
 #   usage: slurm/link-bench.sh OUTDIR   (root: ip netns, tc)
-#   env: RATES ("1gbit none"), PS ("2"), MODELS ("gcn"), EPOCHS (300), LR (0.05),
+#   env: RATES ("1gbit none"), PS ("2"), MODELS ("gcn"), EPOCHS and LR (by
+#        model: GCN 300 epochs at 0.05, GraphSAGE and GAT 60 at 0.01),
 #        GEN ("--model dcsbm"), CONFIGS (names of the configurations below; all),
 #        TURNS (1: each configuration runs that many times, the configurations
 #        taking turns; training is deterministic, so the turns differ in time
@@ -20,8 +21,6 @@ bin=${SANCUS:-bin/sancus}
 rates=${RATES:-1gbit none}
 ps=${PS:-2}
 models=${MODELS:-gcn}
-epochs=${EPOCHS:-300}
-lr=${LR:-0.05}
 turns=${TURNS:-1}
 emu=$(dirname "$0")/emu-link.sh
 mkdir -p "$out"
@@ -46,10 +45,12 @@ configs=(
 )
 for model in $models; do
 	case $model in
-	gcn) mflags=(--model gcn --hidden 16 --layers 2) ;;
-	sage) mflags=(--model sage --hidden 256 --layers 3) ;;
-	gat) mflags=(--model gat --hidden 8 --heads 8 --layers 2) ;;
+	gcn) mflags=(--model gcn --hidden 16 --layers 2) epochs=300 lr=0.05 ;;
+	sage) mflags=(--model sage --hidden 256 --layers 3) epochs=60 lr=0.01 ;;
+	gat) mflags=(--model gat --hidden 8 --heads 8 --layers 2) epochs=60 lr=0.01 ;;
+	*) echo "link-bench: unknown model $model (gcn, sage, gat)" >&2 && exit 2 ;;
 	esac
+	epochs=${EPOCHS:-$epochs} lr=${LR:-$lr}
 	for p in $ps; do
 		for rate in $rates; do
 			d=$out/$model-P$p-$rate
