@@ -64,10 +64,9 @@ type gatLayer struct {
 	attKeep  float32
 	// neighbours adds the neighbour side of every target into dU and dEr,
 	// chosen once: broadcasting the gradient rows, or reducing the sums
-	// (reduce.go; red, with each peer's block transposed in blockT).
+	// (reduce.go; red).
 	neighbours func(e *Engine, epoch int, own *matrix.Dense) error
 	red        *reduction
-	blockT     []*matrix.CSR
 }
 
 func (L *gatLayer) kind() string {
@@ -104,7 +103,7 @@ func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
 		e.addCachesOver(&L.conv, L.hf+L.h, 0, bits, gradPolicy, e.view.blocks, nil)
 		L.neighbours = L.reduceGradients
 		L.red = e.newReduction([]int{L.hf, L.h}, []bool{true, ok}, bits, wireStream(L.l, dirGradient))
-		L.blockT = e.transposedBlocks()
+		e.transposedBlocks()
 		return L
 	}
 	// Broadcast, G sits in a gradient row beside the scores' el, lse and
@@ -194,8 +193,14 @@ func (L *gatLayer) driftRef(e *Engine, in act, mask matrix.Mask) (*matrix.Dense,
 // block is root j's block of this layer's attention, with the ids that key
 // dropout.
 func (L *gatLayer) block(e *Engine, blk *matrix.CSR, j int) *kernels.GATBlock {
+	return L.blockOf(blk, e.part.ownIDs, e.s.Offsets[e.rank], e.view.ids[j], e.s.Offsets[j])
+}
+
+// blockOf is a block of this epoch's attention whose rows and columns
+// have the given node ids (nil: numbered from row0, col0).
+func (L *gatLayer) blockOf(blk *matrix.CSR, rowIDs []int64, row0 int64, colIDs []int64, col0 int64) *kernels.GATBlock {
 	return &kernels.GATBlock{A: blk, H: L.h, F: L.f, Key: L.attKey, Keep: L.attKeep,
-		RowIDs: e.part.ownIDs, RowID0: e.s.Offsets[e.rank], ColIDs: e.view.ids[j], ColID0: e.s.Offsets[j]}
+		RowIDs: rowIDs, RowID0: row0, ColIDs: colIDs, ColID0: col0}
 }
 
 func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
@@ -234,9 +239,8 @@ func (L *gatLayer) broadcastGradients(e *Engine, epoch int, own *matrix.Dense) e
 // meanwhile.
 func (L *gatLayer) reduceGradients(e *Engine, epoch int, own *matrix.Dense) error {
 	return e.reduce(L.red, epoch, []*matrix.Dense{L.dU, L.dEr}, func(j int, out []*matrix.Dense) error {
-		if blk := L.blockT[j]; blk.NNZ() > 0 {
-			b := &kernels.GATBlock{A: blk, H: L.h, F: L.f, Key: L.attKey, Keep: L.attKeep,
-				RowIDs: e.view.ids[j], RowID0: e.s.Offsets[j], ColIDs: e.part.ownIDs, ColID0: e.s.Offsets[e.rank]}
+		if blk := e.part.blockT[j]; blk.NNZ() > 0 { // rows: j's; columns: this rank's targets
+			b := L.blockOf(blk, e.view.ids[j], e.s.Offsets[j], e.part.ownIDs, e.s.Offsets[e.rank])
 			L.att.GATNeighbour(b, L.gpay, L.fwd.block(e.be, j), out[0], out[1])
 		}
 		return nil

@@ -102,21 +102,18 @@ func (r *reduction) key(seed uint64, epoch, sender int) uint64 {
 func (e *Engine) reduce(r *reduction, epoch int, dst []*matrix.Dense, peer func(j int, out []*matrix.Dense) error, own func() error) (err error) {
 	x := e.net.x.(*sparseExchange) // reducesGradients
 	start, me := time.Now(), e.rank
-	recvs := make([][]collectives.Request, e.P)
-	var sends []collectives.Request
-	var sent, recvd int64
-	var wait time.Duration
+	t := &transfer{recvs: make([][]collectives.Request, e.P)}
 	defer func() {
 		if err != nil { // leave no transfer writing into or reading our buffers
-			for _, q := range recvs {
+			for _, q := range t.recvs {
 				collectives.WaitAll(q)
 			}
-			collectives.WaitAll(sends)
+			collectives.WaitAll(t.sends)
 			err = fmt.Errorf("sparse reduction: %w", err)
 		}
-		e.tally.clock.wait += wait
+		e.tally.clock.wait += t.wait
 		e.tally.clock.comm += time.Since(start)
-		x.comm.Stats().Add("sparse_reduce", sent, recvd, time.Since(start))
+		x.comm.Stats().Add("sparse_reduce", t.sent, t.recvd, time.Since(start))
 	}()
 	for i, rows := range x.sendIdx {
 		if i == me || len(rows) == 0 {
@@ -129,8 +126,8 @@ func (e *Engine) reduce(r *reduction, epoch int, dst []*matrix.Dense, peer func(
 			if err != nil {
 				return err
 			}
-			recvs[i] = append(recvs[i], q)
-			recvd += int64(n)
+			t.recvs[i] = append(t.recvs[i], q)
+			t.recvd += int64(n)
 		}
 	}
 	key := r.key(e.cfg.Optim.Seed, epoch, me)
@@ -151,35 +148,27 @@ func (e *Engine) reduce(r *reduction, epoch int, dst []*matrix.Dense, peer func(
 		if err := peer(j, out); err != nil {
 			return err
 		}
+		r.move(out, e.be.Download)
 		for m, d := range out {
-			if r.onBe[m] {
-				e.be.Download(d)
-			}
 			buf := r.encode(j, m, d.Data, key)
 			q, err := x.comm.Isend(buf, j, tagReduce)
 			if err != nil {
 				return err
 			}
-			sends = append(sends, q)
-			sent += int64(len(buf))
+			t.sends = append(t.sends, q)
+			t.sent += int64(len(buf))
 		}
 	}
 	if err := own(); err != nil {
 		return err
 	}
-	for m, d := range dst {
-		if r.onBe[m] {
-			e.be.Download(d)
-		}
-	}
+	r.move(dst, e.be.Download)
 	for _, i := range ownFirst(me, e.P)[1:] {
-		if recvs[i] == nil {
+		if t.recvs[i] == nil {
 			continue
 		}
-		t := time.Now()
-		err := collectives.WaitAll(recvs[i])
-		wait += time.Since(t)
-		recvs[i] = nil
+		err := t.waitFor(t.recvs[i]...)
+		t.recvs[i] = nil
 		if err != nil {
 			return err
 		}
@@ -189,15 +178,18 @@ func (e *Engine) reduce(r *reduction, epoch int, dst []*matrix.Dense, peer func(
 			}
 		}
 	}
-	for m, d := range dst {
+	r.move(dst, e.be.Upload)
+	return t.waitFor(t.sends...)
+}
+
+// move moves those of ds (a matrix per width) that live on the backend
+// (Download, Upload); the host's need no move.
+func (r *reduction) move(ds []*matrix.Dense, f func(*matrix.Dense)) {
+	for m, d := range ds {
 		if r.onBe[m] {
-			e.be.Upload(d)
+			f(d)
 		}
 	}
-	t := time.Now()
-	err = collectives.WaitAll(sends)
-	wait += time.Since(t)
-	return err
 }
 
 // encode is the bytes that carry root j's m-th sums, x: the floats
