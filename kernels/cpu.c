@@ -159,12 +159,11 @@ SPMM(spmm, SC_VAL, 1, base, )
 SPMM(gather, SC_ONE, 1, base, )
 
 #if defined(__x86_64__) && defined(__GNUC__)
-DEFINE_KERNELS(avx2, __attribute__((target("avx2,fma"))))
-SPMM(spmm, SC_VAL, 2, avx2, __attribute__((target("avx2,fma"))))
-SPMM(gather, SC_ONE, 2, avx2, __attribute__((target("avx2,fma"))))
-#define AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma,prefer-vector-width=512")))
-SPMM(spmm, SC_VAL, 4, avx512, AVX512)
-SPMM(gather, SC_ONE, 4, avx512, AVX512)
+DEFINE_KERNELS(avx2, SC_AVX2)
+SPMM(spmm, SC_VAL, 2, avx2, SC_AVX2)
+SPMM(gather, SC_ONE, 2, avx2, SC_AVX2)
+SPMM(spmm, SC_VAL, 4, avx512, SC_AVX512)
+SPMM(gather, SC_ONE, 4, avx512, SC_AVX512)
 static int level = -1;
 int sc_simd_level(void) {
   if (level < 0) {
@@ -427,8 +426,8 @@ double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps) {
 
 SOFTMAX_CE(base, )
 #if defined(__x86_64__) && defined(__GNUC__)
-SOFTMAX_CE(avx2, __attribute__((target("avx2,fma"))))
-SOFTMAX_CE(avx512, __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma,prefer-vector-width=512"))))
+SOFTMAX_CE(avx2, SC_AVX2)
+SOFTMAX_CE(avx512, SC_AVX512)
 #endif
 
 // sc_exp sets y = e^x for n values x ≤ 0 through vexp (the loss's

@@ -165,7 +165,9 @@ func ReLUDroppedBackward(g, d *matrix.Dense, scale float32, sums []float32) erro
 }
 
 // DropoutCSR writes into vals the values of a with the mask applied (same
-// sparsity structure; dropped entries become 0).
+// sparsity structure; dropped entries become 0). vals must not be a.Val:
+// the kernel writes a row's last vector past its end before the next row
+// reads its values.
 func DropoutCSR(m matrix.Mask, vals []float32, a *matrix.CSR) {
 	if m.P <= 0 {
 		copy(vals, a.Val)

@@ -509,8 +509,8 @@ typedef uint16_t u16x8 __attribute__((vector_size(16), aligned(2)));
 
 GAT_KERNELS(base, )
 #if defined(__x86_64__) && defined(__GNUC__)
-GAT_KERNELS(avx2, __attribute__((target("avx2,fma"))))
-GAT_KERNELS(avx512, __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma,prefer-vector-width=512"))))
+GAT_KERNELS(avx2, SC_AVX2)
+GAT_KERNELS(avx512, SC_AVX512)
 #endif
 
 // attend folds a block's source rows (src: [U | er] per row) into the running

@@ -465,8 +465,8 @@ static void prefetch_rows(const float *src, int64_t w, const int32_t *rows, int6
 // vectors of A and JB broadcasts (16 xmm or ymm, 32 zmm).
 DEFINE_GEMM(base, , 3, 2, 1)
 #if defined(__x86_64__) && defined(__GNUC__)
-DEFINE_GEMM(avx2, __attribute__((target("avx2,fma"))), 6, 2, 2)
-DEFINE_GEMM(avx512, __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma,prefer-vector-width=512"))), 12, 4, 4)
+DEFINE_GEMM(avx2, SC_AVX2, 6, 2, 2)
+DEFINE_GEMM(avx512, SC_AVX512, 12, 4, 4)
 #endif
 
 void sc_gemm_nn(const float *A, const float *B, float *C, int64_t k, int64_t n, int64_t r0,

@@ -757,6 +757,30 @@ func TestDropoutKernelsMatchKeep(t *testing.T) {
 	vals := make([]float32, len(a.Val))
 	DropoutCSR(m, vals, a)
 	s := m.KeepScale()
+	// Rows of every length around a vector's, and ranges ending anywhere
+	// in one: each value written, from its own row's draws.
+	for _, shape := range []struct {
+		rows    int
+		density float64
+	}{{1, 0.9}, {3, 0.2}, {50, 0.13}, {200, 0.5}} {
+		b := randCSR(r, shape.rows, 71, shape.density)
+		got := make([]float32, len(b.Val))
+		for i := range got {
+			got[i] = float32(math.NaN())
+		}
+		DropoutCSR(m, got, b)
+		for i := 0; i < b.Rows; i++ {
+			for p := b.RowPtr[i]; p < b.RowPtr[i+1]; p++ {
+				want := float32(0)
+				if m.Keep(i, int(b.ColIdx[p])) {
+					want = b.Val[p] * s
+				}
+				if got[p] != want {
+					t.Fatalf("%d rows at %g: csr (%d,%d) = %g want %g", shape.rows, shape.density, i, b.ColIdx[p], got[p], want)
+				}
+			}
+		}
+	}
 	for i := 0; i < 37; i++ {
 		for c := 0; c < 71; c++ {
 			want := float32(0)

@@ -13,6 +13,9 @@ typedef float vf_avx2 __attribute__((vector_size(32), aligned(4)));
 typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
 
 #if defined(__x86_64__) && defined(__GNUC__)
+// The levels' targets, for the kernels compiled once per level.
+#define SC_AVX2 __attribute__((target("avx2,fma")))
+#define SC_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,fma,prefer-vector-width=512")))
 #define PICK(name, ...) \
   do { if (sc_simd_level()) name##_avx2(__VA_ARGS__); else name##_base(__VA_ARGS__); } while (0)
 #define PICK3(name, ...)                                 \
