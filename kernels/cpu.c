@@ -46,6 +46,41 @@
     for (int v = 0; v < NW; v++) *(vf *)(c + t + v * L) = s[v];                \
   }
 
+// spmm_pair: rows c and d of C = (or +=) their nonzeros' sums over a B one
+// vector wide and small enough for L1 (X·W, features by a weight): no
+// prefetches, and two rows' chains in step, since one chain of FMAs waits
+// on each before it. Each row keeps its own order, so it sums as the tile.
+#define SPMM_PAIR(NAME, W, SUFFIX, ATTR)                                       \
+  ATTR static inline void NAME##_pair_##SUFFIX(const int32_t *restrict col,   \
+      const float *restrict val, int64_t p, int64_t pe, int64_t q, int64_t qe, \
+      const float *restrict B, float *restrict c, float *restrict d, int acc_in) { \
+    typedef vf_##SUFFIX vf;                                                    \
+    enum { L = sizeof(vf) / sizeof(float), NW = VW / L };                      \
+    vf s[NW], t[NW];                                                           \
+    for (int v = 0; v < NW; v++) {                                             \
+      s[v] = acc_in ? *(const vf *)(c + v * L) : (vf){0};                      \
+      t[v] = acc_in ? *(const vf *)(d + v * L) : (vf){0};                      \
+    }                                                                          \
+    for (; p < pe && q < qe; p++, q++) {                                       \
+      const float *b = B + (int64_t)col[p] * VW, *e = B + (int64_t)col[q] * VW; \
+      for (int v = 0; v < NW; v++) {                                           \
+        s[v] += W(p) *(const vf *)(b + v * L);                                 \
+        t[v] += W(q) *(const vf *)(e + v * L);                                 \
+      }                                                                        \
+    }                                                                          \
+    for (; p < pe; p++)                                                        \
+      for (int v = 0; v < NW; v++) s[v] += W(p) *(const vf *)(B + (int64_t)col[p] * VW + v * L); \
+    for (; q < qe; q++)                                                        \
+      for (int v = 0; v < NW; v++) t[v] += W(q) *(const vf *)(B + (int64_t)col[q] * VW + v * L); \
+    for (int v = 0; v < NW; v++) {                                             \
+      *(vf *)(c + v * L) = s[v];                                               \
+      *(vf *)(d + v * L) = t[v];                                               \
+    }                                                                          \
+  }
+
+// NARROW_B is the largest B (bytes) that spmm treats as resident in L1.
+#define NARROW_B (32 << 10)
+
 // spmm: rows [r0, r1) of C = (or +=) A·B, or rows list[r0..r1), B n wide:
 // tiles of up to NVMAX vectors per pass over a row's nonzeros, leftover
 // columns (n % 16) plain. NAME and W as for SPMM_TILE.
@@ -53,10 +88,24 @@
   SPMM_TILE(NAME, W, 1, SUFFIX, ATTR)                                          \
   SPMM_TILE(NAME, W, 2, SUFFIX, ATTR)                                          \
   SPMM_TILE(NAME, W, 4, SUFFIX, ATTR)                                          \
+  SPMM_PAIR(NAME, W, SUFFIX, ATTR)                                             \
   ATTR static void NAME##_##SUFFIX(const int64_t *rowptr, const int32_t *col, const float *val, \
-                                 const float *B, float *C, int64_t n, int64_t r0, int64_t r1, \
-                                 int acc_in, const int32_t *list) {            \
+                                 const float *B, int64_t kb, float *C, int64_t n, int64_t r0, \
+                                 int64_t r1, int acc_in, const int32_t *list) { \
     if (r1 <= r0) return;                                                      \
+    if (n == VW && kb * VW * (int64_t)sizeof(float) <= NARROW_B) {             \
+      int64_t i = r0;                                                          \
+      for (; i + 1 < r1; i += 2) {                                             \
+        const int64_t r = list ? list[i] : i, q = list ? list[i + 1] : i + 1;  \
+        NAME##_pair_##SUFFIX(col, val, rowptr[r], rowptr[r + 1], rowptr[q], rowptr[q + 1], B, \
+                             C + r * VW, C + q * VW, acc_in);                  \
+      }                                                                        \
+      if (i < r1) {                                                            \
+        const int64_t r = list ? list[i] : i;                                  \
+        NAME##_tile1_##SUFFIX(col, val, rowptr[r], rowptr[r + 1], rowptr[r + 1], B, VW, 0, C + r * VW, acc_in); \
+      }                                                                        \
+      return;                                                                  \
+    }                                                                          \
     /* Prefetches run ahead over the nonzeros up to the last row's end: */     \
     /* with an ascending list past empty rows, the next listed rows'. */       \
     const int64_t pf_end = rowptr[(list ? list[r1 - 1] : r1 - 1) + 1];        \
@@ -84,6 +133,41 @@
         float s = acc_in ? c[t] : 0.0f;                                        \
         for (int64_t p = p0; p < p1; p++) s += W(p) B[(int64_t)col[p] * n + t]; \
         c[t] = s;                                                              \
+      }                                                                        \
+    }                                                                          \
+  }
+
+// spmm_t: C (m×n) = Σ over rows [r0, r1) of A: each nonzero (i, j, v) adds
+// v·B's row i into C's row j, in row order. C is a chunk's partial, small
+// enough for L1; at the hidden width B's row stays in registers.
+#define SPMM_T(SUFFIX, ATTR)                                                   \
+  ATTR static void spmm_t_##SUFFIX(const int64_t *rowptr, const int32_t *col, \
+                                   const float *val, const float *restrict B, \
+                                   float *restrict C, int64_t m, int64_t n,   \
+                                   int64_t r0, int64_t r1) {                   \
+    typedef vf_##SUFFIX vf;                                                    \
+    enum { L = sizeof(vf) / sizeof(float), NW = VW / L };                      \
+    memset(C, 0, (size_t)(m * n) * sizeof(float));                             \
+    if (n == VW) {                                                             \
+      for (int64_t i = r0; i < r1; i++) {                                      \
+        vf b[NW];                                                              \
+        for (int u = 0; u < NW; u++) b[u] = *(const vf *)(B + i * VW + u * L); \
+        for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++) {                  \
+          float *c = C + (int64_t)col[p] * VW;                                 \
+          for (int u = 0; u < NW; u++) *(vf *)(c + u * L) += val[p] * b[u];    \
+        }                                                                      \
+      }                                                                        \
+      return;                                                                  \
+    }                                                                          \
+    const int64_t nv = n / L * L;                                              \
+    for (int64_t i = r0; i < r1; i++) {                                        \
+      const float *b = B + i * n;                                              \
+      for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++) {                    \
+        float *c = C + (int64_t)col[p] * n;                                    \
+        const float v = val[p];                                                \
+        int64_t j = 0;                                                         \
+        for (; j < nv; j += L) *(vf *)(c + j) += v * *(const vf *)(b + j);     \
+        for (; j < n; j++) c[j] += v * b[j];                                   \
       }                                                                        \
     }                                                                          \
   }
@@ -120,22 +204,6 @@
     for (int64_t r = r0; r < r1; r++)                                          \
       for (int64_t k = 0; k < n; k++) dst[r * n + k] = src[r * n + k] * s[r];  \
   }                                                                            \
-  /* C (m×n) = Σ over rows [r0, r1) of A: each nonzero (i, j, v) adds   */ \
-  /* v·B's row i into C's row j, in row order.                          */ \
-  ATTR static void spmm_t_##SUFFIX(const int64_t *rowptr, const int32_t *col, \
-                                   const float *val, const float *restrict B, \
-                                   float *restrict C, int64_t m, int64_t n,   \
-                                   int64_t r0, int64_t r1) {                   \
-    memset(C, 0, (size_t)(m * n) * sizeof(float));                             \
-    for (int64_t i = r0; i < r1; i++) {                                        \
-      const float *b = B + i * n;                                              \
-      for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++) {                    \
-        float *c = C + (int64_t)col[p] * n;                                    \
-        const float v = val[p];                                                \
-        for (int64_t j = 0; j < n; j++) c[j] += v * b[j];                      \
-      }                                                                        \
-    }                                                                          \
-  }                                                                            \
   /* Four independent sums, so the adds keep up with the loads. */             \
   ATTR static void sum_##SUFFIX(const float *a, int64_t i0, int64_t i1, int64_t reps, \
                                 double *out) {                                 \
@@ -156,13 +224,16 @@
 
 DEFINE_KERNELS(base, )
 SPMM(spmm, SC_VAL, 1, base, )
+SPMM_T(base, )
 SPMM(gather, SC_ONE, 1, base, )
 
 #if defined(__x86_64__) && defined(__GNUC__)
 DEFINE_KERNELS(avx2, SC_AVX2)
 SPMM(spmm, SC_VAL, 2, avx2, SC_AVX2)
+SPMM_T(avx2, SC_AVX2)
 SPMM(gather, SC_ONE, 2, avx2, SC_AVX2)
 SPMM(spmm, SC_VAL, 4, avx512, SC_AVX512)
+SPMM_T(avx512, SC_AVX512)
 SPMM(gather, SC_ONE, 4, avx512, SC_AVX512)
 static int level = -1;
 int sc_simd_level(void) {
@@ -185,9 +256,9 @@ void sc_limit_simd(int l) { (void)l; }
 #endif
 
 void sc_spmm(const int64_t *rowptr, const int32_t *col, const float *val,
-             const float *B, float *C, int64_t n, int64_t r0, int64_t r1, int acc,
+             const float *B, int64_t kb, float *C, int64_t n, int64_t r0, int64_t r1, int acc,
              const int32_t *rows) {
-  FLUSH_DENORMALS(PICK3(spmm, rowptr, col, val, B, C, n, r0, r1, acc, rows));
+  FLUSH_DENORMALS(PICK3(spmm, rowptr, col, val, B, kb, C, n, r0, r1, acc, rows));
 }
 void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1, int relu,
                   const int32_t *rows) {
@@ -199,7 +270,7 @@ void sc_scale_rows(float *dst, const float *src, const float *s, int64_t n, int6
 }
 void sc_spmm_t(const int64_t *rowptr, const int32_t *col, const float *val, const float *B,
                float *C, int64_t m, int64_t n, int64_t r0, int64_t r1) {
-  FLUSH_DENORMALS(PICK(spmm_t, rowptr, col, val, B, C, m, n, r0, r1));
+  FLUSH_DENORMALS(PICK3(spmm_t, rowptr, col, val, B, C, m, n, r0, r1));
 }
 void sc_relu_backward(float *g, const float *h, int64_t i0, int64_t i1) {
   PICK(relu_backward, g, h, i0, i1);
@@ -298,7 +369,7 @@ void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int
 void sc_add(float *a, const float *b, int64_t i0, int64_t i1) { PICK(add, a, b, i0, i1); }
 void sc_gather_sum(const int64_t *rowptr, const int32_t *col, const float *B, float *C, int64_t n,
                    int64_t r0, int64_t r1) {
-  FLUSH_DENORMALS(PICK3(gather, rowptr, col, NULL, B, C, n, r0, r1, 0, NULL));
+  FLUSH_DENORMALS(PICK3(gather, rowptr, col, NULL, B, 0, C, n, r0, r1, 0, NULL));
 }
 double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps) {
   double s;

@@ -15,7 +15,7 @@ typedef struct {
 
 // rows (nil: r0..r1 themselves) lists the rows at positions [r0, r1).
 void sc_spmm(const int64_t *rowptr, const int32_t *col, const float *val,
-             const float *B, float *C, int64_t n, int64_t r0, int64_t r1, int acc,
+             const float *B, int64_t kb, float *C, int64_t n, int64_t r0, int64_t r1, int acc,
              const int32_t *rows);
 // C (m×n, A's columns × B's) = Aᵀ·B over A's rows [r0, r1), without Aᵀ.
 void sc_spmm_t(const int64_t *rowptr, const int32_t *col, const float *val, const float *B,

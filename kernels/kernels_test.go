@@ -76,11 +76,19 @@ var widths = []int{1, 7, 16, 33, 64, 80, 128}
 
 func TestSpMMMatchesDense(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
+	// B of 120 rows fits L1 at every width (spmm's narrow path at 16); of
+	// 1,000, not.
+	type shape struct{ n, k int }
+	shapes := []shape{{16, 1000}}
 	for _, n := range widths {
+		shapes = append(shapes, shape{n, 120})
+	}
+	for _, sh := range shapes {
+		n := sh.n
 		for _, th := range []int{1, 2, 3} {
 			SetThreads(th)
-			a := randCSR(r, 300, 120, 0.05)
-			b := randDense(r, 120, n)
+			a := randCSR(r, 300, sh.k, 0.05)
+			b := randDense(r, sh.k, n)
 			c := matrix.NewDense(300, n)
 			if err := SpMM(c, a, b, false); err != nil {
 				t.Fatal(err)

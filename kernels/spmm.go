@@ -106,7 +106,7 @@ func spmm(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool, rows
 		cuts = nnzCuts(a.RowPtr, threads)
 	}
 	forRanges(cuts, func(lo, hi int) {
-		C.sc_spmm(rowp, colp, valp, bp, cp, n, C.int64_t(lo), C.int64_t(hi), acc, lp)
+		C.sc_spmm(rowp, colp, valp, bp, C.int64_t(b.Rows), cp, n, C.int64_t(lo), C.int64_t(hi), acc, lp)
 	})
 }
 
