@@ -123,16 +123,31 @@ type RowInput interface {
 }
 
 // InputRowsOf returns in's row products, if it has them (timed too).
-func InputRowsOf(in Input) (RowInput, bool) {
+func InputRowsOf(in Input) (RowInput, bool) { return optionalInput[RowInput](in) }
+
+// InputAdd is what an Input may add: O·W summed into C, so that a layer
+// whose output has a second term (GraphSAGE's root path) makes no pass to
+// add it. The CPU's operands have it; find it with InputAddOf.
+type InputAdd interface {
+	MulAdd(c, w *matrix.Dense) error // c += O·w
+}
+
+// InputAddOf returns in's summing product, if it has it (timed too).
+func InputAddOf(in Input) (InputAdd, bool) { return optionalInput[InputAdd](in) }
+
+// optionalInput is optional's for an Input: timedInput implements every
+// optional interface, but only forwards what it wraps.
+func optionalInput[T any](in Input) (T, bool) {
+	var none T
 	inner := in
 	if t, ok := in.(timedInput); ok {
 		inner = t.Input
 	}
-	if _, ok := inner.(RowInput); !ok {
-		return nil, false
+	if _, ok := inner.(T); !ok {
+		return none, false
 	}
-	ri, ok := in.(RowInput)
-	return ri, ok
+	got, ok := in.(T)
+	return got, ok
 }
 
 // RowsOf returns be's row operations, if it has them (through Timed too).

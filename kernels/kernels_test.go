@@ -586,6 +586,18 @@ func TestOperandSparseAndDenseAgree(t *testing.T) {
 	sp.Mul(c1, w)
 	dn.Mul(c2, w)
 	assertClose(t, "dropout O·W sparse vs dense", c1, c2)
+	// MulAdd sums O·W into what C holds.
+	for _, o := range []*Operand{sp, dn} {
+		c := randDense(r, 500, 16)
+		want := matrix.NewDense(500, 16)
+		for i := range want.Data {
+			want.Data[i] = c.Data[i] + c1.Data[i]
+		}
+		if err := o.MulAdd(c, w); err != nil {
+			t.Fatal(err)
+		}
+		assertClose(t, fmt.Sprintf("O·W summed (sparse %v)", o.IsSparse()), c, want)
+	}
 	t1, t2 := matrix.NewDense(40, 16), matrix.NewDense(40, 16)
 	sp.MulT(t1, g)
 	dn.MulT(t2, g)

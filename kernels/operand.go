@@ -107,6 +107,14 @@ func (o *Operand) Mul(c, w *matrix.Dense) error {
 	return GEMMDrop(c, o.dense, w, o.mask, false)
 }
 
+// MulAdd computes c += O·w.
+func (o *Operand) MulAdd(c, w *matrix.Dense) error {
+	if o.sparse != nil {
+		return SpMM(c, o.cur, w, true)
+	}
+	return GEMMDrop(c, o.dense, w, o.mask, true)
+}
+
 // MulT computes c = Oᵀ·g (a weight gradient).
 func (o *Operand) MulT(c, g *matrix.Dense) error {
 	if o.sparse == nil {

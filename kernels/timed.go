@@ -305,6 +305,10 @@ func (i timedInput) Mul(c, w *matrix.Dense) error {
 	defer i.t.op(i.class, i.bytes(nil)+sizes(c, w), i.flops(nil, w.Cols))()
 	return i.Input.Mul(c, w)
 }
+func (i timedInput) MulAdd(c, w *matrix.Dense) error {
+	defer i.t.op(i.class, i.bytes(nil)+sizes(c, w)+summed(sizes(c), true), i.flops(nil, w.Cols))()
+	return i.Input.(InputAdd).MulAdd(c, w)
+}
 func (i timedInput) MulT(c, g *matrix.Dense) error {
 	defer i.t.op(i.class, i.bytes(nil)+sizes(c, g), i.flops(nil, g.Cols))()
 	return i.Input.MulT(c, g)

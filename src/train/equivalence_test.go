@@ -499,9 +499,15 @@ func cacheBitsRows() []equivalence {
 
 // requiredOnly is a backend with the required operations alone: every
 // optional one (row lists, fused passes, element operations, ELU, GAT's
-// attention) hidden, so the engine takes the path it has for a backend
-// without them (host copies, whole rows).
+// attention, and its layer-1 operand's rows and sums) hidden, so the
+// engine takes the path it has for a backend without them (host copies,
+// whole rows, a sum of its own).
 type requiredOnly struct{ kernels.Backend }
+
+func (r requiredOnly) Input(o *kernels.Operand) (kernels.Input, error) {
+	in, err := r.Backend.Input(o)
+	return struct{ kernels.Input }{in}, err
+}
 
 func init() {
 	kernels.Register("cpu-required-only", func(int) (kernels.Backend, error) { return requiredOnly{kernels.CPU{}}, nil })

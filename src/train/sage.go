@@ -43,7 +43,7 @@ type sageLayer struct {
 	in            *matrix.Dense // H̃ (hidden layers)
 	u, dU, r, dIn *matrix.Dense
 	scaled        *matrix.Dense // D⁻¹g, what the gradient exchange sends
-	dR, dInR      *matrix.Dense
+	dR            *matrix.Dense
 	invDeg        []float32
 	refBuf        *matrix.Dense
 	ops           kernels.ElementOps // the root path's sum and D⁻¹ on gradients
@@ -87,14 +87,31 @@ func (L *sageLayer) forward(e *Engine, p pass, in act) (act, error) {
 // order.
 type sageLocalLayer struct {
 	conv
-	r, dR *matrix.Dense
-	ops   kernels.ElementOps
+	dR      *matrix.Dense
+	addRoot func(z, root *matrix.Dense) error // z += dropout(X)·Root
 }
 
 func (e *Engine) newSAGELocalLayer(c conv) *sageLocalLayer {
-	L := &sageLocalLayer{conv: c, r: e.be.NewDense(e.rows(), c.dout), dR: e.be.NewDense(c.din, c.dout), ops: e.elementOps()}
+	L := &sageLocalLayer{conv: c, dR: e.be.NewDense(c.din, c.dout)}
 	L.extraGrads = []*matrix.Dense{L.dR}
+	L.addRoot = e.mulAdder(e.input, e.rows(), c.dout)
 	return L
+}
+
+// mulAdder is z += in·w: summed by the product itself where the input
+// can, else through a product of its own and a sum.
+func (e *Engine) mulAdder(in kernels.Input, rows, cols int) func(z, w *matrix.Dense) error {
+	if a, ok := kernels.InputAddOf(in); ok {
+		return a.MulAdd
+	}
+	tmp, ops := e.be.NewDense(rows, cols), e.elementOps()
+	return func(z, w *matrix.Dense) error {
+		if err := in.Mul(tmp, w); err != nil {
+			return err
+		}
+		ops.Add(z, tmp)
+		return nil
+	}
 }
 
 func (L *sageLocalLayer) kind() string { return "graphsage-mean (precomputed D⁻¹AX)" }
@@ -106,10 +123,9 @@ func (L *sageLocalLayer) forward(e *Engine, p pass, _ act) (act, error) {
 	if err := e.meanX.Mul(L.z, e.m.W[0]); err != nil {
 		return act{}, err
 	}
-	if err := e.input.Mul(L.r, e.m.Root[0]); err != nil {
+	if err := L.addRoot(L.z, e.m.Root[0]); err != nil {
 		return act{}, err
 	}
-	L.ops.Add(L.z, L.r)
 	return act{h: L.z}, nil
 }
 
@@ -137,7 +153,7 @@ func (L *sageLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Den
 		if err := e.be.GEMMTN(L.dR, L.in, g); err != nil {
 			return err
 		}
-		return e.be.GEMMNT(L.dInR, g, root)
+		return e.be.GEMMNT(L.dIn, g, root)
 	}
 	if err := e.aggregate(L.grad, epoch, L.dU, ownRows{rows: L.scaled, meanwhile: rootTerm}, nil, matrix.Mask{}); err != nil {
 		return nil, err
@@ -148,10 +164,9 @@ func (L *sageLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Den
 	if err := e.be.GEMMTN(L.dW, L.in, L.dU); err != nil {
 		return nil, err
 	}
-	if err := e.be.GEMMNT(L.dIn, L.dU, w); err != nil {
+	if err := e.be.GEMM(L.dIn, L.dU, w.T(), true); err != nil { // ∂H̃ += ∂U·Wᵀ
 		return nil, err
 	}
-	L.ops.Add(L.dIn, L.dInR)
 	return L.dIn, nil
 }
 
@@ -177,7 +192,7 @@ func (e *Engine) newSAGELayer(c conv, gradPolicy staleness.Policy) *sageLayer {
 		scaled: e.be.NewDense(r, c.dout), dR: e.be.NewDense(c.din, c.dout), invDeg: e.part.sage.invDeg, ops: e.elementOps()}
 	L.extraGrads = []*matrix.Dense{L.dR}
 	if !L.first {
-		L.in, L.dIn, L.dInR = e.be.NewDense(r, c.din), e.be.NewDense(r, c.din), e.be.NewDense(r, c.din)
+		L.in, L.dIn = e.be.NewDense(r, c.din), e.be.NewDense(r, c.din)
 	}
 	e.addCachesOver(&L.conv, c.dout, c.dout, e.chk.wire[1], gradPolicy, e.part.sage.mean, e.part.sage.adj)
 	return L
