@@ -85,6 +85,16 @@ typedef float v8 __attribute__((vector_size(32), aligned(4)));
 typedef int32_t vi8 __attribute__((vector_size(32), aligned(4)));
 typedef uint16_t u16x8 __attribute__((vector_size(16), aligned(2)));
 #define S8(x) x, x, x, x, x, x, x, x
+// u64x8 is eight 64-bit lanes; mix64x8 is sc_mix64 in each, a macro so that
+// each level's kernels compile it with their own instructions.
+typedef uint64_t u64x8 __attribute__((vector_size(64)));
+#define mix64x8(x)                                                             \
+  ({                                                                           \
+    u64x8 z_ = (x) + GOLDEN;                                                   \
+    z_ = (z_ ^ (z_ >> 30)) * 0xbf58476d1ce4e5b9ULL;                            \
+    z_ = (z_ ^ (z_ >> 27)) * 0x94d049bb133111ebULL;                            \
+    z_ ^ (z_ >> 31);                                                           \
+  })
 // HADD8 is (x0 + x1, x2 + x3, y0 + y1, y2 + y3) in each 4-float half.
 #define HADD8(x, y)                                                            \
   (__builtin_shufflevector(x, y, 0, 2, 8, 10, 4, 6, 12, 14) +                  \
@@ -104,6 +114,125 @@ typedef uint16_t u16x8 __attribute__((vector_size(16), aligned(2)));
       call;                                                                    \
     }                                                                          \
   } while (0)
+
+/* One head of F = NV·L features (an output layer), on whole vectors as
+   the 88 kernels: a row's outputs and sums stay in registers over its
+   edges. The forward's arithmetic is the general body's, in its order.
+   The neighbour side sums Σ_p w_p·(G_p·U_r) as (Σ_p w_p·G_p)·U_r, one
+   dot product a row where the general body takes one an edge. */
+#define GAT_ONE_HEAD(SUFFIX, ATTR, NV)                                         \
+  ATTR static void attend1_##NV##_##SUFFIX(const int64_t *rowptr, const int32_t *col, \
+      const float *src, const float *el, float *m, float *s, float *o, float *o2, float *c, \
+      int64_t r0, int64_t r1, uint64_t key, float keep, const int64_t *tids, int64_t trow0, \
+      const int64_t *sids, int64_t srow0) {                                    \
+    typedef vf_##SUFFIX vf;                                                    \
+    enum { L = sizeof(vf) / sizeof(float), F = NV * L, W = F + 1, PER = CHUNK }; \
+    const int64_t pend = rowptr[r1];                                           \
+    const drop_of_t dr = drop_of(keep);                                        \
+    float x[PER + 16], sl[PER], ds[PER + 8], dsc = 1.0f;                       \
+    for (int64_t i = r0; i < r1; i++) {                                        \
+      const int64_t target = id_of(tids, trow0, i);                            \
+      const float eli = el[i];                                                 \
+      float *oi = o + i * F, *o2i = o2 ? o2 + i * F : NULL;                    \
+      for (int64_t p0 = rowptr[i]; p0 < rowptr[i + 1]; p0 += PER) {            \
+        const int64_t p1 = p0 + PER < rowptr[i + 1] ? p0 + PER : rowptr[i + 1]; \
+        float cm = -INFINITY;                                                  \
+        for (int64_t p = p0; p < p1; p++) {                                    \
+          if (p + PF < pend) prefetch(src + (int64_t)col[p + PF] * W, W);      \
+          const float v = eli + src[(int64_t)col[p] * W + F];                  \
+          x[p - p0] = leaky(v), sl[p - p0] = leaky_slope(v);                   \
+          cm = x[p - p0] > cm ? x[p - p0] : cm;                                \
+        }                                                                      \
+        fold_max_##SUFFIX(&cm, m + i, s + i, oi, o2i, o2i ? c + i : NULL, 1, F); \
+        const float mi = m[i];                                                 \
+        for (int64_t p = p0; p < p1; p++) x[p - p0] -= mi;                     \
+        exp_chunk_##SUFFIX(x, p1 - p0);                                        \
+        if (key) chunk_scales_##SUFFIX(col, p0, p1, key, target, 1, sids, srow0, dr, ds); \
+        vf O[NV], O2[NV];                                                      \
+        float S = s[i], C = 0;                                                 \
+        for (int v = 0; v < NV; v++) O[v] = *(const vf *)(oi + v * L);         \
+        if (o2i) {                                                             \
+          C = c[i];                                                            \
+          for (int v = 0; v < NV; v++) O2[v] = *(const vf *)(o2i + v * L);     \
+        }                                                                      \
+        for (int64_t p = p0; p < p1; p++) {                                    \
+          const float *row = src + (int64_t)col[p] * W;                        \
+          if (p + PF2 < pend) prefetch(src + (int64_t)col[p + PF2] * W, W);    \
+          if (key) dsc = ds[p - p0];                                           \
+          const float xp = x[p - p0], av = xp * dsc;                           \
+          S += xp; /* dropped coefficients count here; they add 0 below */     \
+          if (o2i) {                                                           \
+            const float bv = av * sl[p - p0];                                  \
+            C += xp * sl[p - p0];                                              \
+            for (int v = 0; v < NV; v++) {                                     \
+              const vf rv = *(const vf *)(row + v * L);                        \
+              O[v] += av * rv;                                                 \
+              O2[v] += bv * rv;                                                \
+            }                                                                  \
+          } else {                                                             \
+            for (int v = 0; v < NV; v++) O[v] += av * *(const vf *)(row + v * L); \
+          }                                                                    \
+        }                                                                      \
+        s[i] = S;                                                              \
+        for (int v = 0; v < NV; v++) *(vf *)(oi + v * L) = O[v];               \
+        if (o2i) {                                                             \
+          c[i] = C;                                                            \
+          for (int v = 0; v < NV; v++) *(vf *)(o2i + v * L) = O2[v];           \
+        }                                                                      \
+      }                                                                        \
+    }                                                                          \
+  }                                                                            \
+  ATTR static void neighbour1_##NV##_##SUFFIX(const int64_t *rowptr, const int32_t *col, \
+      const float *src, const float *own, float *dU, float *dEr, int64_t r0, int64_t r1, \
+      uint64_t key, float keep, const int64_t *oids, int64_t orow0, const int64_t *tids, \
+      int64_t trow0) {                                                         \
+    typedef vf_##SUFFIX vf;                                                    \
+    enum { L = sizeof(vf) / sizeof(float), F = NV * L, W = F + 1, GW = F + 3, PER = CHUNK }; \
+    const int64_t pend = rowptr[r1];                                           \
+    const drop_of_t dr = drop_of(keep);                                        \
+    float x[PER + 16], sl[PER], ds[PER + 8], dsc = 1.0f;                       \
+    for (int64_t r = r0; r < r1; r++) {                                        \
+      const int64_t source = id_of(oids, orow0, r);                            \
+      const float *ur = own + r * W, err = ur[F];                              \
+      float *du = dU + r * F, acc = 0;                                         \
+      vf DU[NV], UR[NV], GS[NV];                                               \
+      for (int v = 0; v < NV; v++) {                                           \
+        DU[v] = *(const vf *)(du + v * L);                                     \
+        UR[v] = *(const vf *)(ur + v * L);                                     \
+        GS[v] = (vf){0};                                                       \
+      }                                                                        \
+      for (int64_t p0 = rowptr[r]; p0 < rowptr[r + 1]; p0 += PER) {            \
+        const int64_t p1 = p0 + PER < rowptr[r + 1] ? p0 + PER : rowptr[r + 1]; \
+        for (int64_t p = p0; p < p1; p++) {                                    \
+          if (p + PF < pend) prefetch(src + (int64_t)col[p + PF] * GW, GW);    \
+          const float *t = src + (int64_t)col[p] * GW + F; /* el | lse | δ */  \
+          const float v = t[0] + err;                                          \
+          x[p - p0] = leaky(v) - t[1]; /* α = e^(score − lse) */               \
+          sl[p - p0] = leaky_slope(v);                                         \
+        }                                                                      \
+        exp_chunk_##SUFFIX(x, p1 - p0);                                        \
+        if (key) chunk_scales_##SUFFIX(col, p0, p1, key, source, 0, tids, trow0, dr, ds); \
+        for (int64_t p = p0; p < p1; p++) {                                    \
+          const float *g = src + (int64_t)col[p] * GW;                         \
+          if (p + PF2 < pend) prefetch(src + (int64_t)col[p + PF2] * GW, GW);  \
+          if (key) dsc = ds[p - p0];                                           \
+          const float xp = x[p - p0], da = dsc * xp, ws = da * sl[p - p0];     \
+          for (int v = 0; v < NV; v++) {                                       \
+            const vf gk = *(const vf *)(g + v * L);                            \
+            DU[v] += da * gk;                                                  \
+            GS[v] += ws * gk;                                                  \
+          }                                                                    \
+          acc -= xp * g[F + 2] * sl[p - p0];                                   \
+        }                                                                      \
+      }                                                                        \
+      vf gu = GS[0] * UR[0];                                                   \
+      for (int v = 1; v < NV; v++) gu += GS[v] * UR[v];                        \
+      acc += hsum_##SUFFIX(gu);                                                \
+      for (int v = 0; v < NV; v++) *(vf *)(du + v * L) = DU[v];                \
+      dEr[r] += acc;                                                           \
+    }                                                                          \
+  }
+
 
 #define GAT_KERNELS(SUFFIX, ATTR)                                              \
   VEXP(SUFFIX, ATTR)                                                           \
@@ -168,6 +297,28 @@ typedef uint16_t u16x8 __attribute__((vector_size(16), aligned(2)));
     memcpy(&scale, &dr.scale, sizeof scale);                                   \
     const vi8 kept = __builtin_convertvector(d, vi8) >= (int32_t)dr.thr;       \
     *dsc = (v8)(kept & (int32_t)scale);                                        \
+  }                                                                            \
+  /* chunk_scales writes the dropout scales of one head on a row's edges       \
+     [p0, p1) at d[p − p0]: edge_scales of edge_key on eight edges at once,    \
+     in 64-bit lanes. The row is the target (fwd: the forward, edge p's        \
+     source is col[p]'s id) or the source (the neighbour side, col[p]'s id     \
+     the target). d holds eight edges past p1. Only a one-head kernel asks     \
+     for it: the 88 kernels hash each edge as they go, where the hashing       \
+     fills the time their rows take to arrive. */                              \
+  ATTR static void chunk_scales_##SUFFIX(const int32_t *col, int64_t p0, int64_t p1, uint64_t key, \
+      int64_t row, int fwd, const int64_t *ids, int64_t row0, drop_of_t dr, float *d) { \
+    uint32_t scale;                                                            \
+    memcpy(&scale, &dr.scale, sizeof scale);                                   \
+    /* the row's part of the key: key ^ target, or mix(source + GOLDEN) */     \
+    const uint64_t part = fwd ? key ^ (uint64_t)row : sc_mix64((uint64_t)row + GOLDEN); \
+    for (int64_t q = p0; q < p1; q += 8) {                                     \
+      u64x8 id;                                                                \
+      for (int j = 0; j < 8; j++) id[j] = (uint64_t)id_of(ids, row0, col[q + j < p1 ? q + j : p1 - 1]); \
+      const u64x8 e = fwd ? mix64x8(part ^ mix64x8(id + GOLDEN)) : mix64x8((key ^ id) ^ part); \
+      const vi8 kept = __builtin_convertvector(mix64x8(e) & 0xffff, vi8) >= (int32_t)dr.thr; \
+      const v8 sc = (v8)(kept & (int32_t)scale);                               \
+      memcpy(d + (q - p0), &sc, sizeof sc);                                    \
+    }                                                                          \
   }                                                                            \
   ATTR static void attend88_##SUFFIX(const int64_t *rowptr, const int32_t *col, const float *src, \
       const float *el, float *m, float *s, float *o, float *o2, float *c, int64_t r0, int64_t r1, \
@@ -317,6 +468,9 @@ typedef uint16_t u16x8 __attribute__((vector_size(16), aligned(2)));
       d[k] = s;                                                                \
     }                                                                          \
   }                                                                            \
+  GAT_ONE_HEAD(SUFFIX, ATTR, 1)                                                \
+  GAT_ONE_HEAD(SUFFIX, ATTR, 2)                                                \
+  GAT_ONE_HEAD(SUFFIX, ATTR, 4)                                                \
   ATTR INLINE static void attend_body_##SUFFIX(const int64_t *rowptr, const int32_t *col, const float *src, \
       int64_t h, int64_t f, const float *el, float *m, float *s, float *o, float *o2, float *c, \
       int64_t r0, int64_t r1, uint64_t key, float keep, const int64_t *tids, int64_t trow0, \
@@ -420,6 +574,13 @@ typedef uint16_t u16x8 __attribute__((vector_size(16), aligned(2)));
       attend88_##SUFFIX(rowptr, col, src, el, m, s, o, o2, c, r0, r1, key, keep, tids, trow0, sids, srow0);\
       return;                                                                  \
     }                                                                          \
+    if (h == 1 && f % (int64_t)(sizeof(vf_##SUFFIX) / sizeof(float)) == 0) {  \
+      switch (f / (int64_t)(sizeof(vf_##SUFFIX) / sizeof(float))) {            \
+      case 1: attend1_1_##SUFFIX(rowptr, col, src, el, m, s, o, o2, c, r0, r1, key, keep, tids, trow0, sids, srow0); return; \
+      case 2: attend1_2_##SUFFIX(rowptr, col, src, el, m, s, o, o2, c, r0, r1, key, keep, tids, trow0, sids, srow0); return; \
+      case 4: attend1_4_##SUFFIX(rowptr, col, src, el, m, s, o, o2, c, r0, r1, key, keep, tids, trow0, sids, srow0); return; \
+      }                                                                        \
+    }                                                                          \
     SHAPES(h, f, attend_body_##SUFFIX(rowptr, col, src, H_, F_, el, m, s, o, o2, c, r0, r1, key, \
         keep, tids, trow0, sids, srow0));                                     \
   }                                                                            \
@@ -430,6 +591,13 @@ typedef uint16_t u16x8 __attribute__((vector_size(16), aligned(2)));
     if (h == 8 && f == 8) {                                                    \
       neighbour88_##SUFFIX(rowptr, col, src, own, dU, dEr, r0, r1, key, keep, oids, orow0, tids, trow0);\
       return;                                                                  \
+    }                                                                          \
+    if (h == 1 && f % (int64_t)(sizeof(vf_##SUFFIX) / sizeof(float)) == 0) {  \
+      switch (f / (int64_t)(sizeof(vf_##SUFFIX) / sizeof(float))) {            \
+      case 1: neighbour1_1_##SUFFIX(rowptr, col, src, own, dU, dEr, r0, r1, key, keep, oids, orow0, tids, trow0); return; \
+      case 2: neighbour1_2_##SUFFIX(rowptr, col, src, own, dU, dEr, r0, r1, key, keep, oids, orow0, tids, trow0); return; \
+      case 4: neighbour1_4_##SUFFIX(rowptr, col, src, own, dU, dEr, r0, r1, key, keep, oids, orow0, tids, trow0); return; \
+      }                                                                        \
     }                                                                          \
     SHAPES(h, f, neighbour_body_##SUFFIX(rowptr, col, src, H_, F_, own, dU, dEr, r0, r1, key, \
         keep, oids, orow0, tids, trow0));                                      \

@@ -20,9 +20,10 @@ func TestGATKernels(t *testing.T) {
 	for _, tc := range []struct {
 		h, f    int
 		key     uint64
-		density float64 // 0.3: rows of about 90 edges, over several chunks
+		density float64 // 0.3: rows of about 90 edges, over several chunks (0.9: one head's too)
 	}{{8, 8, 0, 0.03}, {8, 8, 0xfeed, 0.03}, {8, 8, 0xfeed, 0.3}, {1, 16, 0, 0.03}, {1, 16, 0xbeef, 0.3},
-		{1, 7, 0xbeef, 0.03}, {3, 5, 0x1234, 0.03}, {2, 16, 0, 0.03}} {
+		{1, 16, 0xbeef, 0.9}, {1, 32, 0, 0.03}, {1, 64, 0xbeef, 0.03}, {1, 7, 0xbeef, 0.03}, {3, 5, 0x1234, 0.03},
+		{2, 16, 0, 0.03}} {
 		t.Run(fmt.Sprintf("%dx%d-key%x-d%g", tc.h, tc.f, tc.key, tc.density), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(tc.h*100+tc.f), tc.key))
 			const n = 300
