@@ -160,7 +160,7 @@ func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
 	c := L.cacheFor(p)
 	err := e.communicate(c, p.epoch, &ownRows{rows: L.pay}, ref, func(j int) error {
 		if c.blocks[j].NNZ() > 0 {
-			L.att.GATAttend(L.block(e, c.blocks[j], j), c.block(e.be, j), st)
+			L.att.GATAttend(L.block(e, c.blocks[j], j), e.ownBlock(c, j, L.pay), st)
 		}
 		return nil
 	})
@@ -190,6 +190,15 @@ func (L *gatLayer) driftRef(e *Engine, in act, mask matrix.Mask) (*matrix.Dense,
 	return L.refPay, nil
 }
 
+// ownBlock is root j's rows as an attention reads them: its slot, or this
+// rank's rows themselves (own) where the route reads them in place.
+func (e *Engine) ownBlock(c *cache, j int, own *matrix.Dense) *matrix.Dense {
+	if j == e.rank && c.route.direct {
+		return own
+	}
+	return c.block(e.be, j)
+}
+
 // block is root j's block of this layer's attention, with the ids that key
 // dropout.
 func (L *gatLayer) block(e *Engine, blk *matrix.CSR, j int) *kernels.GATBlock {
@@ -207,7 +216,7 @@ func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dens
 	e.clip(g)
 	// The target side, from the forward's sums; the rows that travel.
 	L.att.GATGradRows(L.gpay, L.dEl, L.dEr, g, L.st, L.h, L.concat)
-	own := L.fwd.block(e.be, e.rank)
+	own := e.ownBlock(L.fwd, e.rank, L.pay)
 	e.be.Zero(L.dU)
 	if err := L.neighbours(e, epoch, own); err != nil {
 		return nil, err
@@ -227,7 +236,7 @@ func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dens
 func (L *gatLayer) broadcastGradients(e *Engine, epoch int, own *matrix.Dense) error {
 	return e.communicate(L.grad, epoch, &ownRows{rows: L.gpay}, nil, func(j int) error {
 		if blk := L.grad.blocks[j]; blk.NNZ() > 0 {
-			L.att.GATNeighbour(L.block(e, blk, j), L.grad.block(e.be, j), own, L.dU, L.dEr)
+			L.att.GATNeighbour(L.block(e, blk, j), e.ownBlock(L.grad, j, L.gpay), own, L.dU, L.dEr)
 		}
 		return nil
 	})

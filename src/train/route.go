@@ -55,10 +55,11 @@ func (e *Engine) routeOf(c *cache) route {
 	_, never := c.policy.(staleness.None)
 	_, sparse := e.net.x.(*sparseExchange)
 	floats, whole := !c.quantized(), e.batch == nil
-	// A GAT layer's attention reads its own slot as it reads the others'.
+	// A GAT layer's attention reads its own slot as it reads the others'
+	// (ownBlock), the rows themselves where direct.
 	attends := e.cfg.Model.Arch.Attends()
 	r := route{
-		direct:         (e.P == 1 || sparse) && never && floats && whole && !attends,
+		direct:         (e.P == 1 || sparse) && never && floats && whole,
 		senderDrops:    sparse && never && floats && whole,
 		encodesDropped: !floats && never && whole && !c.wire.delta && !attends,
 	}
