@@ -108,3 +108,21 @@ func TestThreads(t *testing.T) {
 		t.Errorf("nodeCPUs = %d", n)
 	}
 }
+
+func TestProbesMPI(t *testing.T) {
+	for _, tc := range []struct {
+		name                   string
+		threads, onNode, ranks int
+		want                   bool
+	}{
+		{"one core each, every peer on the node", 1, 2, 2, false},
+		{"oversubscribed on one node", 1, 4, 4, false},
+		{"a peer on another node", 1, 2, 4, true},
+		{"one rank a node", 1, 1, 8, true},
+		{"spare cores on one node", 8, 2, 2, true},
+	} {
+		if got := ProbesMPI(tc.threads, tc.onNode, tc.ranks); got != tc.want {
+			t.Errorf("%s: ProbesMPI = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -130,9 +130,10 @@ func (m *Comm) serve(errc chan<- error) {
 	// not hide behind the compute.
 	poll := time.NewTicker(progressEvery)
 	poll.Stop()
+	ticking := false
 	for {
 		var f func()
-		if inflight == 0 {
+		if !ticking {
 			f = <-m.calls
 		} else {
 			select {
@@ -142,20 +143,36 @@ func (m *Comm) serve(errc chan<- error) {
 				continue
 			}
 		}
-		was := inflight
 		f()
-		switch {
-		case was == 0 && inflight > 0:
-			poll.Reset(progressEvery)
-		case was > 0 && inflight == 0:
-			poll.Stop()
+		if on := inflight > 0 && probeEvery > 0; on != ticking {
+			if on {
+				poll.Reset(probeEvery)
+			} else {
+				poll.Stop()
+			}
+			ticking = on
 		}
 	}
 }
 
-// inflight counts the requests started and not yet waited for; only the
-// MPI thread touches it.
-var inflight int
+// inflight counts the requests started and not yet waited for, and
+// probeEvery is how often the MPI thread probes meanwhile (0: never); only
+// the MPI thread touches them.
+var (
+	inflight   int
+	probeEvery = progressEvery
+)
+
+// SetProgress sets how often the MPI thread probes while transfers are in
+// flight: every, or never (0), when MPI moves a message only inside the
+// call that waits for it. Each probe wakes the MPI thread on a core the
+// compute may need (launch.ProbesMPI says where it does).
+func (m *Comm) SetProgress(every time.Duration) error {
+	return m.do(opName("progress"), func() C.int {
+		probeEvery = every
+		return C.MPI_SUCCESS
+	})
+}
 
 // progressEvery is short next to the time a link drains a socket's buffer
 // (a megabyte takes 8 ms at 1 Gbit/s) and long next to a probe's cost.

@@ -50,9 +50,16 @@ func TestConformance(t *testing.T) {
 	if mpiComm == nil {
 		t.Skip("needs mpirun (make test-mpi)")
 	}
-	for _, ck := range commtest.Checks {
-		if err := ck.Run(mpiComm); err != nil {
-			t.Fatalf("%s: MPI P=%d rank %d: %v", ck.Name, mpiComm.Size(), mpiComm.Rank(), err)
+	// With probes while transfers are in flight, and with none: messages
+	// then move only inside the waits.
+	for _, every := range []time.Duration{200 * time.Microsecond, 0} {
+		if err := mpiComm.SetProgress(every); err != nil {
+			t.Fatal(err)
+		}
+		for _, ck := range commtest.Checks {
+			if err := ck.Run(mpiComm); err != nil {
+				t.Fatalf("%s, probing every %v: MPI P=%d rank %d: %v", ck.Name, every, mpiComm.Size(), mpiComm.Rank(), err)
+			}
 		}
 	}
 }

@@ -161,8 +161,12 @@ func predictMPI(pf predictFlags, spec model.Spec, m *model.GCN) error {
 		return err
 	}
 	setThreads(pf.threads, 0, c)
-	pf.phase(c.Rank(), "reading %s", dataName(pf))
-	shards, err := predictShards(pf, spec, c.Size(), c.Rank())
+	err = setProgress(c)
+	var shards []*shard.Shard
+	if err == nil {
+		pf.phase(c.Rank(), "reading %s", dataName(pf))
+		shards, err = predictShards(pf, spec, c.Size(), c.Rank())
+	}
 	if err == nil {
 		err = predictRank(pf, spec, m, c, shards[c.Rank()])
 	}

@@ -444,6 +444,9 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 		c.Abort(fmt.Errorf("%s: %w", what, err))
 		return err
 	}
+	if err := setProgress(c); err != nil {
+		return abort("setting MPI's progress", err)
+	}
 	var s *shard.Shard
 	if tf.shards != "" {
 		if s, err = shard.Read(tf.shards, rank, size); err != nil {
@@ -546,6 +549,15 @@ func setThreads(flag, inProcessRanks int, c *mpi.Comm) {
 		onNode = max(1, c.LocalSize())
 	}
 	kernels.SetThreads(launch.Threads(flag, inProcessRanks, onNode))
+}
+
+// setProgress stops c's MPI thread probing while transfers are in flight
+// where launch.ProbesMPI says it would only take time from the compute.
+func setProgress(c *mpi.Comm) error {
+	if launch.ProbesMPI(kernels.Threads(), max(1, c.LocalSize()), c.Size()) {
+		return nil
+	}
+	return c.SetProgress(0)
 }
 
 func printStart(cfg train.Config, ranks int, name string, n int, transport string) {
