@@ -111,17 +111,17 @@ func TestThreads(t *testing.T) {
 
 func TestProbesMPI(t *testing.T) {
 	for _, tc := range []struct {
-		name                   string
-		threads, onNode, ranks int
-		want                   bool
+		name    string
+		threads int
+		shared  bool
+		want    bool
 	}{
-		{"one core each, every peer on the node", 1, 2, 2, false},
-		{"oversubscribed on one node", 1, 4, 4, false},
-		{"a peer on another node", 1, 2, 4, true},
-		{"one rank a node", 1, 1, 8, true},
-		{"spare cores on one node", 8, 2, 2, true},
+		{"one core each, in shared memory", 1, true, false},
+		{"one core each, over a network", 1, false, true},
+		{"spare cores, in shared memory", 8, true, true},
+		{"spare cores, over a network", 8, false, true},
 	} {
-		if got := ProbesMPI(tc.threads, tc.onNode, tc.ranks); got != tc.want {
+		if got := ProbesMPI(tc.threads, tc.shared); got != tc.want {
 			t.Errorf("%s: ProbesMPI = %v, want %v", tc.name, got, tc.want)
 		}
 	}

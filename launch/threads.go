@@ -31,12 +31,12 @@ func threads(flag, inProcessRanks, ranksOnNode, procs, ownCPUs, nodeCPUs int) in
 
 // ProbesMPI reports whether the MPI thread should probe while transfers
 // are in flight, so that MPI moves them as the rank computes. Not where
-// that can only take time from the compute: every peer shares this node's
-// memory, so no link drains meanwhile, and the rank computes on one core,
-// the one the probes would wake on. A peer's rows then move inside the
-// rank's waits, on the same core as they would have anyway.
-func ProbesMPI(threads, ranksOnNode, ranks int) bool {
-	return ranksOnNode < ranks || threads > 1
+// that can only take time from the compute: the ranks share memory, so no
+// link drains meanwhile, and the rank computes on one core, the one the
+// probes would wake on. A peer's rows then move inside the rank's waits,
+// on the core they would have taken anyway.
+func ProbesMPI(threads int, sharedMemory bool) bool {
+	return !sharedMemory || threads > 1
 }
 
 // nodeCPUs counts the node's online cores ("0-15" or "0-3,8-11").

@@ -554,8 +554,9 @@ func setThreads(flag, inProcessRanks int, c *mpi.Comm) {
 // setProgress stops c's MPI thread probing while transfers are in flight
 // where launch.ProbesMPI says it would only take time from the compute.
 func setProgress(c *mpi.Comm) error {
-	if launch.ProbesMPI(kernels.Threads(), max(1, c.LocalSize()), c.Size()) {
-		return nil
+	shared, err := oneHostSharedMemory(c)
+	if err != nil || launch.ProbesMPI(kernels.Threads(), shared) {
+		return err
 	}
 	return c.SetProgress(0)
 }
