@@ -102,7 +102,8 @@ typedef uint64_t u64x8 __attribute__((vector_size(64)));
 
 // SHAPES runs call with H_ and F_ the heads and features per head: H_ a
 // constant for one head (an output layer), else both as given. 8 heads of
-// 8 have their own kernels (attend88, neighbour88).
+// 8 have their own kernels (attend88, neighbour88), and so does one head
+// of 1, 2 or 4 whole vectors (attend1_NV, neighbour1_NV).
 #define SHAPES(h, f, call)                                                     \
   do {                                                                         \
     if (h == 1) {                                                              \
