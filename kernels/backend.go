@@ -206,7 +206,7 @@ func (CPU) Mirror(data []float32, rows, cols int) *matrix.Dense {
 func (CPU) Upload(*matrix.Dense)        {}
 func (CPU) Download(*matrix.Dense)      {}
 func (CPU) Copy(dst, src *matrix.Dense) { Copy(dst.Data, src.Data) }
-func (CPU) Zero(d *matrix.Dense)        { d.Zero() }
+func (CPU) Zero(d *matrix.Dense)        { Zero(d.Data) }
 func (CPU) SpMM(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, acc bool) error {
 	return SpMM(c, a, b, acc)
 }

@@ -100,13 +100,20 @@ func (CPU) GATPayload(pay, el, u, al, ar *matrix.Dense, h int) {
 	})
 }
 
+// GATStart empties the state over the kernel threads: a hidden layer's
+// outputs are a row's 2·h·f floats, larger than the scores the attention
+// reads.
 func (CPU) GATStart(st GATState) {
-	for i := range st.M.Data {
-		st.M.Data[i], st.S.Data[i] = float32(math.Inf(-1)), 0
-	}
-	clear(st.O.Data)
-	clear(dataOf(st.O2))
-	clear(dataOf(st.C))
+	inf := float32(math.Inf(-1))
+	forRanges(evenCuts(len(st.M.Data), threads, 1<<14), func(lo, hi int) {
+		m, s := st.M.Data[lo:hi], st.S.Data[lo:hi]
+		for i := range m {
+			m[i], s[i] = inf, 0
+		}
+	})
+	Zero(st.O.Data)
+	Zero(dataOf(st.O2))
+	Zero(dataOf(st.C))
 }
 
 func (CPU) GATAttend(b *GATBlock, src *matrix.Dense, st GATState) {
