@@ -123,11 +123,11 @@ func (m *Comm) serve(errc chan<- error) {
 	}
 	m.localSize = int(local)
 	errc <- nil
-	// While transfers are in flight, the thread probes every progressEvery
-	// between calls: MPI moves a large message only inside its own calls,
-	// so without this a message sent before a long computation would sit
-	// at its first fragment until the next wait, and the exchange could
-	// not hide behind the compute.
+	// While transfers are in flight, the thread probes every probeEvery
+	// between calls (unless SetProgress stopped it): MPI moves a large
+	// message only inside its own calls, so without this a message sent
+	// before a long computation would sit at its first fragment until the
+	// next wait, and the exchange could not hide behind the compute.
 	poll := time.NewTicker(progressEvery)
 	poll.Stop()
 	ticking := false
