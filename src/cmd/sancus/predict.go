@@ -161,7 +161,7 @@ func predictMPI(pf predictFlags, spec model.Spec, m *model.GCN) error {
 		return err
 	}
 	setThreads(pf.threads, 0, c)
-	err = setProgress(c)
+	_, err = setProgress(c)
 	var shards []*shard.Shard
 	if err == nil {
 		pf.phase(c.Rank(), "reading %s", dataName(pf))

@@ -444,7 +444,8 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 		c.Abort(fmt.Errorf("%s: %w", what, err))
 		return err
 	}
-	if err := setProgress(c); err != nil {
+	probes, err := setProgress(c)
+	if err != nil {
 		return abort("setting MPI's progress", err)
 	}
 	var s *shard.Shard
@@ -476,7 +477,11 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 	if rank != 0 {
 		cfg.Run.Log = nil
 	} else {
-		printStart(cfg, size, rep.Dataset, s.N, "MPI ("+rep.Launcher+")")
+		transport := "MPI (" + rep.Launcher + ")"
+		if !probes {
+			transport = "MPI (" + rep.Launcher + "; shared memory, one core a rank: messages move in the waits)"
+		}
+		printStart(cfg, size, rep.Dataset, s.N, transport)
 		if rep.WireChosen != "" {
 			fmt.Fprintf(os.Stderr, "sancus: %s (--wire fp32 keeps every rank count's losses equal)\n", rep.WireChosen)
 		}
@@ -552,13 +557,14 @@ func setThreads(flag, inProcessRanks int, c *mpi.Comm) {
 }
 
 // setProgress stops c's MPI thread probing while transfers are in flight
-// where launch.ProbesMPI says it would only take time from the compute.
-func setProgress(c *mpi.Comm) error {
+// where launch.ProbesMPI says it would only take time from the compute,
+// and reports whether it probes.
+func setProgress(c *mpi.Comm) (bool, error) {
 	shared, err := oneHostSharedMemory(c)
 	if err != nil || launch.ProbesMPI(kernels.Threads(), shared) {
-		return err
+		return true, err
 	}
-	return c.SetProgress(0)
+	return false, c.SetProgress(0)
 }
 
 func printStart(cfg train.Config, ranks int, name string, n int, transport string) {
