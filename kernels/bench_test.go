@@ -250,6 +250,13 @@ func BenchmarkSparseFeatures(b *testing.B) {
 			SpMM(c, x, w, false)
 		}
 	})
+	g64, dw64 := matrix.NewDense(100000, 64), matrix.NewDense(128, 64)
+	b.Run("XtG64", func(b *testing.B) {
+		b.SetBytes(x.NNZ()*8 + int64(len(g64.Data))*4)
+		for i := 0; i < b.N; i++ {
+			SpMMT(dw64, x, g64)
+		}
+	})
 	b.Run("XtG", func(b *testing.B) {
 		b.SetBytes(x.NNZ()*8 + int64(len(g.Data))*4)
 		for i := 0; i < b.N; i++ {

@@ -139,26 +139,30 @@
 
 // spmm_t: C (m×n) = Σ over rows [r0, r1) of A: each nonzero (i, j, v) adds
 // v·B's row i into C's row j, in row order. C is a chunk's partial, small
-// enough for L1; at the hidden width B's row stays in registers.
+// enough for L1; B's row stays in registers where it is 1, 2 or 4 vectors
+// (SPMM_T_HELD, NV of them).
+#define SPMM_T_HELD(NV)                                                        \
+  for (int64_t i = r0; i < r1; i++) {                                          \
+    vf b[NV];                                                                  \
+    for (int u = 0; u < NV; u++) b[u] = *(const vf *)(B + i * n + u * L);      \
+    for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++) {                      \
+      float *c = C + (int64_t)col[p] * n;                                      \
+      for (int u = 0; u < NV; u++) *(vf *)(c + u * L) += val[p] * b[u];        \
+    }                                                                          \
+  }
 #define SPMM_T(SUFFIX, ATTR)                                                   \
   ATTR static void spmm_t_##SUFFIX(const int64_t *rowptr, const int32_t *col, \
                                    const float *val, const float *restrict B, \
                                    float *restrict C, int64_t m, int64_t n,   \
                                    int64_t r0, int64_t r1) {                   \
     typedef vf_##SUFFIX vf;                                                    \
-    enum { L = sizeof(vf) / sizeof(float), NW = VW / L };                      \
+    enum { L = sizeof(vf) / sizeof(float) };                                   \
     memset(C, 0, (size_t)(m * n) * sizeof(float));                             \
-    if (n == VW) {                                                             \
-      for (int64_t i = r0; i < r1; i++) {                                      \
-        vf b[NW];                                                              \
-        for (int u = 0; u < NW; u++) b[u] = *(const vf *)(B + i * VW + u * L); \
-        for (int64_t p = rowptr[i]; p < rowptr[i + 1]; p++) {                  \
-          float *c = C + (int64_t)col[p] * VW;                                 \
-          for (int u = 0; u < NW; u++) *(vf *)(c + u * L) += val[p] * b[u];    \
-        }                                                                      \
+    if (n % L == 0) switch (n / L) {                                           \
+      case 1: SPMM_T_HELD(1); return;                                          \
+      case 2: SPMM_T_HELD(2); return;                                          \
+      case 4: SPMM_T_HELD(4); return;                                          \
       }                                                                        \
-      return;                                                                  \
-    }                                                                          \
     const int64_t nv = n / L * L;                                              \
     for (int64_t i = r0; i < r1; i++) {                                        \
       const float *b = B + i * n;                                              \

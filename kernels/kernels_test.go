@@ -542,7 +542,7 @@ func sameForThreads(t *testing.T, what string, f func() *matrix.Dense) {
 // and columns, and bitwise the same for any thread count.
 func TestSpMMT(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
-	for _, sh := range []struct{ rows, cols, n int }{{9000, 40, 16}, {3000, 128, 7}, {50, 3, 1}, {4097, 64, 33}} {
+	for _, sh := range []struct{ rows, cols, n int }{{9000, 40, 16}, {3000, 128, 7}, {50, 3, 1}, {4097, 64, 33}, {2000, 50, 32}, {2000, 50, 64}} {
 		a, b := randCSR(r, sh.rows, sh.cols, 0.05), randDense(r, sh.rows, sh.n)
 		want := naiveMul(a.ToDense().T(), b)
 		what := fmt.Sprintf("%d×%d ᵀ· %d wide", sh.rows, sh.cols, sh.n)
