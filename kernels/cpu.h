@@ -13,7 +13,8 @@ typedef struct {
   float scale;
 } sc_mask;
 
-// rows (nil: r0..r1 themselves) lists the rows at positions [r0, r1).
+// rows (nil: r0..r1 themselves) lists the rows at positions [r0, r1); kb
+// is B's row count (0: not known), which picks the path for a B in L1.
 void sc_spmm(const int64_t *rowptr, const int32_t *col, const float *val,
              const float *B, int64_t kb, float *C, int64_t n, int64_t r0, int64_t r1, int acc,
              const int32_t *rows);
