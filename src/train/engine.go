@@ -94,6 +94,7 @@ type part struct {
 	depends [][]bool      // depends[i][j]: nnz(Â_ij) > 0, known on every rank
 	ownIDs  []int64       // original node id per local row (nil: contiguous numbering)
 	blockT  []*matrix.CSR // every peer's block of the view transposed, for a reduction (reduce.go)
+	attIDs  [][]int64     // the view's ids as the attention reads them (gat.go, attentionIDs)
 	sage    struct {      // GraphSAGE: M = D⁻¹A and A blocks, this rank's 1/deg
 		mean, adj []*matrix.CSR
 		invDeg    []float32

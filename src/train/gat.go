@@ -94,6 +94,7 @@ func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
 	L.dAl, L.dAr = e.be.NewDense(1, L.hf), e.be.NewDense(1, L.hf)
 	L.dW = e.be.NewDense(c.din, L.hf)
 	L.extraGrads = []*matrix.Dense{L.dAl, L.dAr}
+	e.attentionIDs()
 	if !L.first {
 		L.in, L.dIn = e.be.NewDense(r, c.din), e.be.NewDense(r, c.din)
 	}
@@ -202,7 +203,34 @@ func (e *Engine) ownBlock(c *cache, j int, own *matrix.Dense) *matrix.Dense {
 // block is root j's block of this layer's attention, with the ids that key
 // dropout.
 func (L *gatLayer) block(e *Engine, blk *matrix.CSR, j int) *kernels.GATBlock {
-	return L.blockOf(blk, e.part.ownIDs, e.s.Offsets[e.rank], e.view.ids[j], e.s.Offsets[j])
+	return L.blockOf(blk, e.part.attIDs[e.rank], e.s.Offsets[e.rank], e.part.attIDs[j], e.s.Offsets[j])
+}
+
+// attentionIDs sets, once, the view's node ids as the attention reads
+// them: nil where they count on from the block's first row (a peer's rows
+// sent whole, from a contiguous partition), so that the kernels count
+// them rather than gather them from memory at every edge.
+func (e *Engine) attentionIDs() {
+	if e.part.attIDs != nil {
+		return
+	}
+	e.part.attIDs = make([][]int64, e.P)
+	for j, ids := range e.view.ids {
+		e.part.attIDs[j] = ids
+		if countsOn(ids, e.s.Offsets[j]) {
+			e.part.attIDs[j] = nil
+		}
+	}
+}
+
+// countsOn reports whether ids are from, from + 1, ….
+func countsOn(ids []int64, from int64) bool {
+	for k, id := range ids {
+		if id != from+int64(k) {
+			return false
+		}
+	}
+	return true
 }
 
 // blockOf is a block of this epoch's attention whose rows and columns
@@ -249,7 +277,7 @@ func (L *gatLayer) broadcastGradients(e *Engine, epoch int, own *matrix.Dense) e
 func (L *gatLayer) reduceGradients(e *Engine, epoch int, own *matrix.Dense) error {
 	return e.reduce(L.red, epoch, []*matrix.Dense{L.dU, L.dEr}, func(j int, out []*matrix.Dense) error {
 		if blk := e.part.blockT[j]; blk.NNZ() > 0 { // rows: j's; columns: this rank's targets
-			b := L.blockOf(blk, e.view.ids[j], e.s.Offsets[j], e.part.ownIDs, e.s.Offsets[e.rank])
+			b := L.blockOf(blk, e.part.attIDs[j], e.s.Offsets[j], e.part.attIDs[e.rank], e.s.Offsets[e.rank])
 			L.att.GATNeighbour(b, L.gpay, L.fwd.block(e.be, j), out[0], out[1])
 		}
 		return nil
