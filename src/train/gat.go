@@ -191,15 +191,6 @@ func (L *gatLayer) driftRef(e *Engine, in act, mask matrix.Mask) (*matrix.Dense,
 	return L.refPay, nil
 }
 
-// ownBlock is root j's rows as an attention reads them: its slot, or this
-// rank's rows themselves (own) where the route reads them in place.
-func (e *Engine) ownBlock(c *cache, j int, own *matrix.Dense) *matrix.Dense {
-	if j == e.rank && c.route.direct {
-		return own
-	}
-	return c.block(e.be, j)
-}
-
 // block is root j's block of this layer's attention, with the ids that key
 // dropout.
 func (L *gatLayer) block(e *Engine, blk *matrix.CSR, j int) *kernels.GATBlock {
@@ -292,16 +283,16 @@ func (L *gatLayer) reduceGradients(e *Engine, epoch int, own *matrix.Dense) erro
 // transposedBlocks are every peer's block of this rank's view transposed:
 // rows the peer's rows held, columns this rank's (Â is symmetric, so a
 // peer's rows are its targets' neighbours), made once for every layer.
-func (e *Engine) transposedBlocks() []*matrix.CSR {
-	if e.part.blockT == nil {
-		e.part.blockT = make([]*matrix.CSR, e.P)
-		for j, b := range e.view.blocks {
-			if j != e.rank {
-				e.part.blockT[j] = b.Transpose()
-			}
+func (e *Engine) transposedBlocks() {
+	if e.part.blockT != nil {
+		return
+	}
+	e.part.blockT = make([]*matrix.CSR, e.P)
+	for j, b := range e.view.blocks {
+		if j != e.rank {
+			e.part.blockT[j] = b.Transpose()
 		}
 	}
-	return e.part.blockT
 }
 
 func (L *gatLayer) reduced() *reduction { return L.red }

@@ -144,15 +144,22 @@ func (e *Engine) decide(c *cache, epoch int, ref *matrix.Dense) ([]bool, error) 
 	return active, nil
 }
 
+// ownBlock is root j's rows as a product reads them: its slot, or this
+// rank's rows themselves (own) where the route reads them in place.
+func (e *Engine) ownBlock(c *cache, j int, own *matrix.Dense) *matrix.Dense {
+	if j == e.rank && c.route.direct {
+		return own
+	}
+	return c.block(e.be, j)
+}
+
 // multiply adds (or writes, the first time) Â_ij · M(B_j) into out, B_j
 // being root j's cached block (with --fresh-diagonal, this rank's own fresh
 // rows instead of the shared copy).
 func (e *Engine) multiply(c *cache, out *matrix.Dense, own *ownRows, j int, mask matrix.Mask, accumulate bool) error {
-	var b *matrix.Dense
-	if j == e.rank && (e.cfg.Staleness.FreshDiagonal || c.route.direct) {
-		b = own.rows
-	} else {
-		b = c.block(e.be, j)
+	b := own.rows
+	if j != e.rank || !e.cfg.Staleness.FreshDiagonal {
+		b = e.ownBlock(c, j, own.rows)
 	}
 	if j == e.rank && own.dropped != nil { // the layer below dropped the rows as it wrote them
 		b, mask = own.dropped, matrix.Mask{}

@@ -161,7 +161,10 @@ func predictMPI(pf predictFlags, spec model.Spec, m *model.GCN) error {
 		return err
 	}
 	setThreads(pf.threads, 0, c)
-	_, err = setProgress(c)
+	shared, err := oneHostSharedMemory(c)
+	if err == nil {
+		_, err = setProgress(c, shared)
+	}
 	var shards []*shard.Shard
 	if err == nil {
 		pf.phase(c.Rank(), "reading %s", dataName(pf))

@@ -444,7 +444,11 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 		c.Abort(fmt.Errorf("%s: %w", what, err))
 		return err
 	}
-	probes, err := setProgress(c)
+	shared, err := oneHostSharedMemory(c)
+	if err != nil {
+		return abort("asking the ranks' hosts", err)
+	}
+	probes, err := setProgress(c, shared)
 	if err != nil {
 		return abort("setting MPI's progress", err)
 	}
@@ -470,7 +474,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 	}
 	rep.Nodes = s.N
 	if !tf.wireGiven && size > 1 {
-		if err := chooseWire(&cfg, c, rep); err != nil {
+		if err := chooseWire(&cfg, c, rep, shared); err != nil {
 			return abort("measuring the link", err)
 		}
 	}
@@ -557,12 +561,11 @@ func setThreads(flag, inProcessRanks int, c *mpi.Comm) {
 }
 
 // setProgress stops c's MPI thread probing while transfers are in flight
-// where launch.ProbesMPI says it would only take time from the compute,
-// and reports whether it probes.
-func setProgress(c *mpi.Comm) (bool, error) {
-	shared, err := oneHostSharedMemory(c)
-	if err != nil || launch.ProbesMPI(kernels.Threads(), shared) {
-		return true, err
+// where launch.ProbesMPI says it would only take time from the compute
+// (shared: oneHostSharedMemory's answer), and reports whether it probes.
+func setProgress(c *mpi.Comm, shared bool) (bool, error) {
+	if launch.ProbesMPI(kernels.Threads(), shared) {
+		return true, nil
 	}
 	return false, c.SetProgress(0)
 }
@@ -647,14 +650,15 @@ func saveModel(path string, rep *result.Run, cfg train.Config, tf trainFlags, pa
 	return model.Save(path, spec, m)
 }
 
-// chooseWire measures the link between ranks that do not share memory (a
-// few MB each way, every rank at once) and lets train.WireForLink pick the
-// forward blocks' width; the rate and any change go into the results JSON.
-// A run with a checkpoint directory keeps its first choice there, so a
-// resumed run sends as the run it continues did.
-func chooseWire(cfg *train.Config, c collectives.Comm, rep *result.Run) error {
-	if shared, err := oneHostSharedMemory(c); err != nil || shared {
-		return err
+// chooseWire measures the link between ranks that do not share memory
+// (shared: oneHostSharedMemory's answer; a few MB each way, every rank at
+// once) and lets train.WireForLink pick the forward blocks' width; the rate
+// and any change go into the results JSON. A run with a checkpoint
+// directory keeps its first choice there, so a resumed run sends as the
+// run it continues did.
+func chooseWire(cfg *train.Config, c collectives.Comm, rep *result.Run, shared bool) error {
+	if shared {
+		return nil
 	}
 	kept := ""
 	if cfg.Run.CheckpointDir != "" {

@@ -29,7 +29,10 @@ func TestChooseWireKeepsItsChoice(t *testing.T) {
 		err := collectives.NewWorld(2, time.Minute).Run(func(c collectives.Comm) error {
 			cfg, rep := train.Config{}, &result.Run{}
 			cfg.Run.CheckpointDir = dir
-			err := chooseWire(&cfg, c, rep)
+			shared, err := oneHostSharedMemory(c)
+			if err == nil {
+				err = chooseWire(&cfg, c, rep, shared)
+			}
 			wires[c.Rank()], reps[c.Rank()] = cfg.Wire.Fwd, rep
 			return err
 		})
