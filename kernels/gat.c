@@ -101,6 +101,29 @@ typedef uint64_t u64x8 __attribute__((vector_size(64)));
     z_ = (z_ ^ (z_ >> 27)) * 0x94d049bb133111ebULL;                            \
     z_ ^ (z_ >> 31);                                                           \
   })
+// hv is what a level's 88 kernels sum a row's heads in: a v8 (one head)
+// below AVX-512, a v16 (two heads) at it. spread(a, b) is hv block b's
+// coefficients: each head's a[k] over its 8 features. Below AVX-512 that
+// is a lane broadcast, as a[k]·v; at it one vpermps serves two heads,
+// where a ymm broadcast a head took two shuffles on the shuffle port,
+// which bound the loop on cores with one.
+typedef float v16 __attribute__((vector_size(64), aligned(4)));
+typedef int32_t vi16 __attribute__((vector_size(64)));
+typedef v8 hv_base;
+typedef v8 hv_avx2;
+typedef v16 hv_avx512;
+#define spread_base(a, b) ((v8){S8((a)[b])})
+#define spread_avx2(a, b) ((v8){S8((a)[b])})
+#if defined(__x86_64__) && defined(__GNUC__)
+SC_AVX512 static inline v16 spread_avx512(v8 a, int b) {
+  static const vi16 idx[4] = {{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+                              {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+                              {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},
+                              {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7}};
+  const v16 w = __builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
+  return __builtin_shuffle(w, idx[b]);
+}
+#endif
 // HADD8 is (x0 + x1, x2 + x3, y0 + y1, y2 + y3) in each 4-float half.
 #define HADD8(x, y)                                                            \
   (__builtin_shufflevector(x, y, 0, 2, 8, 10, 4, 6, 12, 14) +                  \
@@ -327,14 +350,48 @@ typedef uint64_t u64x8 __attribute__((vector_size(64)));
       memcpy(d + (q - p0), &sc, sizeof sc);                                    \
     }                                                                          \
   }                                                                            \
+  /* chunk_scales8 is scales8 of edge_key on eight edges at once, for the    \
+     88 kernels where the level has 64-bit lanes to multiply in (AVX-512):   \
+     edge p's eight scales at d[p − p0], the row and ids as chunk_scales'.   \
+     Hashed an edge at a time, the dropout's draws were a third of the      \
+     forward's time with the rows in cache. */                               \
+  ATTR static void chunk_scales8_##SUFFIX(const int32_t *col, int64_t p0, int64_t p1, uint64_t key, \
+      int64_t row, int fwd, const int64_t *ids, int64_t row0, drop_of_t dr, v8 *d) { \
+    typedef uint16_t u16x32 __attribute__((vector_size(64)));                  \
+    typedef uint16_t u16x16 __attribute__((vector_size(32)));                  \
+    int32_t scale;                                                             \
+    memcpy(&scale, &dr.scale, sizeof scale);                                   \
+    const uint64_t part = fwd ? key ^ (uint64_t)row : sc_mix64((uint64_t)row + GOLDEN); \
+    for (int64_t q = p0; q < p1; q += 8) {                                     \
+      u64x8 id;                                                                \
+      for (int j = 0; j < 8; j++) id[j] = (uint64_t)id_of(ids, row0, col[q + j < p1 ? q + j : p1 - 1]); \
+      const u64x8 e = fwd ? mix64x8(part ^ mix64x8(id + GOLDEN)) : mix64x8((key ^ id) ^ part); \
+      const u64x8 z0 = mix64x8(e), z1 = mix64x8(e ^ 1);                        \
+      /* edge j's draws: z0[j]'s four 16-bit parts, then z1[j]'s */            \
+      const u64x8 zz[2] = {__builtin_shufflevector(z0, z1, 0, 8, 1, 9, 2, 10, 3, 11), \
+                           __builtin_shufflevector(z0, z1, 4, 12, 5, 13, 6, 14, 7, 15)}; \
+      for (int hlf = 0; hlf < 2; hlf++) {                                      \
+        const u16x32 w = (u16x32)zz[hlf];                                      \
+        const u16x16 pair[2] = {__builtin_shufflevector(w, w, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), \
+            __builtin_shufflevector(w, w, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31)}; \
+        for (int t = 0; t < 2; t++) {                                          \
+          const vi16 kept = __builtin_convertvector(pair[t], vi16) >= (int32_t)dr.thr; \
+          const vi16 sc = kept & scale;                                        \
+          memcpy(d + (q - p0) + 4 * hlf + 2 * t, &sc, sizeof sc);              \
+        }                                                                      \
+      }                                                                        \
+    }                                                                          \
+  }                                                                            \
   ATTR static void attend88_##SUFFIX(const int64_t *rowptr, const int32_t *col, const float *src, \
       const float *el, float *m, float *s, float *o, float *o2, float *c, int64_t r0, int64_t r1, \
       uint64_t key, float keep, const int64_t *tids, int64_t trow0, const int64_t *sids, \
       int64_t srow0) {                                                         \
-    enum { H = 8, HF = 64, W = 72, PER = CHUNK / H };                          \
+    typedef hv_##SUFFIX hv;                                                    \
+    enum { H = 8, HF = 64, W = 72, PER = CHUNK / H, BW = sizeof(hv) / sizeof(float), NB = HF / BW, \
+           VHASH = sizeof(vf_##SUFFIX) == 64 };                                \
     const int64_t pend = rowptr[r1];                                           \
     const drop_of_t dr = drop_of(keep);                                        \
-    v8 x[PER + 1], sl[PER], dsc = {S8(1.0f)};                                  \
+    v8 x[PER + 1], sl[PER], ds[PER + 8], dsc = {S8(1.0f)};                     \
     for (int64_t i = r0; i < r1; i++) {                                        \
       const int64_t target = id_of(tids, trow0, i);                            \
       const v8 eli = *(const v8 *)(el + i * H);                                \
@@ -349,40 +406,44 @@ typedef uint64_t u64x8 __attribute__((vector_size(64)));
           leaky8_##SUFFIX(&x[p - p0], &sl[p - p0], &v);                        \
           max8_##SUFFIX(&cm, &x[p - p0]);                                      \
         }                                                                      \
+        if (key && VHASH) chunk_scales8_##SUFFIX(col, p0, p1, key, target, 1, sids, srow0, dr, ds); \
         fold_max_##SUFFIX((const float *)&cm, mi, si, oi, o2i, ci, H, 8);      \
         const v8 mv = *(const v8 *)mi;                                         \
         for (int64_t p = p0; p < p1; p++) x[p - p0] -= mv;                     \
         exp_chunk_##SUFFIX((float *)x, (p1 - p0) * H);                         \
-        v8 O[H], O2[H] = {{0}}, S = *(const v8 *)si, C = {0};                  \
-        for (int k = 0; k < H; k++) O[k] = *(const v8 *)(oi + 8 * k);          \
+        hv O[NB], O2[NB] = {{0}};                                              \
+        v8 S = *(const v8 *)si, C = {0};                                       \
+        for (int b = 0; b < NB; b++) O[b] = *(const hv *)(oi + BW * b);        \
         if (o2i) {                                                             \
           C = *(const v8 *)ci;                                                 \
-          for (int k = 0; k < H; k++) O2[k] = *(const v8 *)(o2i + 8 * k);      \
+          for (int b = 0; b < NB; b++) O2[b] = *(const hv *)(o2i + BW * b);    \
         }                                                                      \
         for (int64_t p = p0; p < p1; p++) {                                    \
           const float *row = src + (int64_t)col[p] * W;                        \
           if (p + PF2 < pend) prefetch_l2(src + (int64_t)col[p + PF2] * W, W); \
           const v8 xp = x[p - p0];                                             \
-          if (key) scales8_##SUFFIX(&dsc, edge_key(key, target, id_of(sids, srow0, col[p])), dr); \
+          if (key && VHASH) dsc = ds[p - p0];                                  \
+          else if (key) scales8_##SUFFIX(&dsc, edge_key(key, target, id_of(sids, srow0, col[p])), dr); \
           S += xp; /* dropped coefficients count here; they add 0 below */     \
           const v8 av = xp * dsc;                                              \
           if (o2i) {                                                           \
             const v8 bv = av * sl[p - p0];                                     \
             C += xp * sl[p - p0];                                              \
-            for (int k = 0; k < H; k++) {                                      \
-              const v8 rk = *(const v8 *)(row + 8 * k);                        \
-              O[k] += av[k] * rk;                                              \
-              O2[k] += bv[k] * rk;                                             \
+            for (int b = 0; b < NB; b++) {                                     \
+              const hv rb = *(const hv *)(row + BW * b);                       \
+              O[b] += spread_##SUFFIX(av, b) * rb;                             \
+              O2[b] += spread_##SUFFIX(bv, b) * rb;                            \
             }                                                                  \
           } else {                                                             \
-            for (int k = 0; k < H; k++) O[k] += av[k] * *(const v8 *)(row + 8 * k); \
+            for (int b = 0; b < NB; b++)                                       \
+              O[b] += spread_##SUFFIX(av, b) * *(const hv *)(row + BW * b);    \
           }                                                                    \
         }                                                                      \
         *(v8 *)si = S;                                                         \
-        for (int k = 0; k < H; k++) *(v8 *)(oi + 8 * k) = O[k];                \
+        for (int b = 0; b < NB; b++) *(hv *)(oi + BW * b) = O[b];              \
         if (o2i) {                                                             \
           *(v8 *)ci = C;                                                       \
-          for (int k = 0; k < H; k++) *(v8 *)(o2i + 8 * k) = O2[k];            \
+          for (int b = 0; b < NB; b++) *(hv *)(o2i + BW * b) = O2[b];          \
         }                                                                      \
       }                                                                        \
     }                                                                          \
@@ -390,17 +451,20 @@ typedef uint64_t u64x8 __attribute__((vector_size(64)));
   ATTR static void neighbour88_##SUFFIX(const int64_t *rowptr, const int32_t *col, const float *src, \
       const float *own, float *dU, float *dEr, int64_t r0, int64_t r1, uint64_t key, float keep, \
       const int64_t *oids, int64_t orow0, const int64_t *tids, int64_t trow0) { \
-    enum { H = 8, HF = 64, W = 72, GW = 88, PER = CHUNK / H };                 \
+    typedef hv_##SUFFIX hv;                                                    \
+    enum { H = 8, HF = 64, W = 72, GW = 88, PER = CHUNK / H, BW = sizeof(hv) / sizeof(float), NB = HF / BW, \
+           VHASH = sizeof(vf_##SUFFIX) == 64 };                                \
     const int64_t pend = rowptr[r1];                                           \
     const drop_of_t dr = drop_of(keep);                                        \
-    v8 x[PER + 1], sl[PER], dsc = {S8(1.0f)};                                  \
+    v8 x[PER + 1], sl[PER], ds[PER + 8], dsc = {S8(1.0f)};                     \
     for (int64_t r = r0; r < r1; r++) {                                        \
       const int64_t source = id_of(oids, orow0, r);                            \
       const float *ur = own + r * W;                                           \
       const v8 err = *(const v8 *)(ur + HF);                                   \
       float *du = dU + r * HF;                                                 \
-      v8 DU[H], acc = {0};                                                     \
-      for (int k = 0; k < H; k++) DU[k] = *(const v8 *)(du + 8 * k);           \
+      hv DU[NB], GS[NB] = {{0}};                                               \
+      v8 acc = {0};                                                            \
+      for (int b = 0; b < NB; b++) DU[b] = *(const hv *)(du + BW * b);         \
       for (int64_t p0 = rowptr[r]; p0 < rowptr[r + 1]; p0 += PER) {            \
         const int64_t p1 = p0 + PER < rowptr[r + 1] ? p0 + PER : rowptr[r + 1]; \
         for (int64_t p = p0; p < p1; p++) {                                    \
@@ -411,20 +475,28 @@ typedef uint64_t u64x8 __attribute__((vector_size(64)));
           leaky8_##SUFFIX(&x[p - p0], &sl[p - p0], &v);                        \
           x[p - p0] -= *(const v8 *)(t + H);                                   \
         }                                                                      \
+        if (key && VHASH) chunk_scales8_##SUFFIX(col, p0, p1, key, source, 0, tids, trow0, dr, ds); \
         exp_chunk_##SUFFIX((float *)x, (p1 - p0) * H);                         \
         for (int64_t p = p0; p < p1; p++) {                                    \
           const float *g = src + (int64_t)col[p] * GW;                         \
           if (p + PF2 < pend) prefetch_l2(src + (int64_t)col[p + PF2] * GW, GW); \
-          if (key) scales8_##SUFFIX(&dsc, edge_key(key, id_of(tids, trow0, col[p]), source), dr); \
-          const v8 xp = x[p - p0], da = dsc * xp;                              \
-          for (int k = 0; k < H; k++) DU[k] += da[k] * *(const v8 *)(g + 8 * k); \
-          v8 gu;                                                               \
-          sum8_##SUFFIX((float *)&gu, g, ur);                                  \
-          acc += xp * (dsc * gu - *(const v8 *)(g + HF + 2 * H)) * sl[p - p0]; \
+          if (key && VHASH) dsc = ds[p - p0];                                  \
+          else if (key) scales8_##SUFFIX(&dsc, edge_key(key, id_of(tids, trow0, col[p]), source), dr); \
+          const v8 xp = x[p - p0], da = dsc * xp, ws = da * sl[p - p0];        \
+          for (int b = 0; b < NB; b++) {                                       \
+            const hv gb = *(const hv *)(g + BW * b);                           \
+            DU[b] += spread_##SUFFIX(da, b) * gb;                              \
+            GS[b] += spread_##SUFFIX(ws, b) * gb;                              \
+          }                                                                    \
+          acc -= xp * *(const v8 *)(g + HF + 2 * H) * sl[p - p0];              \
         }                                                                      \
       }                                                                        \
-      for (int k = 0; k < H; k++) *(v8 *)(du + 8 * k) = DU[k];                 \
-      *(v8 *)(dEr + r * H) += acc;                                             \
+      /* Σ_p w_p·(G_p·U_r) per head, as (Σ_p w_p·G_p)·U_r: one dot product \
+         a row, not one an edge */                                            \
+      v8 gu;                                                                   \
+      sum8_##SUFFIX((float *)&gu, (const float *)GS, ur);                      \
+      for (int b = 0; b < NB; b++) *(hv *)(du + BW * b) = DU[b];               \
+      *(v8 *)(dEr + r * H) += acc + gu;                                        \
     }                                                                          \
   }                                                                            \
   ATTR static inline float hsum_##SUFFIX(vf_##SUFFIX v) {                    \
