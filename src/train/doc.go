@@ -64,7 +64,9 @@
 // --precompute=false is the paper's model. By default a GCN's or
 // GraphSAGE's last layer aggregates in training only what the loss reads
 // (its training rows forward, the columns of training nodes backward, and
-// only those rows travel);
+// only those rows travel); a GAT's last layer attends at its training
+// targets alone and sums its neighbour side over them alone, on one rank
+// or where its neighbour sums are reduced (its rows travel whole);
 // --full-output computes every row, with the same losses.
 //
 // # Exchange

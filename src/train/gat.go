@@ -67,6 +67,13 @@ type gatLayer struct {
 	// (reduce.go; red).
 	neighbours func(e *Engine, epoch int, own *matrix.Dense) error
 	red        *reduction
+	// nbrT and nbrOwn are the neighbour side's blocks where the sums are
+	// reduced: every peer's block transposed (rows: the peer's rows,
+	// columns: this rank's targets) and this rank's own (Â is symmetric).
+	// The restricted last layer keeps only its training targets' columns
+	// (output.go).
+	nbrT   []*matrix.CSR
+	nbrOwn *matrix.CSR
 }
 
 func (L *gatLayer) kind() string {
@@ -105,6 +112,7 @@ func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
 		L.neighbours = L.reduceGradients
 		L.red = e.newReduction([]int{L.hf, L.h}, []bool{true, ok}, bits, wireStream(L.l, dirGradient))
 		e.transposedBlocks()
+		L.nbrT, L.nbrOwn = e.part.blockT, L.fwd.blocks[e.rank]
 		return L
 	}
 	// Broadcast, G sits in a gradient row beside the scores' el, lse and
@@ -267,13 +275,13 @@ func (L *gatLayer) broadcastGradients(e *Engine, epoch int, own *matrix.Dense) e
 // meanwhile.
 func (L *gatLayer) reduceGradients(e *Engine, epoch int, own *matrix.Dense) error {
 	return e.reduce(L.red, epoch, []*matrix.Dense{L.dU, L.dEr}, func(j int, out []*matrix.Dense) error {
-		if blk := e.part.blockT[j]; blk.NNZ() > 0 { // rows: j's; columns: this rank's targets
+		if blk := L.nbrT[j]; blk.NNZ() > 0 { // rows: j's; columns: this rank's targets
 			b := L.blockOf(blk, e.part.attIDs[j], e.s.Offsets[j], e.part.attIDs[e.rank], e.s.Offsets[e.rank])
 			L.att.GATNeighbour(b, L.gpay, L.fwd.block(e.be, j), out[0], out[1])
 		}
 		return nil
 	}, func() error {
-		if blk := L.fwd.blocks[e.rank]; blk.NNZ() > 0 { // Â is symmetric
+		if blk := L.nbrOwn; blk.NNZ() > 0 { // Â is symmetric
 			L.att.GATNeighbour(L.block(e, blk, e.rank), L.gpay, own, L.dU, L.dEr)
 		}
 		return nil
@@ -296,6 +304,21 @@ func (e *Engine) transposedBlocks() {
 }
 
 func (L *gatLayer) reduced() *reduction { return L.red }
+
+// restrictedBytes is what the restricted last layer's neighbour blocks
+// add: the full ones are the view's and e.part.blockT, counted there.
+func (L *gatLayer) restrictedBytes(e *Engine) int64 {
+	var n int64
+	for j, b := range L.nbrT {
+		if b != nil && b != e.part.blockT[j] {
+			n += b.Bytes()
+		}
+	}
+	if L.nbrOwn != nil && L.nbrOwn != L.fwd.full[e.rank] {
+		n += L.nbrOwn.Bytes()
+	}
+	return n
+}
 
 // attDropout is the attention dropout probability.
 func (e *Engine) attDropout() float64 {

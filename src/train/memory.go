@@ -30,6 +30,9 @@ func (e *Engine) compulsoryBytes() int64 {
 		for _, c := range L.base().caches() {
 			n += c.bytes()
 		}
+		if g, ok := L.(*gatLayer); ok {
+			n += g.restrictedBytes(e)
+		}
 	}
 	for _, b := range e.part.blockT {
 		if b != nil {

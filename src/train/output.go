@@ -50,17 +50,30 @@ func (e *Engine) rowsAt(l int) kernels.RowOps {
 // blocks: a GCN layer (either order of Â· and ·W) or a GraphSAGE layer in
 // global-batch training. GraphSAGE's root term writes every row, so its
 // bias and loss keep their full passes (the loss reads the training rows
-// and writes zeros elsewhere); GAT's attention keeps its full products.
+// and writes zeros elsewhere).
+//
+// A GAT layer attends at its training targets alone, and its neighbour
+// side sums over them alone: every other target's gradient row is zero.
+// Its other rows' outputs are zero and their gradient rows carry no
+// softmax (lse = −∞), so it is restricted only where those rows never
+// travel: where the neighbour sums are reduced, or on one rank. Its rows
+// travel as before (their ids key its dropout).
 func (e *Engine) restrictOutput() error {
 	if e.cfg.Exchange.FullOutput || e.batch != nil {
 		return nil
 	}
 	last := e.layers[len(e.layers)-1]
 	sage := false
-	switch last.(type) {
+	var gat *gatLayer
+	switch L := last.(type) {
 	case *sageLayer:
 		sage = true
 	case *aggregateLayer, *transformLayer:
+	case *gatLayer:
+		if L.red == nil && e.P > 1 {
+			return nil
+		}
+		gat = L
 	default:
 		return nil
 	}
@@ -76,11 +89,29 @@ func (e *Engine) restrictOutput() error {
 	fwd, grad := make([]*matrix.CSR, e.P), make([]*matrix.CSR, e.P)
 	for j := range e.P {
 		fwd[j] = c.fwd.full[j].Keep(own, nil)
+		if c.grad == nil { // GAT's reduced neighbour side: below
+			continue
+		}
 		cols := make([]bool, c.grad.full[j].Cols)
 		for k := range cols {
 			cols[k] = trained[e.srcID(j, k)]
 		}
 		grad[j] = c.grad.full[j].Keep(nil, cols)
+	}
+	if gat != nil {
+		c.fwd.blocks = fwd
+		if c.grad != nil {
+			c.grad.blocks = grad
+			return nil
+		}
+		nbrT := make([]*matrix.CSR, e.P)
+		for j, b := range gat.nbrT {
+			if b != nil {
+				nbrT[j] = b.Keep(nil, own)
+			}
+		}
+		gat.nbrT, gat.nbrOwn = nbrT, gat.nbrOwn.Keep(nil, own)
+		return nil
 	}
 	c.fwd.blocks, c.grad.blocks = fwd, grad
 	// Rows travel partly only as a float32 copy or one encoded afresh:

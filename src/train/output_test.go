@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"sancus/collectives"
+	"sancus/kernels/matrix"
 	"sancus/src/model"
 	"sancus/src/prepare"
 	"sancus/src/shard"
@@ -84,6 +85,109 @@ func TestRestrictedBlocksReadTrainingRows(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGATRestrictedBlocks: a GAT's last layer attends at its training
+// targets alone and sums its neighbour side over them alone, on one rank
+// (the gradient rows' blocks) and where the sums are reduced (the
+// transposed blocks); with dense broadcasts, whose gradient rows travel
+// whole, it keeps the full blocks.
+func TestGATRestrictedBlocks(t *testing.T) {
+	ds, _ := generated(t)
+	isTrain := make([]bool, ds.N)
+	for _, v := range ds.Train {
+		isTrain[v] = true
+	}
+	for _, tc := range []struct {
+		p          int
+		dense      bool
+		restricted bool
+	}{{1, false, true}, {3, false, true}, {3, true, false}} {
+		prep, err := prepare.InMemory(ds, tc.p, prepare.Options{Precompute: shard.Aggregations})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = collectives.NewWorld(tc.p, time.Minute).Run(func(c collectives.Comm) error {
+			s, err := prep.Shard(c.Rank())
+			if err != nil {
+				return err
+			}
+			cfg := Defaults()
+			cfg.Model.Arch, cfg.Model.Heads, cfg.Model.Hidden, cfg.Exchange.Dense = model.ArchGAT, 2, 4, tc.dense
+			e, err := New(cfg, c, s)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			L := e.layers[len(e.layers)-1].(*gatLayer)
+			// trainOnly reports whether b's entries lie only in training rows
+			// (or columns), and whether every entry was kept where the full
+			// block has training rows (columns).
+			trainOnly := func(b, full *matrix.CSR, rowID, colID func(int) int64, byRow bool) error {
+				kept, want := 0, 0
+				for r := range full.Rows {
+					for p := full.RowPtr[r]; p < full.RowPtr[r+1]; p++ {
+						id := rowID(r)
+						if !byRow {
+							id = colID(int(full.ColIdx[p]))
+						}
+						if isTrain[id] {
+							want++
+						}
+					}
+					for p := b.RowPtr[r]; p < b.RowPtr[r+1]; p++ {
+						id := rowID(r)
+						if !byRow {
+							id = colID(int(b.ColIdx[p]))
+						}
+						if !isTrain[id] {
+							return fmt.Errorf("keeps an entry of node %d, not a training node", id)
+						}
+						kept++
+					}
+				}
+				if kept != want {
+					return fmt.Errorf("keeps %d of the %d entries at training nodes", kept, want)
+				}
+				return nil
+			}
+			own := func(r int) int64 { return e.ownID(r) }
+			for j := range e.P {
+				fwd, full := L.fwd.blocks[j], L.fwd.full[j]
+				if !tc.restricted {
+					if fwd != full || (L.grad != nil && L.grad.blocks[j] != L.grad.full[j]) {
+						return fmt.Errorf("rank %d block %d: restricted where gradient rows travel whole", e.rank, j)
+					}
+					continue
+				}
+				if err := trainOnly(fwd, full, own, nil, true); err != nil {
+					return fmt.Errorf("rank %d forward block %d: %w", e.rank, j, err)
+				}
+				src := func(k int) int64 { return e.srcID(j, k) }
+				switch {
+				case L.grad != nil: // one rank: the gradient rows' blocks
+					if err := trainOnly(L.grad.blocks[j], L.grad.full[j], own, src, false); err != nil {
+						return fmt.Errorf("rank %d gradient block %d: %w", e.rank, j, err)
+					}
+				case j == e.rank:
+					if err := trainOnly(L.nbrOwn, full, own, own, false); err != nil {
+						return fmt.Errorf("rank %d own neighbour block: %w", e.rank, err)
+					}
+				default: // rows: j's, columns: this rank's targets
+					if err := trainOnly(L.nbrT[j], e.part.blockT[j], src, own, false); err != nil {
+						return fmt.Errorf("rank %d neighbour block of %d: %w", e.rank, j, err)
+					}
+				}
+			}
+			if tc.restricted && tc.p > 1 && L.red == nil {
+				return fmt.Errorf("rank %d: the neighbour side is not reduced", e.rank)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("P=%d dense=%v: %v", tc.p, tc.dense, err)
+		}
 	}
 }
 
