@@ -34,6 +34,11 @@ func TestGATKernels(t *testing.T) {
 				keep = 0.6
 			}
 			a := randCSR(r, n, n, tc.density)
+			rows := make([]bool, n)
+			for i := range rows {
+				rows[i] = i != 5 // a row no edge reaches: its outputs are zero
+			}
+			a = a.Keep(rows, nil)
 			ids := make([]int64, n)
 			for i := range ids {
 				ids[i] = 7 + 5*int64(i)
@@ -43,6 +48,13 @@ func TestGATKernels(t *testing.T) {
 			st := GATState{El: el, M: matrix.NewDense(n, h), S: matrix.NewDense(n, h),
 				O: matrix.NewDense(n, hf), O2: matrix.NewDense(n, hf), C: matrix.NewDense(n, h)}
 			var cpu CPU
+			// What a layer's state holds from its last pass: GATStart
+			// empties it, a row no edge reaches too.
+			for _, d := range []*matrix.Dense{st.O, st.O2, st.C} {
+				for i := range d.Data {
+					d.Data[i] = float32(math.NaN())
+				}
+			}
 			cpu.GATStart(st)
 			cpu.GATAttend(blk, src, st)
 

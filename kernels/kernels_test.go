@@ -64,7 +64,8 @@ func assertSum(t *testing.T, what string, got, want *matrix.Dense, terms int) {
 		t.Fatalf("%s: shape %dx%d, want %dx%d", what, got.Rows, got.Cols, want.Rows, want.Cols)
 	}
 	for i := range want.Data {
-		if d := math.Abs(float64(got.Data[i] - want.Data[i])); d > 1e-4*(1+math.Abs(float64(want.Data[i])))+6e-8*float64(terms) {
+		// Written as not within, so that a NaN fails (equal infinities pass).
+		if d := math.Abs(float64(got.Data[i] - want.Data[i])); got.Data[i] != want.Data[i] && !(d <= 1e-4*(1+math.Abs(float64(want.Data[i])))+6e-8*float64(terms)) {
 			t.Fatalf("%s: element %d = %g, want %g", what, i, got.Data[i], want.Data[i])
 		}
 	}
