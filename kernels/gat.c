@@ -332,19 +332,26 @@ SC_AVX512 static inline v16 spread_avx512(v8 a, int b) {
      [p0, p1) at d[p − p0]: edge_scales of edge_key on eight edges at once,    \
      in 64-bit lanes. The row is the target (fwd: the forward, edge p's        \
      source is col[p]'s id) or the source (the neighbour side, col[p]'s id     \
-     the target). d holds eight edges past p1. Only a one-head kernel asks     \
-     for it: the 88 kernels hash each edge as they go, where the hashing       \
-     fills the time their rows take to arrive. */                              \
+     the target). d holds eight edges past p1. The one-head kernels ask for   \
+     it at every level; the 88 kernels ask for chunk_scales8 at AVX-512, and   \
+     below it hash each edge as they go. */                                    \
+  /* edge_keys8 writes edge_key of a row's edges [q, q + 8) into e (past p1,   \
+     its last edge's). */                                                      \
+  ATTR static INLINE void edge_keys8_##SUFFIX(u64x8 *e, const int32_t *col, int64_t q, int64_t p1, \
+      uint64_t key, int64_t row, int fwd, const int64_t *ids, int64_t row0) { \
+    /* the row's part of the key: key ^ target, or mix(source + GOLDEN) */     \
+    const uint64_t part = fwd ? key ^ (uint64_t)row : sc_mix64((uint64_t)row + GOLDEN); \
+    u64x8 id;                                                                  \
+    for (int j = 0; j < 8; j++) id[j] = (uint64_t)id_of(ids, row0, col[q + j < p1 ? q + j : p1 - 1]); \
+    *e = fwd ? mix64x8(part ^ mix64x8(id + GOLDEN)) : mix64x8((key ^ id) ^ part); \
+  }                                                                            \
   ATTR static void chunk_scales_##SUFFIX(const int32_t *col, int64_t p0, int64_t p1, uint64_t key, \
       int64_t row, int fwd, const int64_t *ids, int64_t row0, drop_of_t dr, float *d) { \
     uint32_t scale;                                                            \
     memcpy(&scale, &dr.scale, sizeof scale);                                   \
-    /* the row's part of the key: key ^ target, or mix(source + GOLDEN) */     \
-    const uint64_t part = fwd ? key ^ (uint64_t)row : sc_mix64((uint64_t)row + GOLDEN); \
     for (int64_t q = p0; q < p1; q += 8) {                                     \
-      u64x8 id;                                                                \
-      for (int j = 0; j < 8; j++) id[j] = (uint64_t)id_of(ids, row0, col[q + j < p1 ? q + j : p1 - 1]); \
-      const u64x8 e = fwd ? mix64x8(part ^ mix64x8(id + GOLDEN)) : mix64x8((key ^ id) ^ part); \
+      u64x8 e;                                                                 \
+      edge_keys8_##SUFFIX(&e, col, q, p1, key, row, fwd, ids, row0);           \
       const vi8 kept = __builtin_convertvector(mix64x8(e) & 0xffff, vi8) >= (int32_t)dr.thr; \
       const v8 sc = (v8)(kept & (int32_t)scale);                               \
       memcpy(d + (q - p0), &sc, sizeof sc);                                    \
@@ -361,11 +368,9 @@ SC_AVX512 static inline v16 spread_avx512(v8 a, int b) {
     typedef uint16_t u16x16 __attribute__((vector_size(32)));                  \
     int32_t scale;                                                             \
     memcpy(&scale, &dr.scale, sizeof scale);                                   \
-    const uint64_t part = fwd ? key ^ (uint64_t)row : sc_mix64((uint64_t)row + GOLDEN); \
     for (int64_t q = p0; q < p1; q += 8) {                                     \
-      u64x8 id;                                                                \
-      for (int j = 0; j < 8; j++) id[j] = (uint64_t)id_of(ids, row0, col[q + j < p1 ? q + j : p1 - 1]); \
-      const u64x8 e = fwd ? mix64x8(part ^ mix64x8(id + GOLDEN)) : mix64x8((key ^ id) ^ part); \
+      u64x8 e;                                                                 \
+      edge_keys8_##SUFFIX(&e, col, q, p1, key, row, fwd, ids, row0);           \
       const u64x8 z0 = mix64x8(e), z1 = mix64x8(e ^ 1);                        \
       /* edge j's draws: z0[j]'s four 16-bit parts, then z1[j]'s */            \
       const u64x8 zz[2] = {__builtin_shufflevector(z0, z1, 0, 8, 1, 9, 2, 10, 3, 11), \
