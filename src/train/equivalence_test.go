@@ -402,8 +402,8 @@ func restrictedRows() []equivalence {
 		{"GraphSAGE plain, variation-gap", 16, false, true, false, "fp32", false, true, 0},
 		{"GraphSAGE int8 wire", 16, true, false, false, "int8", false, true, 0},
 		// GAT: restricted on one rank and where its neighbour sums are
-		// reduced; its dense broadcasts and stale gradients keep the full
-		// products (the rows below must equal anyway).
+		// reduced; with dense broadcasts or stale gradients (below) it keeps
+		// its full products at P > 1, and those rows check that it does.
 		{"GAT", 4, false, false, false, "fp32", false, false, 1},
 		{"GAT two output heads", 4, false, false, false, "fp32", false, false, 2},
 		{"GAT int8 wire", 4, false, false, false, "int8", false, false, 1},
@@ -448,6 +448,18 @@ func restrictedRows() []equivalence {
 			}
 			rows = append(rows, q)
 		}
+	}
+	// GAT with stale gradients: at P = 1 restricted, its gradient rows
+	// (those of skipped targets without a softmax) under the policy.
+	for _, p := range []int{1, 3} {
+		rows = append(rows, equivalence{rule: fmt.Sprintf("restricted output equals full/GAT stale gradients P=%d", p), data: generated,
+			base: func(c *Config) {
+				c.Optim.Epochs, c.Model.Hidden, c.Model.Precompute = 15, 4, false
+				c.Model.Arch, c.Model.Heads, c.Model.OutHeads = model.ArchGAT, 2, 1
+				c.Staleness.Policy, c.Staleness.Eps, c.Staleness.SkipGradients = "variation-gap", 0.3, true
+			},
+			ref: way{name: "full output", p: p, set: func(c *Config) { c.Exchange.FullOutput = true }},
+			alt: way{name: "restricted", p: p}, tol: 1e-6, bytes: bytesAltLess})
 	}
 	return rows
 }
