@@ -15,6 +15,16 @@ if [ -z "${SLURM_CONF:-}" ]; then
 	eval "$(slurm/local-cluster.sh start)"
 fi
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# finished reports whether fault run F's step ran to its end: its "done:"
+# line or its results, waited for a moment after srun returns, whose last
+# lines can reach the log after it.
+finished() {
+	for _ in $(seq 20); do
+		grep -q "^done:" "$work/run-$1.log" 2>/dev/null || [ -s "$work/r-$1.json" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 work=$(mktemp -d)
 # Large enough that an epoch takes milliseconds, so a fault lands mid-run.
 bin/sancus gen --out "$work/g" --nodes 12000 --edges 100000 --features 64 --feature-nnz 8 --classes 8 >/dev/null
@@ -26,6 +36,7 @@ f=0 missed=0
 while [ "$f" -lt "$faults" ]; do
 	sig=${signals[$((f % 4))]} victim=$((RANDOM % 3)) at=$((10 + RANDOM % 80))
 	out=$work/run-$f.log
+	rm -f "$work/r-$f.json" # a missed attempt's
 	SANCUS_CHAOS_RUN=$f srun --mpi=pmix -n 3 "${train[@]}" --checkpoint-dir "$work/ck-$f" --save-weights "$work/w-$f" --out "$work/r-$f.json" >"$out" 2>&1 &
 	step=$!
 	until grep -q "$(printf 'epoch %4d' "$at")" "$out" 2>/dev/null; do
@@ -34,8 +45,10 @@ while [ "$f" -lt "$faults" ]; do
 	done
 	pid=""
 	for _ in $(seq 100); do # the task may still be starting on a busy node
-		for e in /proc/[0-9]*/environ; do
-			if grep -qzx "SLURM_PROCID=$victim" "$e" 2>/dev/null && grep -qzx "SANCUS_CHAOS_RUN=$f" "$e" 2>/dev/null; then
+		# One grep over every process's environment, then the few of this
+		# run: a grep a process took longer than the epochs left.
+		for e in $(grep -lzx "SANCUS_CHAOS_RUN=$f" /proc/[0-9]*/environ 2>/dev/null); do
+			if grep -qzx "SLURM_PROCID=$victim" "$e" 2>/dev/null; then
 				pid=$(basename "$(dirname "$e")")
 			fi
 		done
@@ -44,20 +57,20 @@ while [ "$f" -lt "$faults" ]; do
 	done
 	if [ -z "$pid" ]; then
 		wait "$step" || true
-		grep -q "^done:" "$out" && [ "$missed" -lt 5 ] && { missed=$((missed + 1)); continue; }
+		finished "$f" && [ "$missed" -lt 5 ] && { missed=$((missed + 1)); continue; }
 		fail "fault $f: no process for task $victim: $(tail -5 "$out")"
 	fi
 	start=$(date +%s.%N)
 	if ! kill -"$sig" "$pid" 2>/dev/null; then # the task ended meanwhile
 		wait "$step" || true
-		grep -q "^done:" "$out" && [ "$missed" -lt 5 ] && { missed=$((missed + 1)); continue; }
+		finished "$f" && [ "$missed" -lt 5 ] && { missed=$((missed + 1)); continue; }
 		fail "fault $f: task $victim (pid $pid) vanished before the signal: $(tail -5 "$out")"
 	fi
 	set +e
 	wait "$step"
 	rc=$?
 	set -e
-	if [ "$rc" -eq 0 ] && grep -q "^done:" "$out" && [ "$missed" -lt 5 ]; then
+	if [ "$rc" -eq 0 ] && finished "$f" && [ "$missed" -lt 5 ]; then
 		missed=$((missed + 1)) # the step finished before the signal landed: again
 		continue
 	fi
