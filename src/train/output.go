@@ -56,15 +56,15 @@ func (e *Engine) rowsAt(l int) kernels.RowOps {
 // side sums over them alone: every other target's gradient row is zero.
 // Its other rows' outputs are zero and their gradient rows carry no
 // softmax (lse = −∞), so it is restricted only where those rows never
-// travel: where the neighbour sums are reduced, or on one rank. Its rows
-// travel as before (their ids key its dropout).
+// travel: where the neighbour sums are reduced, or on one rank
+// (restrictAttention). All its rows still travel: slots shrunk to the rows
+// read would renumber its blocks' columns, whose node ids key its dropout.
 func (e *Engine) restrictOutput() error {
 	if e.cfg.Exchange.FullOutput || e.batch != nil {
 		return nil
 	}
 	last := e.layers[len(e.layers)-1]
 	sage := false
-	var gat *gatLayer
 	switch L := last.(type) {
 	case *sageLayer:
 		sage = true
@@ -73,7 +73,7 @@ func (e *Engine) restrictOutput() error {
 		if L.red == nil && e.P > 1 {
 			return nil
 		}
-		gat = L
+		return e.restrictAttention(L)
 	default:
 		return nil
 	}
@@ -81,39 +81,8 @@ func (e *Engine) restrictOutput() error {
 	if err != nil {
 		return err
 	}
-	own := make([]bool, e.rows())
-	for _, r := range e.s.Train {
-		own[r] = true
-	}
 	c := last.base()
-	fwd, grad := make([]*matrix.CSR, e.P), make([]*matrix.CSR, e.P)
-	for j := range e.P {
-		fwd[j] = c.fwd.full[j].Keep(own, nil)
-		if c.grad == nil { // GAT's reduced neighbour side: below
-			continue
-		}
-		cols := make([]bool, c.grad.full[j].Cols)
-		for k := range cols {
-			cols[k] = trained[e.srcID(j, k)]
-		}
-		grad[j] = c.grad.full[j].Keep(nil, cols)
-	}
-	if gat != nil {
-		c.fwd.blocks = fwd
-		if c.grad != nil {
-			c.grad.blocks = grad
-			return nil
-		}
-		nbrT := make([]*matrix.CSR, e.P)
-		for j, b := range gat.nbrT {
-			if b != nil {
-				nbrT[j] = b.Keep(nil, own)
-			}
-		}
-		gat.nbrT, gat.nbrOwn = nbrT, gat.nbrOwn.Keep(nil, own)
-		return nil
-	}
-	c.fwd.blocks, c.grad.blocks = fwd, grad
+	c.fwd.blocks, c.grad.blocks = keepRows(c.fwd.full, e.ownTraining()), e.trainingColumns(c.grad.full, trained)
 	// Rows travel partly only as a float32 copy or one encoded afresh:
 	// --wire-delta and --cache-bits keep whole copies (as cluster batches).
 	x, sparse := e.net.x.(*sparseExchange)
@@ -148,6 +117,63 @@ func (e *Engine) restrictOutput() error {
 	}
 	e.restrictInput(c)
 	return nil
+}
+
+// restrictAttention restricts a GAT last layer (restrictOutput): its
+// forward to the training targets, and its neighbour side to them, the
+// gradient rows' blocks on one rank, the transposed blocks where the sums
+// are reduced (their columns are this rank's targets).
+func (e *Engine) restrictAttention(L *gatLayer) error {
+	own := e.ownTraining()
+	L.fwd.blocks = keepRows(L.fwd.full, own)
+	if L.red == nil {
+		trained, err := e.trainingNodes()
+		if err != nil {
+			return err
+		}
+		L.grad.blocks = e.trainingColumns(L.grad.full, trained)
+		return nil
+	}
+	nbrT := make([]*matrix.CSR, e.P)
+	for j, b := range L.nbrT {
+		if b != nil {
+			nbrT[j] = b.Keep(nil, own)
+		}
+	}
+	L.nbrT, L.nbrOwn = nbrT, L.nbrOwn.Keep(nil, own)
+	return nil
+}
+
+// ownTraining marks this rank's training rows.
+func (e *Engine) ownTraining() []bool {
+	own := make([]bool, e.rows())
+	for _, r := range e.s.Train {
+		own[r] = true
+	}
+	return own
+}
+
+// keepRows is every block with only the marked rows' entries.
+func keepRows(blocks []*matrix.CSR, rows []bool) []*matrix.CSR {
+	out := make([]*matrix.CSR, len(blocks))
+	for j, b := range blocks {
+		out[j] = b.Keep(rows, nil)
+	}
+	return out
+}
+
+// trainingColumns is every root's block with only the columns of training
+// nodes (trained, by node id).
+func (e *Engine) trainingColumns(blocks []*matrix.CSR, trained []bool) []*matrix.CSR {
+	out := make([]*matrix.CSR, len(blocks))
+	for j, b := range blocks {
+		cols := make([]bool, b.Cols)
+		for k := range cols {
+			cols[k] = trained[e.srcID(j, k)]
+		}
+		out[j] = b.Keep(nil, cols)
+	}
+	return out
 }
 
 // hold shrinks the slots of the other roots to the rows the cache's blocks
