@@ -69,6 +69,12 @@ vet: deps
 	@if $(GO) list -deps ./src/cmd/sancus-report | grep -E 'sancus/(kernels|collectives|src/train)'; then \
 		echo "src/cmd/sancus-report links the packages above: it reads src/result only"; exit 1; fi
 
+# OpenMPI makes its session directory, $TMPDIR/ompi.HOST.UID, with a
+# check then a mkdir that fails when another mpirun makes it in between
+# (open-mpi/ompi#8510): each suite that runs side by side with the others
+# has a TMPDIR of its own, as each Go test package that starts mpirun does.
+OMPI_OWN_TMP = d=$$(mktemp -d /tmp/sancus-$@-XXXXXX) && trap 'rm -rf "$$d"' EXIT && export TMPDIR="$$d" &&
+
 # vet and the three suites run side by side, each one's output printed
 # whole when it ends (any failure fails make test): the Slurm jobs and the
 # MPI launches spend most of their time waiting, and the Go tests keep the
@@ -89,11 +95,11 @@ test-short: vet
 # A real single-node Slurm: sbatch training, a requeue after SIGTERM, and a
 # strong-scaling sweep with its CSV and plots (installs Slurm and munge).
 test-slurm: build
-	bash slurm/test-local.sh
+	$(OMPI_OWN_TMP) bash slurm/test-local.sh
 
 # The collectives again as real MPI jobs of 1, 2 and 4 ranks.
 test-mpi: deps
-	for np in 1 2 4; do \
+	$(OMPI_OWN_TMP) for np in 1 2 4; do \
 		$(GO) test -count=1 -timeout 10m -exec "$(MPIRUN) -np $$np" ./collectives/mpi/ || exit 1; \
 	done
 

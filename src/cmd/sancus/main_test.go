@@ -29,6 +29,11 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// Every mpirun these tests start, and every test's temporary files,
+	// live under this TMPDIR: OpenMPI's session directory is made there,
+	// and another package's mpirun making the same one at the same moment
+	// fails its mkdir (open-mpi/ompi#8510).
+	os.Setenv("TMPDIR", dir)
 	bin = filepath.Join(dir, "sancus")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		os.Stderr.Write(out)
