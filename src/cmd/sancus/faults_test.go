@@ -189,10 +189,19 @@ func TestSIGTERMToMpirunResumesFromLastCompleteCheckpoint(t *testing.T) {
 	cmd = exec.Command(bin, append([]string{"launch", "-n", "2", "--via", "mpirun", "--"}, args...)...)
 	cmd.Env = mpiEnv()
 	wait = startUntil(t, cmd, "epoch   30")
+	// mpirun's session directory is in a base of the launch's own, not
+	// in the TMPDIR every job on the node shares.
+	session, _ := filepath.Glob(filepath.Join(os.TempDir(), "sancus-mpirun-*", "ompi.*"))
 	cmd.Process.Signal(syscall.SIGTERM)
 	out, err = wait()
 	if exitCode(err) != ExitRequeue || !strings.Contains(out, "checkpoint committed") {
 		t.Fatalf("sancus launch with SIGTERM: exit %d, want %d:\n%s", exitCode(err), ExitRequeue, out)
+	}
+	if len(session) != 1 {
+		t.Fatalf("mpirun's session directories in sancus launch's base: %v, want one", session)
+	}
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "sancus-mpirun-*")); len(left) > 0 {
+		t.Fatalf("sancus launch left %v", left)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"sancus/launch"
@@ -33,6 +34,17 @@ func runLaunch(args []string) error {
 	if err != nil {
 		return err
 	}
+	// mpirun makes its session directory, $TMPDIR/ompi.HOST.UID, with a
+	// check then a mkdir: two jobs starting at once on one node can fail
+	// there (open-mpi/ompi#8510). Each launch gives it a base of its own.
+	base, err := sessionBase(cmd.Path)
+	if err != nil {
+		return err
+	}
+	if base != "" {
+		defer os.RemoveAll(base)
+		cmd.Env = append(os.Environ(), "OMPI_MCA_orte_tmpdir_base="+base)
+	}
 	fmt.Fprintf(os.Stderr, "sancus launch: %v\n", cmd.Args)
 	// The launcher runs in a process group of its own, so a ^C at the
 	// terminal reaches this process alone (mpirun aborts the job on one),
@@ -58,7 +70,21 @@ func runLaunch(args []string) error {
 	err = cmd.Wait()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
+		os.RemoveAll(base)
 		os.Exit(ee.ExitCode()) // keep the job's status (85 = checkpointed, requeue)
 	}
 	return err
+}
+
+// sessionBase makes a directory for an mpirun's session directory, unless
+// the launcher is not mpirun or the user chose one (OMPI_MCA_orte_tmpdir_base).
+func sessionBase(launcher string) (string, error) {
+	if filepath.Base(launcher) != "mpirun" || os.Getenv("OMPI_MCA_orte_tmpdir_base") != "" {
+		return "", nil
+	}
+	dir, err := os.MkdirTemp("", "sancus-mpirun-")
+	if err != nil {
+		return "", fmt.Errorf("launch: a session directory for mpirun: %w", err)
+	}
+	return dir, nil
 }
