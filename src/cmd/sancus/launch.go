@@ -36,14 +36,15 @@ func runLaunch(args []string) error {
 	}
 	// mpirun makes its session directory, $TMPDIR/ompi.HOST.UID, with a
 	// check then a mkdir: two jobs starting at once on one node can fail
-	// there (open-mpi/ompi#8510). Each launch gives it a base of its own.
+	// there (open-mpi/ompi#8510). Each launch gives it a base of its own,
+	// under OpenMPI 4's name for it and PRRTE's (OpenMPI 5).
 	base, err := sessionBase(cmd.Path)
 	if err != nil {
 		return err
 	}
 	if base != "" {
 		defer os.RemoveAll(base)
-		cmd.Env = append(os.Environ(), "OMPI_MCA_orte_tmpdir_base="+base)
+		cmd.Env = append(os.Environ(), "OMPI_MCA_orte_tmpdir_base="+base, "PRTE_MCA_prte_top_session_dir="+base)
 	}
 	fmt.Fprintf(os.Stderr, "sancus launch: %v\n", cmd.Args)
 	// The launcher runs in a process group of its own, so a ^C at the
@@ -77,9 +78,9 @@ func runLaunch(args []string) error {
 }
 
 // sessionBase makes a directory for an mpirun's session directory, unless
-// the launcher is not mpirun or the user chose one (OMPI_MCA_orte_tmpdir_base).
+// the launcher is not mpirun or the user chose one.
 func sessionBase(launcher string) (string, error) {
-	if filepath.Base(launcher) != "mpirun" || os.Getenv("OMPI_MCA_orte_tmpdir_base") != "" {
+	if filepath.Base(launcher) != "mpirun" || os.Getenv("OMPI_MCA_orte_tmpdir_base") != "" || os.Getenv("PRTE_MCA_prte_top_session_dir") != "" {
 		return "", nil
 	}
 	dir, err := os.MkdirTemp("", "sancus-mpirun-")
