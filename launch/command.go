@@ -21,10 +21,33 @@ import (
 // StopSignal is the signal that asks a job started through via to stop
 // after its current epoch and checkpoint.
 func StopSignal(via string) os.Signal {
-	if filepath.Base(via) == "mpirun" {
+	if isMpirun(via) {
 		return syscall.SIGUSR1
 	}
 	return syscall.SIGTERM
+}
+
+func isMpirun(path string) bool { return filepath.Base(path) == "mpirun" }
+
+// OwnSessionDir gives an mpirun command a session directory base of its
+// own, under OpenMPI 4's name for it and PRRTE's (OpenMPI 5), unless the
+// user chose one; the returned func removes it. mpirun makes its session
+// directory, $TMPDIR/ompi.HOST.UID, with a check then a mkdir: two jobs
+// starting at once on one node can fail there (open-mpi/ompi#8510).
+func OwnSessionDir(cmd *exec.Cmd) (remove func(), err error) {
+	const orte, prte = "OMPI_MCA_orte_tmpdir_base", "PRTE_MCA_prte_top_session_dir"
+	if !isMpirun(cmd.Path) || os.Getenv(orte) != "" || os.Getenv(prte) != "" {
+		return func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "sancus-mpirun-")
+	if err != nil {
+		return nil, fmt.Errorf("launch: a session directory for mpirun: %w", err)
+	}
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, orte+"="+dir, prte+"="+dir)
+	return func() { os.RemoveAll(dir) }, nil
 }
 
 // Command builds the launcher command that starts np ranks of prog with

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 
 	"sancus/launch"
@@ -34,18 +33,11 @@ func runLaunch(args []string) error {
 	if err != nil {
 		return err
 	}
-	// mpirun makes its session directory, $TMPDIR/ompi.HOST.UID, with a
-	// check then a mkdir: two jobs starting at once on one node can fail
-	// there (open-mpi/ompi#8510). Each launch gives it a base of its own,
-	// under OpenMPI 4's name for it and PRRTE's (OpenMPI 5).
-	base, err := sessionBase(cmd.Path)
+	removeSession, err := launch.OwnSessionDir(cmd)
 	if err != nil {
 		return err
 	}
-	if base != "" {
-		defer os.RemoveAll(base)
-		cmd.Env = append(os.Environ(), "OMPI_MCA_orte_tmpdir_base="+base, "PRTE_MCA_prte_top_session_dir="+base)
-	}
+	defer removeSession()
 	fmt.Fprintf(os.Stderr, "sancus launch: %v\n", cmd.Args)
 	// The launcher runs in a process group of its own, so a ^C at the
 	// terminal reaches this process alone (mpirun aborts the job on one),
@@ -71,21 +63,8 @@ func runLaunch(args []string) error {
 	err = cmd.Wait()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		os.RemoveAll(base)
+		removeSession()
 		os.Exit(ee.ExitCode()) // keep the job's status (85 = checkpointed, requeue)
 	}
 	return err
-}
-
-// sessionBase makes a directory for an mpirun's session directory, unless
-// the launcher is not mpirun or the user chose one.
-func sessionBase(launcher string) (string, error) {
-	if filepath.Base(launcher) != "mpirun" || os.Getenv("OMPI_MCA_orte_tmpdir_base") != "" || os.Getenv("PRTE_MCA_prte_top_session_dir") != "" {
-		return "", nil
-	}
-	dir, err := os.MkdirTemp("", "sancus-mpirun-")
-	if err != nil {
-		return "", fmt.Errorf("launch: a session directory for mpirun: %w", err)
-	}
-	return dir, nil
 }
