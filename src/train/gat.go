@@ -305,6 +305,8 @@ func (e *Engine) transposedBlocks() {
 
 func (L *gatLayer) reduced() *reduction { return L.red }
 
+var _ restricter = (*gatLayer)(nil) // memory.go counts its blocks through it
+
 // restrictedBytes is what the restricted last layer's neighbour blocks
 // add: the full ones are the view's and e.part.blockT, counted there.
 func (L *gatLayer) restrictedBytes(e *Engine) int64 {

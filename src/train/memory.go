@@ -30,8 +30,8 @@ func (e *Engine) compulsoryBytes() int64 {
 		for _, c := range L.base().caches() {
 			n += c.bytes()
 		}
-		if g, ok := L.(*gatLayer); ok {
-			n += g.restrictedBytes(e)
+		if x, ok := L.(restricter); ok {
+			n += x.restrictedBytes(e)
 		}
 	}
 	for _, b := range e.part.blockT {
@@ -78,6 +78,10 @@ func (c *cache) copyBytes() int64 {
 	}
 	return n
 }
+
+// A restricter is a layer that keeps blocks of its own for the restricted
+// last layer, beyond the view's and the caches' (GAT's neighbour blocks).
+type restricter interface{ restrictedBytes(e *Engine) int64 }
 
 var denseType = reflect.TypeOf((*matrix.Dense)(nil))
 
