@@ -4,13 +4,20 @@
 
 // sc_mask is one dropout application (matrix.Mask): element (r, c) is kept,
 // scaled, when its draw (dropout_rng.h) for node id ids[r] (row0 + r
-// without ids) is at least thr.
+// without ids) is at least thr. With bits (a row's kept columns, bit c of
+// row r at byte r·bits_stride + c/8), the products' dropout of an A whose
+// width is a multiple of 32 records the draws there (replay 0) or reads
+// them back instead of drawing (replay 1): a backward takes its forward's
+// mask without the hash.
 typedef struct {
   uint64_t seed, stream;
   int64_t row0;
   const int64_t *ids;
   uint32_t thr;
   float scale;
+  uint8_t *bits;
+  int64_t bits_stride;
+  int replay;
 } sc_mask;
 
 // rows (nil: r0..r1 themselves) lists the rows at positions [r0, r1); kb

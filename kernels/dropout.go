@@ -32,6 +32,35 @@ func cMask(m matrix.Mask) (cm *C.sc_mask, done func()) {
 	return cm, pin.Unpin
 }
 
+// keptBits is a dense operand's dropout draws as a forward product drew
+// them, one bit per value (sc_mask.bits), so that its backward reads the
+// same mask back instead of hashing every value again. Rows are stamped
+// with the mask's generation as they are recorded; a backward replays only
+// where every row it reads carries the current one. Only operands whose
+// width is a multiple of 32 record (the kernels' whole draw groups).
+type keptBits struct {
+	bits   []byte
+	stride int   // bytes a row
+	stamp  []int // the generation each row was recorded at (0: never)
+	gen    int   // the mask's generation now
+	replay bool  // this product reads the bits; otherwise it records them
+}
+
+// cMask is m as the kernels read it, with the record's bits where kept
+// is not nil.
+func (kept *keptBits) cMask(m matrix.Mask) (*C.sc_mask, func()) {
+	cm, done := cMask(m)
+	if cm == nil || kept == nil {
+		return cm, done
+	}
+	var pin runtime.Pinner
+	pin.Pin(&kept.bits[0])
+	cm.bits = (*C.uint8_t)(unsafe.Pointer(&kept.bits[0]))
+	cm.bits_stride = C.int64_t(kept.stride)
+	cm.replay = cBool(kept.replay)
+	return cm, func() { pin.Unpin(); done() }
+}
+
 // Dropout sets dst = src ⊙ mask / (1−p). dst may alias src.
 func Dropout(m matrix.Mask, dst, src *matrix.Dense) {
 	if m.P <= 0 {

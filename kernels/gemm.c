@@ -8,8 +8,9 @@
 //
 // so only the strides differ. Dropout of A is drawn into a small scratch
 // block (L1/L2) right before the block is multiplied, so the dropped copy of
-// A never goes to memory, and the backward pass draws the same mask again
-// instead of keeping it.
+// A never goes to memory. The backward pass applies the same mask again,
+// read from the bits the forward recorded (sc_mask.bits; one per value, a
+// 32nd of A) where the operand keeps them, else drawn again.
 #include "activation.h"
 #include "cpu.h"
 #include "dropout_rng.h"
@@ -178,11 +179,57 @@ static const float *edge_pack(const float *b, int64_t bs, int64_t cnt, int64_t w
     PANEL_ROWS(1, SUFFIX)                                                      \
   }
 
+// A vector's kept lanes as bits (lane j: bit j) and back, for a mask's
+// record (sc_mask.bits). Below L = 8 lanes two vectors share a byte.
+#define KEEP_BITS(SUFFIX, ATTR, MOVEMASK)                                      \
+  ATTR static inline void put_bits_##SUFFIX(uint8_t *b, int64_t c, vi_##SUFFIX keep) { \
+    enum { L = sizeof(keep) / sizeof(int32_t) };                               \
+    const uint32_t x = (uint32_t)MOVEMASK;                                     \
+    if (L == 16)                                                               \
+      memcpy(b + c / 8, &(uint16_t){(uint16_t)x}, 2);                          \
+    else if (L == 8)                                                           \
+      b[c / 8] = (uint8_t)x;                                                   \
+    else                                                                       \
+      b[c / 8] = (c & 7) ? (uint8_t)(b[c / 8] | x << 4) : (uint8_t)x;          \
+  }                                                                            \
+  ATTR static inline vi_##SUFFIX get_bits_##SUFFIX(const uint8_t *b, int64_t c) { \
+    typedef uint32_t vu __attribute__((vector_size(sizeof(vi_##SUFFIX))));     \
+    enum { L = sizeof(vi_##SUFFIX) / sizeof(int32_t) };                        \
+    uint32_t x;                                                                \
+    if (L == 16) {                                                             \
+      uint16_t w;                                                              \
+      memcpy(&w, b + c / 8, 2);                                                \
+      x = w;                                                                   \
+    } else                                                                     \
+      x = (uint32_t)b[c / 8] >> (c & 7);                                       \
+    vu lane;                                                                   \
+    for (int j = 0; j < L; j++) lane[j] = 1u << j;                             \
+    return (vi_##SUFFIX)(((vu){0} + x & lane) != 0);                           \
+  }
+typedef int32_t vi_base __attribute__((vector_size(16), aligned(4)));
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+typedef int32_t vi_avx2 __attribute__((vector_size(32), aligned(4)));
+typedef int32_t vi_avx512 __attribute__((vector_size(64), aligned(4)));
+KEEP_BITS(base, , _mm_movemask_ps((__m128)keep))
+KEEP_BITS(avx2, SC_AVX2, _mm256_movemask_ps((__m256)keep))
+KEEP_BITS(avx512, SC_AVX512, _mm512_movepi32_mask((__m512i)keep))
+#else
+static inline uint32_t movemask_base(vi_base keep) {
+  uint32_t x = 0;
+  for (int j = 0; j < 4; j++) x |= (uint32_t)(keep[j] & 1) << j;
+  return x;
+}
+KEEP_BITS(base, , movemask_base(keep))
+#endif
+
 // drop_rows writes rows [r0, r1) of A (k columns) with the mask applied to
 // dst, packed; dst may be A itself. With a list, it writes rows
 // list[r0..r1) instead, packed, or in_place: each at its own row of dst.
 // The draws are the pair hashes of dropout_rng.h (sc_hash32 and
-// sc_drop_draw, written out here on vectors so they stay in registers).
+// sc_drop_draw, written out here on vectors so they stay in registers);
+// with the mask's bits (k a multiple of 32) they are recorded there, or
+// read back from there in place of the hash.
 #define DROP_ROWS(SUFFIX, ATTR)                                                \
   ATTR static void drop_rows_##SUFFIX(const float *A, float *dst, int64_t k, int64_t r0, \
                                       int64_t r1, const sc_mask *m, const int32_t *list, \
@@ -203,11 +250,26 @@ static const float *edge_pack(const float *b, int64_t bs, int64_t cnt, int64_t w
     for (int v = 0; v < NV; v++)                                               \
       for (int j = 0; j < L; j++) lk[v][j] = (uint32_t)(v * L + j) * 0x9e3779b9u; \
     const vu thr_hi = (vu){0} + ((uint32_t)thr << 16);                         \
+    uint8_t *const bits = k % (2 * VW) == 0 ? m->bits : NULL;                  \
+    if (bits && m->replay) {                                                   \
+      for (int64_t i = r0; i < r1; i++) {                                      \
+        const int64_t r = list ? list[i] : i;                                  \
+        const float *a = A + r * k;                                            \
+        const uint8_t *b = bits + r * m->bits_stride;                          \
+        float *d = dst + (in_place ? r : i - r0) * k;                          \
+        for (int64_t c = 0; c < k; c += L) {                                   \
+          const vf y = *(const vf *)(a + c) * scale;                           \
+          *(vf *)(d + c) = (vf)((vi)y & (vi)get_bits_##SUFFIX(b, c));          \
+        }                                                                      \
+      }                                                                        \
+      return;                                                                  \
+    }                                                                          \
     for (int64_t i = r0; i < r1; i++) {                                        \
       const int64_t r = list ? list[i] : i;                                    \
       const uint32_t key = sc_drop_key(seed, stream, (uint64_t)(ids ? ids[r] : row0 + r)); \
       const float *a = A + r * k;                                              \
       float *d = dst + (in_place ? r : i - r0) * k;                            \
+      uint8_t *b = bits ? bits + r * m->bits_stride : NULL;                    \
       int64_t c0 = 0;                                                          \
       /* Groups of 32 columns: VW pair hashes, computed in registers; a     */ \
       /* hash's low half draws for column c0 + p, its high half for       */ \
@@ -226,6 +288,7 @@ static const float *edge_pack(const float *b, int64_t bs, int64_t cnt, int64_t w
           const vi keep = v < NV ? (vi)(h[v] & 0xffff) >= thr : (vi)(h[v - NV] >= thr_hi); \
           const vf y = *(const vf *)(a + c) * scale;                           \
           *(vf *)(d + c) = (vf)((vi)y & keep);                                 \
+          if (b) put_bits_##SUFFIX(b, c, (vi_##SUFFIX)keep);                   \
         }                                                                      \
         if (c0 + 2 * VW > k) break; /* a partial group: its rest below */      \
       }                                                                        \

@@ -21,6 +21,12 @@ func GEMM(c, a, b *matrix.Dense, accumulate bool) error {
 // GEMMDrop computes C = M(A)·B (or +=), M the dropout mask m drawn as A's
 // rows are read: the dropped A is never written out.
 func GEMMDrop(c, a, b *matrix.Dense, m matrix.Mask, accumulate bool) error {
+	return gemmDrop(c, a, b, m, nil, accumulate)
+}
+
+// gemmDrop is GEMMDrop whose draws, with a record, are kept there or read
+// back from there (keptBits).
+func gemmDrop(c, a, b *matrix.Dense, m matrix.Mask, kept *keptBits, accumulate bool) error {
 	if err := CheckMul("gemm", c, a.Rows, a.Cols, b); err != nil {
 		return err
 	}
@@ -35,7 +41,7 @@ func GEMMDrop(c, a, b *matrix.Dense, m matrix.Mask, accumulate bool) error {
 	}
 	acc := cBool(accumulate)
 	k, n := C.int64_t(a.Cols), C.int64_t(b.Cols)
-	cm, done := cMask(m)
+	cm, done := kept.cMask(m)
 	defer done()
 	forRanges(evenCuts(a.Rows, threads, 256), func(lo, hi int) {
 		C.sc_gemm_nn(f32p(a.Data), f32p(b.Data), f32p(c.Data), k, n, C.int64_t(lo), C.int64_t(hi), acc, cm)
@@ -125,6 +131,10 @@ func GEMMTN(c, a, b *matrix.Dense) error { return GEMMTNDrop(c, a, b, matrix.Mas
 // GEMMTNDrop computes C = M(A)ᵀ·B, drawing mask m as GEMMDrop does: the
 // backward pass redraws the forward pass's mask instead of keeping it.
 func GEMMTNDrop(c, a, b *matrix.Dense, mask matrix.Mask) error {
+	return gemmTNDrop(c, a, b, mask, nil)
+}
+
+func gemmTNDrop(c, a, b *matrix.Dense, mask matrix.Mask, kept *keptBits) error {
 	if err := CheckMulTN("gemm Aᵀ·B", c, a.Rows, a.Cols, b); err != nil {
 		return err
 	}
@@ -133,7 +143,7 @@ func GEMMTNDrop(c, a, b *matrix.Dense, mask matrix.Mask) error {
 		return nil
 	}
 	k, n := C.int64_t(a.Cols), C.int64_t(b.Cols)
-	cm, done := cMask(mask)
+	cm, done := kept.cMask(mask)
 	defer done()
 	sumChunks(c.Data, a.Rows, func(r0, r1 int, part []float32) {
 		C.sc_gemm_tn(f32p(a.Data), f32p(b.Data), f32p(part), k, n, C.int64_t(r0), C.int64_t(r1), cm)
@@ -181,6 +191,10 @@ func GEMMRowsDropBiasReLU(c, a, b *matrix.Dense, m matrix.Mask, bias []float32, 
 // write): the next layer's input as it reads it, formed while the row is
 // in cache, so that layer neither draws the mask again nor rereads C.
 func GEMMRowsDropBiasReLUThen(c, a, b *matrix.Dense, m matrix.Mask, bias []float32, rows []int32, then matrix.Mask, dropped *matrix.Dense) error {
+	return gemmRowsDrop(c, a, b, m, nil, bias, rows, then, dropped)
+}
+
+func gemmRowsDrop(c, a, b *matrix.Dense, m matrix.Mask, kept *keptBits, bias []float32, rows []int32, then matrix.Mask, dropped *matrix.Dense) error {
 	const what = "gemm at rows"
 	shapes := CheckMul(what, c, a.Rows, a.Cols, b)
 	if shapes == nil && bias != nil && len(bias) != c.Cols {
@@ -201,7 +215,7 @@ func GEMMRowsDropBiasReLUThen(c, a, b *matrix.Dense, m matrix.Mask, bias []float
 		return nil
 	}
 	k, n := C.int64_t(a.Cols), C.int64_t(b.Cols)
-	cm, done := cMask(m)
+	cm, done := kept.cMask(m)
 	defer done()
 	var tm *C.sc_mask
 	var dp *C.float
@@ -234,6 +248,10 @@ func GEMMTNRows(c, a, b *matrix.Dense, rows []int32) error {
 
 // GEMMTNRowsDrop is GEMMTNRows of M(A), the mask drawn as GEMMDrop draws it.
 func GEMMTNRowsDrop(c, a, b *matrix.Dense, m matrix.Mask, rows []int32) error {
+	return gemmTNRowsDrop(c, a, b, m, nil, rows)
+}
+
+func gemmTNRowsDrop(c, a, b *matrix.Dense, m matrix.Mask, kept *keptBits, rows []int32) error {
 	const what = "gemm Aᵀ·B at rows"
 	if err := checkRows(CheckMulTN(what, c, a.Rows, a.Cols, b), what, rows, a.Rows); err != nil {
 		return err
@@ -243,7 +261,7 @@ func GEMMTNRowsDrop(c, a, b *matrix.Dense, m matrix.Mask, rows []int32) error {
 		return nil
 	}
 	k, n := C.int64_t(a.Cols), C.int64_t(b.Cols)
-	cm, done := cMask(m)
+	cm, done := kept.cMask(m)
 	defer done()
 	sumChunks(c.Data, len(rows), func(r0, r1 int, part []float32) {
 		C.sc_gemm_tn_rows(f32p(a.Data), f32p(b.Data), f32p(part), k, n, (*C.int32_t)(&rows[r0]), C.int64_t(r1-r0), cm)

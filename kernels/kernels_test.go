@@ -626,6 +626,100 @@ func TestOperandSparseAndDenseAgree(t *testing.T) {
 	}
 }
 
+// TestDenseOperandReplaysItsForwardMask: a dense operand's weight gradient
+// reads the mask its forward product recorded (keptBits) and gets what
+// drawing it again gets, bit for bit, for every row list and width; it
+// reads the record (spoiled bits change the result) only while every row
+// it reads was drawn under the current mask, and draws otherwise.
+func TestDenseOperandReplaysItsForwardMask(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	const n = 700
+	var some, fewer []int32
+	for i := range n {
+		if i%3 != 0 {
+			some = append(some, int32(i))
+			if i%2 == 0 {
+				fewer = append(fewer, int32(i))
+			}
+		}
+	}
+	bitsEqual := func(what string, got, want *matrix.Dense) {
+		t.Helper()
+		for i := range want.Data {
+			if math.Float32bits(got.Data[i]) != math.Float32bits(want.Data[i]) {
+				t.Fatalf("%s: value %d is %v, drawn again %v", what, i, got.Data[i], want.Data[i])
+			}
+		}
+	}
+	for _, k := range []int{32, 128, 160} {
+		a := randDense(r, n, k)
+		w, g := randDense(r, k, 16), randDense(r, n, 16)
+		m := matrix.Mask{P: 0.4, Seed: 11, Stream: 2, Row0: 50}
+		for _, c := range []struct {
+			name     string
+			fwd, bwd []int32 // nil: every row
+			replayed bool
+			newMask  bool // a new mask between the two
+		}{
+			{"all rows", nil, nil, true, false},
+			{"listed rows", some, some, true, false},
+			{"fewer rows back", some, fewer, true, false},
+			{"rows not drawn", fewer, some, false, false},
+			{"a new mask", nil, nil, false, true},
+		} {
+			o := NewDenseOperand(a)
+			in := denseInput{o}
+			o.SetDropout(m)
+			z := matrix.NewDense(n, 16)
+			if c.fwd == nil {
+				o.Mul(z, w)
+			} else {
+				in.MulRows(z, w, c.fwd)
+			}
+			if c.newMask {
+				m2 := m
+				m2.Stream = 9
+				o.SetDropout(m2)
+			}
+			want, got := matrix.NewDense(k, 16), matrix.NewDense(k, 16)
+			back := func(dst *matrix.Dense) {
+				if c.bwd == nil {
+					o.MulT(dst, g)
+				} else {
+					in.MulTRows(dst, g, c.bwd)
+				}
+			}
+			if c.bwd == nil {
+				GEMMTNDrop(want, a, g, o.mask)
+			} else {
+				GEMMTNRowsDrop(want, a, g, o.mask, c.bwd)
+			}
+			back(got)
+			what := fmt.Sprintf("k %d, %s", k, c.name)
+			bitsEqual(what, got, want)
+			// Spoil the record: a replay now reads other draws.
+			for i := range o.kept.bits {
+				o.kept.bits[i] ^= 0xa5
+			}
+			back(got)
+			differs := false
+			for i := range want.Data {
+				differs = differs || got.Data[i] != want.Data[i]
+			}
+			if differs != c.replayed {
+				t.Fatalf("%s: read the record %v, want %v", what, differs, c.replayed)
+			}
+		}
+	}
+	// Widths that are no multiple of 32 keep no record and still draw.
+	o := NewDenseOperand(randDense(r, 40, 48))
+	o.SetDropout(matrix.Mask{P: 0.5, Seed: 1})
+	o.Mul(matrix.NewDense(40, 16), randDense(r, 48, 16))
+	if o.kept != nil {
+		t.Fatal("a 48-wide operand kept a record")
+	}
+}
+
 func TestDropoutMaskIsPositional(t *testing.T) {
 	// Rows 10..19 of a 20-row matrix masked with Row0=0 must equal a
 	// 10-row block masked with Row0=10: masks do not depend on the split.

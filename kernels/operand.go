@@ -19,6 +19,7 @@ type Operand struct {
 	dropVals []float32
 	cur      *matrix.CSR // sparse matrix with the current (possibly dropped) values
 	mask     matrix.Mask // the current mask of a dense operand
+	kept     *keptBits   // its draws as the forward made them, for the backward
 
 	// Aᵀ for the weight gradient: structure built once, values refreshed.
 	tr     *matrix.CSR
@@ -99,12 +100,73 @@ func (o *Operand) SetDropout(m matrix.Mask) {
 	o.mask = m
 }
 
+// recording is the record a dense forward product keeps its draws in (nil
+// where the operand keeps none); done stamps the rows it drew (nil: all).
+func (o *Operand) recording() *keptBits {
+	if o.dense == nil || o.mask.P <= 0 || o.dense.Cols%32 != 0 || o.dense.Rows == 0 {
+		return nil
+	}
+	if o.kept == nil {
+		stride := o.dense.Cols / 8
+		o.kept = &keptBits{bits: make([]byte, o.dense.Rows*stride), stride: stride, stamp: make([]int, o.dense.Rows)}
+	}
+	o.kept.gen, o.kept.replay = o.gen, false
+	return o.kept
+}
+
+func (o *Operand) recorded(rows []int32) {
+	if o.kept == nil || o.kept.gen != o.gen || o.kept.replay {
+		return
+	}
+	if rows == nil {
+		for r := range o.kept.stamp {
+			o.kept.stamp[r] = o.gen
+		}
+		return
+	}
+	for _, r := range rows {
+		o.kept.stamp[r] = o.gen
+	}
+}
+
+// replaying is the record to read the current mask back from, where every
+// row a backward product reads (nil: all) was drawn under it; else nil,
+// and the product draws again.
+func (o *Operand) replaying(rows []int32) *keptBits {
+	k := o.kept
+	if k == nil || o.mask.P <= 0 || k.gen != o.gen {
+		return nil
+	}
+	if rows == nil {
+		for _, g := range k.stamp {
+			if g != o.gen {
+				return nil
+			}
+		}
+	}
+	for _, r := range rows {
+		if k.stamp[r] != o.gen {
+			return nil
+		}
+	}
+	k.replay = true
+	return k
+}
+
 // Mul computes c = O·w.
 func (o *Operand) Mul(c, w *matrix.Dense) error {
 	if o.sparse != nil {
 		return SpMM(c, o.cur, w, false)
 	}
-	return GEMMDrop(c, o.dense, w, o.mask, false)
+	return o.mulDense(c, w, false)
+}
+
+func (o *Operand) mulDense(c, w *matrix.Dense, acc bool) error {
+	err := gemmDrop(c, o.dense, w, o.mask, o.recording(), acc)
+	if err == nil {
+		o.recorded(nil)
+	}
+	return err
 }
 
 // MulAdd computes c += O·w.
@@ -112,13 +174,13 @@ func (o *Operand) MulAdd(c, w *matrix.Dense) error {
 	if o.sparse != nil {
 		return SpMM(c, o.cur, w, true)
 	}
-	return GEMMDrop(c, o.dense, w, o.mask, true)
+	return o.mulDense(c, w, true)
 }
 
 // MulT computes c = Oᵀ·g (a weight gradient).
 func (o *Operand) MulT(c, g *matrix.Dense) error {
 	if o.sparse == nil {
-		return GEMMTNDrop(c, o.dense, g, o.mask)
+		return gemmTNDrop(c, o.dense, g, o.mask, o.replaying(nil))
 	}
 	if o.Rows() != g.Rows {
 		return fmt.Errorf("operand Oᵀ·G: %d rows against %d", o.Rows(), g.Rows)
@@ -181,13 +243,20 @@ func (o *Operand) SelectRows(rows []int32) *Operand {
 type denseInput struct{ *Operand }
 
 func (d denseInput) MulRows(c, w *matrix.Dense, rows []int32) error {
-	return GEMMRowsDrop(c, d.dense, w, d.mask, rows)
+	return d.MulRowsBiasReLU(c, w, nil, rows, matrix.Mask{}, nil)
 }
 
 func (d denseInput) MulRowsBiasReLU(c, w *matrix.Dense, bias []float32, rows []int32, then matrix.Mask, dropped *matrix.Dense) error {
-	return GEMMRowsDropBiasReLUThen(c, d.dense, w, d.mask, bias, rows, then, dropped)
+	err := gemmRowsDrop(c, d.dense, w, d.mask, d.recording(), bias, rows, then, dropped)
+	if err == nil && len(rows) > 0 {
+		d.recorded(rows)
+	}
+	return err
 }
 
 func (d denseInput) MulTRows(c, g *matrix.Dense, rows []int32) error {
-	return GEMMTNRowsDrop(c, d.dense, g, d.mask, rows)
+	if len(rows) == 0 {
+		return GEMMTNRowsDrop(c, d.dense, g, d.mask, rows)
+	}
+	return gemmTNRowsDrop(c, d.dense, g, d.mask, d.replaying(rows), rows)
 }
