@@ -41,9 +41,20 @@ func cMask(m matrix.Mask) (cm *C.sc_mask, done func()) {
 type keptBits struct {
 	bits   []byte
 	stride int   // bytes a row
-	stamp  []int // the generation each row was recorded at (0: never)
-	gen    int   // the mask's generation now
+	drawn  []int // the generation each row was recorded at (0: never)
 	replay bool  // this product reads the bits; otherwise it records them
+}
+
+// mark stamps the rows a forward product recorded (nil: all) with gen.
+func (k *keptBits) mark(rows []int32, gen int) {
+	if rows == nil {
+		for r := range k.drawn {
+			k.drawn[r] = gen
+		}
+	}
+	for _, r := range rows {
+		k.drawn[r] = gen
+	}
 }
 
 // cMask is m as the kernels read it, with the record's bits where kept

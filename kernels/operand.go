@@ -101,32 +101,17 @@ func (o *Operand) SetDropout(m matrix.Mask) {
 }
 
 // recording is the record a dense forward product keeps its draws in (nil
-// where the operand keeps none); done stamps the rows it drew (nil: all).
+// where the operand keeps none); the caller marks the rows it drew.
 func (o *Operand) recording() *keptBits {
 	if o.dense == nil || o.mask.P <= 0 || o.dense.Cols%32 != 0 || o.dense.Rows == 0 {
 		return nil
 	}
 	if o.kept == nil {
 		stride := o.dense.Cols / 8
-		o.kept = &keptBits{bits: make([]byte, o.dense.Rows*stride), stride: stride, stamp: make([]int, o.dense.Rows)}
+		o.kept = &keptBits{bits: make([]byte, o.dense.Rows*stride), stride: stride, drawn: make([]int, o.dense.Rows)}
 	}
-	o.kept.gen, o.kept.replay = o.gen, false
+	o.kept.replay = false
 	return o.kept
-}
-
-func (o *Operand) recorded(rows []int32) {
-	if o.kept == nil || o.kept.gen != o.gen || o.kept.replay {
-		return
-	}
-	if rows == nil {
-		for r := range o.kept.stamp {
-			o.kept.stamp[r] = o.gen
-		}
-		return
-	}
-	for _, r := range rows {
-		o.kept.stamp[r] = o.gen
-	}
 }
 
 // replaying is the record to read the current mask back from, where every
@@ -134,18 +119,18 @@ func (o *Operand) recorded(rows []int32) {
 // and the product draws again.
 func (o *Operand) replaying(rows []int32) *keptBits {
 	k := o.kept
-	if k == nil || o.mask.P <= 0 || k.gen != o.gen {
+	if k == nil || o.mask.P <= 0 {
 		return nil
 	}
 	if rows == nil {
-		for _, g := range k.stamp {
+		for _, g := range k.drawn {
 			if g != o.gen {
 				return nil
 			}
 		}
 	}
 	for _, r := range rows {
-		if k.stamp[r] != o.gen {
+		if k.drawn[r] != o.gen {
 			return nil
 		}
 	}
@@ -162,9 +147,10 @@ func (o *Operand) Mul(c, w *matrix.Dense) error {
 }
 
 func (o *Operand) mulDense(c, w *matrix.Dense, acc bool) error {
-	err := gemmDrop(c, o.dense, w, o.mask, o.recording(), acc)
-	if err == nil {
-		o.recorded(nil)
+	kept := o.recording()
+	err := gemmDrop(c, o.dense, w, o.mask, kept, acc)
+	if err == nil && kept != nil {
+		kept.mark(nil, o.gen)
 	}
 	return err
 }
@@ -247,16 +233,18 @@ func (d denseInput) MulRows(c, w *matrix.Dense, rows []int32) error {
 }
 
 func (d denseInput) MulRowsBiasReLU(c, w *matrix.Dense, bias []float32, rows []int32, then matrix.Mask, dropped *matrix.Dense) error {
-	err := gemmRowsDrop(c, d.dense, w, d.mask, d.recording(), bias, rows, then, dropped)
-	if err == nil && len(rows) > 0 {
-		d.recorded(rows)
+	kept := d.recording()
+	err := gemmRowsDrop(c, d.dense, w, d.mask, kept, bias, rows, then, dropped)
+	if err == nil && kept != nil && len(rows) > 0 {
+		kept.mark(rows, d.gen)
 	}
 	return err
 }
 
 func (d denseInput) MulTRows(c, g *matrix.Dense, rows []int32) error {
-	if len(rows) == 0 {
-		return GEMMTNRowsDrop(c, d.dense, g, d.mask, rows)
+	var kept *keptBits
+	if len(rows) > 0 { // nil would mean every row
+		kept = d.replaying(rows)
 	}
-	return gemmTNRowsDrop(c, d.dense, g, d.mask, d.replaying(rows), rows)
+	return gemmTNRowsDrop(c, d.dense, g, d.mask, kept, rows)
 }
