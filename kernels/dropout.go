@@ -42,8 +42,16 @@ type keptBits struct {
 	bits   []byte
 	stride int   // bytes a row
 	drawn  []int // the generation each row was recorded at (0: never)
-	replay bool  // this product reads the bits; otherwise it records them
 }
+
+// bitsUse is what a product does with a record: a forward product writes
+// its draws there, a weight gradient reads them back.
+type bitsUse int
+
+const (
+	recordBits bitsUse = iota
+	replayBits
+)
 
 // mark stamps the rows a forward product recorded (nil: all) with gen.
 func (k *keptBits) mark(rows []int32, gen int) {
@@ -57,9 +65,9 @@ func (k *keptBits) mark(rows []int32, gen int) {
 	}
 }
 
-// cMask is m as the kernels read it, with the record's bits where kept
-// is not nil.
-func (kept *keptBits) cMask(m matrix.Mask) (*C.sc_mask, func()) {
+// cMask is m as the kernels read it, with the record's bits, to use as
+// use says, where kept is not nil.
+func (kept *keptBits) cMask(m matrix.Mask, use bitsUse) (*C.sc_mask, func()) {
 	cm, done := cMask(m)
 	if cm == nil || kept == nil {
 		return cm, done
@@ -68,7 +76,7 @@ func (kept *keptBits) cMask(m matrix.Mask) (*C.sc_mask, func()) {
 	pin.Pin(&kept.bits[0])
 	cm.bits = (*C.uint8_t)(unsafe.Pointer(&kept.bits[0]))
 	cm.bits_stride = C.int64_t(kept.stride)
-	cm.replay = cBool(kept.replay)
+	cm.replay = cBool(use == replayBits)
 	return cm, func() { pin.Unpin(); done() }
 }
 

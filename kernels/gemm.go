@@ -41,7 +41,7 @@ func gemmDrop(c, a, b *matrix.Dense, m matrix.Mask, kept *keptBits, accumulate b
 	}
 	acc := cBool(accumulate)
 	k, n := C.int64_t(a.Cols), C.int64_t(b.Cols)
-	cm, done := kept.cMask(m)
+	cm, done := kept.cMask(m, recordBits)
 	defer done()
 	forRanges(evenCuts(a.Rows, threads, 256), func(lo, hi int) {
 		C.sc_gemm_nn(f32p(a.Data), f32p(b.Data), f32p(c.Data), k, n, C.int64_t(lo), C.int64_t(hi), acc, cm)
@@ -143,7 +143,7 @@ func gemmTNDrop(c, a, b *matrix.Dense, mask matrix.Mask, kept *keptBits) error {
 		return nil
 	}
 	k, n := C.int64_t(a.Cols), C.int64_t(b.Cols)
-	cm, done := kept.cMask(mask)
+	cm, done := kept.cMask(mask, replayBits)
 	defer done()
 	sumChunks(c.Data, a.Rows, func(r0, r1 int, part []float32) {
 		C.sc_gemm_tn(f32p(a.Data), f32p(b.Data), f32p(part), k, n, C.int64_t(r0), C.int64_t(r1), cm)
@@ -215,7 +215,7 @@ func gemmRowsDrop(c, a, b *matrix.Dense, m matrix.Mask, kept *keptBits, bias []f
 		return nil
 	}
 	k, n := C.int64_t(a.Cols), C.int64_t(b.Cols)
-	cm, done := kept.cMask(m)
+	cm, done := kept.cMask(m, recordBits)
 	defer done()
 	var tm *C.sc_mask
 	var dp *C.float
@@ -261,7 +261,7 @@ func gemmTNRowsDrop(c, a, b *matrix.Dense, m matrix.Mask, kept *keptBits, rows [
 		return nil
 	}
 	k, n := C.int64_t(a.Cols), C.int64_t(b.Cols)
-	cm, done := kept.cMask(m)
+	cm, done := kept.cMask(m, replayBits)
 	defer done()
 	sumChunks(c.Data, len(rows), func(r0, r1 int, part []float32) {
 		C.sc_gemm_tn_rows(f32p(a.Data), f32p(b.Data), f32p(part), k, n, (*C.int32_t)(&rows[r0]), C.int64_t(r1-r0), cm)

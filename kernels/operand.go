@@ -110,7 +110,6 @@ func (o *Operand) recording() *keptBits {
 		stride := o.dense.Cols / 8
 		o.kept = &keptBits{bits: make([]byte, o.dense.Rows*stride), stride: stride, drawn: make([]int, o.dense.Rows)}
 	}
-	o.kept.replay = false
 	return o.kept
 }
 
@@ -134,7 +133,6 @@ func (o *Operand) replaying(rows []int32) *keptBits {
 			return nil
 		}
 	}
-	k.replay = true
 	return k
 }
 
