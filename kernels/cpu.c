@@ -399,7 +399,13 @@ double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps) {
     typedef int32_t vi __attribute__((vector_size(sizeof(vf)), aligned(4)));   \
     typedef double vd __attribute__((vector_size(sizeof(vf))));                \
     typedef float vh __attribute__((vector_size(sizeof(vf) / 2), aligned(4))); \
+    typedef int64_t vl __attribute__((vector_size(sizeof(vf))));               \
     enum { L = sizeof(vf) / sizeof(float), D = L / 2, G = 4 };                 \
+    /* the one-hot row a vector at a time: lanes j with k + j = y are 1.0 */  \
+    /* (its bits, 0x3ff0…), by a compare, where a lane-by-lane build       */  \
+    /* branched eight times a vector                                        */  \
+    vl iota, one;                                                              \
+    for (int j = 0; j < D; j++) iota[j] = j, one[j] = 0x3ff0000000000000LL;    \
     const int64_t nv = (c + L - 1) / L;                                        \
     vf e[G][nv > 0 ? nv : 1];                                                  \
     const double inv_norm = 1 / norm;                                          \
@@ -446,8 +452,7 @@ double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps) {
         for (; k + D <= c; k += D) {                                           \
           vh tk;                                                               \
           memcpy(&tk, t + k, sizeof tk);                                       \
-          vd hot;                                                              \
-          for (int j = 0; j < D; j++) hot[j] = k + j == y;                     \
+          const vd hot = (vd)((iota == (vl){0} + (int64_t)(y - k)) & one);     \
           const vh gk = __builtin_convertvector((__builtin_convertvector(tk, vd) * inv_s - hot) * inv_norm, vh); \
           memcpy(g + k, &gk, sizeof gk);                                       \
         }                                                                      \
