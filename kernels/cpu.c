@@ -381,12 +381,27 @@ double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps) {
   return s;
 }
 
+// renormalize scales a positive normal *x into [1, 2) by a power of two
+// and returns its exponent; a NaN, infinity, zero or subnormal stays as it
+// is (0).
+static inline int64_t renormalize(double *x) {
+  uint64_t b;
+  memcpy(&b, x, sizeof b);
+  const int64_t ex = (int64_t)(b >> 52 & 0x7ff);
+  if (ex == 0 || ex == 0x7ff) return 0;
+  b = (b & ~(0x7ffULL << 52)) | (1023ULL << 52);
+  memcpy(x, &b, sizeof b);
+  return ex - 1023;
+}
+
 // Softmax cross-entropy of the listed rows [i0, i1) of rows: returns their
 // summed loss and writes their gradient rows (softmax − onehot)/norm into
 // grad (nil: loss only; it may be z itself). A row is padded with −∞ to
 // whole vectors, its exponentials taken on vectors (vexp.h, within 2 ulp
-// of e^x), summed and logged in double, as in the CUDA kernel, in column
-// order. The rows go G at a time, their sums interleaved, so that the G
+// of e^x) and summed in double in column order, as in the CUDA kernel; the
+// sums' logs are taken as one log of their product (the CUDA kernel takes
+// one a row: the losses agree to parts in 1e16, the gradients bit for
+// bit). The rows go G at a time, their sums interleaved, so that the G
 // chains of dependent adds overlap; the gradient is formed on vectors of
 // doubles, the same arithmetic per value. Training rows are scattered, so
 // each row is a cache miss: rows and their labels are prefetched ahead.
@@ -409,7 +424,11 @@ double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps) {
     const int64_t nv = (c + L - 1) / L;                                        \
     vf e[G][nv > 0 ? nv : 1];                                                  \
     const double inv_norm = 1 / norm;                                          \
-    double loss = 0;                                                           \
+    /* Σ log s over the rows as the log of their product, its power of two */ \
+    /* kept apart (renormalize, a group) so that it cannot overflow: one    */ \
+    /* log a call, where one a row was a fifth of the kernel.                */ \
+    double loss = 0, prod = 1;                                                 \
+    int64_t pow2 = 0;                                                          \
     for (int64_t i = i0; i < i1; i += G) {                                     \
       const int n = i1 - i < G ? (int)(i1 - i) : G;                            \
       double s[G] = {0}, zy[G];                                                \
@@ -442,7 +461,8 @@ double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps) {
           if (q < n) s[q] += ((const float *)e[q])[k];                         \
       for (int q = 0; q < n; q++) {                                            \
         const int64_t r = rows[i + q];                                         \
-        loss += -(zy[q] - mx[q] - log(s[q]));                                  \
+        loss += -(zy[q] - mx[q]);                                              \
+        prod *= s[q];                                                          \
         if (!grad) continue;                                                   \
         float *g = grad + r * c;                                               \
         const float *t = (const float *)e[q];                                  \
@@ -458,8 +478,9 @@ double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps) {
         }                                                                      \
         for (; k < c; k++) g[k] = (float)((t[k] * inv_s - (k == y)) * inv_norm); \
       }                                                                        \
+      pow2 += renormalize(&prod);                                              \
     }                                                                          \
-    *out = loss;                                                               \
+    *out = loss + (log(prod) + (double)pow2 * M_LN2);                          \
   }                                                                            \
   ATTR static void exp_n_##SUFFIX(const float *x, float *y, int64_t n) {       \
     typedef vf_##SUFFIX vf;                                                    \

@@ -1125,6 +1125,24 @@ func TestSoftmaxCEMatchesFloat64(t *testing.T) {
 	}
 }
 
+// TestSoftmaxCELogOfProduct: the kernel takes its rows' logs as one log of
+// their sums' product; with 1,000 equal logits a row (each sum 1,000) a
+// chunk's product is 10^1536, which overflows unless the product is kept
+// scaled. The loss is each row's log 1,000, to rounding.
+func TestSoftmaxCELogOfProduct(t *testing.T) {
+	const n, c = 1200, 1000
+	z := matrix.NewDense(n, c)
+	labels := make([]int32, n)
+	rows := make([]int32, n)
+	for i := range rows {
+		rows[i], labels[i] = int32(i), int32(i%c)
+	}
+	got, want := SoftmaxCE(z, labels, rows, 1, nil), n*math.Log(c)
+	if math.Abs(got-want) > 1e-12*want {
+		t.Fatalf("loss %.15g, want %.15g", got, want)
+	}
+}
+
 // TestSoftmaxCEInPlace: the loss at listed rows written over the logits
 // leaves there the bits it writes into a buffer of its own, and, with the
 // other rows zeroed, the whole gradient SoftmaxCE forms.
