@@ -418,13 +418,30 @@ static void prefetch_rows(const float *src, int64_t w, const int32_t *rows, int6
     for (int64_t b = 0; b < w * (int64_t)sizeof(float); b += 64)
       __builtin_prefetch((const char *)(src + (int64_t)rows[i] * w) + b, 0, 2);
 }
+// run_of is where listed rows [r, e) lie in src (w floats a row) if they
+// are consecutive rows, else NULL: such a block is read where it is, not
+// gathered (layer 1, restricted to the rows a last layer reads, lists
+// nearly every row).
+static const float *run_of(const float *src, int64_t w, const int32_t *rows, int64_t r, int64_t e) {
+  for (int64_t i = r + 1; i < e; i++)
+    if (rows[i] != rows[i - 1] + 1) return NULL;
+  return src + (int64_t)rows[r] * w;
+}
+
 #define GEMM_ROWS(SUFFIX, ATTR)                                                \
-  ATTR static void gather_a_##SUFFIX(const float *A, int64_t k, const int32_t *rows, int64_t r, \
-                                     int64_t e, const sc_mask *m, float *dst) { \
-    if (m)                                                                     \
+  /* gather_a is the block of listed rows [r, e) of M(A): dropped into dst  */ \
+  /* with a mask, else where they lie if consecutive and a tile may read    */ \
+  /* them there (in_place: by rows), else gathered into dst.               */ \
+  ATTR static const float *gather_a_##SUFFIX(const float *A, int64_t k, const int32_t *rows, \
+      int64_t r, int64_t e, const sc_mask *m, float *dst, int in_place) {      \
+    if (m) {                                                                   \
       drop_rows_##SUFFIX(A, dst, k, r, e, m, rows, 0);                         \
-    else                                                                       \
-      gather_rows(A, k, rows + r, e - r, dst);                                 \
+      return dst;                                                              \
+    }                                                                          \
+    const float *run = in_place ? run_of(A, k, rows, r, e) : NULL;             \
+    if (run) return run;                                                       \
+    gather_rows(A, k, rows + r, e - r, dst);                                   \
+    return dst;                                                                \
   }                                                                            \
   ATTR static void gemm_nn_rows_##SUFFIX(const float *A, const float *B, float *C, int64_t k, \
                                          int64_t n, const int32_t *rows, int64_t cnt, \
@@ -436,8 +453,8 @@ static void prefetch_rows(const float *src, int64_t w, const int32_t *rows, int6
       const int64_t e = r + br < cnt ? r + br : cnt;                           \
       float *out = buf + (e - r) * k;                                          \
       sc_pf pf = next_block(A, rows, k, e, br, cnt);                           \
-      gather_a_##SUFFIX(A, k, rows, r, e, m, buf);                             \
-      panel_##SUFFIX(buf, k, 1, B, k, out, e - r, n, 0, narrow_pf(&pf, n)); \
+      const float *a = gather_a_##SUFFIX(A, k, rows, r, e, m, buf, 1);         \
+      panel_##SUFFIX(a, k, 1, B, k, out, e - r, n, 0, narrow_pf(&pf, n));      \
       if (!bias) {                                                             \
         scatter_rows(C, n, rows + r, e - r, out);                              \
         continue;                                                              \
@@ -463,10 +480,16 @@ static void prefetch_rows(const float *src, int64_t w, const int32_t *rows, int6
       float *bb = buf + (e - r) * k;                                           \
       if (n <= 2 * VW) /* narrow: see narrow_pf */                            \
         prefetch_rows(B, n, rows + e, (e + (e - r) < cnt ? e + (e - r) : cnt) - e); \
-      gather_a_##SUFFIX(A, k, rows, r, e, m, buf);                             \
-      gather_rows(B, n, rows + r, e - r, bb);                                  \
+      /* A in place only for the transposed tile, which reads it by rows    */ \
+      /* (gemm_tn); B's rows in place wherever they are consecutive.        */ \
+      const float *a = gather_a_##SUFFIX(A, k, rows, r, e, m, buf, ct != NULL); \
+      const float *b = run_of(B, n, rows, r, e);                               \
+      if (!b) {                                                                \
+        gather_rows(B, n, rows + r, e - r, bb);                                \
+        b = bb;                                                                \
+      }                                                                        \
       sc_pf pf = next_block(A, rows, k, e, br, cnt);                           \
-      tn_block_##SUFFIX(buf, bb, e - r, C, ct, k, n, r > 0, narrow_pf(&pf, n)); \
+      tn_block_##SUFFIX(a, b, e - r, C, ct, k, n, r > 0, narrow_pf(&pf, n));   \
     }                                                                          \
     if (ct && cnt > 0)                                                         \
       transpose_into(C, ct, k, n);                                             \

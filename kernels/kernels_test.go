@@ -221,10 +221,25 @@ func TestGEMMRowsBiasReLUKeepsDenormals(t *testing.T) {
 // rows alone; Aᵀ·B over the list is the full Aᵀ·B with every other row zero.
 func TestGEMMRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	for _, k := range []int{7, 16, 130, 40000} { // the last: one row per scratch block
+	// k = 40000: one row per scratch block. The lists: a third of the
+	// rows unsorted, as training rows may be; or (runs) every row but one
+	// in order, whose blocks of consecutive rows are read where they lie.
+	for _, c := range []struct {
+		k    int
+		runs bool
+	}{{7, false}, {16, false}, {130, false}, {40000, false}, {16, true}, {64, true}, {130, true}} {
+		k := c.k
 		n, rows := 16, min(3000, 400_000/k)
 		a, b, g, w := randDense(r, rows, k), randDense(r, k, n), randDense(r, rows, n), randDense(r, k, n)
-		list := r.Perm(rows)[:rows/3] // unsorted, as training rows may be
+		list := r.Perm(rows)[:rows/3]
+		if c.runs {
+			list = nil
+			for i := range rows {
+				if i != rows/2 {
+					list = append(list, i)
+				}
+			}
+		}
 		at := make([]int32, len(list))
 		listed := make([]bool, rows)
 		for i, x := range list {
@@ -232,8 +247,17 @@ func TestGEMMRows(t *testing.T) {
 		}
 		check := func(what string, got, full *matrix.Dense) {
 			t.Helper()
-			checkAtRows(t, fmt.Sprintf("k=%d %s", k, what), got, full, at)
+			checkAtRows(t, fmt.Sprintf("k=%d runs=%v %s", k, c.runs, what), got, full, at)
 		}
+		plain, gotPlain := matrix.NewDense(rows, n), matrix.NewDense(rows, n)
+		fill(gotPlain, -7)
+		if err := GEMM(plain, a, b, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := GEMMRows(gotPlain, a, b, at); err != nil {
+			t.Fatal(err)
+		}
+		check("A·B", gotPlain, plain)
 		mask := matrix.Mask{P: 0.5, Seed: 3, Stream: 4, Row0: 100}
 		full, got := matrix.NewDense(rows, n), matrix.NewDense(rows, n)
 		fill(got, -7)
