@@ -272,3 +272,22 @@ func BenchmarkSparseFeatures(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkSoftmaxCE is the loss and its gradient at the models
+// benchmark's training rows: 60% of 100k rows, 16 classes.
+func BenchmarkSoftmaxCE(b *testing.B) {
+	const n, c = 100000, 16
+	z, g := filled(matrix.NewDense(n, c)), matrix.NewDense(n, c)
+	labels := make([]int32, n)
+	var rows []int32
+	for i := range n {
+		labels[i] = int32(i % c)
+		if i%5 < 3 {
+			rows = append(rows, int32(i))
+		}
+	}
+	b.SetBytes(int64(len(rows)) * (2*c*4 + 4))
+	for b.Loop() {
+		SoftmaxCERows(z, labels, rows, float64(len(rows)), g)
+	}
+}
