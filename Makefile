@@ -181,10 +181,12 @@ bench-link: build
 # Every model in one process and at P = 2 next to plain PyTorch, to its
 # memory-bound time (compulsory bytes over the triad) and to its roofline
 # (per class, bytes over the triad or flops over the GEMM peak), on the 100k graph
-# with 60% training rows, taking turns (ROUNDS, EPOCHS as the script reads).
-bench-models: build torch openblas
+# with 60% training rows and on the same graph with 10% (make's, into t10/),
+# taking turns (ROUNDS, EPOCHS as the script reads).
+bench-models: build torch openblas $(DATA)/test.txt
 	$(GO) build -tags openblas -o bin/sancus-openblas ./src/cmd/sancus
 	bash slurm/models-vs-torch.sh results/bench/models "$(MPIRUN)" $(or $(ROUNDS),3)
+	DATA=$(DATA) bash slurm/models-vs-torch.sh results/bench/models/t10 "$(MPIRUN)" $(or $(ROUNDS),3)
 
 # Graphs shaped like the real ones: replication factors, balance by
 # nonzeros, each partitioner's bytes and accuracy on the arxiv-like graph.
