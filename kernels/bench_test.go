@@ -48,19 +48,19 @@ func spmmBytes(a *matrix.CSR, width int) float64 {
 	return float64(a.NNZ())*8 + float64(a.Rows+1)*8 + float64(a.Cols*width)*4 + float64(a.Rows*width)*4
 }
 
-// filled is d with every value written: a matrix read but never written
-// maps the kernel's one zero page, so its "gathers" hit in cache.
-func filled(d *matrix.Dense) *matrix.Dense {
-	for i := range d.Data {
-		d.Data[i] = float32(i%7) * 0.1
-	}
+// written is a rows × cols matrix with every value written (fill): a
+// matrix read but never written maps the kernel's one zero page, so its
+// "gathers" hit in cache.
+func written(rows, cols int) *matrix.Dense {
+	d := matrix.NewDense(rows, cols)
+	fill(d, 0.1)
 	return d
 }
 
 func BenchmarkSpMM(b *testing.B) {
 	a := benchAdj(100000, 21)
 	for _, w := range []int{16, 64} {
-		x, c := filled(matrix.NewDense(a.Cols, w)), matrix.NewDense(a.Rows, w)
+		x, c := written(a.Cols, w), matrix.NewDense(a.Rows, w)
 		b.Run(itoa(w), func(b *testing.B) {
 			b.SetBytes(int64(spmmBytes(a, w)))
 			for i := 0; i < b.N; i++ {
@@ -83,8 +83,8 @@ func BenchmarkTriad(b *testing.B) {
 
 func BenchmarkGEMM(b *testing.B) {
 	a := matrix.NewDense(100000, 128)
-	w := filled(matrix.NewDense(128, 16))
-	c := filled(matrix.NewDense(100000, 16))
+	w := written(128, 16)
+	c := written(100000, 16)
 	for i := range a.Data {
 		a.Data[i] = 1
 	}
@@ -113,7 +113,7 @@ func BenchmarkLayerOne(b *testing.B) {
 	for i := range a.Data {
 		a.Data[i] = float32(i%13) * 0.01
 	}
-	wt, z, g, dw := filled(matrix.NewDense(k, w)), matrix.NewDense(n, w), filled(matrix.NewDense(n, w)), matrix.NewDense(k, w)
+	wt, z, g, dw := written(k, w), matrix.NewDense(n, w), written(n, w), matrix.NewDense(k, w)
 	var rows, hot []int32
 	for i := range n {
 		if i%8 != 0 {
@@ -141,7 +141,7 @@ func BenchmarkLayerOne(b *testing.B) {
 }
 
 func BenchmarkDropout(b *testing.B) {
-	a := filled(matrix.NewDense(100000, 128))
+	a := written(100000, 128)
 	m := matrix.Mask{P: 0.5, Seed: 1, Stream: 2}
 	b.SetBytes(int64(len(a.Data)) * 8)
 	for i := 0; i < b.N; i++ {
@@ -243,7 +243,7 @@ func BenchmarkGATAttention(b *testing.B) {
 func BenchmarkSparseFeatures(b *testing.B) {
 	x := randCSR(rand.New(rand.NewPCG(1, 3)), 100000, 128, 0.125)
 	vals := make([]float32, len(x.Val))
-	w, g := filled(matrix.NewDense(128, 16)), filled(matrix.NewDense(100000, 16))
+	w, g := written(128, 16), written(100000, 16)
 	c, dw := matrix.NewDense(100000, 16), matrix.NewDense(128, 16)
 	m := matrix.Mask{P: 0.5, Seed: 1, Stream: 2}
 	b.Run("dropout", func(b *testing.B) {
@@ -258,7 +258,7 @@ func BenchmarkSparseFeatures(b *testing.B) {
 			SpMM(c, x, w, false)
 		}
 	})
-	g64, dw64 := filled(matrix.NewDense(100000, 64)), matrix.NewDense(128, 64)
+	g64, dw64 := written(100000, 64), matrix.NewDense(128, 64)
 	b.Run("XtG64", func(b *testing.B) {
 		b.SetBytes(x.NNZ()*8 + int64(len(g64.Data))*4)
 		for i := 0; i < b.N; i++ {
@@ -277,7 +277,7 @@ func BenchmarkSparseFeatures(b *testing.B) {
 // benchmark's training rows: 60% of 100k rows, 16 classes.
 func BenchmarkSoftmaxCE(b *testing.B) {
 	const n, c = 100000, 16
-	z, g := filled(matrix.NewDense(n, c)), matrix.NewDense(n, c)
+	z, g := written(n, c), matrix.NewDense(n, c)
 	labels := make([]int32, n)
 	var rows []int32
 	for i := range n {

@@ -59,6 +59,7 @@ func (k *keptBits) mark(rows []int32, gen int) {
 		for r := range k.drawn {
 			k.drawn[r] = gen
 		}
+		return
 	}
 	for _, r := range rows {
 		k.drawn[r] = gen

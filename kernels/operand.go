@@ -127,6 +127,7 @@ func (o *Operand) replaying(rows []int32) *keptBits {
 				return nil
 			}
 		}
+		return k
 	}
 	for _, r := range rows {
 		if k.drawn[r] != o.gen {

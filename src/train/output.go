@@ -134,13 +134,7 @@ func (e *Engine) restrictAttention(L *gatLayer) error {
 		L.grad.blocks = e.trainingColumns(L.grad.full, trained)
 		return nil
 	}
-	nbrT := make([]*matrix.CSR, e.P)
-	for j, b := range L.nbrT {
-		if b != nil {
-			nbrT[j] = b.Keep(nil, own)
-		}
-	}
-	L.nbrT, L.nbrOwn = nbrT, L.nbrOwn.Keep(nil, own)
+	L.nbrT, L.nbrOwn = keep(L.nbrT, nil, own), L.nbrOwn.Keep(nil, own)
 	return nil
 }
 
@@ -154,10 +148,16 @@ func (e *Engine) ownTraining() []bool {
 }
 
 // keepRows is every block with only the marked rows' entries.
-func keepRows(blocks []*matrix.CSR, rows []bool) []*matrix.CSR {
+func keepRows(blocks []*matrix.CSR, rows []bool) []*matrix.CSR { return keep(blocks, rows, nil) }
+
+// keep is every block with only the marked rows' and columns' entries
+// (nil: all); a missing block stays missing.
+func keep(blocks []*matrix.CSR, rows, cols []bool) []*matrix.CSR {
 	out := make([]*matrix.CSR, len(blocks))
 	for j, b := range blocks {
-		out[j] = b.Keep(rows, nil)
+		if b != nil {
+			out[j] = b.Keep(rows, cols)
+		}
 	}
 	return out
 }
