@@ -11,9 +11,10 @@
 // at a time, exponentials on vectors from vexp.h). Timed wraps any backend
 // to time its calls by class and count their compulsory bytes.
 //
-// Kernels split their work over row ranges and run them on goroutines; the
-// inner loops are C, compiled for baseline x86-64, AVX2 and AVX-512 and
-// chosen at run time (simd.h; LimitSIMD lowers the level for tests).
-// Every kernel is deterministic: the result does not depend on the number of
-// threads, so runs can be compared bit for bit.
+// Kernels cut their work into row ranges, several a thread, which the
+// threads' goroutines take in turn (parallel.go); the inner loops are C,
+// compiled for baseline x86-64, AVX2 and AVX-512 and chosen at run time
+// (simd.h; LimitSIMD lowers the level for tests). Every kernel is
+// deterministic: the result depends neither on the number of threads nor
+// on which thread took which range, so runs can be compared bit for bit.
 package kernels

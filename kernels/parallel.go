@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // threads is the number of goroutines kernels split work into.
@@ -21,31 +22,44 @@ func SetThreads(n int) {
 // Threads reports the kernel thread count.
 func Threads() int { return threads }
 
-// forRanges calls f on consecutive ranges [lo, hi) of [0, n) given by cut
-// points, one goroutine per range.
-func forRanges(cuts []int, f func(lo, hi int)) {
-	if len(cuts) == 2 {
-		f(cuts[0], cuts[1])
-		return
+// piecesPerThread is how many pieces a kernel's work is cut into per
+// thread. The threads take the pieces in turn as they finish one, so a
+// thread slowed by whatever shares its core takes fewer of them, where
+// with one piece a thread every call waited for the slower. Results do not
+// depend on the cut (sameForThreads), so neither on who takes which piece.
+const piecesPerThread = 8
+
+// pieces is how many pieces the kernels cut their work into.
+func pieces() int {
+	if threads == 1 {
+		return 1
 	}
-	// The caller takes the first range itself: it starts at once, while the
-	// other ranges' goroutines wait for a thread to wake (tens of µs when
-	// it had gone idle).
-	var wg sync.WaitGroup
-	for t := 1; t+1 < len(cuts); t++ {
-		lo, hi := cuts[t], cuts[t+1]
-		if lo == hi {
-			continue
+	return threads * piecesPerThread
+}
+
+// forRanges calls f on the consecutive ranges [lo, hi) that cut points
+// give, on up to threads goroutines, each taking the next range when done.
+func forRanges(cuts []int, f func(lo, hi int)) {
+	n := len(cuts) - 1
+	var next atomic.Int64
+	run := func() {
+		for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+			if cuts[i] < cuts[i+1] {
+				f(cuts[i], cuts[i+1])
+			}
 		}
+	}
+	// The caller runs ranges itself at once, while the other goroutines
+	// wait for a thread to wake (tens of µs when it had gone idle).
+	var wg sync.WaitGroup
+	for t := 1; t < min(threads, n); t++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			f(lo, hi)
+			run()
 		}()
 	}
-	if cuts[0] < cuts[1] {
-		f(cuts[0], cuts[1])
-	}
+	run()
 	wg.Wait()
 }
 
@@ -91,6 +105,6 @@ func nnzCuts(rowptr []int64, parts int) []int {
 // so results do not depend on the split.
 func ParallelRows(n int, f func(lo, hi int)) {
 	if n > 0 {
-		forRanges(evenCuts(n, threads, 256), f)
+		forRanges(evenCuts(n, pieces(), 256), f)
 	}
 }

@@ -101,9 +101,9 @@ func spmm(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool, rows
 	n := C.int64_t(b.Cols)
 	var cuts []int
 	if rows != nil {
-		cuts = evenCuts(len(rows), threads, 256)
+		cuts = evenCuts(len(rows), pieces(), 256)
 	} else {
-		cuts = nnzCuts(a.RowPtr, threads)
+		cuts = nnzCuts(a.RowPtr, pieces())
 	}
 	forRanges(cuts, func(lo, hi int) {
 		C.sc_spmm(rowp, colp, valp, bp, C.int64_t(b.Rows), cp, n, C.int64_t(lo), C.int64_t(hi), acc, lp)
@@ -129,7 +129,7 @@ func LimitSIMD(name string) {
 // Triad computes a = b + s·c (the STREAM triad) over all threads; it is the
 // memory-bandwidth yardstick the SpMM benchmark is compared against.
 func Triad(a, b, c []float32, s float32) {
-	forRanges(evenCuts(len(a), threads, 1<<14), func(lo, hi int) {
+	forRanges(evenCuts(len(a), pieces(), 1<<14), func(lo, hi int) {
 		C.sc_triad(f32p(a), f32p(b), f32p(c), C.float(s), C.int64_t(lo), C.int64_t(hi))
 	})
 }
@@ -151,7 +151,7 @@ func GatherSum(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense) error {
 	}
 	colp := (*C.int32_t)(unsafe.Pointer(&a.ColIdx[0]))
 	rowp := (*C.int64_t)(unsafe.Pointer(&a.RowPtr[0]))
-	forRanges(nnzCuts(a.RowPtr, threads), func(lo, hi int) {
+	forRanges(nnzCuts(a.RowPtr, pieces()), func(lo, hi int) {
 		C.sc_gather_sum(rowp, colp, f32p(b.Data), f32p(c.Data), C.int64_t(b.Cols), C.int64_t(lo), C.int64_t(hi))
 	})
 	return nil
@@ -163,7 +163,7 @@ func GatherSum(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense) error {
 // benchmark's ceiling column). The repeats stay inside the kernel, so a
 // small array's rate is not the threads' hand-off.
 func SumRepeated(x []float32, reps int) float64 {
-	cuts := evenCuts(len(x), threads, 1<<14)
+	cuts := evenCuts(len(x), pieces(), 1<<14)
 	parts := make([]float64, len(cuts)-1)
 	forRanges(cuts, func(lo, hi int) {
 		t, _ := slices.BinarySearch(cuts, lo)
