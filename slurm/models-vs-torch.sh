@@ -80,14 +80,22 @@ med = lambda xs: st.median(xs) if xs else float("nan")
 triad = med([float(r["ms_per_epoch"]) for r in rows if r["model"] == "triad"])
 peak = med([float(r["ms_per_epoch"]) for r in rows if r["model"] == "gemm-peak"])
 get = lambda m, run, k: [float(r[k]) for r in rows if r["model"] == m and r["run"] == run and r[k]]
+# Paired: each round's epoch over that round's bound (its own triad) or
+# roofline, the median of those ratios; the columns before set medians
+# from different rounds against each other.
+rtriad = {r["round"]: float(r["ms_per_epoch"]) for r in rows if r["model"] == "triad"}
+def paired(m, over):
+    return med([float(r["ms_per_epoch"]) / over(r) for r in rows if r["model"] == m and r["run"] == "sancus P=1" and r["step_mb_per_epoch"]])
 with open(os.path.join(out, "summary.tsv"), "w") as f:
-    f.write("model\tsancus_P1_ms\tsancus_P2_ms\tP2_over_P1\tpytorch_ms\tsancus_P1_of_pytorch\tstep_mb\tbound_ms\tP1_over_bound\troofline_ms\tP1_over_roofline\n")
+    f.write("model\tsancus_P1_ms\tsancus_P2_ms\tP2_over_P1\tpytorch_ms\tsancus_P1_of_pytorch\tstep_mb\tbound_ms\tP1_over_bound\troofline_ms\tP1_over_roofline\tP1_over_bound_paired\tP1_over_roofline_paired\n")
     for m in dict.fromkeys(r["model"] for r in rows if r["model"] not in ("triad", "gemm-peak")):
         p1, p2, pt = med(get(m, "sancus P=1", "ms_per_epoch")), med(get(m, "sancus P=2", "ms_per_epoch")), med(get(m, "pytorch", "ms_per_epoch"))
         mb = med(get(m, "sancus P=1", "step_mb_per_epoch"))
         bound = mb / triad  # MB / (GB/s) = ms
         roof = med(get(m, "sancus P=1", "roofline_ms"))  # each round's at that round's rates
-        f.write("%s\t%.1f\t%.1f\t%.2f\t%.1f\t1/%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\n" % (m, p1, p2, p2 / p1, pt, pt / p1, mb, bound, p1 / bound, roof, p1 / roof))
+        pb = paired(m, lambda r: float(r["step_mb_per_epoch"]) / rtriad[r["round"]])
+        pr = paired(m, lambda r: float(r["roofline_ms"]))
+        f.write("%s\t%.1f\t%.1f\t%.2f\t%.1f\t1/%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\n" % (m, p1, p2, p2 / p1, pt, pt / p1, mb, bound, p1 / bound, roof, p1 / roof, pb, pr))
     f.write("# triad %.2f GB/s, GEMM peak %.1f GFLOP/s (medians of %d rounds)\n" % (triad, peak, len([r for r in rows if r["model"] == "triad"])))
 print(open(os.path.join(out, "summary.tsv")).read())
 PY
