@@ -161,9 +161,11 @@ func GatherSum(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense) error {
 // times in order: the sequential read rate it reaches on an array the size
 // of H bounds what an SpMM's gathers from H can reach (the kernel
 // benchmark's ceiling column). The repeats stay inside the kernel, so a
-// small array's rate is not the threads' hand-off.
+// small array's rate is not the threads' hand-off. The parts are one a
+// thread, not the kernels' smaller pieces: a piece read again and again
+// would stay in a cache that a thread's part of H does not fit.
 func SumRepeated(x []float32, reps int) float64 {
-	cuts := evenCuts(len(x), pieces(), 1<<14)
+	cuts := evenCuts(len(x), threads, 1<<14)
 	parts := make([]float64, len(cuts)-1)
 	forRanges(cuts, func(lo, hi int) {
 		t, _ := slices.BinarySearch(cuts, lo)
