@@ -109,6 +109,18 @@ func TestThreads(t *testing.T) {
 	}
 }
 
+func TestProcs(t *testing.T) {
+	for _, tc := range []struct{ busy, procs, want int }{
+		{2, 2, 4},    // one process, two kernel threads on two cores
+		{1, 1, 3},    // an MPI rank bound to one core
+		{16, 32, 32}, // the runtime's own count is more
+	} {
+		if got := Procs(tc.busy, tc.procs); got != tc.want {
+			t.Errorf("Procs(%d, %d) = %d, want %d", tc.busy, tc.procs, got, tc.want)
+		}
+	}
+}
+
 func TestProbesMPI(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

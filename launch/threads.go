@@ -29,6 +29,15 @@ func threads(flag, inProcessRanks, ranksOnNode, procs, ownCPUs, nodeCPUs int) in
 	return max(1, flag)
 }
 
+// Procs is the GOMAXPROCS for a process with busy goroutines in kernel
+// calls at once (its in-process ranks' kernel threads): one P more than
+// them, so that one is always idle, and one for the ranks' own Go work
+// (messages, MPI progress), or the runtime's count where that is more.
+// Go's scheduler takes the P of a goroutine in a C call, waking a thread
+// to hold it, when no P is idle: with no more Ps than kernel threads it
+// did so inside the kernel calls, and the woken threads took the cores.
+func Procs(busy, procs int) int { return max(procs, busy+2) }
+
 // ProbesMPI reports whether the MPI thread should probe while transfers
 // are in flight, so that MPI moves them as the rank computes. Not where
 // that can only take time from the compute: the ranks share memory, so no

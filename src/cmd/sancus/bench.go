@@ -31,6 +31,7 @@ func runBench(args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("usage: sancus bench kernels|comm|triad [flags] (see --help of each)")
 	}
+	useProcs(1) // as training runs its kernels
 	switch args[0] {
 	case "kernels":
 		return benchKernels(args[1:])

@@ -558,6 +558,14 @@ func setThreads(flag, inProcessRanks int, c *mpi.Comm) {
 		onNode = max(1, c.LocalSize())
 	}
 	kernels.SetThreads(launch.Threads(flag, inProcessRanks, onNode))
+	useProcs(max(1, inProcessRanks))
+}
+
+// useProcs sets GOMAXPROCS past the goroutines that ranks (in this
+// process) keep in kernel calls at once (launch.Procs). After the threads
+// are chosen: launch.Threads reads GOMAXPROCS.
+func useProcs(ranks int) {
+	runtime.GOMAXPROCS(launch.Procs(ranks*kernels.Threads(), runtime.GOMAXPROCS(0)))
 }
 
 // setProgress stops c's MPI thread probing while transfers are in flight
