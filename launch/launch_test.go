@@ -112,7 +112,7 @@ func TestThreads(t *testing.T) {
 func TestProcs(t *testing.T) {
 	for _, tc := range []struct{ busy, procs, want int }{
 		{2, 2, 4},    // one process, two kernel threads on two cores
-		{1, 1, 3},    // an MPI rank bound to one core
+		{1, 1, 1},    // an MPI rank bound to one core keeps its one P
 		{16, 32, 32}, // the runtime's own count is more
 	} {
 		if got := Procs(tc.busy, tc.procs); got != tc.want {

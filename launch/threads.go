@@ -30,13 +30,21 @@ func threads(flag, inProcessRanks, ranksOnNode, procs, ownCPUs, nodeCPUs int) in
 }
 
 // Procs is the GOMAXPROCS for a process with busy goroutines in kernel
-// calls at once (its in-process ranks' kernel threads): one P more than
-// them, so that one is always idle, and one for the ranks' own Go work
-// (messages, MPI progress), or the runtime's count where that is more.
-// Go's scheduler takes the P of a goroutine in a C call, waking a thread
-// to hold it, when no P is idle: with no more Ps than kernel threads it
-// did so inside the kernel calls, and the woken threads took the cores.
-func Procs(busy, procs int) int { return max(procs, busy+2) }
+// calls at once (its in-process ranks' kernel threads): with two or more,
+// one P more than them, so that one is always idle, and one for the ranks'
+// own Go work, or the runtime's count where that is more. Go's scheduler
+// takes the P of a goroutine in a C call, waking a thread to hold it, when
+// no P is idle: with no more Ps than kernel threads it did so inside the
+// kernel calls, and the woken threads took the cores. A process with one
+// kernel thread keeps the runtime's count: an MPI rank bound to one core
+// switched threads more often with spare Ps, its other goroutines then
+// running beside the kernel on that core.
+func Procs(busy, procs int) int {
+	if busy < 2 {
+		return procs
+	}
+	return max(procs, busy+2)
+}
 
 // ProbesMPI reports whether the MPI thread should probe while transfers
 // are in flight, so that MPI moves them as the rank computes. Not where
