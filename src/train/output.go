@@ -82,7 +82,7 @@ func (e *Engine) restrictOutput() error {
 		return err
 	}
 	c := last.base()
-	c.fwd.blocks, c.grad.blocks = keepRows(c.fwd.full, e.ownTraining()), e.trainingColumns(c.grad.full, trained)
+	c.fwd.blocks, c.grad.blocks = keep(c.fwd.full, e.ownTraining(), nil), e.trainingColumns(c.grad.full, trained)
 	// Rows travel partly only as a float32 copy or one encoded afresh:
 	// --wire-delta and --cache-bits keep whole copies (as cluster batches).
 	x, sparse := e.net.x.(*sparseExchange)
@@ -125,7 +125,7 @@ func (e *Engine) restrictOutput() error {
 // are reduced (their columns are this rank's targets).
 func (e *Engine) restrictAttention(L *gatLayer) error {
 	own := e.ownTraining()
-	L.fwd.blocks = keepRows(L.fwd.full, own)
+	L.fwd.blocks = keep(L.fwd.full, own, nil)
 	if L.red == nil {
 		trained, err := e.trainingNodes()
 		if err != nil {
@@ -146,9 +146,6 @@ func (e *Engine) ownTraining() []bool {
 	}
 	return own
 }
-
-// keepRows is every block with only the marked rows' entries.
-func keepRows(blocks []*matrix.CSR, rows []bool) []*matrix.CSR { return keep(blocks, rows, nil) }
 
 // keep is every block with only the marked rows' and columns' entries
 // (nil: all); a missing block stays missing.
