@@ -48,9 +48,10 @@ func (e *Engine) rowsAt(l int) kernels.RowOps {
 
 // restrictOutput gives the last layer's training caches the restricted
 // blocks: a GCN layer (either order of Â· and ·W) or a GraphSAGE layer in
-// global-batch training. GraphSAGE's root term writes every row, so its
-// bias and loss keep their full passes (the loss reads the training rows
-// and writes zeros elsewhere).
+// global-batch training. A GraphSAGE layer on a hidden layer's rows also
+// takes its root term and its sum at the training rows alone (a one-layer
+// model's root term reads the input operand, which has no row product
+// there, so it keeps its full passes).
 //
 // A GAT layer attends at its training targets alone, and its neighbour
 // side sums over them alone: every other target's gradient row is zero.
@@ -64,10 +65,10 @@ func (e *Engine) restrictOutput() error {
 		return nil
 	}
 	last := e.layers[len(e.layers)-1]
-	sage := false
+	rowsToo := true // the bias, loss and products with W at the training rows (below)
 	switch L := last.(type) {
 	case *sageLayer:
-		sage = true
+		rowsToo = !L.first
 	case *aggregateLayer, *transformLayer:
 	case *gatLayer:
 		if L.red == nil && e.P > 1 {
@@ -105,7 +106,7 @@ func (e *Engine) restrictOutput() error {
 	// The bias, the loss gradient and the bias gradient are needed at the
 	// training rows alone, and so, aggregating first, are the products
 	// with W: where the backend can, only those rows are computed.
-	if ro, ok := kernels.RowsOf(e.be); ok && !sage {
+	if ro, ok := kernels.RowsOf(e.be); ok && rowsToo {
 		// Never nil, as the cache's outRows says a product is restricted:
 		// a rank without training rows computes none of its rows.
 		e.out.rowOps, e.out.rows = ro, append([]int32{}, slices.Sorted(slices.Values(e.s.Train))...)

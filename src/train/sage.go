@@ -55,6 +55,11 @@ func (L *sageLayer) forward(e *Engine, p pass, in act) (act, error) {
 	w, root, mask := e.m.W[L.l], e.m.Root[L.l], e.mask(p.epoch, L.l, p.train)
 	var err error
 	rootTerm := func() error { return e.be.GEMM(L.r, L.in, root, false) }
+	addRoot := func() error { L.ops.Add(L.z, L.r); return nil }
+	if ro := e.rowsAt(L.l); p.train && ro != nil { // the loss reads the training rows alone (output.go)
+		rootTerm = func() error { return ro.GEMMRows(L.r, L.in, root, e.out.rows) }
+		addRoot = func() error { return ro.AddAtRows(L.z, L.r, e.out.rows) }
+	}
 	if L.first {
 		e.input.SetDropout(mask)
 		err = e.input.Mul(L.u, w)
@@ -76,8 +81,7 @@ func (L *sageLayer) forward(e *Engine, p pass, in act) (act, error) {
 	if err := e.aggregate(L.cacheFor(p), p.epoch, L.z, ownRows{rows: L.u, meanwhile: rootTerm}, ref, matrix.Mask{}); err != nil {
 		return act{}, err
 	}
-	L.ops.Add(L.z, L.r)
-	return act{h: L.z}, nil
+	return act{h: L.z}, addRoot()
 }
 
 // sageLocalLayer is layer 1 on the precomputed D⁻¹AX: Z =
@@ -146,14 +150,18 @@ func (L *sageLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Den
 	}
 	L.ops.ScaleRows(L.scaled, g, invDeg)
 	w, root := e.m.W[L.l], e.m.Root[L.l]
+	rootGrad := func() error { return e.be.GEMMTN(L.dR, L.in, g) }
+	if ro := e.rowsAt(L.l); ro != nil { // g is zero off the training rows
+		rootGrad = func() error { return ro.GEMMTNRows(L.dR, L.in, g, e.out.rows) }
+	}
 	rootTerm := func() error { // reads g alone: computed while D⁻¹g travels
 		if L.first {
 			return e.input.MulT(L.dR, g)
 		}
-		if err := e.be.GEMMTN(L.dR, L.in, g); err != nil {
+		if err := rootGrad(); err != nil {
 			return err
 		}
-		return e.be.GEMMNT(L.dIn, g, root)
+		return e.be.GEMMNT(L.dIn, g, root) // every row: the neighbour path adds into it
 	}
 	if err := e.aggregate(L.grad, epoch, L.dU, ownRows{rows: L.scaled, meanwhile: rootTerm}, nil, matrix.Mask{}); err != nil {
 		return nil, err
