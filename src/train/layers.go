@@ -67,6 +67,12 @@ type conv struct {
 	// dropout's and ReLU's backward to read instead of drawing again.
 	dropped    *matrix.Dense
 	droppedFor int
+	// droppedIn is the input as this layer dropped it into a matrix of its
+	// own (M(H), what its product reads), and droppedInFor 1 + the epoch
+	// whose training pass wrote it (0: none): the same copy, made the
+	// other side of the layer boundary (dropInput).
+	droppedIn    *matrix.Dense
+	droppedInFor int
 }
 
 func (c *conv) base() *conv { return c }
@@ -232,7 +238,7 @@ func (L *transformLayer) forward(e *Engine, p pass, in act) (act, error) {
 		e.input.SetDropout(mask)
 		err = e.input.Mul(L.u, w)
 	} else {
-		e.be.Dropout(mask, L.in, in.h)
+		e.dropInput(&L.conv, p, mask, L.in, in.h)
 		err = e.be.GEMM(L.u, L.in, w, false)
 	}
 	if err != nil {

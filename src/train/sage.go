@@ -65,7 +65,7 @@ func (L *sageLayer) forward(e *Engine, p pass, in act) (act, error) {
 		err = e.input.Mul(L.u, w)
 		rootTerm = func() error { return e.input.Mul(L.r, root) }
 	} else {
-		e.be.Dropout(mask, L.in, in.h)
+		e.dropInput(&L.conv, p, mask, L.in, in.h)
 		err = e.be.GEMM(L.u, L.in, w, false)
 	}
 	if err != nil {

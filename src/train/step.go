@@ -63,6 +63,34 @@ func (e *Engine) forwardReporting(epoch int, train bool, layerDone func(l, layer
 	return a.h, nil
 }
 
+// dropInput drops a layer's input h into dst, the layer's own matrix, with
+// this pass's mask; in a training pass it records dst as the layer's
+// dropped input (conv.droppedIn), which dropout's and ReLU's backward then
+// read rather than draw the mask again.
+func (e *Engine) dropInput(c *conv, p pass, mask matrix.Mask, dst, h *matrix.Dense) {
+	e.be.Dropout(mask, dst, h)
+	c.droppedIn, c.droppedInFor = dst, 0
+	if p.train && mask.P > 0 {
+		c.droppedInFor = p.epoch + 1
+	}
+}
+
+// droppedOutput is layer l-1's output as layer l dropped it in epoch's
+// training pass, where a copy is at hand (nil: none; the mask is drawn
+// again): made by layer l-1 as it wrote its rows (nextDrops), or by layer
+// l into its own input (dropInput). Each copy serves one backward.
+func (e *Engine) droppedOutput(l, epoch int) *matrix.Dense {
+	if below := e.layers[l-1].base(); below.droppedFor == epoch+1 {
+		below.droppedFor = 0
+		return below.dropped
+	}
+	if c := e.layers[l].base(); c.droppedInFor == epoch+1 {
+		c.droppedInFor = 0
+		return c.droppedIn
+	}
+	return nil
+}
+
 // hasResidual reports whether layer l adds its input to its output: a hidden
 // layer between hidden layers, with --residual (their widths are equal).
 func (e *Engine) hasResidual(l int) bool {
@@ -95,9 +123,8 @@ func (e *Engine) backward(epoch int, g *matrix.Dense) error {
 				// of layer l-1 (formed where rowsAt(l-1) is nil: l-1 is
 				// not the last layer).
 				below := e.layers[l-1].base()
-				if below.droppedFor == epoch+1 { // nextDrops: M(h) is at hand
-					below.droppedFor = 0
-					if err := f.ReLUDroppedBackward(dIn, below.dropped, mask.KeepScale(), below.db); err != nil {
+				if d := e.droppedOutput(l, epoch); d != nil { // M(h) is at hand
+					if err := f.ReLUDroppedBackward(dIn, d, mask.KeepScale(), below.db); err != nil {
 						return fmt.Errorf("backward layer %d: %w", l, err)
 					}
 				} else {
