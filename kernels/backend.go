@@ -57,7 +57,7 @@ type Input interface {
 // consumer reads only some rows (the loss reads the training rows), at a
 // list of them. Â·H, A·B and A·Bᵀ write the listed rows of C and leave the
 // rest; Aᵀ·B and column sums sum over the listed rows; the bias, the loss
-// gradient, a sum and dropout are written at the listed rows alone. The loss
+// gradient and dropout are written at the listed rows alone. The loss
 // gradient may be written over the logits themselves (grad == logits): each
 // listed row is read whole before its gradient is written. An empty or
 // nil list is no row to every operation (and every row is other to
@@ -69,7 +69,6 @@ type RowOps interface {
 	GEMMNTRows(c, a, b *matrix.Dense, rows []int32) error
 	GEMMTNRows(c, a, b *matrix.Dense, rows []int32) error
 	AddBiasReLURows(z *matrix.Dense, bias []float32, relu bool, rows []int32) error
-	AddAtRows(a, b *matrix.Dense, rows []int32) error // a += b
 	ColumnSumsRows(out []float32, g *matrix.Dense, rows []int32) error
 	LossGradRows(logits *matrix.Dense, labels, rows []int32, norm float64, grad *matrix.Dense) float64
 	DropoutRows(m matrix.Mask, dst, src *matrix.Dense, rows []int32) error
@@ -224,7 +223,6 @@ func (CPU) AddBiasReLU(z *matrix.Dense, bias []float32, relu bool) { AddBiasReLU
 func (CPU) AddBiasReLURows(z *matrix.Dense, bias []float32, relu bool, rows []int32) error {
 	return AddBiasReLURows(z, bias, relu, rows)
 }
-func (CPU) AddAtRows(a, b *matrix.Dense, rows []int32) error { return AddAtRows(a, b, rows) }
 func (CPU) ColumnSumsRows(out []float32, g *matrix.Dense, rows []int32) error {
 	return ColumnSumsRows(out, g, rows)
 }

@@ -202,15 +202,6 @@
                                int64_t i0, int64_t i1) {                       \
     for (int64_t i = i0; i < i1; i++) a[i] += b[i];                            \
   }                                                                            \
-  /* a += b at rows list[r0..r1), n wide */                                    \
-  ATTR static void add_listed_##SUFFIX(float *restrict a, const float *restrict b, \
-                                       int64_t n, const int32_t *list, int64_t r0, \
-                                       int64_t r1) {                           \
-    for (int64_t i = r0; i < r1; i++) {                                        \
-      const int64_t r = list[i];                                               \
-      for (int64_t c = 0; c < n; c++) a[r * n + c] += b[r * n + c];            \
-    }                                                                          \
-  }                                                                            \
   ATTR static void scale_rows_##SUFFIX(float *dst, const float *src,         \
                                        const float *s, int64_t n, int64_t r0, \
                                        int64_t r1) {                           \
@@ -380,9 +371,6 @@ void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int
   PICK(triad, a, b, c, s, i0, i1);
 }
 void sc_add(float *a, const float *b, int64_t i0, int64_t i1) { PICK(add, a, b, i0, i1); }
-void sc_add_listed(float *a, const float *b, int64_t n, const int32_t *list, int64_t r0, int64_t r1) {
-  PICK(add_listed, a, b, n, list, r0, r1);
-}
 void sc_gather_sum(const int64_t *rowptr, const int32_t *col, const float *B, float *C, int64_t n,
                    int64_t r0, int64_t r1) {
   FLUSH_DENORMALS(PICK3(gather, rowptr, col, NULL, B, 0, C, n, r0, r1, 0, NULL));

@@ -50,8 +50,6 @@ void sc_add_rows(float *dst, const float *src, const int32_t *rows, int64_t cnt,
 int64_t sc_first_bad_row(const int32_t *rows, int64_t cnt, int64_t n);
 void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int64_t i1);
 void sc_add(float *a, const float *b, int64_t i0, int64_t i1); // a += b (a and b apart)
-// a += b at rows list[r0..r1) (n wide; a and b apart)
-void sc_add_listed(float *a, const float *b, int64_t n, const int32_t *list, int64_t r0, int64_t r1);
 // dst's rows [r0, r1) (n wide) = src's times s[r]; dst may be src.
 void sc_scale_rows(float *dst, const float *src, const float *s, int64_t n, int64_t r0, int64_t r1);
 double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps);

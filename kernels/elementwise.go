@@ -92,27 +92,6 @@ func Add(a, b *matrix.Dense) {
 	byValues(a.Prefix(a.Rows), b, func(ap, bp *C.float, lo, hi C.int64_t) { C.sc_add(ap, bp, lo, hi) })
 }
 
-// AddAtRows sets a += b at the listed rows only (an empty or nil list:
-// none); a's other rows are left as they are.
-func AddAtRows(a, b *matrix.Dense, rows []int32) error {
-	const what = "add at rows"
-	var shapes error
-	if a.Rows != b.Rows || a.Cols != b.Cols {
-		shapes = fmt.Errorf("%s: %d×%d and %d×%d", what, a.Rows, a.Cols, b.Rows, b.Cols)
-	}
-	if err := checkRows(shapes, what, rows, a.Rows); err != nil {
-		return err
-	}
-	if len(rows) == 0 || a.Cols == 0 {
-		return nil
-	}
-	ap, bp, lp, n := f32p(a.Data), f32p(b.Data), i32p(rows), C.int64_t(a.Cols)
-	forRanges(evenCuts(len(rows), pieces(), 2048), func(lo, hi int) {
-		C.sc_add_listed(ap, bp, n, lp, C.int64_t(lo), C.int64_t(hi))
-	})
-	return nil
-}
-
 // ScaleRows sets row r of dst to row r of src times s[r], for the rows s
 // lists (len(s) ≤ dst.Rows).
 func ScaleRows(dst, src *matrix.Dense, s []float32) {

@@ -277,12 +277,6 @@ func TestGEMMRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("A·Bᵀ", gotNT, fullNT)
-		sumFull, sumGot := plain.Clone(), gotPlain.Clone()
-		Add(sumFull, g)
-		if err := AddAtRows(sumGot, g, at); err != nil {
-			t.Fatal(err)
-		}
-		check("A + B", sumGot, sumFull)
 
 		zeroed := matrix.NewDense(rows, n)
 		for _, x := range list {
@@ -375,12 +369,6 @@ func TestGEMMRows(t *testing.T) {
 	if err := ColumnSumsRows(make([]float32, 2), matrix.NewDense(4, 2), []int32{1, 9}); err == nil || !strings.Contains(err.Error(), "entry 1 is 9") {
 		t.Fatalf("a row past the end: %v", err)
 	}
-	if err := AddAtRows(matrix.NewDense(4, 2), matrix.NewDense(4, 2), []int32{4}); err == nil || !strings.Contains(err.Error(), "entry 0 is 4") {
-		t.Fatalf("a row past the end: %v", err)
-	}
-	if err := AddAtRows(matrix.NewDense(4, 2), matrix.NewDense(4, 3), []int32{0}); err == nil || !strings.Contains(err.Error(), "4×2 and 4×3") {
-		t.Fatalf("shapes that differ: %v", err)
-	}
 }
 
 // TestGatherSum: the gathers alone sum the rows each row of A gathers, at
@@ -447,10 +435,6 @@ func TestRowOpsWithoutRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		untouched("AddBiasReLURows", out, -7)
-		if err := ro.AddAtRows(out, h, at); err != nil {
-			t.Fatal(err)
-		}
-		untouched("AddAtRows", out, -7)
 		if err := ro.DropoutRows(matrix.Mask{P: 0.5, Seed: 1}, out, h, at); err != nil {
 			t.Fatal(err)
 		}

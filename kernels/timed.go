@@ -163,10 +163,6 @@ func (t *Timed) AddBiasReLURows(z *matrix.Dense, bias []float32, relu bool, rows
 	defer t.op("elementwise", 2*rowBytes(len(rows), z.Cols), 0)()
 	return t.Backend.(RowOps).AddBiasReLURows(z, bias, relu, rows)
 }
-func (t *Timed) AddAtRows(a, b *matrix.Dense, rows []int32) error {
-	defer t.op("elementwise", 3*rowBytes(len(rows), a.Cols), 0)()
-	return t.Backend.(RowOps).AddAtRows(a, b, rows)
-}
 func (t *Timed) ColumnSumsRows(out []float32, g *matrix.Dense, rows []int32) error {
 	defer t.op("elementwise", rowBytes(len(rows), g.Cols), 0)()
 	return t.Backend.(RowOps).ColumnSumsRows(out, g, rows)

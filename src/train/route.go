@@ -91,11 +91,13 @@ func (e *Engine) routeCaches() {
 // packs them (P = 0: none). meanwhile, when set, is the layer's work that
 // reads no other rank's rows (GraphSAGE's root term): aggregate runs it
 // when this rank's own block comes up, which the exchanges put first, so
-// it computes while the other blocks are on the wire.
+// it computes while the other blocks are on the wire. into says meanwhile
+// writes the product's output itself, and every block sums into it.
 type ownRows struct {
 	rows, dropped *matrix.Dense
 	send          matrix.Mask
 	meanwhile     func() error
+	into          bool
 }
 
 // dropsAsPacked reports whether the exchange drops this rank's rows as it

@@ -39,14 +39,14 @@ func (e *Engine) sageBlocks() (mean, adj []*matrix.CSR, invDeg []float32) {
 // H̃·Root, H̃ = dropout(H). Layer 1 reads the input operand X.
 type sageLayer struct {
 	conv
-	first         bool
-	in            *matrix.Dense // H̃ (hidden layers)
-	u, dU, r, dIn *matrix.Dense
-	scaled        *matrix.Dense // D⁻¹g, what the gradient exchange sends
-	dR            *matrix.Dense
-	invDeg        []float32
-	refBuf        *matrix.Dense
-	ops           kernels.ElementOps // the root path's sum and D⁻¹ on gradients
+	first      bool
+	in         *matrix.Dense // H̃ (hidden layers)
+	u, dU, dIn *matrix.Dense
+	scaled     *matrix.Dense // D⁻¹g, what the gradient exchange sends
+	dR         *matrix.Dense
+	invDeg     []float32
+	refBuf     *matrix.Dense
+	ops        kernels.ElementOps // the root path's sum and D⁻¹ on gradients
 }
 
 func (L *sageLayer) kind() string { return "graphsage-mean (send HW)" }
@@ -54,16 +54,16 @@ func (L *sageLayer) kind() string { return "graphsage-mean (send HW)" }
 func (L *sageLayer) forward(e *Engine, p pass, in act) (act, error) {
 	w, root, mask := e.m.W[L.l], e.m.Root[L.l], e.mask(p.epoch, L.l, p.train)
 	var err error
-	rootTerm := func() error { return e.be.GEMM(L.r, L.in, root, false) }
-	addRoot := func() error { L.ops.Add(L.z, L.r); return nil }
+	// The root term is written into Z, and the neighbours' blocks sum into
+	// it (ownRows.into).
+	rootTerm := func() error { return e.be.GEMM(L.z, L.in, root, false) }
 	if ro := e.rowsAt(L.l); p.train && ro != nil { // the loss reads the training rows alone (output.go)
-		rootTerm = func() error { return ro.GEMMRows(L.r, L.in, root, e.out.rows) }
-		addRoot = func() error { return ro.AddAtRows(L.z, L.r, e.out.rows) }
+		rootTerm = func() error { return ro.GEMMRows(L.z, L.in, root, e.out.rows) }
 	}
 	if L.first {
 		e.input.SetDropout(mask)
 		err = e.input.Mul(L.u, w)
-		rootTerm = func() error { return e.input.Mul(L.r, root) }
+		rootTerm = func() error { return e.input.Mul(L.z, root) }
 	} else {
 		e.dropInput(&L.conv, p, mask, L.in, in.h)
 		err = e.be.GEMM(L.u, L.in, w, false)
@@ -78,10 +78,7 @@ func (L *sageLayer) forward(e *Engine, p pass, in act) (act, error) {
 			return act{}, err
 		}
 	}
-	if err := e.aggregate(L.cacheFor(p), p.epoch, L.z, ownRows{rows: L.u, meanwhile: rootTerm}, ref, matrix.Mask{}); err != nil {
-		return act{}, err
-	}
-	return act{h: L.z}, addRoot()
+	return act{h: L.z}, e.aggregate(L.cacheFor(p), p.epoch, L.z, ownRows{rows: L.u, meanwhile: rootTerm, into: true}, ref, matrix.Mask{})
 }
 
 // sageLocalLayer is layer 1 on the precomputed D⁻¹AX: Z =
@@ -196,7 +193,7 @@ func (e *Engine) newSAGELayer(c conv, gradPolicy staleness.Policy) *sageLayer {
 	if e.part.sage.mean == nil {
 		e.part.sage.mean, e.part.sage.adj, e.part.sage.invDeg = e.sageBlocks()
 	}
-	L := &sageLayer{conv: c, first: c.l == 0, u: e.be.NewDense(r, c.dout), dU: e.be.NewDense(r, c.dout), r: e.be.NewDense(r, c.dout),
+	L := &sageLayer{conv: c, first: c.l == 0, u: e.be.NewDense(r, c.dout), dU: e.be.NewDense(r, c.dout),
 		scaled: e.be.NewDense(r, c.dout), dR: e.be.NewDense(c.din, c.dout), invDeg: e.part.sage.invDeg, ops: e.elementOps()}
 	L.extraGrads = []*matrix.Dense{L.dR}
 	if !L.first {

@@ -62,6 +62,12 @@ func (e *Engine) aggregate(c *cache, epoch int, out *matrix.Dense, own ownRows, 
 			if err := own.meanwhile(); err != nil {
 				return err
 			}
+			if own.into {
+				first = false
+			}
+		}
+		if own.into && first {
+			return fmt.Errorf("%s: block %d came before this rank's own, whose term the blocks sum into", c.name, j)
 		}
 		if c.blocks[j].NNZ() == 0 {
 			return nil
