@@ -49,9 +49,9 @@ func (e *Engine) rowsAt(l int) kernels.RowOps {
 // restrictOutput gives the last layer's training caches the restricted
 // blocks: a GCN layer (either order of Â· and ·W) or a GraphSAGE layer in
 // global-batch training. A GraphSAGE layer on a hidden layer's rows also
-// takes its root term and its sum at the training rows alone (a one-layer
-// model's root term reads the input operand, which has no row product
-// there, so it keeps its full passes).
+// forms its root term, and so its bias and loss, at the training rows
+// alone (a one-layer model's root term reads the input operand, which has
+// no row product there, so it keeps its full passes).
 //
 // A GAT layer attends at its training targets alone, and its neighbour
 // side sums over them alone: every other target's gradient row is zero.
