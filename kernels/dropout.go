@@ -103,7 +103,7 @@ func Dropout(m matrix.Mask, dst, src *matrix.Dense) {
 func masked(m matrix.Mask, n int, f func(cm *C.sc_mask, lo, hi int)) {
 	cm, done := cMask(m)
 	defer done()
-	forRanges(evenCuts(n, pieces(), 1024), func(lo, hi int) { f(cm, lo, hi) })
+	inPieces(n, 1024, func(lo, hi int) { f(cm, lo, hi) })
 }
 
 // DropoutRows sets dst = src ⊙ mask / (1−p) at the listed rows alone (each
@@ -202,7 +202,7 @@ func ReLUDroppedBackward(g, d *matrix.Dense, scale float32, sums []float32) erro
 	}
 	gp, dp, cols, s := f32p(g.Data), f32p(d.Data), C.int64_t(g.Cols), C.float(scale)
 	if sums == nil {
-		forRanges(evenCuts(g.Rows, pieces(), 1024), func(lo, hi int) {
+		inPieces(g.Rows, 1024, func(lo, hi int) {
 			C.sc_relu_dropped_backward(gp, dp, cols, C.int64_t(lo), C.int64_t(hi), s, nil)
 		})
 		return nil
@@ -229,7 +229,7 @@ func DropoutCSR(m matrix.Mask, vals []float32, a *matrix.CSR) {
 	defer done()
 	rp := (*C.int64_t)(unsafe.Pointer(&a.RowPtr[0]))
 	cp := (*C.int32_t)(unsafe.Pointer(&a.ColIdx[0]))
-	forRanges(nnzCuts(a.RowPtr, pieces()), func(lo, hi int) {
+	byNonzeros(a.RowPtr, func(lo, hi int) {
 		C.sc_dropout_csr(rp, cp, f32p(a.Val), f32p(vals), C.int64_t(lo), C.int64_t(hi), cm)
 	})
 }

@@ -62,7 +62,7 @@ func addBiasReLU(z *matrix.Dense, bias []float32, relu bool, rows []int32) {
 	}
 	r := cBool(relu)
 	zp, bp, lp := f32p(z.Data), f32p(bias), i32p(rows)
-	forRanges(evenCuts(n, pieces(), 2048), func(lo, hi int) {
+	inPieces(n, 2048, func(lo, hi int) {
 		C.sc_bias_relu(zp, bp, C.int64_t(z.Cols), C.int64_t(lo), C.int64_t(hi), r, lp)
 	})
 }
@@ -82,7 +82,7 @@ func byValues(a, b *matrix.Dense, kernel func(ap, bp *C.float, lo, hi C.int64_t)
 	if b != nil {
 		bp = f32p(b.Data)
 	}
-	forRanges(evenCuts(len(a.Data), pieces(), 1<<15), func(lo, hi int) {
+	inPieces(len(a.Data), 1<<15, func(lo, hi int) {
 		kernel(ap, bp, C.int64_t(lo), C.int64_t(hi))
 	})
 }
@@ -147,12 +147,12 @@ func columnSums(out []float32, g *matrix.Dense, rows []int32) {
 // reaches half the bandwidth two do).
 func Copy(dst, src []float32) {
 	n := min(len(dst), len(src))
-	forRanges(evenCuts(n, pieces(), 1<<16), func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+	inPieces(n, 1<<16, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
 }
 
 // Zero sets x to zeros over the kernel threads.
 func Zero(x []float32) {
-	forRanges(evenCuts(len(x), pieces(), 1<<16), func(lo, hi int) { clear(x[lo:hi]) })
+	inPieces(len(x), 1<<16, func(lo, hi int) { clear(x[lo:hi]) })
 }
 
 // FrobNorm returns ‖x‖_F in float64.

@@ -83,7 +83,7 @@ func (b *GATBlock) run(f func(rp *C.int64_t, cp *C.int32_t, lo, hi int)) {
 	}
 	rp := (*C.int64_t)(unsafe.Pointer(&b.A.RowPtr[0]))
 	cp := (*C.int32_t)(unsafe.Pointer(&b.A.ColIdx[0]))
-	forRanges(nnzCuts(b.A.RowPtr, pieces()), func(lo, hi int) { f(rp, cp, lo, hi) })
+	byNonzeros(b.A.RowPtr, func(lo, hi int) { f(rp, cp, lo, hi) })
 }
 
 func dataOf(d *matrix.Dense) []float32 {
@@ -105,7 +105,7 @@ func (CPU) GATPayload(pay, el, u, al, ar *matrix.Dense, h int) {
 // reads.
 func (CPU) GATStart(st GATState) {
 	inf := float32(math.Inf(-1))
-	forRanges(evenCuts(len(st.M.Data), pieces(), 1<<14), func(lo, hi int) {
+	inPieces(len(st.M.Data), 1<<14, func(lo, hi int) {
 		m, s := st.M.Data[lo:hi], st.S.Data[lo:hi]
 		for i := range m {
 			m[i], s[i] = inf, 0

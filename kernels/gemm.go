@@ -43,7 +43,7 @@ func gemmDrop(c, a, b *matrix.Dense, m matrix.Mask, kept *keptBits, accumulate b
 	k, n := C.int64_t(a.Cols), C.int64_t(b.Cols)
 	cm, done := kept.cMask(m, recordBits)
 	defer done()
-	forRanges(evenCuts(a.Rows, pieces(), 256), func(lo, hi int) {
+	inPieces(a.Rows, 256, func(lo, hi int) {
 		C.sc_gemm_nn(f32p(a.Data), f32p(b.Data), f32p(c.Data), k, n, C.int64_t(lo), C.int64_t(hi), acc, cm)
 	})
 	return nil
@@ -73,7 +73,7 @@ func sumChunks(out []float32, rows int, f func(r0, r1 int, part []float32)) {
 	}
 	partial := partials.get(chunks * n)
 	defer partials.put(partial)
-	forRanges(evenCuts(chunks, pieces(), 1), func(lo, hi int) {
+	inPieces(chunks, 1, func(lo, hi int) {
 		for ch := lo; ch < hi; ch++ {
 			f(ch*tnChunk, min((ch+1)*tnChunk, rows), partial[ch*n:(ch+1)*n])
 		}
@@ -225,7 +225,7 @@ func gemmRowsDrop(c, a, b *matrix.Dense, m matrix.Mask, kept *keptBits, bias []f
 		defer doneThen()
 		dp = f32p(dropped.Data)
 	}
-	forRanges(evenCuts(len(rows), pieces(), 256), func(lo, hi int) {
+	inPieces(len(rows), 256, func(lo, hi int) {
 		C.sc_gemm_nn_rows(f32p(a.Data), f32p(b.Data), f32p(c.Data), k, n, (*C.int32_t)(&rows[lo]), C.int64_t(hi-lo), cm, f32p(bias), tm, dp)
 	})
 	return nil

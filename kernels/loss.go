@@ -42,7 +42,7 @@ func SoftmaxCERows(logits *matrix.Dense, labels []int32, mask []int32, norm floa
 	rp := (*C.int32_t)(unsafe.Pointer(&mask[0]))
 	chunks := (len(mask) + lossChunk - 1) / lossChunk
 	part := make([]float64, chunks)
-	forRanges(evenCuts(chunks, pieces(), 1), func(lo, hi int) {
+	inPieces(chunks, 1, func(lo, hi int) {
 		for ch := lo; ch < hi; ch++ {
 			part[ch] = float64(C.sc_softmax_ce(zp, C.int64_t(logits.Cols), lp, rp, C.int64_t(ch*lossChunk),
 				C.int64_t(min((ch+1)*lossChunk, len(mask))), C.double(norm), gp))

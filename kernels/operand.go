@@ -177,7 +177,7 @@ func (o *Operand) MulT(c, g *matrix.Dense) error {
 		o.buildTranspose()
 	}
 	if o.trGen != o.gen { // a permutation: the threads write apart
-		forRanges(evenCuts(len(o.trPerm), pieces(), 1<<16), func(lo, hi int) {
+		inPieces(len(o.trPerm), 1<<16, func(lo, hi int) {
 			for p := lo; p < hi; p++ {
 				o.tr.Val[o.trPerm[p]] = o.cur.Val[p]
 			}

@@ -63,6 +63,14 @@ func forRanges(cuts []int, f func(lo, hi int)) {
 	wg.Wait()
 }
 
+// inPieces calls f on [0, n) cut into pieces() near-equal ranges of at
+// least minLen (forRanges over evenCuts).
+func inPieces(n, minLen int, f func(lo, hi int)) { forRanges(evenCuts(n, pieces(), minLen), f) }
+
+// byNonzeros calls f on row ranges of a CSR's rows cut into pieces() of
+// about equal nonzeros (forRanges over nnzCuts).
+func byNonzeros(rowptr []int64, f func(lo, hi int)) { forRanges(nnzCuts(rowptr, pieces()), f) }
+
 // evenCuts splits [0, n) into at most parts ranges of near-equal length,
 // with at least minLen elements per range so tiny work stays on one thread.
 func evenCuts(n, parts, minLen int) []int {
@@ -105,6 +113,6 @@ func nnzCuts(rowptr []int64, parts int) []int {
 // so results do not depend on the split.
 func ParallelRows(n int, f func(lo, hi int)) {
 	if n > 0 {
-		forRanges(evenCuts(n, pieces(), 256), f)
+		inPieces(n, 256, f)
 	}
 }

@@ -43,7 +43,7 @@ func QuantizeRows(dst []byte, dec, x, ref []float32, width, bits int, key uint64
 	hp := (*C.uint64_t)(unsafe.Pointer(&rowHash[0]))
 	nb := (n + quantBlock - 1) / quantBlock
 	sums := make([]float64, 2*nb)
-	forRanges(evenCuts(nb, pieces(), 1), func(lo, hi int) {
+	inPieces(nb, 1, func(lo, hi int) {
 		for b := lo; b < hi; b++ {
 			r0, r1 := b*quantBlock, min((b+1)*quantBlock, n)
 			C.sc_quant_rows(xp, fp, C.int64_t(r0), C.int64_t(r1), rp, C.int64_t(width), C.int(bits),
@@ -66,7 +66,7 @@ func DequantizeRows(dst []float32, src []byte, width, bits int, add bool) {
 	}
 	a := cBool(add)
 	sp, dp := (*C.uint8_t)(unsafe.Pointer(&src[0])), f32p(dst)
-	forRanges(evenCuts(rows, pieces(), 2048), func(lo, hi int) {
+	inPieces(rows, 2048, func(lo, hi int) {
 		C.sc_dequant_rows(sp, C.int64_t(lo), C.int64_t(hi), C.int64_t(width), C.int(bits), a, dp)
 	})
 }

@@ -129,7 +129,7 @@ func LimitSIMD(name string) {
 // Triad computes a = b + s·c (the STREAM triad) over all threads; it is the
 // memory-bandwidth yardstick the SpMM benchmark is compared against.
 func Triad(a, b, c []float32, s float32) {
-	forRanges(evenCuts(len(a), pieces(), 1<<14), func(lo, hi int) {
+	inPieces(len(a), 1<<14, func(lo, hi int) {
 		C.sc_triad(f32p(a), f32p(b), f32p(c), C.float(s), C.int64_t(lo), C.int64_t(hi))
 	})
 }
@@ -151,7 +151,7 @@ func GatherSum(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense) error {
 	}
 	colp := (*C.int32_t)(unsafe.Pointer(&a.ColIdx[0]))
 	rowp := (*C.int64_t)(unsafe.Pointer(&a.RowPtr[0]))
-	forRanges(nnzCuts(a.RowPtr, pieces()), func(lo, hi int) {
+	byNonzeros(a.RowPtr, func(lo, hi int) {
 		C.sc_gather_sum(rowp, colp, f32p(b.Data), f32p(c.Data), C.int64_t(b.Cols), C.int64_t(lo), C.int64_t(hi))
 	})
 	return nil
