@@ -42,6 +42,7 @@ type keptBits struct {
 	bits   []byte
 	stride int   // bytes a row
 	drawn  []int // the generation each row was recorded at (0: never)
+	all    int   // the generation every row was recorded at at once (0: never)
 }
 
 // bitsUse is what a product does with a record: a forward product writes
@@ -54,16 +55,37 @@ const (
 )
 
 // mark stamps the rows a forward product recorded (nil: all) with gen.
+// Generations only rise, so a row is current where either its stamp or
+// the record's all says gen.
 func (k *keptBits) mark(rows []int32, gen int) {
 	if rows == nil {
-		for r := range k.drawn {
-			k.drawn[r] = gen
-		}
+		k.all = gen
 		return
 	}
 	for _, r := range rows {
 		k.drawn[r] = gen
 	}
+}
+
+// current reports whether every row listed (nil: all) was recorded at gen.
+func (k *keptBits) current(rows []int32, gen int) bool {
+	if k.all == gen {
+		return true
+	}
+	if rows == nil {
+		for _, g := range k.drawn {
+			if g != gen {
+				return false
+			}
+		}
+		return true
+	}
+	for _, r := range rows {
+		if k.drawn[r] != gen {
+			return false
+		}
+	}
+	return true
 }
 
 // cMask is m as the kernels read it, with the record's bits, to use as

@@ -683,13 +683,16 @@ func TestDenseOperandReplaysItsForwardMask(t *testing.T) {
 			name     string
 			fwd, bwd []int32 // nil: every row
 			replayed bool
-			newMask  bool // a new mask between the two
+			newMask  bool    // a new mask between the two
+			again    []int32 // a forward at these rows under the new mask
 		}{
-			{"all rows", nil, nil, true, false},
-			{"listed rows", some, some, true, false},
-			{"fewer rows back", some, fewer, true, false},
-			{"rows not drawn", fewer, some, false, false},
-			{"a new mask", nil, nil, false, true},
+			{"all rows", nil, nil, true, false, nil},
+			{"listed rows", some, some, true, false, nil},
+			{"fewer rows back", some, fewer, true, false, nil},
+			{"rows not drawn", fewer, some, false, false, nil},
+			{"a new mask", nil, nil, false, true, nil},
+			{"a new mask drawn at some rows, all back", nil, nil, false, true, some},
+			{"a new mask drawn at some rows, those back", nil, some, true, true, some},
 		} {
 			o := NewDenseOperand(a)
 			in := denseInput{o}
@@ -704,6 +707,9 @@ func TestDenseOperandReplaysItsForwardMask(t *testing.T) {
 				m2 := m
 				m2.Stream = 9
 				o.SetDropout(m2)
+				if c.again != nil {
+					in.MulRows(z, w, c.again)
+				}
 			}
 			want, got := matrix.NewDense(k, 16), matrix.NewDense(k, 16)
 			back := func(dst *matrix.Dense) {

@@ -117,24 +117,10 @@ func (o *Operand) recording() *keptBits {
 // row a backward product reads (nil: all) was drawn under it; else nil,
 // and the product draws again.
 func (o *Operand) replaying(rows []int32) *keptBits {
-	k := o.kept
-	if k == nil || o.mask.P <= 0 {
-		return nil
-	}
-	if rows == nil {
-		for _, g := range k.drawn {
-			if g != o.gen {
-				return nil
-			}
-		}
+	if k := o.kept; k != nil && o.mask.P > 0 && k.current(rows, o.gen) {
 		return k
 	}
-	for _, r := range rows {
-		if k.drawn[r] != o.gen {
-			return nil
-		}
-	}
-	return k
+	return nil
 }
 
 // Mul computes c = O·w.
