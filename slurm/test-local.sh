@@ -56,18 +56,22 @@ check "$res" 'r["ranks"] == 4 and d["launcher"] == "pmix" and d["job_id"] == "'"
 echo "ok: $res"
 
 echo "== 2. the walltime warning (SIGUSR1 to the batch script): checkpoint, exit 85, requeue, resume"
-job=$(DATA=$cora EPOCHS=6000 CHECKPOINT_EVERY=0 NAME=ci-requeue TRAIN_ARGS="--eval-every 50" sbatch --parsable --ntasks=2 slurm/train.sbatch)
+# Long enough that the signal lands while it trains: under make test's
+# load a signal took over 4 s to reach the batch script, and a 6,000-epoch
+# job on a fast core had finished by then.
+epochs=15000
+job=$(DATA=$cora EPOCHS=$epochs CHECKPOINT_EVERY=0 NAME=ci-requeue TRAIN_ARGS="--eval-every 50" sbatch --parsable --ntasks=2 slurm/train.sbatch)
 out=results/slurm-sancus-train-$job.out
 started "$job" "$out"
 scancel --batch --signal=USR1 "$job" # what --signal=B:USR1@600 sends before the walltime
 gone "$job" 300 || fail "requeued job $job did not finish"
 grep -q "requeueing job $job" "$out" || fail "job was not requeued: $(tail -20 "$out")"
 grep -q "restart 1" "$out" || fail "job did not restart: $(tail -20 "$out")"
-check "results/ci-requeue/$job/result.json" 'len(r["curve"]) == 6000 and not r.get("stopped")'
+check "results/ci-requeue/$job/result.json" "len(r['curve']) == $epochs and not r.get('stopped')"
 # The resumed job ends where an uninterrupted run of the same training
 # ends (two in-process ranks train as two MPI ranks do), to the bit.
 ref=$(mktemp -d)
-bin/sancus train --data "$cora" --epochs 6000 --ranks 2 --eval-every 50 --quiet --out "$ref/r.json" >/dev/null
+bin/sancus train --data "$cora" --epochs $epochs --ranks 2 --eval-every 50 --quiet --out "$ref/r.json" >/dev/null
 python3 - "results/ci-requeue/$job/result.json" "$ref/r.json" <<'PY' || fail "requeued job $job ended at another loss than an uninterrupted run"
 import json, sys
 a, b = (json.load(open(p))["result"]["curve"][-1]["loss"] for p in sys.argv[1:])
