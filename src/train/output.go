@@ -106,10 +106,9 @@ func (e *Engine) restrictOutput() error {
 	// The bias, the loss gradient and the bias gradient are needed at the
 	// training rows alone, and so, aggregating first, are the products
 	// with W: where the backend can, only those rows are computed.
-	if ro, ok := kernels.RowsOf(e.be); ok && rowsToo {
+	if rowsToo && e.outAtTrainingRows() {
 		// Never nil, as the cache's outRows says a product is restricted:
 		// a rank without training rows computes none of its rows.
-		e.out.rowOps, e.out.rows = ro, append([]int32{}, slices.Sorted(slices.Values(e.s.Train))...)
 		c.fwd.outRows = e.out.rows
 		c.fwd.read = make([][]int32, e.P)
 		for j, b := range c.fwd.blocks {
@@ -120,11 +119,25 @@ func (e *Engine) restrictOutput() error {
 	return nil
 }
 
+// outAtTrainingRows sets the row operations the bias, the loss and the
+// bias gradient run at the training rows with (rowsAt), where the backend
+// has them, and reports whether it has.
+func (e *Engine) outAtTrainingRows() bool {
+	ro, ok := kernels.RowsOf(e.be)
+	if ok {
+		e.out.rowOps, e.out.rows = ro, append([]int32{}, slices.Sorted(slices.Values(e.s.Train))...)
+	}
+	return ok
+}
+
 // restrictAttention restricts a GAT last layer (restrictOutput): its
 // forward to the training targets, and its neighbour side to them, the
 // gradient rows' blocks on one rank, the transposed blocks where the sums
-// are reduced (their columns are this rank's targets).
+// are reduced (their columns are this rank's targets). Its other rows'
+// outputs are then zero (no edge, no sum), so the bias and the loss are
+// taken at the training rows alone.
 func (e *Engine) restrictAttention(L *gatLayer) error {
+	e.outAtTrainingRows()
 	own := e.ownTraining()
 	L.fwd.blocks = keep(L.fwd.full, own, nil)
 	if L.red == nil {
