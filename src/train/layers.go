@@ -63,16 +63,30 @@ type conv struct {
 	// (model.Tensors order): GraphSAGE's root weight, GAT's attention.
 	extraGrads []*matrix.Dense
 	// dropped is the output as the next layer drops it (act.dropped), and
-	// droppedFor 1 + the epoch whose training pass wrote it (0: none), for
-	// dropout's and ReLU's backward to read instead of drawing again.
-	dropped    *matrix.Dense
-	droppedFor int
-	// droppedIn is the input as this layer dropped it into a matrix of its
-	// own (M(H), what its product reads), and droppedInFor 1 + the epoch
-	// whose training pass wrote it (0: none): the same copy, made the
-	// other side of the layer boundary (dropInput).
-	droppedIn    *matrix.Dense
-	droppedInFor int
+	// droppedIn the input as this layer dropped it into a matrix of its own
+	// (M(H), what its product reads): the same copy, made either side of
+	// the layer boundary, for dropout's and ReLU's backward to read instead
+	// of drawing again (droppedOutput).
+	dropped, droppedIn passCopy
+}
+
+// passCopy is a matrix a training pass made for its backward, and which
+// pass made it.
+type passCopy struct {
+	m     *matrix.Dense
+	epoch int // 1 + the epoch whose training pass wrote m (0: none)
+}
+
+// hold records m as written by epoch's training pass.
+func (h *passCopy) hold(m *matrix.Dense, epoch int) { h.m, h.epoch = m, epoch+1 }
+
+// take is m where epoch's training pass wrote it (nil: not), once.
+func (h *passCopy) take(epoch int) *matrix.Dense {
+	if h.epoch != epoch+1 {
+		return nil
+	}
+	h.epoch = 0
+	return h.m
 }
 
 func (c *conv) base() *conv { return c }
@@ -183,11 +197,11 @@ func (L *localLayer) forward(e *Engine, p pass, _ act) (act, error) {
 	}
 	switch {
 	case then.P > 0:
-		if L.dropped == nil {
-			L.dropped = e.be.NewDense(L.z.Rows, L.z.Cols)
+		if L.dropped.m == nil {
+			L.dropped.m = e.be.NewDense(L.z.Rows, L.z.Cols)
 		}
-		err = L.ri.MulRowsBiasReLU(L.z, e.m.W[0], e.m.B[0], L.read, then, L.dropped)
-		L.droppedFor = p.epoch + 1
+		err = L.ri.MulRowsBiasReLU(L.z, e.m.W[0], e.m.B[0], L.read, then, L.dropped.m)
+		L.dropped.hold(L.dropped.m, p.epoch)
 	case fused:
 		err = L.ri.MulRowsBiasReLU(L.z, e.m.W[0], e.m.B[0], L.read, matrix.Mask{}, nil)
 	case p.train && L.ri != nil:
@@ -200,7 +214,7 @@ func (L *localLayer) forward(e *Engine, p pass, _ act) (act, error) {
 	}
 	out := act{h: L.z, activated: fused}
 	if then.P > 0 {
-		out.dropped = L.dropped
+		out.dropped = L.dropped.m
 	}
 	if p.shadow {
 		out.clean = L.shadowBuf(e)

@@ -46,7 +46,7 @@ type sageLayer struct {
 	dR         *matrix.Dense
 	invDeg     []float32
 	refBuf     *matrix.Dense
-	ops        kernels.ElementOps // the root path's sum and D⁻¹ on gradients
+	ops        kernels.ElementOps // D⁻¹ on gradients
 }
 
 func (L *sageLayer) kind() string { return "graphsage-mean (send HW)" }

@@ -69,9 +69,9 @@ func (e *Engine) forwardReporting(epoch int, train bool, layerDone func(l, layer
 // read rather than draw the mask again.
 func (e *Engine) dropInput(c *conv, p pass, mask matrix.Mask, dst, h *matrix.Dense) {
 	e.be.Dropout(mask, dst, h)
-	c.droppedIn, c.droppedInFor = dst, 0
+	c.droppedIn = passCopy{}
 	if p.train && mask.P > 0 {
-		c.droppedInFor = p.epoch + 1
+		c.droppedIn.hold(dst, p.epoch)
 	}
 }
 
@@ -80,15 +80,10 @@ func (e *Engine) dropInput(c *conv, p pass, mask matrix.Mask, dst, h *matrix.Den
 // again): made by layer l-1 as it wrote its rows (nextDrops), or by layer
 // l into its own input (dropInput). Each copy serves one backward.
 func (e *Engine) droppedOutput(l, epoch int) *matrix.Dense {
-	if below := e.layers[l-1].base(); below.droppedFor == epoch+1 {
-		below.droppedFor = 0
-		return below.dropped
+	if d := e.layers[l-1].base().dropped.take(epoch); d != nil {
+		return d
 	}
-	if c := e.layers[l].base(); c.droppedInFor == epoch+1 {
-		c.droppedInFor = 0
-		return c.droppedIn
-	}
-	return nil
+	return e.layers[l].base().droppedIn.take(epoch)
 }
 
 // hasResidual reports whether layer l adds its input to its output: a hidden
