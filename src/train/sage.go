@@ -57,13 +57,15 @@ func (L *sageLayer) forward(e *Engine, p pass, in act) (act, error) {
 	// The root term is written into Z, and the neighbours' blocks sum into
 	// it (ownRows.into).
 	rootTerm := func() error { return e.be.GEMM(L.z, L.in, root, false) }
-	if ro := e.rowsAt(L.l); p.train && ro != nil { // the loss reads the training rows alone (output.go)
+	switch ro := e.rowsAt(L.l); {
+	case L.first:
+		rootTerm = func() error { return e.input.Mul(L.z, root) }
+	case p.train && ro != nil: // the loss reads the training rows alone (output.go)
 		rootTerm = func() error { return ro.GEMMRows(L.z, L.in, root, e.out.rows) }
 	}
 	if L.first {
 		e.input.SetDropout(mask)
 		err = e.input.Mul(L.u, w)
-		rootTerm = func() error { return e.input.Mul(L.z, root) }
 	} else {
 		e.dropInput(&L.conv, p, mask, L.in, in.h)
 		err = e.be.GEMM(L.u, L.in, w, false)
