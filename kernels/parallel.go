@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // threads is the number of goroutines kernels split work into.
@@ -49,18 +50,123 @@ func forRanges(cuts []int, f func(lo, hi int)) {
 			}
 		}
 	}
-	// The caller runs ranges itself at once, while the other goroutines
-	// wait for a thread to wake (tens of µs when it had gone idle).
-	var wg sync.WaitGroup
-	for t := 1; t < min(threads, n); t++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			run()
-		}()
+	helpers.do(min(threads, n)-1, run)
+}
+
+// helpers is the kernels' pool of helper goroutines.
+var helpers pool
+
+// spinFor is how long an idle helper polls for the next call before it
+// sleeps. A sleeping goroutine took from tens of µs to ms to wake on these
+// VMs, and the caller meanwhile ran most of a call's ranges alone; between
+// an epoch's kernels the gaps are shorter than this.
+const spinFor = 2 * time.Millisecond
+
+// pool runs a call's ranges on the caller and on helper goroutines started
+// once, which poll for the next call for spinFor after each before they
+// sleep. One call at a time uses it; a call that finds it busy (ranks in
+// one process) starts goroutines of its own.
+type pool struct {
+	busy    sync.Mutex // held by the call using the helpers
+	mu      sync.Mutex // guards started, asleep and wake
+	wake    *sync.Cond
+	started int
+	asleep  int
+	seq     atomic.Uint64           // bumped for each call
+	cur     atomic.Pointer[poolJob] // the call at seq
+}
+
+// poolJob is one call: run until its ranges are taken, by the caller and
+// by up to slots helpers.
+type poolJob struct {
+	seq   uint64
+	run   func()
+	slots atomic.Int64
+	done  sync.WaitGroup
+}
+
+// do runs run on the caller and k helpers, and returns when all are done.
+func (p *pool) do(k int, run func()) {
+	if k < 1 {
+		run()
+		return
 	}
+	if !p.busy.TryLock() {
+		var wg sync.WaitGroup
+		for range k {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run()
+			}()
+		}
+		run()
+		wg.Wait()
+		return
+	}
+	defer p.busy.Unlock()
+	p.ensure(k)
+	j := &poolJob{seq: p.seq.Load() + 1, run: run}
+	j.slots.Store(int64(k))
+	j.done.Add(k)
+	p.cur.Store(j)
+	p.seq.Store(j.seq)
+	p.mu.Lock()
+	if p.asleep > 0 {
+		p.wake.Broadcast()
+	}
+	p.mu.Unlock()
 	run()
-	wg.Wait()
+	// The slots no helper took are not waited for.
+	if left := j.slots.Swap(-1 << 40); left > 0 {
+		j.done.Add(-int(left))
+	}
+	j.done.Wait()
+}
+
+// ensure starts helpers until there are k.
+func (p *pool) ensure(k int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.wake == nil {
+		p.wake = sync.NewCond(&p.mu)
+	}
+	for ; p.started < k; p.started++ {
+		go p.help(p.seq.Load())
+	}
+}
+
+// help is a helper's loop: it takes a slot in each call it sees (once: a
+// call that came while it waited is the one it has seen).
+func (p *pool) help(seen uint64) {
+	for {
+		p.await(seen)
+		j := p.cur.Load()
+		seen = j.seq
+		if j.slots.Add(-1) >= 0 {
+			j.run()
+			j.done.Done()
+		}
+	}
+}
+
+// await returns once a call after seen has come: polled for spinFor,
+// then slept for. The poll does not yield: a helper that yields is queued
+// to run again, and the scheduler then woke threads to run it while the
+// kernels held the cores.
+func (p *pool) await(seen uint64) {
+	for start := time.Now(); time.Since(start) < spinFor; {
+		if p.seq.Load() != seen {
+			return
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.asleep++
+	for p.seq.Load() == seen {
+		p.wake.Wait()
+	}
+	p.asleep--
 }
 
 // inPieces calls f on [0, n) cut into pieces() near-equal ranges of at

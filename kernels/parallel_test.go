@@ -1,0 +1,71 @@
+package kernels
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Every range of every call runs exactly once, with calls from several
+// goroutines at once (ranks in one process: one holds the helpers, the
+// others start goroutines of their own).
+func TestForRangesRunsEachRangeOnce(t *testing.T) {
+	defer SetThreads(Threads())
+	SetThreads(4)
+	const callers, calls, n = 3, 200, 64
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range calls {
+				var hits [n]atomic.Int32
+				cuts := evenCuts(n, n, 1)
+				forRanges(cuts, func(lo, hi int) {
+					for i := lo; i < hi; i++ {
+						hits[i].Add(1)
+					}
+				})
+				for i := range hits {
+					if h := hits[i].Load(); h != 1 {
+						t.Errorf("caller %d call %d: range %d ran %d times", c, k, i, h)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// A helper that slept (no call for longer than spinFor) wakes for the next
+// call: two of its ranges run at once.
+func TestPoolHelpersWakeAfterSleeping(t *testing.T) {
+	var p pool
+	together := func() bool {
+		var in atomic.Int32
+		met := make(chan bool, 2)
+		p.do(1, func() {
+			in.Add(1)
+			deadline := time.Now().Add(5 * time.Second)
+			for in.Load() < 2 && time.Now().Before(deadline) {
+			}
+			met <- in.Load() >= 2
+		})
+		return <-met
+	}
+	if !together() {
+		t.Fatal("the first call ran on the caller alone")
+	}
+	time.Sleep(3 * spinFor)
+	p.mu.Lock()
+	asleep := p.asleep
+	p.mu.Unlock()
+	if asleep != 1 {
+		t.Fatalf("%d helpers asleep after %v idle, want 1", asleep, 3*spinFor)
+	}
+	if !together() {
+		t.Fatal("a call after the helper slept ran on the caller alone")
+	}
+}
