@@ -26,9 +26,11 @@ func Threads() int { return threads }
 // piecesPerThread is how many pieces a kernel's work is cut into per
 // thread. The threads take the pieces in turn as they finish one, so a
 // thread slowed by whatever shares its core takes fewer of them, where
-// with one piece a thread every call waited for the slower. Results do not
-// depend on the cut (sameForThreads), so neither on who takes which piece.
-const piecesPerThread = 8
+// with one piece a thread every call waited for the slower, and the finer
+// the cut the less the caller waits at a call's end for a helper's last
+// piece. Results do not depend on the cut (sameForThreads), so neither on
+// who takes which piece.
+const piecesPerThread = 32
 
 // pieces is how many pieces the kernels cut their work into.
 func pieces() int {
