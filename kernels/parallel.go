@@ -59,9 +59,9 @@ func forRanges(cuts []int, f func(lo, hi int)) {
 var helpers pool
 
 // spinFor is how long an idle helper polls for the next call before it
-// sleeps. A sleeping goroutine took from tens of µs to ms to wake on these
-// VMs, and the caller meanwhile ran most of a call's ranges alone; between
-// an epoch's kernels the gaps are shorter than this.
+// sleeps. A sleeping goroutine can take from tens of µs to ms to wake, the
+// caller meanwhile running the call's ranges alone; the gaps between an
+// epoch's kernels are shorter than this.
 const spinFor = 2 * time.Millisecond
 
 // pool runs a call's ranges on the caller and on helper goroutines started
