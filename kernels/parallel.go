@@ -107,13 +107,13 @@ func (p *pool) do(k int, run func()) {
 		return
 	}
 	defer p.busy.Unlock()
-	p.ensure(k)
 	j := &poolJob{seq: p.seq.Load() + 1, run: run}
 	j.slots.Store(int64(k))
 	j.done.Add(k)
+	p.mu.Lock()
+	p.ensure(k)
 	p.cur.Store(j)
 	p.seq.Store(j.seq)
-	p.mu.Lock()
 	if p.asleep > 0 {
 		p.wake.Broadcast()
 	}
@@ -126,10 +126,9 @@ func (p *pool) do(k int, run func()) {
 	j.done.Wait()
 }
 
-// ensure starts helpers until there are k.
+// ensure starts helpers until there are k (p.mu held). They have seen
+// the calls before this one.
 func (p *pool) ensure(k int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.wake == nil {
 		p.wake = sync.NewCond(&p.mu)
 	}
