@@ -64,10 +64,17 @@ var helpers pool
 // epoch's kernels are shorter than this.
 const spinFor = 2 * time.Millisecond
 
+// sharedFor is how long after a call found the helpers busy they sleep at
+// once instead of polling: calls contending for the pool (runs or ranks in
+// one process) mean more goroutines want the cores than there are, and a
+// polling helper would take a core from one of them.
+const sharedFor = 100 * time.Millisecond
+
 // pool runs a call's ranges on the caller and on helper goroutines started
 // once, which poll for the next call for spinFor after each before they
 // sleep. One call at a time uses it; a call that finds it busy (ranks in
-// one process) starts goroutines of its own.
+// one process) starts goroutines of its own, and the helpers then sleep
+// at once for sharedFor.
 type pool struct {
 	busy    sync.Mutex // held by the call using the helpers
 	mu      sync.Mutex // guards started, asleep and wake
@@ -76,6 +83,7 @@ type pool struct {
 	asleep  int
 	seq     atomic.Uint64           // bumped for each call
 	cur     atomic.Pointer[poolJob] // the call at seq
+	shared  atomic.Int64            // when a call last found the pool busy (Unix ns)
 }
 
 // poolJob is one call: run until its ranges are taken, by the caller and
@@ -94,6 +102,7 @@ func (p *pool) do(k int, run func()) {
 		return
 	}
 	if !p.busy.TryLock() {
+		p.shared.Store(time.Now().UnixNano())
 		var wg sync.WaitGroup
 		for range k {
 			wg.Add(1)
@@ -152,11 +161,12 @@ func (p *pool) help(seen uint64) {
 }
 
 // await returns once a call after seen has come: polled for spinFor,
-// then slept for. The poll does not yield: a helper that yields is queued
-// to run again, and the scheduler then woke threads to run it while the
-// kernels held the cores.
+// then slept for (at once while the pool is shared). The poll does not
+// yield: a helper that yields is queued to run again, and the scheduler
+// then woke threads to run it while the kernels held the cores.
 func (p *pool) await(seen uint64) {
-	for start := time.Now(); time.Since(start) < spinFor; {
+	start := time.Now()
+	for p.polls(start) && time.Since(start) < spinFor {
 		if p.seq.Load() != seen {
 			return
 		}
@@ -168,6 +178,12 @@ func (p *pool) await(seen uint64) {
 		p.wake.Wait()
 	}
 	p.asleep--
+}
+
+// polls reports whether a helper idle since now polls for the next call:
+// not within sharedFor of a call that found the pool busy.
+func (p *pool) polls(now time.Time) bool {
+	return now.UnixNano()-p.shared.Load() >= int64(sharedFor)
 }
 
 // inPieces calls f on [0, n) cut into pieces() near-equal ranges of at

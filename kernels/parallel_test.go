@@ -69,3 +69,28 @@ func TestPoolHelpersWakeAfterSleeping(t *testing.T) {
 		t.Fatal("a call after the helper slept ran on the caller alone")
 	}
 }
+
+// A call that finds the pool busy makes its helpers sleep at once, not
+// poll, for sharedFor: the cores are wanted by more goroutines than the
+// pool's.
+func TestSharedPoolStopsPolling(t *testing.T) {
+	var p pool
+	var ran atomic.Int32
+	p.do(1, func() { ran.Add(1) })
+	if now := time.Now(); !p.polls(now) {
+		t.Fatal("a pool no call found busy does not poll")
+	}
+	p.busy.Lock() // another caller's call in progress
+	p.do(1, func() { ran.Add(1) })
+	p.busy.Unlock()
+	now := time.Now()
+	if p.polls(now) {
+		t.Fatal("the helpers poll right after a call found the pool busy")
+	}
+	if !p.polls(now.Add(sharedFor)) {
+		t.Fatalf("the helpers still sleep at once %v after the pool was last found busy", sharedFor)
+	}
+	if ran.Load() < 2 {
+		t.Fatalf("the two calls ran %d times on caller and helpers, want at least 2", ran.Load())
+	}
+}
