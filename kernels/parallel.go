@@ -81,15 +81,13 @@ type pool struct {
 	wake    *sync.Cond
 	started int
 	asleep  int
-	seq     atomic.Uint64           // bumped for each call
-	cur     atomic.Pointer[poolJob] // the call at seq
+	cur     atomic.Pointer[poolJob] // the latest call
 	shared  atomic.Int64            // when a call last found the pool busy (Unix ns)
 }
 
 // poolJob is one call: run until its ranges are taken, by the caller and
 // by up to slots helpers.
 type poolJob struct {
-	seq   uint64
 	run   func()
 	slots atomic.Int64
 	done  sync.WaitGroup
@@ -116,13 +114,12 @@ func (p *pool) do(k int, run func()) {
 		return
 	}
 	defer p.busy.Unlock()
-	j := &poolJob{seq: p.seq.Load() + 1, run: run}
+	j := &poolJob{run: run}
 	j.slots.Store(int64(k))
 	j.done.Add(k)
 	p.mu.Lock()
 	p.ensure(k)
 	p.cur.Store(j)
-	p.seq.Store(j.seq)
 	if p.asleep > 0 {
 		p.wake.Broadcast()
 	}
@@ -142,17 +139,18 @@ func (p *pool) ensure(k int) {
 		p.wake = sync.NewCond(&p.mu)
 	}
 	for ; p.started < k; p.started++ {
-		go p.help(p.seq.Load())
+		go p.help(p.cur.Load())
 	}
 }
 
 // help is a helper's loop: it takes a slot in each call it sees (once: a
-// call that came while it waited is the one it has seen).
-func (p *pool) help(seen uint64) {
+// call that came while it waited is the one it has seen). seen stays
+// referenced, so no later call is allocated at its address.
+func (p *pool) help(seen *poolJob) {
 	for {
 		p.await(seen)
 		j := p.cur.Load()
-		seen = j.seq
+		seen = j
 		if j.slots.Add(-1) >= 0 {
 			j.run()
 			j.done.Done()
@@ -164,17 +162,17 @@ func (p *pool) help(seen uint64) {
 // then slept for (at once while the pool is shared). The poll does not
 // yield: a helper that yields is queued to run again, and the scheduler
 // then woke threads to run it while the kernels held the cores.
-func (p *pool) await(seen uint64) {
+func (p *pool) await(seen *poolJob) {
 	start := time.Now()
 	for p.polls(start) && time.Since(start) < spinFor {
-		if p.seq.Load() != seen {
+		if p.cur.Load() != seen {
 			return
 		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.asleep++
-	for p.seq.Load() == seen {
+	for p.cur.Load() == seen {
 		p.wake.Wait()
 	}
 	p.asleep--
