@@ -64,8 +64,13 @@ static inline void no_dropout(int64_t h, float *d) {
 // scores' pass asks PF edges ahead. The pass that reads the rows asks PF2
 // ahead, into the next rows' edges: the scores' pass is too short for its
 // own requests to arrive, and would otherwise wait out a miss per edge.
+// The 88 kernels' rows are five lines, and a chunk's scores' pass reads
+// the first edges of the next chunk at once: they ask PF88 ahead, three
+// chunks, so that a chunk's rows have arrived before its scores are read
+// (results/README.md, stop 67).
 #define PF 8
 #define PF2 32
+#define PF88 96
 static inline void prefetch(const float *row, int64_t w) {
   for (int64_t b = 0; b < w; b += 16) __builtin_prefetch(row + b);
 }
@@ -425,7 +430,7 @@ SC_AVX512 static inline v16 spread_avx512(v8 a, int b) {
         }                                                                      \
         for (int64_t p = p0; p < p1; p++) {                                    \
           const float *row = src + (int64_t)col[p] * W;                        \
-          if (p + PF2 < pend) prefetch_l2(src + (int64_t)col[p + PF2] * W, W); \
+          if (p + PF88 < pend) prefetch_l2(src + (int64_t)col[p + PF88] * W, W); \
           const v8 xp = x[p - p0];                                             \
           if (key && VHASH) dsc = ds[p - p0];                                  \
           else if (key) scales8_##SUFFIX(&dsc, edge_key(key, target, id_of(sids, srow0, col[p])), dr); \
@@ -484,7 +489,7 @@ SC_AVX512 static inline v16 spread_avx512(v8 a, int b) {
         exp_chunk_##SUFFIX((float *)x, (p1 - p0) * H);                         \
         for (int64_t p = p0; p < p1; p++) {                                    \
           const float *g = src + (int64_t)col[p] * GW;                         \
-          if (p + PF2 < pend) prefetch_l2(src + (int64_t)col[p + PF2] * GW, GW); \
+          if (p + PF88 < pend) prefetch_l2(src + (int64_t)col[p + PF88] * GW, GW); \
           if (key && VHASH) dsc = ds[p - p0];                                  \
           else if (key) scales8_##SUFFIX(&dsc, edge_key(key, id_of(tids, trow0, col[p]), source), dr); \
           const v8 xp = x[p - p0], da = dsc * xp, ws = da * sl[p - p0];        \
