@@ -67,7 +67,9 @@ static inline void no_dropout(int64_t h, float *d) {
 // The 88 kernels' rows are five lines, and a chunk's scores' pass reads
 // the first edges of the next chunk at once: they ask PF88 ahead, three
 // chunks, so that a chunk's rows have arrived before its scores are read
-// (results/README.md, stop 67).
+// (results/README.md, stop 67). The neighbour side's scores' pass asks
+// for nothing: its rows were asked for three chunks before, and asking
+// again costs more than it gives.
 #define PF 8
 #define PF2 32
 #define PF88 96
@@ -478,7 +480,6 @@ SC_AVX512 static inline v16 spread_avx512(v8 a, int b) {
       for (int64_t p0 = rowptr[r]; p0 < rowptr[r + 1]; p0 += PER) {            \
         const int64_t p1 = p0 + PER < rowptr[r + 1] ? p0 + PER : rowptr[r + 1]; \
         for (int64_t p = p0; p < p1; p++) {                                    \
-          if (p + PF < pend) prefetch_l2(src + (int64_t)col[p + PF] * GW, GW);    \
           const float *t = src + (int64_t)col[p] * GW + HF; /* el | lse | δ */ \
           /* α = e^(score − lse) */                                            \
           const v8 v = *(const v8 *)t + err;                                   \
