@@ -18,10 +18,12 @@
 
 // spmm_tile: c[t .. t+NV·16) of one row = (or +=) Σ_p val[p]·B[col[p]], in
 // the order of the row's nonzeros (one FMA chain per vector), with rows of B
-// prefetched PF_DIST nonzeros ahead: they are gathered at random, so several
-// cache misses must be outstanding at once. More chains were slower. The
+// prefetched PF_DIST nonzeros ahead for each vector of the tile: they are
+// gathered at random, so several cache misses must be outstanding at once,
+// and a wider tile spends longer on a nonzero, so its requests must leave
+// earlier (results/README.md, stop 67). More chains were slower. The
 // prefetches fill L2, not L1 (prefetcht1): into L1 they held its few miss
-// buffers. Only in the rows within PF_DIST nonzeros of pf_end is a
+// buffers. Only in the rows within that distance of pf_end is a
 // prefetch's index clamped to the nonzeros that exist: a clamp at every
 // nonzero costs at narrow widths. W(p) is the weight of nonzero p, written before its row: SC_VAL,
 // val[p]·, for the product, or SC_ONE, nothing, for the gathers alone
@@ -36,9 +38,10 @@
     enum { L = sizeof(vf) / sizeof(float), NW = NV * VW / L };                 \
     vf s[NW];                                                                  \
     for (int v = 0; v < NW; v++) s[v] = acc_in ? *(const vf *)(c + t + v * L) : (vf){0}; \
-    const int clamp = p1 + PF_DIST > pf_end;                                   \
+    enum { PFD = PF_DIST * NV };                                               \
+    const int clamp = p1 + PFD > pf_end;                                       \
     for (int64_t p = p0; p < p1; p++) {                                        \
-      const int64_t q = !clamp || p + PF_DIST < pf_end ? p + PF_DIST : p;      \
+      const int64_t q = !clamp || p + PFD < pf_end ? p + PFD : p;              \
       for (int v = 0; v < NV; v++) __builtin_prefetch(B + (int64_t)col[q] * n + t + v * VW, 0, 2); \
       const float *b = B + (int64_t)col[p] * n + t;                            \
       for (int v = 0; v < NW; v++) s[v] += W(p) * (const vf *)(b + v * L);     \
