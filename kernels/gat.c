@@ -73,6 +73,8 @@ static inline void no_dropout(int64_t h, float *d) {
 #define PF 8
 #define PF2 32
 #define PF88 96
+// PFO is the rows ahead whose outputs the 88 kernels ask for, to write.
+#define PFO 4
 static inline void prefetch(const float *row, int64_t w) {
   for (int64_t b = 0; b < w; b += 16) __builtin_prefetch(row + b);
 }
@@ -406,6 +408,10 @@ SC_AVX512 static inline v16 spread_avx512(v8 a, int b) {
     v8 x[PER + 1], sl[PER], ds[PER + 8], dsc = {S8(1.0f)};                     \
     for (int64_t i = r0; i < r1; i++) {                                        \
       const int64_t target = id_of(tids, trow0, i);                            \
+      if (i + PFO < r1) {                                                      \
+        for (int b = 0; b < HF; b += 16) __builtin_prefetch(o + (i + PFO) * HF + b, 1); \
+        if (o2) for (int b = 0; b < HF; b += 16) __builtin_prefetch(o2 + (i + PFO) * HF + b, 1); \
+      }                                                                        \
       const v8 eli = *(const v8 *)(el + i * H);                                \
       float *mi = m + i * H, *si = s + i * H, *oi = o + i * HF;                \
       float *o2i = o2 ? o2 + i * HF : NULL, *ci = c ? c + i * H : NULL;        \
@@ -419,14 +425,16 @@ SC_AVX512 static inline v16 spread_avx512(v8 a, int b) {
           max8_##SUFFIX(&cm, &x[p - p0]);                                      \
         }                                                                      \
         if (key && VHASH) chunk_scales8_##SUFFIX(col, p0, p1, key, target, 1, sids, srow0, dr, ds); \
+        const int fresh = mi[0] == -INFINITY; /* O, O2, C as the last pass left them */ \
         fold_max_##SUFFIX((const float *)&cm, mi, si, oi, o2i, ci, H, 8);      \
         const v8 mv = *(const v8 *)mi;                                         \
         for (int64_t p = p0; p < p1; p++) x[p - p0] -= mv;                     \
         exp_chunk_##SUFFIX((float *)x, (p1 - p0) * H);                         \
-        hv O[NB], O2[NB] = {{0}};                                              \
+        hv O[NB] = {{0}}, O2[NB] = {{0}};                                      \
         v8 S = *(const v8 *)si, C = {0};                                       \
-        for (int b = 0; b < NB; b++) O[b] = *(const hv *)(oi + BW * b);        \
-        if (o2i) {                                                             \
+        if (!fresh)                                                            \
+          for (int b = 0; b < NB; b++) O[b] = *(const hv *)(oi + BW * b);      \
+        if (o2i && !fresh) {                                                   \
           C = *(const v8 *)ci;                                                 \
           for (int b = 0; b < NB; b++) O2[b] = *(const hv *)(o2i + BW * b);    \
         }                                                                      \
@@ -471,6 +479,8 @@ SC_AVX512 static inline v16 spread_avx512(v8 a, int b) {
     v8 x[PER + 1], sl[PER], ds[PER + 8], dsc = {S8(1.0f)};                     \
     for (int64_t r = r0; r < r1; r++) {                                        \
       const int64_t source = id_of(oids, orow0, r);                            \
+      if (r + PFO < r1)                                                        \
+        for (int b = 0; b < HF; b += 16) __builtin_prefetch(dU + (r + PFO) * HF + b, 1); \
       const float *ur = own + r * W;                                           \
       const v8 err = *(const v8 *)(ur + HF);                                   \
       float *du = dU + r * HF;                                                 \
@@ -807,6 +817,26 @@ void sc_gat_score_grads(float *dU, const float *dEl, const float *dEr, const flo
 void sc_gat_pay_rows(float *pay, float *el, const float *u, const float *al, const float *ar, int64_t h,
                     int64_t f, int64_t r0, int64_t r1) {
   PICK3(pay_rows, pay, el, u, al, ar, h, f, r0, r1);
+}
+
+// sc_gat_starts_rows reports whether the attend of h heads of f starts a
+// row's outputs (o, o2, c) at the row's first edges rather than reading
+// them: the 88 kernels, whose outputs are the layer's largest arrays. GATStart
+// then leaves those arrays as the last pass left them, and the attend asks
+// for a row's lines a few rows ahead with intent to write, since its
+// stores would otherwise meet them first among the gathers.
+int sc_gat_starts_rows(int64_t h, int64_t f) { return h == 8 && f == 8; }
+
+// sc_gat_clear_unstarted zeroes the outputs of the rows [r0, r1) no block
+// started (m still −∞), where the attend starts a row's sums itself.
+void sc_gat_clear_unstarted(const float *m, float *o, float *o2, float *c, int64_t h, int64_t f, int64_t r0,
+                            int64_t r1) {
+  for (int64_t i = r0; i < r1; i++)
+    if (m[i * h] == -INFINITY) {
+      memset(o + i * h * f, 0, sizeof(float) * h * f);
+      if (o2) memset(o2 + i * h * f, 0, sizeof(float) * h * f);
+      if (c) memset(c + i * h, 0, sizeof(float) * h);
+    }
 }
 
 // outputs divides each head's output o by its sum s, in place, and writes

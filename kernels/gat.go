@@ -102,7 +102,8 @@ func (CPU) GATPayload(pay, el, u, al, ar *matrix.Dense, h int) {
 
 // GATStart empties the state over the kernel threads: a hidden layer's
 // outputs are a row's 2·h·f floats, larger than the scores the attention
-// reads.
+// reads. Where the attend starts each row's outputs itself (startsRows),
+// it leaves them, and GATFinish clears the rows no block reached.
 func (CPU) GATStart(st GATState) {
 	inf := float32(math.Inf(-1))
 	inPieces(len(st.M.Data), 1<<14, func(lo, hi int) {
@@ -111,9 +112,19 @@ func (CPU) GATStart(st GATState) {
 			m[i], s[i] = inf, 0
 		}
 	})
+	if startsRows(st) {
+		return
+	}
 	Zero(st.O.Data)
 	Zero(dataOf(st.O2))
 	Zero(dataOf(st.C))
+}
+
+// startsRows reports whether the attend starts a row's outputs at its
+// first edges (sc_gat_starts_rows).
+func startsRows(st GATState) bool {
+	h := st.M.Cols
+	return C.sc_gat_starts_rows(C.int64_t(h), C.int64_t(st.O.Cols/h)) != 0
 }
 
 func (CPU) GATAttend(b *GATBlock, src *matrix.Dense, st GATState) {
@@ -126,6 +137,10 @@ func (CPU) GATAttend(b *GATBlock, src *matrix.Dense, st GATState) {
 
 func (CPU) GATFinish(z *matrix.Dense, st GATState, h int, concat bool) {
 	ParallelRows(z.Rows, func(lo, hi int) {
+		if startsRows(st) {
+			C.sc_gat_clear_unstarted(f32p(st.M.Data), f32p(st.O.Data), f32p(dataOf(st.O2)), f32p(dataOf(st.C)), C.int64_t(h), C.int64_t(st.O.Cols/h),
+				C.int64_t(lo), C.int64_t(hi))
+		}
 		C.sc_gat_outputs(f32p(z.Data), C.int64_t(z.Cols), f32p(st.O.Data), f32p(st.S.Data), C.int64_t(h), C.int64_t(st.O.Cols/h),
 			cBool(concat), C.int64_t(lo), C.int64_t(hi))
 	})

@@ -17,6 +17,9 @@ void sc_gat_score_grads(float *dU, const float *dEl, const float *dEr, const flo
                         int64_t r1, float *part);
 void sc_gat_pay_rows(float *pay, float *el, const float *u, const float *al, const float *ar, int64_t h,
                     int64_t f, int64_t r0, int64_t r1);
+int sc_gat_starts_rows(int64_t h, int64_t f);
+void sc_gat_clear_unstarted(const float *m, float *o, float *o2, float *c, int64_t h, int64_t f, int64_t r0,
+                            int64_t r1);
 void sc_gat_outputs(float *z, int64_t zc, float *o, const float *s, int64_t h, int64_t f, int concat,
                    int64_t r0, int64_t r1);
 void sc_gat_gradient_rows(float *gpay, float *dEl, const float *g, int64_t gc, const float *el, const float *m,

@@ -87,7 +87,7 @@ func (b *Backend) GATAttend(gb *kernels.GATBlock, src *matrix.Dense, st kernels.
 
 func (b *Backend) GATFinish(z *matrix.Dense, st kernels.GATState, h int, concat bool) {
 	if !b.gat {
-		b.onHost(func() { kernels.CPU{}.GATFinish(z, st, h, concat) }, stateOf(st), []*matrix.Dense{z, st.O})
+		b.onHost(func() { kernels.CPU{}.GATFinish(z, st, h, concat) }, stateOf(st), []*matrix.Dense{z, st.O, st.O2, st.C}) // the CPU clears rows no block reached
 		return
 	}
 	b.ok(C.scg_gat_finish(b.g, b.out(st.O), b.in(st.S), b.out(z), C.longlong(z.Rows), C.int(h), C.int(st.O.Cols/h),
