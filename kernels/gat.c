@@ -316,7 +316,8 @@ SC_AVX512 static inline v16 spread_avx512(v8 a, int b) {
      row's outputs and sums stay in registers over its edges, the scores of    \
      an edge's heads are one v8, and the dropout draws of an edge are          \
      compared eight at once. Same arithmetic, in the same order, as the        \
-     general bodies below. */                                                  \
+     general bodies below, but for the rescale at a larger maximum: its        \
+     exponentials are taken on a vector, as the scores' are. */               \
   ATTR static INLINE void leaky8_##SUFFIX(v8 *x, v8 *slope, const v8 *vp) {    \
     const v8 v = *vp;                                                          \
     const vi8 neg = v < 0;                                                     \
@@ -425,18 +426,27 @@ SC_AVX512 static inline v16 spread_avx512(v8 a, int b) {
           max8_##SUFFIX(&cm, &x[p - p0]);                                      \
         }                                                                      \
         if (key && VHASH) chunk_scales8_##SUFFIX(col, p0, p1, key, target, 1, sids, srow0, dr, ds); \
+        /* fold_max on vectors, the rescale applied as the sums are loaded: \
+           a row met again (a later chunk or block) with a larger maximum */  \
         const int fresh = mi[0] == -INFINITY; /* O, O2, C as the last pass left them */ \
-        fold_max_##SUFFIX((const float *)&cm, mi, si, oi, o2i, ci, H, 8);      \
-        const v8 mv = *(const v8 *)mi;                                         \
+        const v8 mold = *(const v8 *)mi;                                       \
+        const vi8 up = cm > mold;                                              \
+        const v8 mv = fresh ? cm : (v8)((up & (vi8)cm) | (~up & (vi8)mold));   \
+        *(v8 *)mi = mv;                                                        \
         for (int64_t p = p0; p < p1; p++) x[p - p0] -= mv;                     \
         exp_chunk_##SUFFIX((float *)x, (p1 - p0) * H);                         \
         hv O[NB] = {{0}}, O2[NB] = {{0}};                                      \
         v8 S = *(const v8 *)si, C = {0};                                       \
-        if (!fresh)                                                            \
-          for (int b = 0; b < NB; b++) O[b] = *(const hv *)(oi + BW * b);      \
-        if (o2i && !fresh) {                                                   \
-          C = *(const v8 *)ci;                                                 \
-          for (int b = 0; b < NB; b++) O2[b] = *(const hv *)(o2i + BW * b);    \
+        if (!fresh) {                                                          \
+          v8 sc[2] = {mold - mv, {0}};                                         \
+          exp_chunk_##SUFFIX((float *)sc, H);                                  \
+          sc[0] = (v8)((up & (vi8)sc[0]) | (~up & (vi8)(v8){S8(1.0f)}));       \
+          S *= sc[0];                                                          \
+          for (int b = 0; b < NB; b++) O[b] = *(const hv *)(oi + BW * b) * spread_##SUFFIX(sc[0], b); \
+          if (o2i) {                                                           \
+            C = *(const v8 *)ci * sc[0];                                       \
+            for (int b = 0; b < NB; b++) O2[b] = *(const hv *)(o2i + BW * b) * spread_##SUFFIX(sc[0], b); \
+          }                                                                    \
         }                                                                      \
         for (int64_t p = p0; p < p1; p++) {                                    \
           const float *row = src + (int64_t)col[p] * W;                        \
