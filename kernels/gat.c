@@ -317,7 +317,7 @@ SC_AVX512 static inline v16 spread_avx512(v8 a, int b) {
      an edge's heads are one v8, and the dropout draws of an edge are          \
      compared eight at once. Same arithmetic, in the same order, as the        \
      general bodies below, but for the rescale at a larger maximum: its        \
-     exponentials are taken on a vector, as the scores' are. */               \
+     exponentials are taken on a vector, as the scores' are. */                \
   ATTR static INLINE void leaky8_##SUFFIX(v8 *x, v8 *slope, const v8 *vp) {    \
     const v8 v = *vp;                                                          \
     const vi8 neg = v < 0;                                                     \
@@ -426,8 +426,8 @@ SC_AVX512 static inline v16 spread_avx512(v8 a, int b) {
           max8_##SUFFIX(&cm, &x[p - p0]);                                      \
         }                                                                      \
         if (key && VHASH) chunk_scales8_##SUFFIX(col, p0, p1, key, target, 1, sids, srow0, dr, ds); \
-        /* fold_max on vectors, the rescale applied as the sums are loaded: \
-           a row met again (a later chunk or block) with a larger maximum */  \
+        /* fold_max on vectors, the rescale applied as the sums are loaded:    \
+           a row met again (a later chunk or block) with a larger maximum */   \
         const int fresh = mi[0] == -INFINITY; /* O, O2, C as the last pass left them */ \
         const v8 mold = *(const v8 *)mi;                                       \
         const vi8 up = cm > mold;                                              \
