@@ -136,8 +136,9 @@ func (CPU) GATAttend(b *GATBlock, src *matrix.Dense, st GATState) {
 }
 
 func (CPU) GATFinish(z *matrix.Dense, st GATState, h int, concat bool) {
+	unstarted := startsRows(st) // rows no block reached hold the last pass's outputs
 	ParallelRows(z.Rows, func(lo, hi int) {
-		if startsRows(st) {
+		if unstarted {
 			C.sc_gat_clear_unstarted(f32p(st.M.Data), f32p(st.O.Data), f32p(dataOf(st.O2)), f32p(dataOf(st.C)), C.int64_t(h), C.int64_t(st.O.Cols/h),
 				C.int64_t(lo), C.int64_t(hi))
 		}
