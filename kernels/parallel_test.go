@@ -48,7 +48,9 @@ func TestPoolHelpersWakeAfterSleeping(t *testing.T) {
 		met := make(chan bool, 2)
 		p.do(1, func() {
 			in.Add(1)
-			deadline := time.Now().Add(5 * time.Second)
+			// Bounded only so that a helper that never comes fails the
+			// test: a minute is past any scheduling delay under load.
+			deadline := time.Now().Add(time.Minute)
 			for in.Load() < 2 && time.Now().Before(deadline) {
 			}
 			met <- in.Load() >= 2
@@ -61,14 +63,14 @@ func TestPoolHelpersWakeAfterSleeping(t *testing.T) {
 	// The helper sleeps once it has polled spinFor; a loaded machine may
 	// run it late, so wait for that rather than a fixed time.
 	asleep := 0
-	for deadline := time.Now().Add(5 * time.Second); asleep != 1 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(time.Minute); asleep != 1 && time.Now().Before(deadline); {
 		time.Sleep(spinFor)
 		p.mu.Lock()
 		asleep = p.asleep
 		p.mu.Unlock()
 	}
 	if asleep != 1 {
-		t.Fatalf("%d helpers asleep after 5 s idle, want 1", asleep)
+		t.Fatalf("%d helpers asleep after a minute idle, want 1", asleep)
 	}
 	if !together() {
 		t.Fatal("a call after the helper slept ran on the caller alone")

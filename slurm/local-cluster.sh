@@ -28,7 +28,7 @@ install() {
 start() {
 	install >&2 # stdout is eval'ed by the caller: apt's chatter goes to stderr
 	stop_daemons
-	mkdir -p "$dir"/{state,spool,log,run}
+	mkdir -p "$dir"/{state,spool,log,run,tmp}
 	chmod 700 "$dir"
 	if [ ! -f "$dir/munge.key" ]; then
 		head -c 1024 /dev/urandom >"$dir/munge.key"
@@ -49,6 +49,10 @@ SlurmUser=$user
 SlurmdUser=root
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
+# Steps' scratch (PMIx's per-step directories too) inside the cluster's
+# directory: a step killed hard leaves nothing that a later cluster's job
+# of the same id would trip over.
+TmpFS=$dir/tmp
 SlurmctldPidFile=$dir/run/slurmctld.pid
 SlurmdPidFile=$dir/run/slurmd.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
@@ -100,7 +104,21 @@ case ${1:-} in
 install) install ;;
 start) start ;;
 stop)
+	# Jobs first: one still running (a test's job that trains until it is
+	# stopped, left by a failure) would outlive the daemons. What is left
+	# of them after the daemons end is found by its SLURM_CONF.
+	if [ -f "$conf" ] && [ -f "$dir/run/slurmctld.pid" ]; then
+		SLURM_CONF=$conf scancel --full --user="$(id -un)" 2>/dev/null || true
+		for _ in $(seq 80); do
+			[ -z "$(SLURM_CONF=$conf squeue -h 2>/dev/null)" ] && break
+			sleep 0.5
+		done
+	fi
 	stop_daemons
+	for e in $(grep -lzx "SLURM_CONF=$conf" /proc/[0-9]*/environ 2>/dev/null); do
+		pid=$(basename "$(dirname "$e")")
+		[ "$pid" = $$ ] || kill -KILL "$pid" 2>/dev/null || true
+	done
 	rm -rf "$dir"
 	;;
 *)

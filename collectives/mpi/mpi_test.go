@@ -1,6 +1,7 @@
 package mpi_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -110,7 +111,9 @@ func TestHelperDie(t *testing.T) {
 	if os.Getenv("SANCUS_TEST_DIE") == "" {
 		t.Skip("helper for TestRankDeathAbortsJob")
 	}
-	c, err := mpi.Start(10 * time.Second)
+	// An hour: only mpirun noticing the death can end the job in the
+	// test's 2 minutes, not a peer's timeout.
+	c, err := mpi.Start(time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,10 +137,16 @@ func TestRankDeathAbortsJob(t *testing.T) {
 	if err != nil {
 		t.Skip("mpirun not installed")
 	}
-	cmd := exec.Command(mpirun, "--oversubscribe", "-np", "3", os.Args[0], "-test.run", "^TestHelperDie$")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mpirun, "--oversubscribe", "-np", "3", os.Args[0], "-test.run", "^TestHelperDie$")
 	cmd.Env = append(os.Environ(), "SANCUS_TEST_DIE=1", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	end := time.Now()
+	if ctx.Err() != nil {
+		t.Fatalf("the job still ran 2 minutes after it started, with a rank dead:\n%s", out)
+	}
 	if err == nil {
 		t.Fatalf("job with a dead rank exited 0:\n%s", out)
 	}
@@ -149,9 +158,6 @@ func TestRankDeathAbortsJob(t *testing.T) {
 	}
 	ns, _ := strconv.ParseInt(string(m[1]), 10, 64)
 	took := end.Sub(time.Unix(0, ns))
-	if took > 30*time.Second {
-		t.Fatalf("job took %v to exit after a rank died", took)
-	}
 	if !strings.Contains(string(out), "rank 1") && !strings.Contains(string(out), "rank 1 with PID") {
 		t.Fatalf("output does not name the dead rank:\n%s", out)
 	}

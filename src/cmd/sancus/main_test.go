@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -60,8 +61,19 @@ func needMPI(t *testing.T) string {
 	return p
 }
 
-// run executes the binary (optionally under mpirun -np n) with a deadline
-// and returns combined output and the error.
+// hangGuard bounds every wait on a run the tests start, so that a hang
+// fails with the command and its output instead of eating CI's time. It is
+// far past any run here, even on a slow loaded machine, and short of the
+// default --comm-timeout (5 minutes), after which sancus reports a hang
+// itself.
+const hangGuard = 3 * time.Minute
+
+// forever is an epoch count no run reaches: a run that a test interrupts
+// trains until the signal lands, however fast or slow the machine.
+const forever = "1000000000"
+
+// run executes the binary (optionally under mpirun -np n), bounded by
+// hangGuard, and returns combined output and the error.
 func run(t *testing.T, np int, args ...string) (string, error) {
 	t.Helper()
 	name, argv := bin, args
@@ -71,17 +83,55 @@ func run(t *testing.T, np int, args ...string) (string, error) {
 	}
 	cmd := exec.Command(name, argv...)
 	cmd.Env = mpiEnv()
-	done := make(chan struct{})
-	var out []byte
-	var err error
-	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	var out output
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// A rank orphaned by a killed mpirun may hold the output open: Wait
+	// stops copying it this long after the process ended.
+	cmd.WaitDelay = 5 * time.Second
+	kill := startGroup(t, cmd)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
 	select {
-	case <-done:
-	case <-time.After(90 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("sancus %v hung for 90 s", args)
+	case err := <-done:
+		return out.String(), err
+	case <-time.After(hangGuard):
+		kill()
+		<-done
+		t.Fatalf("sancus %v still running %v later:\n%s", args, hangGuard, lastLines(out.String(), 40))
+		return "", nil
 	}
-	return string(out), err
+}
+
+// startGroup starts the command in a process group of its own and returns
+// what kills the whole group: mpirun's ranks with it.
+func startGroup(t *testing.T, cmd *exec.Cmd) (kill func()) {
+	t.Helper()
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+}
+
+// output is a run's combined output, read by the test while the run goes on.
+type output struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
@@ -178,7 +228,6 @@ func TestShardErrorsAbortTheJob(t *testing.T) {
 	if o, err := run(t, 0, "prepare", "--data", cora, "--parts", "2", "--out", shards); err != nil {
 		t.Fatalf("prepare: %v\n%s", err, o)
 	}
-	start := time.Now()
 	res := filepath.Join(t.TempDir(), "r.json")
 	out, err := run(t, 3, "train", "--shards", shards, "--epochs", "5", "--out", res)
 	if err == nil || !strings.Contains(out, "another rank count") || !strings.Contains(out, "rank ") {
@@ -197,9 +246,6 @@ func TestShardErrorsAbortTheJob(t *testing.T) {
 	// claim a clean stop.
 	if n := strings.Count(out, "sancus: rank 1: loading shard"); n != 1 || strings.Contains(out, "stopping after this epoch") {
 		t.Fatalf("corrupt shard: the cause printed %d times, or a peer reported a stop:\n%s", n, out)
-	}
-	if d := time.Since(start); d > 150*time.Second { // a hang waits out the 5-minute --comm-timeout
-		t.Fatalf("failing jobs took %v", d)
 	}
 }
 
@@ -314,47 +360,113 @@ func TestGeneratedGraphPipeline(t *testing.T) {
 	}
 }
 
-// startUntil starts the command and returns once its output contains want.
+// startUntil starts the command and returns once its output contains
+// want. The returned wait is bounded by hangGuard.
 func startUntil(t *testing.T, cmd *exec.Cmd, want string) (wait func() (string, error)) {
 	t.Helper()
-	pr, pw, _ := os.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
+	wait, _ = startHeld(t, cmd, want, false)
+	return wait
+}
+
+// startHeld is startUntil that, with hold, stops reading the command's
+// output once want has come, until release is called. The output pipe is
+// cut to one page, so the run blocks on its own output soon after: what
+// the test does meanwhile happens mid-run on a machine of any speed.
+func startHeld(t *testing.T, cmd *exec.Cmd, want string, hold bool) (wait func() (string, error), release func()) {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
 	}
+	if hold {
+		const setPipeSize = 1031 // F_SETPIPE_SZ (Linux)
+		if _, _, errno := syscall.Syscall(syscall.SYS_FCNTL, pw.Fd(), setPipeSize, uintptr(os.Getpagesize())); errno != 0 {
+			t.Fatalf("F_SETPIPE_SZ: %v", errno)
+		}
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	kill := startGroup(t, cmd)
 	pw.Close()
-	var out strings.Builder
-	seen := make(chan struct{})
-	done := make(chan struct{})
+	// A run that trains until it is stopped must not outlive a test that
+	// failed before it was stopped and waited for.
+	waited := false
+	t.Cleanup(func() {
+		if !waited {
+			kill()
+		}
+	})
+	var out output
+	seen, done, held := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(done)
+		defer pr.Close()
 		buf := make([]byte, 4096)
-		once := false
-		for {
+		for once := false; ; {
 			n, err := pr.Read(buf)
 			out.Write(buf[:n])
 			if !once && strings.Contains(out.String(), want) {
 				once = true
 				close(seen)
+				if hold {
+					<-held
+				}
 			}
 			if err != nil {
-				break
+				return
 			}
 		}
-		close(done)
 	}()
+	released := false
+	release = func() {
+		if !released {
+			released = true
+			close(held)
+		}
+	}
+	fail := func(format string, args ...any) {
+		t.Helper()
+		kill()
+		release()
+		t.Fatalf(format+":\n%s", append(args, lastLines(out.String(), 40))...)
+	}
 	select {
 	case <-seen:
 	case <-done:
+		cmd.Wait()
+		waited = true
 		t.Fatalf("%v ended before printing %q:\n%s", cmd.Args, want, out.String())
-	case <-time.After(60 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("%v never printed %q", cmd.Args, want)
+	case <-time.After(hangGuard):
+		fail("%v never printed %q in %v", cmd.Args, want, hangGuard)
 	}
-	return func() (string, error) {
+	wait = func() (string, error) {
+		t.Helper()
+		release()
+		select {
+		case <-done:
+		case <-time.After(hangGuard):
+			fail("%v still running %v after the test acted on it", cmd.Args, hangGuard)
+		}
 		err := cmd.Wait()
-		<-done
+		waited = true
 		return out.String(), err
 	}
+	return wait, release
+}
+
+// lastLines is the end of a run's output, for a failure message.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// latestEpoch is the epoch a checkpoint directory's LATEST commits.
+func latestEpoch(t *testing.T, dir string) int {
+	t.Helper()
+	ep, err := train.LatestCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
 }
 
 func exitCode(err error) int {
@@ -374,12 +486,21 @@ func exitCode(err error) int {
 // uninterrupted run.
 func TestSignalCheckpointResume(t *testing.T) {
 	dir := t.TempDir()
-	common := []string{"train", "--data", cora, "--epochs", "80", "--staleness", "epoch-fixed", "--eps", "1"}
-	ref := filepath.Join(dir, "ref.w")
-	if o, err := run(t, 0, append(common, "--ranks", "2", "--quiet", "--save-weights", ref, "--out", filepath.Join(dir, "ref.json"))...); err != nil {
-		t.Fatalf("uninterrupted: %v\n%s", err, o)
+	common := []string{"train", "--data", cora, "--staleness", "epoch-fixed", "--eps", "1"}
+	// The uninterrupted run to the epoch a resume ends at, made once per
+	// epoch: a slow machine may stop the runs at different epochs.
+	refs := map[int][]byte{}
+	uninterrupted := func(epochs int) []byte {
+		if w, ok := refs[epochs]; ok {
+			return w
+		}
+		ref := filepath.Join(dir, "ref-"+itoa(epochs)+".w")
+		if o, err := run(t, 0, append(common, "--ranks", "2", "--epochs", itoa(epochs), "--quiet", "--save-weights", ref, "--out", filepath.Join(dir, "ref.json"))...); err != nil {
+			t.Fatalf("uninterrupted: %v\n%s", err, o)
+		}
+		refs[epochs], _ = os.ReadFile(ref)
+		return refs[epochs]
 	}
-	want, _ := os.ReadFile(ref)
 
 	type launch struct {
 		name  string
@@ -395,16 +516,17 @@ func TestSignalCheckpointResume(t *testing.T) {
 		ck := filepath.Join(dir, "ck-"+strconv.Itoa(i))
 		w := filepath.Join(dir, "w-"+strconv.Itoa(i))
 		args := append(append([]string{}, common...), "--checkpoint-dir", ck, "--save-weights", w, "--out", filepath.Join(dir, "r.json"))
+		interrupted := append(append([]string{}, args...), "--epochs", forever)
 		var cmd *exec.Cmd
 		switch {
 		case c.np == 0:
-			cmd = exec.Command(bin, append(args, "--ranks", "2")...)
+			cmd = exec.Command(bin, append(interrupted, "--ranks", "2")...)
 		case c.group:
 			needMPI(t)
-			cmd = exec.Command(bin, append([]string{"launch", "-n", strconv.Itoa(c.np), "--via", "mpirun", "--"}, args...)...)
+			cmd = exec.Command(bin, append([]string{"launch", "-n", strconv.Itoa(c.np), "--via", "mpirun", "--"}, interrupted...)...)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		default:
-			cmd = exec.Command(needMPI(t), append([]string{"-np", strconv.Itoa(c.np), bin}, args...)...)
+			cmd = exec.Command(needMPI(t), append([]string{"-np", strconv.Itoa(c.np), bin}, interrupted...)...)
 		}
 		cmd.Env = mpiEnv()
 		wait := startUntil(t, cmd, "epoch   10")
@@ -417,13 +539,16 @@ func TestSignalCheckpointResume(t *testing.T) {
 		if exitCode(err) != ExitRequeue || !strings.Contains(out, "checkpoint committed") {
 			t.Fatalf("%s: exit %d, want %d:\n%s", c.name, exitCode(err), ExitRequeue, out)
 		}
-		resumeArgs := append(args, "--resume", "--quiet")
+		// Epochs are not part of the checkpoint's signature: the resume
+		// trains 5 epochs past the stop, as far as the uninterrupted run.
+		to := latestEpoch(t, ck) + 5
+		resumeArgs := append(args, "--epochs", itoa(to), "--resume", "--quiet")
 		if o, err := run(t, c.np, append(resumeArgs, map[bool][]string{true: {"--ranks", "2"}, false: nil}[c.np == 0]...)...); err != nil {
 			t.Fatalf("%s: resume: %v\n%s", c.name, err, o)
 		}
 		got, _ := os.ReadFile(w)
-		if len(got) != len(want) || string(got) != string(want) {
-			t.Fatalf("%s: resumed weights differ from the uninterrupted run", c.name)
+		if want := uninterrupted(to); len(got) != len(want) || string(got) != string(want) {
+			t.Fatalf("%s: resumed to epoch %d, weights differ from the uninterrupted run", c.name, to)
 		}
 	}
 }
@@ -434,7 +559,7 @@ func TestSignalCheckpointResume(t *testing.T) {
 func TestSecondRunOnOneCheckpointDirIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	ck := filepath.Join(dir, "ck")
-	first := exec.Command(bin, "train", "--data", cora, "--epochs", "100000", "--eval-every", "0", "--checkpoint-dir", ck, "--out", filepath.Join(dir, "a.json"))
+	first := exec.Command(bin, "train", "--data", cora, "--epochs", forever, "--eval-every", "0", "--checkpoint-dir", ck, "--out", filepath.Join(dir, "a.json"))
 	wait := startUntil(t, first, "epoch    5")
 	for name, out := range map[string]string{"checkpoint directory": filepath.Join(dir, "b.json"), "results path": filepath.Join(dir, "a.json")} {
 		args := []string{"train", "--data", cora, "--epochs", "3", "--quiet", "--out", out}
@@ -557,7 +682,16 @@ func TestEmulatedLink(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// ^C once the job runs inside the namespace, on a machine of any speed.
+	for deadline := time.Now().Add(hangGuard); ; time.Sleep(20 * time.Millisecond) {
+		if pids, _ := exec.Command("ip", "netns", "pids", name).Output(); len(strings.TrimSpace(string(pids))) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the job did not start in namespace %s in %v", name, hangGuard)
+		}
+	}
 	cmd.Process.Signal(syscall.SIGINT)
 	if err := cmd.Wait(); exitCode(err) != 130 {
 		t.Fatalf("^C: exit %d, want 130", exitCode(err))
