@@ -62,6 +62,9 @@ vet: deps
 	@# The engine talks to a Comm, never to MPI: it must build without libmpi.
 	@if $(GO) list -deps -test ./src/train | grep -q 'sancus/collectives/mpi'; then \
 		echo "src/train depends on the MPI transport"; exit 1; fi
+	@# The ground floor: kernels import nothing of collectives (training setup names the codec).
+	@if $(GO) list -deps ./kernels | grep -q 'sancus/collectives'; then \
+		echo "kernels depends on collectives"; exit 1; fi
 	@# Every rank runs sancus: gonum/plot's start-up (5.6 MB resident) stays in sancus-report.
 	@if $(GO) list -deps ./src/cmd/sancus | grep -q 'gonum.org/v1/plot'; then \
 		echo "src/cmd/sancus links gonum/plot: charts belong to sancus-report"; exit 1; fi

@@ -38,15 +38,59 @@ var blockComms = map[string]BlockCommOpener{"host": func(c Comm, m Mover) (Block
 // build registers "nccl"); call it from init.
 func RegisterBlockComm(name string, open BlockCommOpener) { blockComms[name] = open }
 
-// OpenBlockComm opens the named BlockComm on rank c.
-func OpenBlockComm(name string, c Comm, m Mover) (BlockComm, error) {
-	if open, ok := blockComms[name]; ok {
+// DeviceComm is how dense blocks move between devices, parsed once from
+// a flag or a configuration. The zero value is the rank transport itself:
+// no BlockComm.
+type DeviceComm uint8
+
+const (
+	DeviceCommRank DeviceComm = iota // the rank transport, as every exchange by default
+	DeviceCommHost                   // BlockComm through host memory and the rank transport
+	DeviceCommNCCL                   // collectives/nccl, in a CUDA build
+)
+
+var deviceCommNames = [...]string{DeviceCommRank: "", DeviceCommHost: "host", DeviceCommNCCL: "nccl"}
+
+// ParseDeviceComm reads a device communicator's name: host, nccl, or ""
+// for the rank transport.
+func ParseDeviceComm(s string) (DeviceComm, error) {
+	for d, name := range deviceCommNames {
+		if s == name {
+			return DeviceComm(d), nil
+		}
+	}
+	return DeviceCommRank, fmt.Errorf("unknown device communicator %q (host, or nccl in a CUDA build)", s)
+}
+
+func (d DeviceComm) String() string {
+	if int(d) < len(deviceCommNames) {
+		return deviceCommNames[d]
+	}
+	return fmt.Sprintf("DeviceComm(%d)", uint8(d))
+}
+
+// MarshalText writes the communicator's name.
+func (d DeviceComm) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText reads a communicator's name.
+func (d *DeviceComm) UnmarshalText(b []byte) (err error) {
+	*d, err = ParseDeviceComm(string(b))
+	return err
+}
+
+// Set and Type make a DeviceComm a command-line flag.
+func (d *DeviceComm) Set(s string) error { return d.UnmarshalText([]byte(s)) }
+func (d DeviceComm) Type() string        { return "comm" }
+
+// OpenBlockComm opens the BlockComm of d on rank c.
+func OpenBlockComm(d DeviceComm, c Comm, m Mover) (BlockComm, error) {
+	if open, ok := blockComms[d.String()]; ok && d != DeviceCommRank {
 		return open(c, m)
 	}
-	if name == "nccl" {
+	if d == DeviceCommNCCL {
 		return nil, fmt.Errorf("device communicator nccl: this binary was built without CUDA (build it with `make cuda`)")
 	}
-	return nil, fmt.Errorf("unknown device communicator %q (host, or nccl in a CUDA build)", name)
+	return nil, fmt.Errorf("unknown device communicator %v (host, or nccl in a CUDA build)", d)
 }
 
 // hostBlocks is BlockComm through host memory and the rank transport: the

@@ -181,18 +181,15 @@ var registry = map[string]Opener{"cpu": func(int) (Backend, error) { return CPU{
 // Register makes a backend available to Open under name; call it from init.
 func Register(name string, open Opener) { registry[name] = open }
 
-// Open returns the named backend ("" is the CPU).
-func Open(name string, localRank int) (Backend, error) {
-	if name == "" {
-		name = "cpu"
-	}
-	if open, ok := registry[name]; ok {
+// Open returns the backend of a device.
+func Open(d Device, localRank int) (Backend, error) {
+	if open, ok := registry[d.String()]; ok {
 		return open(localRank)
 	}
-	if name == "cuda" {
+	if d == DeviceCUDA {
 		return nil, fmt.Errorf("device cuda: this binary was built without CUDA (build it with `make cuda` on a host with the CUDA toolkit)")
 	}
-	return nil, fmt.Errorf("unknown device %q (cpu, or cuda in a CUDA build)", name)
+	return nil, fmt.Errorf("unknown device %v (cpu, or cuda in a CUDA build)", d)
 }
 
 // CPU is the host backend: the kernels of this package, in place on Data.

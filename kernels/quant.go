@@ -5,11 +5,7 @@ package kernels
 */
 import "C"
 
-import (
-	"unsafe"
-
-	"sancus/collectives/wire"
-)
+import "unsafe"
 
 // quantBlock is the row block whose error sums are added in order, so the
 // reported error does not depend on the thread count.
@@ -71,23 +67,23 @@ func DequantizeRows(dst []float32, src []byte, width, bits int, add bool) {
 	})
 }
 
-// intCodec is the C integer codec as collectives/wire's Codec of its width.
-type intCodec int
+// IntCodec is the C integer codec of a width (8, 4 or 2 bits): it has
+// collectives/wire's Codec methods, so the training setup can name it as
+// the codec of that width, as gonum's blas64.Use names an implementation.
+// This package imports nothing of collectives.
+type IntCodec int
 
-func (b intCodec) Bits() int              { return int(b) }
-func (b intCodec) RowBytes(width int) int { return wire.RowBytes(int(b), width) }
-func (b intCodec) Encode(dst []byte, dec, x, ref []float32, width int, key uint64, rowHash []uint64, add bool, errEvery int) (float64, float64) {
+func (b IntCodec) Bits() int { return int(b) }
+
+// RowBytes is a row's offset and step (two bf16 values) and its values
+// packed b bits each, as wire.RowBytes counts.
+func (b IntCodec) RowBytes(width int) int { return 4 + (width*int(b)+7)/8 }
+func (b IntCodec) Encode(dst []byte, dec, x, ref []float32, width int, key uint64, rowHash []uint64, add bool, errEvery int) (float64, float64) {
 	return QuantizeRows(dst, dec, x, ref, width, int(b), key, rowHash, nil, add, errEvery)
 }
-func (b intCodec) EncodeRows(dst []byte, dec, x, ref []float32, width int, key uint64, rowHash []uint64, rows []int32, add bool, errEvery int) (float64, float64) {
+func (b IntCodec) EncodeRows(dst []byte, dec, x, ref []float32, width int, key uint64, rowHash []uint64, rows []int32, add bool, errEvery int) (float64, float64) {
 	return QuantizeRows(dst, dec, x, ref, width, int(b), key, rowHash, rows, add, errEvery)
 }
-func (b intCodec) Decode(dst []float32, src []byte, width int, add bool) {
+func (b IntCodec) Decode(dst []float32, src []byte, width int, add bool) {
 	DequantizeRows(dst, src, width, int(b), add)
-}
-
-func init() {
-	for _, b := range []int{8, 4, 2} {
-		wire.Use(intCodec(b))
-	}
 }

@@ -51,21 +51,6 @@ func EncodeRows(c Codec, dst []byte, dec, x, ref []float32, width int, key uint6
 	return errSq, refSq
 }
 
-var codecs = map[int]Codec{}
-
-// Use makes c the codec of its width. The kernels package registers its C
-// integer codec this way; the Go codec stays the reference every other is
-// tested against.
-func Use(c Codec) { codecs[c.Bits()] = c }
-
-// CodecOf is the codec of a width: the one registered, else the reference.
-func CodecOf(bits int) Codec {
-	if c, ok := codecs[bits]; ok {
-		return c
-	}
-	return Reference(bits)
-}
-
 // Reference is the Go codec of a width.
 func Reference(bits int) Codec {
 	switch bits {

@@ -26,25 +26,43 @@ const (
 // Widths an automatic choice picks from, fewest first.
 var Widths = []int{2, 4, 8, BF16, FP32}
 
-// Parse reads a format name: fp32, bf16, int8, int4, int2 or auto.
-func Parse(s string) (int, error) {
-	switch strings.ToLower(s) {
-	case "fp32", "f32", "":
+// Format is how a block travels: its value is its bits per value (FP32,
+// BF16, 8, 4 or 2), or Auto (the owner picks per block). Parsed once from a
+// flag or a configuration, it is asked what it implies.
+type Format int
+
+// AsForward is a gradient format that was not given: the gradient blocks
+// go as the forward ones (and a forward format that was not given is
+// FP32). It reads and writes as "".
+const AsForward Format = -1
+
+// ParseFormat reads a format name in any case: fp32, bf16, int8, int4,
+// int2 or auto; "" is AsForward.
+func ParseFormat(s string) (Format, error) {
+	l := strings.ToLower(s)
+	switch l {
+	case "":
+		return AsForward, nil
+	case "fp32", "f32":
 		return FP32, nil
 	case "bf16":
 		return BF16, nil
 	case "auto":
 		return Auto, nil
+	case "int8":
+		return 8, nil
+	case "int4":
+		return 4, nil
+	case "int2":
+		return 2, nil
 	}
-	if b, err := strconv.Atoi(strings.TrimPrefix(strings.ToLower(s), "int")); err == nil && strings.HasPrefix(strings.ToLower(s), "int") && (b == 8 || b == 4 || b == 2) {
-		return b, nil
-	}
-	return 0, fmt.Errorf("unknown wire format %q (fp32, bf16, int8, int4, int2, auto)", s)
+	return AsForward, fmt.Errorf("unknown wire format %q (fp32, bf16, int8, int4, int2, auto)", s)
 }
 
-// Name is the format's name.
-func Name(bits int) string {
-	switch bits {
+func (f Format) String() string {
+	switch f {
+	case AsForward:
+		return ""
 	case FP32:
 		return "fp32"
 	case BF16:
@@ -52,8 +70,42 @@ func Name(bits int) string {
 	case Auto:
 		return "auto"
 	}
-	return "int" + strconv.Itoa(bits)
+	return "int" + strconv.Itoa(int(f))
 }
+
+// MarshalText writes the format's name, as configurations have always held it.
+func (f Format) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
+
+// UnmarshalText reads a format's name.
+func (f *Format) UnmarshalText(b []byte) (err error) {
+	*f, err = ParseFormat(string(b))
+	return err
+}
+
+// Set and Type make a Format a command-line flag.
+func (f *Format) Set(s string) error { return f.UnmarshalText([]byte(s)) }
+func (f Format) Type() string        { return "format" }
+
+// Or is f, or d where f is AsForward.
+func (f Format) Or(d Format) Format {
+	if f == AsForward {
+		return d
+	}
+	return f
+}
+
+// Bits is the width a block of this format travels in (Auto: 0, chosen
+// per block).
+func (f Format) Bits() int { return int(f.Or(FP32)) }
+
+// Quantized: narrower than float32.
+func (f Format) Quantized() bool { return f.Bits() != FP32 }
+
+// IsAuto: the owner picks each block's width.
+func (f Format) IsAuto() bool { return f == Auto }
+
+// Name is the format's name of a width.
+func Name(bits int) string { return Format(bits).String() }
 
 // RowBytes is the size of one encoded row of width values.
 func RowBytes(bits, width int) int {

@@ -3,6 +3,7 @@ package wire
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -101,16 +102,19 @@ func TestDeltaDecodeAdds(t *testing.T) {
 	}
 }
 
-func TestParse(t *testing.T) {
-	for s, want := range map[string]int{"fp32": 32, "bf16": 16, "int8": 8, "int4": 4, "int2": 2, "auto": 0} {
-		if got, err := Parse(s); err != nil || got != want || (want != 0 && Name(got) != s) {
-			t.Errorf("Parse(%q) = %d, %v", s, got, err)
+func TestParseFormat(t *testing.T) {
+	for s, want := range map[string]Format{"fp32": 32, "bf16": 16, "int8": 8, "int4": 4, "int2": 2, "auto": 0, "AUTO": 0, "Int4": 4, "": AsForward} {
+		if got, err := ParseFormat(s); err != nil || got != want || got.String() != strings.ToLower(s) {
+			t.Errorf("ParseFormat(%q) = %v, %v", s, got, err)
 		}
 	}
 	for _, bad := range []string{"int3", "int16", "fp16", "int"} {
-		if _, err := Parse(bad); err == nil {
-			t.Errorf("Parse(%q) accepted", bad)
+		if _, err := ParseFormat(bad); err == nil {
+			t.Errorf("ParseFormat(%q) accepted", bad)
 		}
+	}
+	if AsForward.Bits() != FP32 || Format(4).Or(BF16) != 4 || AsForward.Or(BF16) != BF16 {
+		t.Error("a format not given is not fp32, or Or does not default it")
 	}
 }
 

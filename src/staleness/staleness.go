@@ -138,45 +138,104 @@ func (p Capped) Active(in Input, active []bool) {
 	}
 }
 
-// DefaultEps is the bound a policy gets when none is given: one epoch for
-// ε_E and ε_A, a 3% relative change for ε_H (the SANCUS paper's settings).
-func DefaultEps(name string) float64 {
-	switch strings.ToLower(name) {
-	case "variation-gap", "h", "scs-h":
+// Kind is a policy family, parsed once from a flag, a configuration or a
+// results file; what differs between families is asked of it, never of a
+// name.
+type Kind uint8
+
+const (
+	KindNone Kind = iota
+	KindEpochFixed
+	KindEpochAdaptive
+	KindVariationGap
+)
+
+var kindNames = [...]string{KindNone: "none", KindEpochFixed: "epoch-fixed", KindEpochAdaptive: "epoch-adaptive", KindVariationGap: "variation-gap"}
+
+// kindAliases are the papers' short names (SANCUS's SCS-E, SCS-A, SCS-H).
+var kindAliases = map[string]Kind{"": KindNone, "e": KindEpochFixed, "scs-e": KindEpochFixed,
+	"a": KindEpochAdaptive, "scs-a": KindEpochAdaptive, "h": KindVariationGap, "scs-h": KindVariationGap}
+
+// ParseKind reads a policy's name, or its alias, in any case.
+func ParseKind(s string) (Kind, error) {
+	s = strings.ToLower(s)
+	for k, name := range kindNames {
+		if s == name {
+			return Kind(k), nil
+		}
+	}
+	if k, ok := kindAliases[s]; ok {
+		return k, nil
+	}
+	return KindNone, fmt.Errorf("unknown staleness policy %q (none, epoch-fixed, epoch-adaptive, variation-gap)", s)
+}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// MarshalText writes the policy's full name, whatever alias it was given as.
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText reads a policy's name or alias.
+func (k *Kind) UnmarshalText(b []byte) (err error) {
+	*k, err = ParseKind(string(b))
+	return err
+}
+
+// Set and Type make a Kind a command-line flag.
+func (k *Kind) Set(s string) error { return k.UnmarshalText([]byte(s)) }
+func (k Kind) Type() string        { return "policy" }
+
+// Skips: the policy may let a root skip its broadcast.
+func (k Kind) Skips() bool { return k != KindNone }
+
+// DefaultBound is the bound a policy gets when none is given (a negative
+// bound): one epoch for the epoch policies, a relative change of 0.03 for
+// variation-gap (SANCUS's evaluation).
+func (k Kind) DefaultBound() float64 {
+	switch k {
+	case KindVariationGap:
 		return 0.03
-	case "epoch-fixed", "e", "scs-e", "epoch-adaptive", "a", "scs-a":
+	case KindEpochFixed, KindEpochAdaptive:
 		return 1
 	}
 	return 0
 }
 
-// Parse builds a policy from its command-line name and bound: none,
-// epoch-fixed (alias E), epoch-adaptive (A), variation-gap (H).
-func Parse(name string, eps float64, maxStale int) (Policy, error) {
+// Policy builds the policy of this family with bound eps (negative: the
+// family's DefaultBound), capped at maxStale epochs.
+func (k Kind) Policy(eps float64, maxStale int) (Policy, error) {
 	if maxStale < 1 {
 		return nil, fmt.Errorf("max-stale must be ≥ 1 epoch, got %d", maxStale)
 	}
+	if eps < 0 {
+		eps = k.DefaultBound()
+	}
 	var p Policy
-	switch strings.ToLower(name) {
-	case "none", "":
+	switch k {
+	case KindNone:
 		return None{}, nil
-	case "epoch-fixed", "e", "scs-e":
-		if eps < 0 || eps != float64(int(eps)) {
+	case KindEpochFixed:
+		if eps != float64(int(eps)) {
 			return nil, fmt.Errorf("epoch-fixed needs a whole number of epochs ≥ 0, got %g", eps)
 		}
 		p = EpochFixed{Eps: int(eps)}
-	case "epoch-adaptive", "a", "scs-a":
-		if eps < 0 || eps != float64(int(eps)) {
+	case KindEpochAdaptive:
+		if eps != float64(int(eps)) {
 			return nil, fmt.Errorf("epoch-adaptive needs a whole number of epochs ≥ 0, got %g", eps)
 		}
 		p = EpochAdaptive{Eps: int(eps)}
-	case "variation-gap", "h", "scs-h":
-		if !(eps >= 0) || math.IsInf(eps, 0) {
+	case KindVariationGap:
+		if math.IsInf(eps, 0) || math.IsNaN(eps) {
 			return nil, fmt.Errorf("variation-gap needs a finite relative bound ≥ 0, got %g", eps)
 		}
 		p = VariationGap{Eps: eps}
 	default:
-		return nil, fmt.Errorf("unknown staleness policy %q (none, epoch-fixed, epoch-adaptive, variation-gap)", name)
+		return nil, fmt.Errorf("unknown staleness policy %v", k)
 	}
 	return Capped{Policy: p, MaxStale: maxStale}, nil
 }

@@ -2,6 +2,7 @@ package staleness
 
 import (
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -75,18 +76,44 @@ func TestSchedules(t *testing.T) {
 	}
 }
 
-func TestParse(t *testing.T) {
+func TestKindPolicy(t *testing.T) {
 	for _, bad := range []struct {
 		name string
 		eps  float64
 		cap  int
-	}{{"epoch-fixed", 1.5, 5}, {"epoch-fixed", -1, 5}, {"variation-gap", -0.1, 5}, {"bogus", 1, 5}, {"epoch-fixed", 1, 0}} {
-		if _, err := Parse(bad.name, bad.eps, bad.cap); err == nil {
-			t.Errorf("Parse(%q, %g, %d) accepted", bad.name, bad.eps, bad.cap)
+	}{{"epoch-fixed", 1.5, 5}, {"variation-gap", math.Inf(1), 5}, {"bogus", 1, 5}, {"epoch-fixed", 1, 0}} {
+		k, err := ParseKind(bad.name)
+		if err == nil {
+			_, err = k.Policy(bad.eps, bad.cap)
+		}
+		if err == nil {
+			t.Errorf("%q, %g, %d accepted", bad.name, bad.eps, bad.cap)
 		}
 	}
-	p, err := Parse("H", 0.01, 8)
-	if err != nil || p.Name() != "variation-gap(0.01),cap=8" {
-		t.Fatalf("got %v, %v", p, err)
+	for _, c := range []struct {
+		name string
+		eps  float64
+		want string
+	}{{"H", 0.01, "variation-gap(0.01),cap=8"}, {"scs-h", -1, "variation-gap(0.03),cap=8"}, {"E", -1, "epoch-fixed(1),cap=8"}, {"Epoch-Adaptive", 2, "epoch-adaptive(2),cap=8"}} {
+		k, err := ParseKind(c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := k.Policy(c.eps, 8)
+		if err != nil || p.Name() != c.want {
+			t.Fatalf("%s, %g: got %v, %v; want %s", c.name, c.eps, p, err, c.want)
+		}
+	}
+}
+
+// A policy given by its alias is written by its full name: results and
+// charts never see "h".
+func TestKindWritesItsFullName(t *testing.T) {
+	var k Kind
+	if err := k.Set("h"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := k.MarshalText(); string(b) != "variation-gap" {
+		t.Fatalf("--staleness h is written as %q", b)
 	}
 }

@@ -17,7 +17,7 @@ type activation interface {
 }
 
 func (e *Engine) activation() activation {
-	if !e.cfg.Model.Arch.ELU() {
+	if !e.plan.Model.Arch.ELU() {
 		return relu{e.be}
 	}
 	if ops, ok := kernels.ELUOf(e.be); ok {

@@ -63,14 +63,14 @@ func (e *Engine) setupBatches(sendIdx [][]int32) error {
 	switch {
 	case s.Clusters == nil:
 		return fmt.Errorf("--batch clusters: the shards have no clusters: prepare them with --clusters K")
-	case e.cfg.Batch.ClustersPerStep < 1 || e.cfg.Batch.ClustersPerStep > s.NumClusters:
-		return fmt.Errorf("--clusters-per-step must be in 1..%d (the shards' clusters), got %d", s.NumClusters, e.cfg.Batch.ClustersPerStep)
+	case e.plan.Batch.ClustersPerStep < 1 || e.plan.Batch.ClustersPerStep > s.NumClusters:
+		return fmt.Errorf("--clusters-per-step must be in 1..%d (the shards' clusters), got %d", s.NumClusters, e.plan.Batch.ClustersPerStep)
 	case e.P > 1 && sendIdx == nil:
 		return fmt.Errorf("--batch clusters moves only the batch's rows: it needs the sparse exchange (not --dense-bcast or --device-comm)")
-	case e.cfg.Wire.Delta || e.cfg.Wire.CacheBits:
+	case e.plan.Wire.Delta || e.plan.Wire.CacheBits:
 		return fmt.Errorf("--batch clusters sends part of a block: not with --wire-delta or --cache-bits, which keep whole copies")
 	}
-	b := &batchState{k: s.NumClusters, perStep: e.cfg.Batch.ClustersPerStep, sendIdx: sendIdx, held: make([][]int32, e.P)}
+	b := &batchState{k: s.NumClusters, perStep: e.plan.Batch.ClustersPerStep, sendIdx: sendIdx, held: make([][]int32, e.P)}
 	b.steps = (b.k + b.perStep - 1) / b.perStep
 	b.held[e.rank] = s.Clusters
 	if e.P > 1 {
@@ -107,11 +107,11 @@ func (e *Engine) setupBatches(sendIdx [][]int32) error {
 // of all clusters drawn from (seed, epoch), cut into steps (or the
 // configured script).
 func (e *Engine) batchClusters(epoch int) [][]int {
-	if e.cfg.Batch.Script != nil {
-		return e.cfg.Batch.Script(epoch)
+	if e.plan.Batch.Script != nil {
+		return e.plan.Batch.Script(epoch)
 	}
 	b := e.batch
-	perm := rand.New(rand.NewPCG(e.cfg.Optim.Seed, 0xc1a55+uint64(epoch))).Perm(b.k)
+	perm := rand.New(rand.NewPCG(e.plan.Optim.Seed, 0xc1a55+uint64(epoch))).Perm(b.k)
 	var out [][]int
 	for lo := 0; lo < b.k; lo += b.perStep {
 		out = append(out, perm[lo:min(lo+b.perStep, b.k)])
@@ -136,7 +136,7 @@ func (e *Engine) enterBatch(clusters []int) error {
 	}
 	e.batchTraffic()
 	b.fwd, b.grad = make([]*matrix.CSR, e.P), make([]*matrix.CSR, e.P)
-	if e.cfg.Batch.Boundary { // the whole graph's normalization: nothing to exchange
+	if e.plan.Batch.Boundary { // the whole graph's normalization: nothing to exchange
 		b.invDeg = e.part.sage.invDeg
 		for j, blk := range e.view.blocks {
 			b.fwd[j], b.grad[j] = e.boundaryBlocks(blk, j)
@@ -253,7 +253,7 @@ func (e *Engine) leaveBatch() {
 func (e *Engine) batchBlock(blk *matrix.CSR, j int, deg, degCol []float32) (fwd, grad *matrix.CSR) {
 	b := e.batch
 	held := b.held[j]
-	sage := e.cfg.Model.Arch.HasRoot()
+	sage := e.plan.Model.Arch.HasRoot()
 	f := &matrix.CSR{Rows: blk.Rows, Cols: blk.Cols, RowPtr: make([]int64, blk.Rows+1)}
 	var g *matrix.CSR
 	if sage {
@@ -273,7 +273,7 @@ func (e *Engine) batchBlock(blk *matrix.CSR, j int, deg, degCol []float32) (fwd,
 				case sage:
 					f.ColIdx, f.Val = append(f.ColIdx, col), append(f.Val, b.invDeg[r])
 					g.ColIdx, g.Val = append(g.ColIdx, col), append(g.Val, 1)
-				case e.cfg.Model.Arch.Attends():
+				case e.plan.Model.Arch.Attends():
 					f.ColIdx, f.Val = append(f.ColIdx, col), append(f.Val, 1)
 				default:
 					v := float32(1 / math.Sqrt(float64(deg[r])*float64(degCol[col])))
@@ -300,9 +300,9 @@ func (e *Engine) boundaryBlocks(blk *matrix.CSR, j int) (fwd, grad *matrix.CSR) 
 	held := b.held[j]
 	fv, gv := blk.Val, blk.Val
 	switch {
-	case e.cfg.Model.Arch.HasRoot():
+	case e.plan.Model.Arch.HasRoot():
 		fv, gv = e.part.sage.mean[j].Val, e.part.sage.adj[j].Val
-	case e.cfg.Model.Arch.Attends():
+	case e.plan.Model.Arch.Attends():
 		fv = make([]float32, len(blk.Val))
 		for i := range fv {
 			fv[i] = 1

@@ -52,7 +52,7 @@ func TestOneBatchOfEveryClusterIsGlobalBatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Batch.Mode, cfg.Batch.ClustersPerStep = "clusters", k
+		cfg.Batch.Mode, cfg.Batch.ClustersPerStep = BatchClusters, k
 		for _, p := range []int{1, 2, 4} {
 			cfg.Batch.Boundary = p == 2 // with every cluster in the batch, no node is outside it
 			out, err := RunClustered(ds, clustersOf(ds.N, k), k, p, cfg)
@@ -83,9 +83,9 @@ func TestScriptedBatchesDoNotDependOnP(t *testing.T) {
 		{model.ArchGCN, "int8", "none", true}, {model.ArchSAGE, "fp32", "none", true}, {model.ArchGAT, "fp32", "none", true}} {
 		cfg := Defaults()
 		cfg.Batch.Boundary = c.boundary
-		cfg.Optim.Epochs, cfg.Model.Arch, cfg.Model.Precompute, cfg.Model.Heads, cfg.Model.Hidden, cfg.Wire.Fwd = 8, c.model, false, 2, 8, c.wire
-		cfg.Staleness.Policy, cfg.Staleness.Eps = c.policy, map[string]float64{"none": 0, "epoch-fixed": 1}[c.policy]
-		cfg.Batch.Mode, cfg.Batch.ClustersPerStep, cfg.Batch.Script = "clusters", 4, script
+		cfg.Optim.Epochs, cfg.Model.Arch, cfg.Model.Precompute, cfg.Model.Heads, cfg.Model.Hidden, cfg.Wire.Fwd = 8, c.model, false, 2, 8, format(c.wire)
+		cfg.Staleness.Policy, cfg.Staleness.Eps = kind(c.policy), map[string]float64{"none": 0, "epoch-fixed": 1}[c.policy]
+		cfg.Batch.Mode, cfg.Batch.ClustersPerStep, cfg.Batch.Script = BatchClusters, 4, script
 		var ref *result.Result
 		for _, p := range []int{1, 2, 4} {
 			out, err := RunClustered(ds, clustersOf(ds.N, k), k, p, cfg)
@@ -98,7 +98,7 @@ func TestScriptedBatchesDoNotDependOnP(t *testing.T) {
 			}
 			sameCurve(t, fmt.Sprintf("%+v P=%d", c, p), out.Result, ref, 1e-5)
 			if c.model == model.ArchGCN && c.wire == "fp32" && !c.boundary && p == 4 {
-				cfg.Batch.Mode = "global"
+				cfg.Batch.Mode = BatchGlobal
 				global, err := RunClustered(ds, clustersOf(ds.N, k), k, p, cfg)
 				if err != nil {
 					t.Fatal(err)
@@ -108,7 +108,7 @@ func TestScriptedBatchesDoNotDependOnP(t *testing.T) {
 				if b >= 3*g/2 { // 3 steps of about a third of the rows each
 					t.Errorf("cluster batches sent %d bytes, global-batch %d: the batch's rows alone should travel", b, g)
 				}
-				cfg.Batch.Mode = "clusters"
+				cfg.Batch.Mode = BatchClusters
 			}
 		}
 	}
@@ -152,7 +152,7 @@ func TestBatchAdjacencyIsTheInducedSubgraph(t *testing.T) {
 	}
 	for _, p := range []int{1, 3} {
 		cfg := Defaults()
-		cfg.Model.Precompute, cfg.Batch.Mode, cfg.Batch.ClustersPerStep = false, "clusters", 3
+		cfg.Model.Precompute, cfg.Batch.Mode, cfg.Batch.ClustersPerStep = false, BatchClusters, 3
 		assign, err := prepare.ClusterRanks(clusters, k, p)
 		if err != nil {
 			t.Fatal(err)
@@ -190,7 +190,7 @@ func TestBatchAdjacencyIsTheInducedSubgraph(t *testing.T) {
 		}
 	}
 	cfg := Defaults()
-	cfg.Model.Precompute, cfg.Batch.Mode, cfg.Batch.ClustersPerStep, cfg.Batch.Boundary = false, "clusters", 3, true
+	cfg.Model.Precompute, cfg.Batch.Mode, cfg.Batch.ClustersPerStep, cfg.Batch.Boundary = false, BatchClusters, 3, true
 	assign, _ := prepare.ClusterRanks(clusters, k, 2)
 	var mu sync.Mutex
 	fwd, bwd := map[[2]int64]float64{}, map[[2]int64]float64{}
@@ -244,7 +244,7 @@ func TestClusterBatchAccuracyOnCora(t *testing.T) {
 	}
 	cfg := Defaults()
 	global, _ := meanTestAcc(t, ds, 2, cfg, 5)
-	cfg.Batch.Mode, cfg.Batch.ClustersPerStep = "clusters", 10
+	cfg.Batch.Mode, cfg.Batch.ClustersPerStep = BatchClusters, 10
 	var acc float64
 	for seed := 1; seed <= 5; seed++ {
 		cfg.Optim.Seed = uint64(seed)
@@ -275,7 +275,7 @@ func TestBatchWithoutTrainingNodesSkipsTheStep(t *testing.T) {
 		}
 	}
 	cfg := Defaults()
-	cfg.Optim.Epochs, cfg.Model.Precompute, cfg.Batch.Mode, cfg.Batch.ClustersPerStep = 3, false, "clusters", 1
+	cfg.Optim.Epochs, cfg.Model.Precompute, cfg.Batch.Mode, cfg.Batch.ClustersPerStep = 3, false, BatchClusters, 1
 	cfg.Batch.Script = func(int) [][]int { return [][]int{{1}} }
 	out, err := RunClustered(ds, clusters, 2, 2, cfg)
 	if err != nil {

@@ -59,12 +59,11 @@ type checkpoint struct {
 	Residual  []float32 // the bf16 allreduce's error feedback
 }
 
-// signature is what must match between a checkpoint and the run resuming it.
+// signature is what must match between a checkpoint and the run resuming
+// it: the data set, the model's widths, what layer 1 reads, and the Plan
+// (Plan.Signature: every setting that can change a weight).
 func (e *Engine) signature() string {
-	c := e.cfg
-	return fmt.Sprintf("data=%016x model=%s/%d/%d/%g/%v batch=%s/%d/%v P=%d layers=%d hidden=%d dims=%v seed=%d precomputed=%v staleness=%s eps=%g cap=%d dropout=%g lr=%g wd=%g clip=%g/%g fresh=%v skipg=%v dense=%v wire=%s/%s/%g/%v/%s/%v",
-		e.s.Set, c.Model.Arch, c.Model.Heads, c.Model.OutHeads, c.Model.AttDropout, c.Model.Residual, c.Batch.Mode, c.Batch.ClustersPerStep, c.Batch.Boundary, e.P, c.Model.Layers, c.Model.Hidden, e.m.Dims, c.Optim.Seed, e.precomputed(), c.Staleness.Policy, c.Staleness.Eps, c.Staleness.MaxStale, c.Model.Dropout, c.Optim.LR, c.Optim.WeightDecay, c.Optim.Clip, c.Optim.ClipScale, c.Staleness.FreshDiagonal, c.Staleness.SkipGradients, c.Exchange.Dense,
-		c.Wire.Fwd, c.Wire.Grad, c.Wire.Error, c.Wire.Delta, c.Wire.Allreduce, c.Wire.CacheBits)
+	return fmt.Sprintf("data=%016x dims=%v precomputed=%v plan=%s", e.s.Set, e.m.Dims, e.precomputed(), e.plan.Signature())
 }
 
 func snapshotCache(be kernels.Backend, c *cache) ckptLayer {

@@ -37,7 +37,7 @@ func sameBits(t *testing.T, what string, a, b [][]float32) {
 // uninterrupted run — caches, versions and variation-gap references included.
 func TestStopAndResumeIsBitIdentical(t *testing.T) {
 	cfg := Defaults()
-	cfg.Staleness.Policy, cfg.Staleness.Eps = "variation-gap", 0.03
+	cfg.Staleness.Policy, cfg.Staleness.Eps = kind("variation-gap"), 0.03
 	checkStopResume(t, cfg)
 }
 

@@ -5,7 +5,9 @@ import (
 	"io"
 	"math"
 
+	"sancus/collectives"
 	"sancus/collectives/wire"
+	"sancus/kernels"
 	"sancus/src/model"
 	"sancus/src/shard"
 	"sancus/src/staleness"
@@ -78,8 +80,8 @@ type OptimConfig struct {
 
 // StalenessConfig is when a root may skip its broadcast.
 type StalenessConfig struct {
-	Policy   string  // none, epoch-fixed, epoch-adaptive, variation-gap
-	Eps      float64 // the policy's bound (epochs, or relative change)
+	Policy   staleness.Kind
+	Eps      float64 // the policy's bound (epochs, or relative change); < 0: the policy's own (DefaultBound)
 	MaxStale int     // hard cap on epochs of staleness for every policy
 	// SkipGradients is the SkipG baseline: gradient broadcasts obey the
 	// policy too.
@@ -88,25 +90,29 @@ type StalenessConfig struct {
 }
 
 // WireConfig is how blocks travel (collectives/wire): forward blocks as
-// Fwd, gradient blocks as Grad ("": as Fwd) — fp32, bf16, int8, int4,
-// int2, or auto (the owner picks the fewest bits whose relative error
-// stays under Error). Delta sends a refreshed root's change against the
-// copy every rank holds. CacheBits keeps received blocks packed, decoding
-// each when used. Allreduce bf16 halves the weight-gradient allreduce,
-// with error feedback.
+// Fwd (AsForward: fp32), gradient blocks as Grad (AsForward: as Fwd) —
+// fp32, bf16, int8, int4, int2, or auto (the owner picks the fewest bits
+// whose relative error stays under Error). FromLink lets Resolve choose
+// Fwd from the measured link between ranks that share no memory. Delta
+// sends a refreshed root's change against the copy every rank holds.
+// CacheBits keeps received blocks packed, decoding each when used.
+// Allreduce bf16 halves the weight-gradient allreduce, with error
+// feedback.
 type WireConfig struct {
-	Fwd, Grad string
+	Fwd, Grad wire.Format
 	Error     float64
+	FromLink  bool `json:",omitempty"`
 	Delta     bool
 	CacheBits bool
-	Allreduce string
+	Allreduce wire.Format
 }
 
-// BatchConfig is what a step trains on: the whole graph ("" or global),
-// or ClustersPerStep of the shards' clusters (clusters, batch.go). Script,
-// if set, lists each epoch's steps instead of drawing them (tests).
+// BatchConfig is what a step trains on: the whole graph (BatchGlobal), or
+// ClustersPerStep of the shards' clusters (BatchClusters, batch.go).
+// Script, if set, lists each epoch's steps instead of drawing them
+// (tests).
 type BatchConfig struct {
-	Mode            string
+	Mode            BatchMode
 	ClustersPerStep int
 	Boundary        bool                    // a batch's rows also read their neighbours outside it, from the caches
 	Script          func(epoch int) [][]int `json:"-"`
@@ -126,10 +132,10 @@ type ExchangeConfig struct {
 	// FullOutput computes every row in training (the last layer, layer 1
 	// on ÂX), not only the rows the loss reads (output.go).
 	FullOutput bool
-	// DeviceComm moves dense blocks where the backend keeps them ("nccl"
-	// in a CUDA build; "host" goes through the rank transport). "": the
-	// rank transport, as every exchange does by default.
-	DeviceComm string `json:"device_comm,omitempty"`
+	// DeviceComm moves dense blocks where the backend keeps them (NCCL
+	// in a CUDA build; host goes through the rank transport). The zero
+	// value: the rank transport, as every exchange does by default.
+	DeviceComm collectives.DeviceComm `json:"device_comm,omitempty"`
 }
 
 // RunConfig is where the run computes, when it evaluates and checkpoints,
@@ -144,15 +150,17 @@ type RunConfig struct {
 	// Stop reports a local stop request (a signal); ranks agree on it at the
 	// end of each epoch, checkpoint, and Run returns ErrStopped.
 	Stop func() bool `json:"-"`
-	// Device is the kernels backend the matrices live on ("" or "cpu";
-	// "cuda" in a CUDA build). A rank uses device LocalRank modulo the
-	// devices present (LocalRank < 0: its rank).
-	Device         string    `json:"device,omitempty"`
-	LocalRank      int       `json:"-"`
-	ProfileKernels bool      // time every kernel call by class (RankStats.KernelMs)
-	BaseRSSMB      float64   `json:"-"` // the process's resident memory before it loaded data (RankStats.BaseRSSMB)
-	Log            io.Writer `json:"-"` // per-epoch lines on rank 0 (nil: silent)
-	Notices        io.Writer `json:"-"` // resumes and divergence on rank 0, even when quiet (nil: stderr)
+	// Device is the kernels backend the matrices live on (CUDA in a CUDA
+	// build). A rank uses device LocalRank modulo the devices present
+	// (LocalRank < 0: its rank). Backend, when set, is used instead (a
+	// library caller's own, or a test's).
+	Device         kernels.Device  `json:"device,omitempty"`
+	Backend        kernels.Backend `json:"-"`
+	LocalRank      int             `json:"-"`
+	ProfileKernels bool            // time every kernel call by class (RankStats.KernelMs)
+	BaseRSSMB      float64         `json:"-"` // the process's resident memory before it loaded data (RankStats.BaseRSSMB)
+	Log            io.Writer       `json:"-"` // per-epoch lines on rank 0 (nil: silent)
+	Notices        io.Writer       `json:"-"` // resumes and divergence on rank 0, even when quiet (nil: stderr)
 }
 
 // Defaults are the Kipf & Welling settings.
@@ -160,46 +168,17 @@ func Defaults() Config {
 	return Config{
 		Model:     ModelConfig{Arch: model.ArchGCN, Layers: 2, Hidden: 16, Heads: 8, OutHeads: 1, Dropout: 0.5, AttDropout: -1, Precompute: true},
 		Optim:     OptimConfig{Epochs: 200, LR: 0.01, WeightDecay: 5e-4, Seed: 1, MaxLossGrowth: 100},
-		Staleness: StalenessConfig{Policy: "none", MaxStale: 10},
+		Staleness: StalenessConfig{Policy: staleness.KindNone, Eps: -1, MaxStale: 10},
+		Wire:      WireConfig{Fwd: wire.FP32, Grad: wire.AsForward, Error: 0.05, Allreduce: wire.FP32},
 		Run:       RunConfig{EvalEvery: 1, LocalRank: -1},
 	}
-}
-
-// checked is what check made of a Config: the staleness policy of forward
-// blocks, the widths of forward and gradient blocks and the clip scale.
-type checked struct {
-	policy    staleness.Policy
-	wire      [2]int
-	clipScale float64 // th_i = clipScale·Clip (set by New: it depends on P)
-}
-
-// Validate reports the first unusable setting.
-func (c Config) Validate() error {
-	_, err := c.check()
-	return err
-}
-
-// check applies every rule, then parses the policy and the wire widths:
-// the one place either is parsed.
-func (c Config) check() (checked, error) {
-	for _, r := range rules {
-		if err := r(&c); err != nil {
-			return checked{}, err
-		}
-	}
-	var k checked
-	var err error
-	if k.wire, err = c.Wire.widths(); err != nil {
-		return k, err
-	}
-	k.policy, err = staleness.Parse(c.Staleness.Policy, c.Staleness.Eps, c.Staleness.MaxStale)
-	return k, err
 }
 
 // rules are the settings and combinations a run refuses, each error naming
 // the flags to change. A new feature that cannot combine with another adds
 // its rule here.
 var rules = []func(c *Config) error{
+	wireRule,
 	func(c *Config) error {
 		if c.Model.Arch > model.ArchGAT {
 			return fmt.Errorf("--model: unknown model %v (gcn, sage or gat)", c.Model.Arch)
@@ -213,8 +192,8 @@ var rules = []func(c *Config) error{
 		return nil
 	},
 	func(c *Config) error {
-		if m := c.Batch.Mode; m != "" && m != "global" && m != "clusters" {
-			return fmt.Errorf("--batch: unknown batch %q (global or clusters)", m)
+		if c.Batch.Mode > BatchClusters {
+			return fmt.Errorf("--batch: unknown batch %v (global or clusters)", c.Batch.Mode)
 		}
 		return nil
 	},
@@ -311,40 +290,30 @@ var rules = []func(c *Config) error{
 	},
 }
 
-// widths parses the widths of forward and gradient blocks.
-func (w WireConfig) widths() (fg [2]int, err error) {
-	if fg[0], err = wire.Parse(w.Fwd); err != nil {
-		return fg, fmt.Errorf("--wire: %w", err)
-	}
-	fg[1] = fg[0]
-	if w.Grad != "" {
-		if fg[1], err = wire.Parse(w.Grad); err != nil {
-			return fg, fmt.Errorf("--wire-grad: %w", err)
-		}
-	}
-	fwd, grad := fg[0], fg[1]
-	if (fwd == wire.Auto || grad == wire.Auto) && !(w.Error > 0 && w.Error < 1) {
-		return fg, fmt.Errorf("--wire auto needs --wire-error in (0,1), got %g", w.Error)
+// wireRule refuses the wire settings that cannot combine.
+func wireRule(c *Config) error {
+	w := c.Wire
+	fwd, grad := w.Fwd.Or(wire.FP32), w.Grad.Or(w.Fwd.Or(wire.FP32))
+	if (fwd.IsAuto() || grad.IsAuto()) && !(w.Error > 0 && w.Error < 1) {
+		return fmt.Errorf("--wire auto needs --wire-error in (0,1), got %g", w.Error)
 	}
 	switch {
-	case w.CacheBits && fwd == wire.FP32 && grad == wire.FP32:
-		return fg, fmt.Errorf("--cache-bits keeps blocks in the wire's bits: it needs --wire or --wire-grad narrower than fp32")
+	case w.CacheBits && !fwd.Quantized() && !grad.Quantized():
+		return fmt.Errorf("--cache-bits keeps blocks in the wire's bits: it needs --wire or --wire-grad narrower than fp32")
 	case w.CacheBits && w.Delta:
-		return fg, fmt.Errorf("--cache-bits cannot hold --wire-delta's copies: a delta is added to a float32 copy")
+		return fmt.Errorf("--cache-bits cannot hold --wire-delta's copies: a delta is added to a float32 copy")
 	}
-	switch w.Allreduce {
-	case "", "fp32", "bf16":
-	default:
-		return fg, fmt.Errorf("--wire-allreduce: unknown %q (fp32 or bf16)", w.Allreduce)
+	if a := w.Allreduce.Or(wire.FP32); a != wire.FP32 && a != wire.BF16 {
+		return fmt.Errorf("--wire-allreduce: %v is not an allreduce format (fp32 or bf16)", a)
 	}
-	return fg, nil
+	return nil
 }
 
 // Precomputed is the product with X that layer 1 reads from its shard (0:
 // X itself): with --precompute, the model's (Precomputable), outside
 // cluster batches (a batch renormalizes Â: X it is).
 func (c Config) Precomputed() shard.Aggregation {
-	if !c.Model.Precompute || c.Batch.Mode == "clusters" {
+	if !c.Model.Precompute || c.Batch.Mode.Clusters() {
 		return 0
 	}
 	return Precomputable(c.Model.Arch)

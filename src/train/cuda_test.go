@@ -37,12 +37,12 @@ func TestCUDAMatchesCPU(t *testing.T) {
 	}{
 		{"cora/P1", cora, 1, func(c *Config) {}, nil},
 		{"cora/P1/plain", cora, 1, func(c *Config) { c.Model.Precompute = false }, nil},
-		{"cora/P2/sparse/variation-gap", cora, 2, func(c *Config) { c.Staleness.Policy, c.Staleness.Eps = "variation-gap", 0.02 }, nil},
+		{"cora/P2/sparse/variation-gap", cora, 2, func(c *Config) { c.Staleness.Policy, c.Staleness.Eps = kind("variation-gap"), 0.02 }, nil},
 		{"cora/P2/dense/3-layers/clip", cora, 2, func(c *Config) { c.Exchange.Dense, c.Model.Layers, c.Optim.Clip = true, 3, 0.5 }, nil},
 		{"planted/P1", planted, 1, func(c *Config) {}, nil},
 		{"planted/P2/plain", planted, 2, func(c *Config) { c.Model.Precompute = false }, nil},
 		// NCCL through the engine: one GPU allows one rank per communicator.
-		{"cora/P1/nccl", cora, 1, func(c *Config) { c.Exchange.Dense, c.Model.Layers = true, 3 }, func(c *Config) { c.Exchange.DeviceComm = "nccl" }},
+		{"cora/P1/nccl", cora, 1, func(c *Config) { c.Exchange.Dense, c.Model.Layers = true, 3 }, func(c *Config) { c.Exchange.DeviceComm = collectives.DeviceCommNCCL }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Defaults()
@@ -52,7 +52,7 @@ func TestCUDAMatchesCPU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.Run.Device = "cuda"
+			cfg.Run.Device = kernels.DeviceCUDA
 			if tc.gpu != nil {
 				tc.gpu(&cfg)
 			}
@@ -126,7 +126,7 @@ func TestCUDAEveryModelMatchesCPU(t *testing.T) {
 		t.Run(arch.String()+"/clusters/P2", func(t *testing.T) {
 			cfg := Defaults()
 			cfg.Optim.Epochs, cfg.Model.Arch, cfg.Model.Precompute, cfg.Model.Hidden, cfg.Model.Heads = 8, arch, false, 8, 2
-			cfg.Batch.Mode, cfg.Batch.ClustersPerStep = "clusters", 4
+			cfg.Batch.Mode, cfg.Batch.ClustersPerStep = BatchClusters, 4
 			sameOnBoth(t, cfg, 1e-4, func(cfg Config) (Outcome, error) { return RunClustered(ds, clustersOf(ds.N, 12), 12, 2, cfg) })
 		})
 	}
@@ -140,7 +140,7 @@ func sameOnBoth(t *testing.T, cfg Config, tol float64, run func(Config) (Outcome
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Run.Device = "cuda"
+	cfg.Run.Device = kernels.DeviceCUDA
 	gpu, err := run(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +164,6 @@ func sameOnBoth(t *testing.T, cfg Config, tol float64, run func(Config) (Outcome
 func TestCUDAStopAndResumeIsBitIdentical(t *testing.T) {
 	cfg := Defaults()
 	cfg.Run.Device, cfg.Optim.Clip = "cuda", 0.5
-	cfg.Staleness.Policy, cfg.Staleness.Eps = "variation-gap", 0.03
+	cfg.Staleness.Policy, cfg.Staleness.Eps = kind("variation-gap"), 0.03
 	checkStopResume(t, cfg)
 }

@@ -3,12 +3,10 @@ package train
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"runtime/debug"
 	"time"
 
 	"sancus/collectives"
-	"sancus/collectives/wire"
 	"sancus/kernels"
 	"sancus/kernels/matrix"
 	"sancus/src/model"
@@ -22,8 +20,7 @@ type clock struct{ comm, wait time.Duration }
 // through its Comm, and only in aggregate (sancus.go), the gradient
 // allreduce and the once-per-epoch agreement on metrics (run.go).
 type Engine struct {
-	cfg     Config
-	chk     checked // the configuration's policy, wire widths and clip scale, parsed once
+	plan    Plan // every choice, resolved once
 	c       collectives.Comm
 	s       *shard.Shard
 	P, rank int
@@ -101,14 +98,27 @@ type part struct {
 	}
 }
 
+// Plan is what the engine runs: its Config resolved.
+func (e *Engine) Plan() Plan { return e.plan }
+
 // rows is how many rows this rank holds.
 func (e *Engine) rows() int { return e.s.Rows() }
 
-// New sets up rank c.Rank()'s engine on its shard.
+// New resolves cfg for the ranks of c (Resolve: every rank calls it) and
+// sets up rank c.Rank()'s engine on its shard.
 func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
-	k, err := cfg.check()
+	plan, err := Resolve(cfg, c)
 	if err != nil {
 		return nil, err
+	}
+	return NewPlanned(plan, c, s)
+}
+
+// NewPlanned sets up rank c.Rank()'s engine on its shard, for a plan its
+// caller resolved (to report the link's choice before training).
+func NewPlanned(plan Plan, c collectives.Comm, s *shard.Shard) (*Engine, error) {
+	if plan.P != c.Size() {
+		return nil, fmt.Errorf("a plan for %d ranks was given to rank %d of %d", plan.P, c.Rank(), c.Size())
 	}
 	if s.Parts != c.Size() || s.Rank != c.Rank() {
 		return nil, fmt.Errorf("rank %d of %d was given shard %d of %d", c.Rank(), c.Size(), s.Rank, s.Parts)
@@ -122,19 +132,19 @@ func New(cfg Config, c collectives.Comm, s *shard.Shard) (*Engine, error) {
 	if err := sameShardSet(c, s); err != nil {
 		return nil, err
 	}
-	if k.clipScale = cfg.Optim.ClipScale; k.clipScale == 0 {
-		k.clipScale = math.Sqrt(float64(c.Size()))
-	}
-	e := &Engine{cfg: cfg, chk: k, c: c, s: s, P: c.Size(), rank: c.Rank()}
-	e.drift.on = k.policy.NeedsDrift()
-	local := cfg.Run.LocalRank
+	e := &Engine{plan: plan, c: c, s: s, P: c.Size(), rank: c.Rank()}
+	e.drift.on = plan.policy.NeedsDrift()
+	local := plan.Run.LocalRank
 	if local < 0 {
 		local = e.rank
 	}
-	if e.be, err = kernels.Open(cfg.Run.Device, local); err != nil {
-		return nil, fmt.Errorf("rank %d: %w", e.rank, err)
+	var err error
+	if e.be = plan.Run.Backend; e.be == nil {
+		if e.be, err = kernels.Open(plan.Run.Device, local); err != nil {
+			return nil, fmt.Errorf("rank %d: %w", e.rank, err)
+		}
 	}
-	if cfg.Run.ProfileKernels {
+	if plan.Run.ProfileKernels {
 		e.tally.timed = kernels.NewTimed(e.be)
 		e.be = e.tally.timed
 	}
@@ -167,15 +177,15 @@ func (e *Engine) setup() error {
 	if err := e.openInput(); err != nil {
 		return err
 	}
-	dims, heads := e.cfg.Model.widths(e.s.FeatDim, e.s.Classes)
+	dims, heads := e.plan.Model.widths(e.s.FeatDim, e.s.Classes)
 	if err := e.fitsMemory(dims); err != nil {
 		return err
 	}
 	var err error
-	if e.m, err = model.New(e.cfg.Model.Arch, dims, heads, e.cfg.Optim.Seed); err != nil {
+	if e.m, err = model.New(e.plan.Model.Arch, dims, heads, e.plan.Optim.Seed); err != nil {
 		return err
 	}
-	e.opt = model.NewAdam(e.cfg.Optim.LR, e.m.NumParams())
+	e.opt = model.NewAdam(e.plan.Optim.LR, e.m.NumParams())
 	e.ar.grads = make([]float32, e.m.NumParams())
 	if err := e.shareSparsity(); err != nil {
 		return err
@@ -190,11 +200,11 @@ func (e *Engine) setup() error {
 		return err
 	}
 	gradPolicy := staleness.Policy(staleness.None{})
-	if e.cfg.Staleness.SkipGradients {
-		gradPolicy = e.chk.policy
+	if e.plan.Staleness.SkipGradients {
+		gradPolicy = e.plan.policy
 	}
-	e.skips.out = make([]*matrix.Dense, e.cfg.Model.Layers)
-	for l := range e.cfg.Model.Layers {
+	e.skips.out = make([]*matrix.Dense, e.plan.Model.Layers)
+	for l := range e.plan.Model.Layers {
 		e.layers = append(e.layers, e.newLayer(l, dims[l], dims[l+1], gradPolicy))
 		if e.hasResidual(l) {
 			e.skips.out[l] = e.be.NewDense(e.rows(), dims[l+1])
@@ -275,37 +285,37 @@ func (e *Engine) openInput() error {
 func (e *Engine) chooseExchange() error {
 	var err error
 	switch {
-	case e.cfg.Exchange.DeviceComm != "":
-		if !e.cfg.Exchange.Dense && e.P > 1 {
-			return fmt.Errorf("--device-comm %s moves whole blocks: add --dense-bcast", e.cfg.Exchange.DeviceComm)
+	case e.plan.Exchange.DeviceComm != collectives.DeviceCommRank:
+		if !e.plan.Exchange.Dense && e.P > 1 {
+			return fmt.Errorf("--device-comm %s moves whole blocks: add --dense-bcast", e.plan.Exchange.DeviceComm)
 		}
-		if e.chk.wire != [2]int{wire.FP32, wire.FP32} {
-			return fmt.Errorf("--device-comm %s moves float32 blocks: the quantized wire goes through the rank transport", e.cfg.Exchange.DeviceComm)
+		if e.plan.Wire.Fwd.Quantized() || e.plan.Wire.Grad.Quantized() {
+			return fmt.Errorf("--device-comm %s moves float32 blocks: the quantized wire goes through the rank transport", e.plan.Exchange.DeviceComm)
 		}
-		if e.net.blocks, err = collectives.OpenBlockComm(e.cfg.Exchange.DeviceComm, e.c, e.be); err != nil {
+		if e.net.blocks, err = collectives.OpenBlockComm(e.plan.Exchange.DeviceComm, e.c, e.be); err != nil {
 			return fmt.Errorf("rank %d: %w", e.rank, err)
 		}
 		e.net.x = &blockExchange{comm: e.c, bc: e.net.blocks}
 		e.view, err = e.denseView()
-	case !e.cfg.Exchange.Dense && e.P > 1:
+	case !e.plan.Exchange.Dense && e.P > 1:
 		var sendIdx [][]int32
 		e.view, sendIdx, err = e.sparseView()
-		x := &sparseExchange{comm: e.c, be: e.be, sendIdx: sendIdx, packed: map[int][][]byte{}, chunk: cmp.Or(e.cfg.Exchange.SparseChunk, defaultExchangeChunk)}
+		x := &sparseExchange{comm: e.c, be: e.be, sendIdx: sendIdx, packed: map[int][][]byte{}, chunk: cmp.Or(e.plan.Exchange.SparseChunk, defaultExchangeChunk)}
 		e.net.x = x
-		if err == nil && e.cfg.Batch.Mode == "clusters" {
+		if err == nil && e.plan.Batch.Mode.Clusters() {
 			err = e.setupBatches(sendIdx)
 			x.batch = e.batch
 		}
 		return err
 	default:
-		bcast := collectives.Ring(e.cfg.Exchange.RingChunk * 4) // --chunk counts floats
-		if e.cfg.Exchange.Native {
+		bcast := collectives.Ring(e.plan.Exchange.RingChunk * 4) // --chunk counts floats
+		if e.plan.Exchange.Native {
 			bcast = collectives.Native
 		}
 		e.net.x = &ringExchange{comm: e.c, be: e.be, bcast: bcast}
 		e.view, err = e.denseView()
 	}
-	if err == nil && e.cfg.Batch.Mode == "clusters" {
+	if err == nil && e.plan.Batch.Mode.Clusters() {
 		err = e.setupBatches(nil)
 	}
 	return err
@@ -367,7 +377,7 @@ func (e *Engine) shareSparsity() error {
 }
 
 // precomputed is the product with X that layer 1 reads from the shard.
-func (e *Engine) precomputed() shard.Aggregation { return e.cfg.Precomputed() }
+func (e *Engine) precomputed() shard.Aggregation { return e.plan.Precomputed() }
 
 // srcID is the original node id of root j's row r as this rank holds it.
 func (e *Engine) srcID(j, r int) int64 {
@@ -391,7 +401,7 @@ func (e *Engine) mask(epoch, l int, train bool) matrix.Mask {
 	if !train {
 		return matrix.Mask{}
 	}
-	return matrix.Mask{P: float32(e.cfg.Model.Dropout), Seed: e.cfg.Optim.Seed, Stream: uint64(epoch)<<8 | uint64(l), Row0: e.s.Row0(), IDs: e.part.ownIDs}
+	return matrix.Mask{P: float32(e.plan.Model.Dropout), Seed: e.plan.Optim.Seed, Stream: uint64(epoch)<<8 | uint64(l), Row0: e.s.Row0(), IDs: e.part.ownIDs}
 }
 
 // maskFor is a layer's dropout applied to root j's rows as cache c holds

@@ -261,7 +261,7 @@ func sparseRows() []equivalence {
 		for _, p := range []int{2, 4} {
 			rows = append(rows, equivalence{rule: fmt.Sprintf("sparse rows equal dense broadcasts/%s P=%d", pol.name, p),
 				data: generated,
-				base: func(c *Config) { c.Optim.Epochs, c.Staleness.Policy, c.Staleness.Eps = 20, pol.name, pol.eps },
+				base: func(c *Config) { c.Optim.Epochs, c.Staleness.Policy, c.Staleness.Eps = 20, kind(pol.name), pol.eps },
 				ref:  way{name: "dense", p: p, set: func(c *Config) { c.Exchange.Dense = true }},
 				alt:  way{name: "sparse", p: p}, tol: 1e-5, bytes: bytesAltLess})
 		}
@@ -274,7 +274,7 @@ func sparseRows() []equivalence {
 			rows = append(rows, equivalence{rule: fmt.Sprintf("reduced GAT gradients equal broadcast ones/%s P=%d", pol, p),
 				data: generated,
 				base: func(c *Config) {
-					c.Optim.Epochs, c.Staleness.Policy, c.Staleness.Eps, c.Model.Arch = 12, pol, 3, model.ArchGAT
+					c.Optim.Epochs, c.Staleness.Policy, c.Staleness.Eps, c.Model.Arch = 12, kind(pol), 3, model.ArchGAT
 					c.Model.Heads, c.Model.Hidden = 2, 4
 				},
 				ref: way{name: "dense", p: p, set: func(c *Config) { c.Exchange.Dense = true }},
@@ -293,7 +293,7 @@ func chunkRows() []equivalence {
 		run := run
 		rows = append(rows, equivalence{rule: "chunked sends equal whole/" + run.name, data: generated,
 			base: func(c *Config) {
-				c.Optim.Epochs, c.Staleness.Policy, c.Wire.Fwd, c.Run.EvalEvery = 8, run.staleness, run.wire, 2
+				c.Optim.Epochs, c.Staleness.Policy, c.Wire.Fwd, c.Run.EvalEvery = 8, kind(run.staleness), format(run.wire), 2
 			},
 			ref: onP(3), alt: way{name: "chunked", p: 3, set: func(c *Config) { c.Exchange.SparseChunk = 200 }},
 			bytes: bytesEqual})
@@ -325,7 +325,7 @@ func wholeBlockRows() []equivalence {
 		run := run
 		rows = append(rows, equivalence{rule: "whole blocks equal packed rows/" + run.name, data: denseGraph,
 			base: func(c *Config) {
-				c.Optim.Epochs, c.Staleness.Policy, c.Wire.Fwd, c.Run.EvalEvery, c.Exchange.FullOutput = 8, run.staleness, run.wire, 2, run.full
+				c.Optim.Epochs, c.Staleness.Policy, c.Wire.Fwd, c.Run.EvalEvery, c.Exchange.FullOutput = 8, kind(run.staleness), format(run.wire), 2, run.full
 			},
 			ref: way{name: "whole blocks", p: 3, around: always}, alt: way{name: "packed", p: 3, around: never},
 			bytes: bytesAltLess})
@@ -419,7 +419,7 @@ func restrictedRows() []equivalence {
 		for _, p := range []int{1, 3} {
 			q := equivalence{rule: fmt.Sprintf("restricted output equals full/%s P=%d", run.name, p), data: data,
 				base: func(c *Config) {
-					c.Optim.Epochs, c.Model.Hidden, c.Model.Precompute, c.Wire.Fwd, c.Exchange.Dense = 15, run.hidden, run.pre, run.wire, run.dense
+					c.Optim.Epochs, c.Model.Hidden, c.Model.Precompute, c.Wire.Fwd, c.Exchange.Dense = 15, run.hidden, run.pre, format(run.wire), run.dense
 					if run.sage {
 						c.Model.Arch = model.ArchSAGE
 					}
@@ -427,7 +427,7 @@ func restrictedRows() []equivalence {
 						c.Model.Arch, c.Model.Heads, c.Model.OutHeads = model.ArchGAT, 2, run.gat
 					}
 					if run.vargap {
-						c.Staleness.Policy, c.Staleness.Eps = "variation-gap", 0.3 // loose enough to skip within 15 epochs
+						c.Staleness.Policy, c.Staleness.Eps = kind("variation-gap"), 0.3 // loose enough to skip within 15 epochs
 					}
 				},
 				ref:      way{name: "full output", p: p, set: func(c *Config) { c.Exchange.FullOutput = true }},
@@ -456,7 +456,7 @@ func restrictedRows() []equivalence {
 			base: func(c *Config) {
 				c.Optim.Epochs, c.Model.Hidden, c.Model.Precompute = 15, 4, false
 				c.Model.Arch, c.Model.Heads, c.Model.OutHeads = model.ArchGAT, 2, 1
-				c.Staleness.Policy, c.Staleness.Eps, c.Staleness.SkipGradients = "variation-gap", 0.3, true
+				c.Staleness.Policy, c.Staleness.Eps, c.Staleness.SkipGradients = kind("variation-gap"), 0.3, true
 			},
 			ref: way{name: "full output", p: p, set: func(c *Config) { c.Exchange.FullOutput = true }},
 			alt: way{name: "restricted", p: p}, tol: 1e-6, bytes: bytesAltLess})
@@ -480,8 +480,8 @@ func quantizedRows() []equivalence {
 	} {
 		c := c
 		base := func(cfg *Config) {
-			cfg.Optim.Epochs, cfg.Wire.Fwd, cfg.Wire.Grad, cfg.Wire.Delta, cfg.Wire.Error = 15, c.wire, c.grad, c.delta, 0.1
-			cfg.Staleness.Policy, cfg.Staleness.Eps = c.policy, c.eps
+			cfg.Optim.Epochs, cfg.Wire.Fwd, cfg.Wire.Grad, cfg.Wire.Delta, cfg.Wire.Error = 15, format(c.wire), format(c.grad), c.delta, 0.1
+			cfg.Staleness.Policy, cfg.Staleness.Eps = kind(c.policy), c.eps
 		}
 		var also func(t *testing.T, ref, _ Outcome)
 		if c.policy == "none" {
@@ -501,7 +501,7 @@ func quantizedRows() []equivalence {
 	// dropped before they are encoded, by every exchange alike.
 	for _, alt := range []way{onP(2), {name: "P=4 dense", p: 4, set: func(c *Config) { c.Exchange.Dense = true }}} {
 		rows = append(rows, equivalence{rule: "quantized, aggregating first, " + alt.name + " equals P=1", data: denseGraph,
-			base: func(c *Config) { c.Optim.Epochs, c.Wire.Fwd, c.Run.EvalEvery = 8, "int2", 2 },
+			base: func(c *Config) { c.Optim.Epochs, c.Wire.Fwd, c.Run.EvalEvery = 8, format("int2"), 2 },
 			ref:  onP(1), alt: alt, tol: 1e-5})
 	}
 	return rows
@@ -516,8 +516,10 @@ func cacheBitsRows() []equivalence {
 	for _, w := range []string{"int8", "int4", "int2"} {
 		w := w
 		rows = append(rows, equivalence{rule: "packed caches equal float caches/" + w, data: generated,
-			base: func(c *Config) { c.Optim.Epochs, c.Wire.Fwd, c.Wire.Grad, c.Run.EvalEvery = 10, w, w, 2 },
-			ref:  onP(3), alt: way{name: "--cache-bits", p: 3, set: func(c *Config) { c.Wire.CacheBits = true }}})
+			base: func(c *Config) {
+				c.Optim.Epochs, c.Wire.Fwd, c.Wire.Grad, c.Run.EvalEvery = 10, format(w), format(w), 2
+			},
+			ref: onP(3), alt: way{name: "--cache-bits", p: 3, set: func(c *Config) { c.Wire.CacheBits = true }}})
 	}
 	return rows
 }
@@ -534,10 +536,6 @@ func (r requiredOnly) Input(o *kernels.Operand) (kernels.Input, error) {
 	return struct{ kernels.Input }{in}, err
 }
 
-func init() {
-	kernels.Register("cpu-required-only", func(int) (kernels.Backend, error) { return requiredOnly{kernels.CPU{}}, nil })
-}
-
 func requiredOnlyRows() []equivalence {
 	var rows []equivalence
 	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE, model.ArchGAT} {
@@ -548,7 +546,7 @@ func requiredOnlyRows() []equivalence {
 					c.Model.Heads, c.Model.OutHeads, c.Model.Hidden = 2, 2, 4
 				}
 			},
-			ref: onP(2), alt: way{name: "required operations alone", p: 2, set: func(c *Config) { c.Run.Device = "cpu-required-only" }},
+			ref: onP(2), alt: way{name: "required operations alone", p: 2, set: func(c *Config) { c.Run.Backend = requiredOnly{kernels.CPU{}} }},
 			tol: 1e-6, bytes: bytesEqual})
 	}
 	return rows

@@ -107,7 +107,7 @@ func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
 	}
 	// Reduced, ∂U and ∂er travel as two matrices, each row with its own
 	// scale.
-	if bits := e.chk.wire[1]; e.reducesGradients(gradPolicy, bits) {
+	if bits := e.plan.Wire.Grad.Bits(); e.reducesGradients(gradPolicy, bits) {
 		e.addCachesOver(&L.conv, L.hf+L.h, 0, bits, gradPolicy, e.view.blocks, nil)
 		L.neighbours = L.reduceGradients
 		L.red = e.newReduction([]int{L.hf, L.h}, []bool{true, ok}, bits, wireStream(L.l, dirGradient))
@@ -120,7 +120,7 @@ func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
 	// range, would round G to zero, so those 3·heads values travel as
 	// bf16, each with its own exponent (wire.Tailed), and G alone at the
 	// gradient wire's width.
-	e.addCachesOver(&L.conv, L.hf+L.h, L.hf+3*L.h, e.chk.wire[1], gradPolicy, e.view.blocks, e.view.blocks)
+	e.addCachesOver(&L.conv, L.hf+L.h, L.hf+3*L.h, e.plan.Wire.Grad.Bits(), gradPolicy, e.view.blocks, e.view.blocks)
 	L.grad.wire.tail = 3 * L.h
 	L.neighbours = L.broadcastGradients
 	return L
@@ -159,7 +159,7 @@ func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
 	}
 	L.attKey, L.attKeep = 0, 1
 	if pa := e.attDropout(); p.train && pa > 0 {
-		L.attKey, L.attKeep = wire.Seed(e.cfg.Optim.Seed^0x6a7, uint64(p.epoch)<<8|uint64(L.l)), float32(1-pa)
+		L.attKey, L.attKeep = wire.Seed(e.plan.Optim.Seed^0x6a7, uint64(p.epoch)<<8|uint64(L.l)), float32(1-pa)
 	}
 	st := L.st
 	if !p.train { // the target side's sums serve a backward only
@@ -324,10 +324,10 @@ func (L *gatLayer) restrictedBytes(e *Engine) int64 {
 
 // attDropout is the attention dropout probability.
 func (e *Engine) attDropout() float64 {
-	if e.cfg.Model.AttDropout < 0 {
-		return e.cfg.Model.Dropout
+	if e.plan.Model.AttDropout < 0 {
+		return e.plan.Model.Dropout
 	}
-	return e.cfg.Model.AttDropout
+	return e.plan.Model.AttDropout
 }
 
 // hostAttention is the CPU's attention on host copies of the engine's

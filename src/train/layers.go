@@ -120,9 +120,9 @@ func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
 	switch agg := e.precomputed(); {
 	case l == 0 && agg == shard.Mean:
 		return e.newSAGELocalLayer(c)
-	case e.cfg.Model.Arch.HasRoot():
+	case e.plan.Model.Arch.HasRoot():
 		return e.newSAGELayer(c, gradPolicy)
-	case e.cfg.Model.Arch.Attends():
+	case e.plan.Model.Arch.Attends():
 		return e.newGATLayer(c, gradPolicy)
 	case l == 0 && agg == shard.Sym:
 		return &localLayer{conv: c}
@@ -143,7 +143,7 @@ func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
 // addCaches makes a communicating layer's caches. Evaluation blocks travel
 // as float32 always: accuracy is measured on the model, not on the wire.
 func (e *Engine) addCaches(c *conv, width int, gradPolicy staleness.Policy) {
-	e.addCachesOver(c, width, width, e.chk.wire[1], gradPolicy, e.view.blocks, e.view.blocks)
+	e.addCachesOver(c, width, width, e.plan.Wire.Grad.Bits(), gradPolicy, e.view.blocks, e.view.blocks)
 }
 
 // addCachesOver makes the caches of a layer whose forward rows (width fw)
@@ -152,10 +152,10 @@ func (e *Engine) addCaches(c *conv, width int, gradPolicy staleness.Policy) {
 func (e *Engine) addCachesOver(c *conv, fw, gw, gradBits int, gradPolicy staleness.Policy, fwd, grad []*matrix.CSR) {
 	name := fmt.Sprintf("layer %d", c.l+1)
 	w := func(bits int, dir uint64) wireState {
-		return wireState{bits: bits, delta: e.cfg.Wire.Delta, maxErr: e.cfg.Wire.Error, stream: wireStream(c.l, dir),
-			keepPacked: e.cfg.Wire.CacheBits && bits != wire.FP32}
+		return wireState{bits: bits, delta: e.plan.Wire.Delta, maxErr: e.plan.Wire.Error, stream: wireStream(c.l, dir),
+			keepPacked: e.plan.Wire.CacheBits && bits != wire.FP32}
 	}
-	c.fwd = newCache(e.be, name+" forward", fw, e.view.rows, fwd, e.chk.policy, w(e.chk.wire[0], dirForward), e.rank)
+	c.fwd = newCache(e.be, name+" forward", fw, e.view.rows, fwd, e.plan.policy, w(e.plan.Wire.Fwd.Bits(), dirForward), e.rank)
 	c.eval = newCache(e.be, name+" eval", fw, e.view.rows, fwd, staleness.None{}, w(wire.FP32, dirEval), e.rank)
 	if gw > 0 {
 		c.grad = newCache(e.be, name+" gradient", gw, e.view.rows, grad, gradPolicy, w(gradBits, dirGradient), e.rank)

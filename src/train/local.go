@@ -9,8 +9,9 @@ import (
 	"sancus/src/shard"
 )
 
-// Outcome is rank 0's report and final parameters of an in-process run.
+// Outcome is rank 0's plan, report and final parameters of an in-process run.
 type Outcome struct {
+	Plan   Plan
 	Result *result.Result
 	Params [][]float32
 }
@@ -23,6 +24,7 @@ func RunShards(shards []*shard.Shard, cfg Config) (Outcome, error) {
 	parts := len(shards)
 	results := make([]*result.Result, parts)
 	var params [][]float32
+	var plan Plan
 	var end error // how rank 0's training ended early, if it did
 	err := collectives.NewWorld(parts, 10*time.Minute).Run(func(c collectives.Comm) error {
 		s := shards[c.Rank()]
@@ -34,7 +36,7 @@ func RunShards(shards []*shard.Shard, cfg Config) (Outcome, error) {
 		defer e.Close()
 		results[c.Rank()], err = e.Run()
 		if c.Rank() == 0 {
-			params = e.Params()
+			params, plan = e.Params(), e.plan
 		}
 		// A stop request or a divergence ends every rank together with a
 		// valid report: not a failure that should abort the world.
@@ -49,5 +51,5 @@ func RunShards(shards []*shard.Shard, cfg Config) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{Result: results[0], Params: params}, end
+	return Outcome{Plan: plan, Result: results[0], Params: params}, end
 }

@@ -121,13 +121,13 @@ func (e *Engine) fitsMemory(dims []int) error {
 		widths += float64(dims[l+1])
 	}
 	paths := 2.0
-	if e.cfg.Model.Arch.HasRoot() || e.cfg.Model.Arch.Attends() {
+	if e.plan.Model.Arch.HasRoot() || e.plan.Model.Arch.Attends() {
 		paths = 4
 	}
 	need := 16*params + 4*paths*widths*float64(e.rows())
 	if need > float64(avail) {
 		return fmt.Errorf("rank %d: a %d-layer %s with widths %v needs at least %.1f GB for its weights and layer buffers, more than the %.1f GB free (see --hidden, --heads)",
-			e.rank, len(dims)-1, e.cfg.Model.Arch, dims, need/1e9, float64(avail)/1e9)
+			e.rank, len(dims)-1, e.plan.Model.Arch, dims, need/1e9, float64(avail)/1e9)
 	}
 	return nil
 }

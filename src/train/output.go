@@ -61,7 +61,7 @@ func (e *Engine) rowsAt(l int) kernels.RowOps {
 // (restrictAttention). All its rows still travel: slots shrunk to the rows
 // read would renumber its blocks' columns, whose node ids key its dropout.
 func (e *Engine) restrictOutput() error {
-	if e.cfg.Exchange.FullOutput || e.batch != nil {
+	if e.plan.Exchange.FullOutput || e.batch != nil {
 		return nil
 	}
 	last := e.layers[len(e.layers)-1]
@@ -87,7 +87,7 @@ func (e *Engine) restrictOutput() error {
 	// Rows travel partly only as a float32 copy or one encoded afresh:
 	// --wire-delta and --cache-bits keep whole copies (as cluster batches).
 	x, sparse := e.net.x.(*sparseExchange)
-	if sparse && !e.cfg.Wire.Delta && !e.cfg.Wire.CacheBits {
+	if sparse && !e.plan.Wire.Delta && !e.plan.Wire.CacheBits {
 		for _, ca := range []*cache{c.fwd, c.grad} {
 			var recv [][]int32
 			if ca.send, recv, err = e.rowsRead(ca.blocks, x.sendIdx); err != nil {
@@ -98,7 +98,7 @@ func (e *Engine) restrictOutput() error {
 			}
 		}
 	}
-	if (c.fwd.send != nil || e.P == 1) && !e.cfg.Wire.Delta && !e.cfg.Wire.CacheBits {
+	if (c.fwd.send != nil || e.P == 1) && !e.plan.Wire.Delta && !e.plan.Wire.CacheBits {
 		for _, ca := range []*cache{c.fwd, c.grad} {
 			ca.wire.enc = ownRowsRead(ca)
 		}
@@ -241,7 +241,7 @@ func (c *cache) heldIDs(j int, viewIDs []int64) []int64 {
 // ∂H is zero (dropout's and ReLU's backward), which leaves them zero.
 func (e *Engine) restrictInput(c *conv) {
 	first, ok := e.layers[0].(*localLayer)
-	if !ok || len(e.layers) != 2 || e.cfg.Model.Residual || (e.P > 1 && c.fwd.send == nil) {
+	if !ok || len(e.layers) != 2 || e.plan.Model.Residual || (e.P > 1 && c.fwd.send == nil) {
 		return
 	}
 	ri, ok := kernels.InputRowsOf(e.input)
@@ -262,7 +262,7 @@ func (e *Engine) restrictInput(c *conv) {
 	// Its bias and ReLU can then be applied as its rows are written: no
 	// other row is read. Not where the rank's whole block is encoded for
 	// the wire (its error report would see the other rows change).
-	first.fused = !e.cfg.Model.Arch.Attends() && (!c.fwd.quantized() || c.fwd.wire.enc != nil)
+	first.fused = !e.plan.Model.Arch.Attends() && (!c.fwd.quantized() || c.fwd.wire.enc != nil)
 }
 
 // ownRowsRead are the rows of this rank's block that a restricted cache

@@ -42,7 +42,7 @@ type reducer interface{ reduced() *reduction }
 func (e *Engine) reducesGradients(policy staleness.Policy, bits int) bool {
 	_, sparse := e.net.x.(*sparseExchange)
 	_, never := policy.(staleness.None)
-	return e.P > 1 && sparse && never && e.batch == nil && !e.cfg.Wire.Delta && bits != wire.Auto
+	return e.P > 1 && sparse && never && e.batch == nil && !e.plan.Wire.Delta && bits != wire.Auto
 }
 
 // A reduction is one layer's sums through the transpose: per peer j, the
@@ -130,7 +130,7 @@ func (e *Engine) reduce(r *reduction, epoch int, dst []*matrix.Dense, peer func(
 			t.recvd += int64(n)
 		}
 	}
-	key := r.key(e.cfg.Optim.Seed, epoch, me)
+	key := r.key(e.plan.Optim.Seed, epoch, me)
 	r.sends++
 	for k := 1; k < e.P; k++ { // each rank's first sums to a different peer
 		j := (me + k) % e.P
@@ -201,7 +201,7 @@ func (r *reduction) encode(j, m int, x []float32, key uint64) []byte {
 	w := r.widths[m]
 	r.enc[j][m] = grow(r.enc[j][m], len(x)/w*r.rowBytes(w))
 	r.dec = grow(r.dec, len(x))
-	wire.CodecOf(r.bits).Encode(r.enc[j][m], r.dec, x, x, w, key, r.rowHash[j], false, len(x)/w+1)
+	codecOf(r.bits).Encode(r.enc[j][m], r.dec, x, x, w, key, r.rowHash[j], false, len(x)/w+1)
 	return r.enc[j][m]
 }
 
@@ -211,7 +211,7 @@ func (r *reduction) add(d *matrix.Dense, buf []float32, rows []int32, w int) err
 	src := buf
 	if r.bits != wire.FP32 {
 		r.dec = grow(r.dec, len(rows)*w)
-		wire.CodecOf(r.bits).Decode(r.dec, collectives.Bytes(buf)[:len(rows)*r.rowBytes(w)], w, false)
+		codecOf(r.bits).Decode(r.dec, collectives.Bytes(buf)[:len(rows)*r.rowBytes(w)], w, false)
 		src = r.dec
 	}
 	return kernels.AddRows(d.Data, src, rows, w)

@@ -13,8 +13,8 @@ import (
 // configuration was grouped.
 func TestSettingsReadConfig(t *testing.T) {
 	cfg := Defaults()
-	cfg.Staleness.Policy, cfg.Staleness.Eps, cfg.Staleness.MaxStale = "variation-gap", 0.03, 7
-	cfg.Batch.Mode, cfg.Batch.ClustersPerStep, cfg.Wire.Fwd, cfg.Model.Arch = "clusters", 4, "int4", model.ArchSAGE
+	cfg.Staleness.Policy, cfg.Staleness.Eps, cfg.Staleness.MaxStale = kind("variation-gap"), 0.03, 7
+	cfg.Batch.Mode, cfg.Batch.ClustersPerStep, cfg.Wire.Fwd, cfg.Model.Arch = BatchClusters, 4, format("int4"), model.ArchSAGE
 	cfg.Exchange.Dense = true
 	b, err := json.Marshal(result.Run{Dataset: "d", Config: cfg, Result: &result.Result{Ranks: 2}})
 	if err != nil {

@@ -57,7 +57,7 @@ func (e *Engine) routeOf(c *cache) route {
 	floats, whole := !c.quantized(), e.batch == nil
 	// A GAT layer's attention reads its own slot as it reads the others'
 	// (ownBlock), the rows themselves where direct.
-	attends := e.cfg.Model.Arch.Attends()
+	attends := e.plan.Model.Arch.Attends()
 	r := route{
 		direct:         (e.P == 1 || sparse) && never && floats && whole,
 		senderDrops:    sparse && never && floats && whole,
@@ -141,5 +141,5 @@ func (e *Engine) nextDrops(epoch int) matrix.Mask {
 // as they are now: from the layer's rows themselves, or from a copy made
 // this epoch.
 func (e *Engine) ownFresh(c *cache, active []bool) bool {
-	return c.route.direct || e.cfg.Staleness.FreshDiagonal || active[e.rank]
+	return c.route.direct || e.plan.Staleness.FreshDiagonal || active[e.rank]
 }

@@ -43,7 +43,7 @@ func (e *Engine) Run() (*result.Result, error) {
 	for _, L := range e.layers {
 		res.LayerModes = append(res.LayerModes, L.kind())
 		if L.base().fwd != nil {
-			res.Policy = e.chk.policy.Name()
+			res.Policy = e.plan.policy.Name()
 		}
 	}
 	start := time.Now()
@@ -53,7 +53,7 @@ func (e *Engine) Run() (*result.Result, error) {
 	}
 	res.Status = "completed"
 	var ended error
-	for ep := r.first; ep < e.cfg.Optim.Epochs; ep++ {
+	for ep := r.first; ep < e.plan.Optim.Epochs; ep++ {
 		stop, err := e.epoch(ep, &r)
 		if errors.Is(err, ErrDiverged) {
 			res.Status, res.Error, ended = "diverged", err.Error(), err
@@ -107,10 +107,10 @@ func (r *runState) addStep(before, after map[string]kernels.Count) {
 // always says what it did: which epoch it continues after, or why it
 // starts from the beginning.
 func (e *Engine) resume(r *runState) error {
-	if !e.cfg.Run.Resume {
+	if !e.plan.Run.Resume {
 		return nil
 	}
-	dir := e.cfg.Run.CheckpointDir
+	dir := e.plan.Run.CheckpointDir
 	ep, err := LatestCheckpoint(dir)
 	if err != nil {
 		return err
@@ -128,12 +128,12 @@ func (e *Engine) resume(r *runState) error {
 	case failed != nil:
 		return failed
 	}
-	if ck.Epoch > e.cfg.Optim.Epochs {
-		return fmt.Errorf("resume: %s holds a checkpoint after epoch %d, past --epochs %d: a run cannot go back; give --epochs %d or more", dir, ck.Epoch, e.cfg.Optim.Epochs, ck.Epoch)
+	if ck.Epoch > e.plan.Optim.Epochs {
+		return fmt.Errorf("resume: %s holds a checkpoint after epoch %d, past --epochs %d: a run cannot go back; give --epochs %d or more", dir, ck.Epoch, e.plan.Optim.Epochs, ck.Epoch)
 	}
 	*r.res, r.best, r.first = ck.Result, ck.Best, ck.Epoch
 	r.res.Checkpoint = ep
-	if ck.Epoch == e.cfg.Optim.Epochs {
+	if ck.Epoch == e.plan.Optim.Epochs {
 		e.notice("resumed from %s after epoch %d, the last: nothing is left to train", dir, ep)
 		return nil
 	}
@@ -211,7 +211,7 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 		s, n := e.quantErr(id)
 		m.quantErr, m.quantN = m.quantErr+s, m.quantN+n
 	}
-	if diverged == nil && ((e.cfg.Run.EvalEvery > 0 && (ep+1)%e.cfg.Run.EvalEvery == 0) || ep == e.cfg.Optim.Epochs-1) {
+	if diverged == nil && ((e.plan.Run.EvalEvery > 0 && (ep+1)%e.plan.Run.EvalEvery == 0) || ep == e.plan.Optim.Epochs-1) {
 		t1, s0 := time.Now(), stats.Total().BytesSent
 		if err := e.evaluate(ep, &m); err != nil {
 			return false, err
@@ -219,7 +219,7 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 		r.evalSent += stats.Total().BytesSent - s0
 		row.EvalMs, row.Evaluated = ms(time.Since(t1)), true
 	}
-	if e.cfg.Run.Stop != nil && e.cfg.Run.Stop() {
+	if e.plan.Run.Stop != nil && e.plan.Run.Stop() {
 		m.stop = 1
 	}
 	// The stop request rides on the metrics' sum, so every rank stops after
@@ -236,8 +236,8 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 		return false, diverged
 	}
 	stop := m.stop > 0
-	if e.cfg.Run.CheckpointDir != "" && (stop || (e.cfg.Run.CheckpointEvery > 0 && (ep+1)%e.cfg.Run.CheckpointEvery == 0)) {
-		if err := e.saveCheckpoint(e.cfg.Run.CheckpointDir, ep+1, r.res, r.best); err != nil {
+	if e.plan.Run.CheckpointDir != "" && (stop || (e.plan.Run.CheckpointEvery > 0 && (ep+1)%e.plan.Run.CheckpointEvery == 0)) {
+		if err := e.saveCheckpoint(e.plan.Run.CheckpointDir, ep+1, r.res, r.best); err != nil {
 			return false, err
 		}
 	}
@@ -304,8 +304,8 @@ func (e *Engine) lossDiverged(ep int, res *result.Result) error {
 	switch first := res.Curve[0].Loss; {
 	case math.IsNaN(loss) || math.IsInf(loss, 0):
 		return &divergence{epoch: ep + 1, what: fmt.Sprintf("the training loss is %v", loss)}
-	case e.cfg.Optim.MaxLossGrowth > 0 && first > 0 && loss > e.cfg.Optim.MaxLossGrowth*first:
-		return &divergence{epoch: ep + 1, what: fmt.Sprintf("the training loss %.4g grew past %g× the first epoch's %.4g (--max-loss-growth)", loss, e.cfg.Optim.MaxLossGrowth, first)}
+	case e.plan.Optim.MaxLossGrowth > 0 && first > 0 && loss > e.plan.Optim.MaxLossGrowth*first:
+		return &divergence{epoch: ep + 1, what: fmt.Sprintf("the training loss %.4g grew past %g× the first epoch's %.4g (--max-loss-growth)", loss, e.plan.Optim.MaxLossGrowth, first)}
 	}
 	return nil
 }
@@ -387,7 +387,7 @@ func (e *Engine) record(row *result.Epoch, m metrics, r *runState) {
 	res.Curve = append(res.Curve, *row)
 	r.ran, r.spentMs = r.ran+1, r.spentMs+row.Ms+row.EvalMs
 	line := epochLine(*row)
-	if left := e.cfg.Optim.Epochs - row.Epoch; left > 0 {
+	if left := e.plan.Optim.Epochs - row.Epoch; left > 0 {
 		eta := time.Duration(r.spentMs / float64(r.ran) * float64(left) * float64(time.Millisecond))
 		line += "  eta " + eta.Round(time.Second).String()
 	}
@@ -411,7 +411,7 @@ func (e *Engine) finish(r *runState) error {
 	res.Clipped = e.tally.clipped
 	tot := e.c.Stats().Total()
 	mine := result.RankStats{Rank: e.rank, Rows: e.rows(), ComputeSec: r.compute.Seconds(), CommSec: tot.Seconds, CommWaitSec: r.wait.Seconds(),
-		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), PeakRSSMB: launch.PeakRSSMB(), PssMB: launch.PssMB(), BaseRSSMB: e.cfg.Run.BaseRSSMB}
+		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), PeakRSSMB: launch.PeakRSSMB(), PssMB: launch.PssMB(), BaseRSSMB: e.plan.Run.BaseRSSMB}
 	if e.tally.timed != nil {
 		mine.KernelMs = map[string]float64{}
 		mine.KernelMB = map[string]float64{}
@@ -449,7 +449,7 @@ func (e *Engine) notice(format string, args ...any) {
 	if e.rank != 0 {
 		return
 	}
-	w := e.cfg.Run.Notices
+	w := e.plan.Run.Notices
 	if w == nil {
 		w = os.Stderr
 	}
@@ -458,8 +458,8 @@ func (e *Engine) notice(format string, args ...any) {
 
 // logf prints a progress line on rank 0.
 func (e *Engine) logf(format string, args ...any) {
-	if e.cfg.Run.Log != nil && e.rank == 0 {
-		fmt.Fprintf(e.cfg.Run.Log, format, args...)
+	if e.plan.Run.Log != nil && e.rank == 0 {
+		fmt.Fprintf(e.plan.Run.Log, format, args...)
 	}
 }
 

@@ -201,6 +201,6 @@ func (e *Engine) newSAGELayer(c conv, gradPolicy staleness.Policy) *sageLayer {
 	if !L.first {
 		L.in, L.dIn = e.be.NewDense(r, c.din), e.be.NewDense(r, c.din)
 	}
-	e.addCachesOver(&L.conv, c.dout, c.dout, e.chk.wire[1], gradPolicy, e.part.sage.mean, e.part.sage.adj)
+	e.addCachesOver(&L.conv, c.dout, c.dout, e.plan.Wire.Grad.Bits(), gradPolicy, e.part.sage.mean, e.part.sage.adj)
 	return L
 }

@@ -164,7 +164,7 @@ func (e *Engine) ownBlock(c *cache, j int, own *matrix.Dense) *matrix.Dense {
 // rows instead of the shared copy).
 func (e *Engine) multiply(c *cache, out *matrix.Dense, own *ownRows, j int, mask matrix.Mask, accumulate bool) error {
 	b := own.rows
-	if j != e.rank || !e.cfg.Staleness.FreshDiagonal {
+	if j != e.rank || !e.plan.Staleness.FreshDiagonal {
 		b = e.ownBlock(c, j, own.rows)
 	}
 	if j == e.rank && own.dropped != nil { // the layer below dropped the rows as it wrote them
@@ -197,10 +197,10 @@ func (e *Engine) multiply(c *cache, out *matrix.Dense, own *ownRows, j int, mask
 // clip scales δ_i to norm th_i = ClipScale·Clip when it is larger, before
 // the block is exchanged (SANCUS's per-rank gradient clipping).
 func (e *Engine) clip(d *matrix.Dense) {
-	if e.cfg.Optim.Clip <= 0 {
+	if e.plan.Optim.Clip <= 0 {
 		return
 	}
-	th := e.chk.clipScale * e.cfg.Optim.Clip
+	th := e.plan.Optim.ClipScale * e.plan.Optim.Clip
 	if n := e.be.Norm(d); n > th {
 		e.be.Scale(d, float32(th/n))
 		e.tally.clipped++

@@ -89,7 +89,7 @@ func (e *Engine) droppedOutput(l, epoch int) *matrix.Dense {
 // hasResidual reports whether layer l adds its input to its output: a hidden
 // layer between hidden layers, with --residual (their widths are equal).
 func (e *Engine) hasResidual(l int) bool {
-	return e.cfg.Model.Residual && l > 0 && l < e.cfg.Model.Layers-1 && e.m.Dims[l] == e.m.Dims[l+1]
+	return e.plan.Model.Residual && l > 0 && l < e.plan.Model.Layers-1 && e.m.Dims[l] == e.m.Dims[l+1]
 }
 
 // backward propagates g = ∂L/∂logits and leaves every weight and bias
@@ -113,7 +113,7 @@ func (e *Engine) backward(epoch int, g *matrix.Dense) error {
 		}
 		if l > 0 {
 			mask := e.mask(epoch, l, true) // dropout's backward is the same mask
-			if f, ok := kernels.FusedOf(e.be); ok && !skip && !e.hasResidual(l-1) && !e.cfg.Model.Arch.Attends() {
+			if f, ok := kernels.FusedOf(e.be); ok && !skip && !e.hasResidual(l-1) && !e.plan.Model.Arch.Attends() {
 				// One pass for the two calls below and the bias gradient
 				// of layer l-1 (formed where rowsAt(l-1) is nil: l-1 is
 				// not the last layer).
@@ -156,8 +156,8 @@ func (e *Engine) step() (nonFinite string, err error) {
 	if err := e.reduceGradients(); err != nil {
 		return "", err
 	}
-	if wd := float32(e.cfg.Optim.WeightDecay); wd > 0 { // the first layer's weights (and root weights); a GAT's every parameter
-		decayed, all := 1, e.cfg.Model.Arch.DecaysAll()
+	if wd := float32(e.plan.Optim.WeightDecay); wd > 0 { // the first layer's weights (and root weights); a GAT's every parameter
+		decayed, all := 1, e.plan.Model.Arch.DecaysAll()
 		if all {
 			decayed = len(e.layers)
 		}
@@ -222,7 +222,7 @@ func (e *Engine) reduceGradients() error {
 // with error feedback — what rounding this rank's contribution drops is
 // added back into its next one, so no gradient is lost for good.
 func (e *Engine) allreduce(g []float32) error {
-	if e.cfg.Wire.Allreduce != "bf16" || e.P == 1 {
+	if e.plan.Wire.Allreduce != wire.BF16 || e.P == 1 {
 		return collectives.Allreduce(e.c, g)
 	}
 	if e.ar.residual == nil {

@@ -332,7 +332,7 @@ func TestStalenessKeepsAccuracy(t *testing.T) {
 		eps  float64
 	}{{"epoch-fixed", 1}, {"epoch-adaptive", 1}, {"variation-gap", 0.01}, {"variation-gap", 0.02}, {"variation-gap", 0.03}} {
 		cfg := base
-		cfg.Staleness.Policy, cfg.Staleness.Eps = pol.name, pol.eps
+		cfg.Staleness.Policy, cfg.Staleness.Eps = kind(pol.name), pol.eps
 		acc, skipped := meanTestAcc(t, ds, 4, cfg, 5)
 		t.Logf("%s(%g): mean test %.4f (none %.4f), %.0f%% of broadcasts skipped", pol.name, pol.eps, acc, ref, 100*skipped)
 		if skipped < 0.01 {
@@ -364,7 +364,7 @@ func TestEngineBroadcastSchedule(t *testing.T) {
 		{"variation-gap", 0, 10, "[0 1 2 3 4 5 6 7 8 9]"},
 	}
 	for _, c := range cases {
-		cfg.Staleness.Policy, cfg.Staleness.Eps, cfg.Staleness.MaxStale = c.policy, c.eps, c.cap
+		cfg.Staleness.Policy, cfg.Staleness.Eps, cfg.Staleness.MaxStale = kind(c.policy), c.eps, c.cap
 		out, err := RunInProcess(ds, 4, cfg)
 		res := out.Result
 		if err != nil {
@@ -386,13 +386,13 @@ func TestConfigErrors(t *testing.T) {
 		func(c *Config) { c.Model.Layers = 0 },
 		func(c *Config) { c.Model.Dropout = 1 },
 		func(c *Config) { c.Optim.LR = 0 },
-		func(c *Config) { c.Staleness.Policy = "sometimes" },
-		func(c *Config) { c.Staleness.Policy, c.Staleness.Eps = "epoch-fixed", 0.5 },
+		func(c *Config) { c.Staleness.Policy = 9 }, // no such policy
+		func(c *Config) { c.Staleness.Policy, c.Staleness.Eps = kind("epoch-fixed"), 0.5 },
 		func(c *Config) { c.Staleness.MaxStale = 0 },
 		func(c *Config) { c.Optim.Epochs = 0 },
 		func(c *Config) { c.Run.EvalEvery = -1 },
 		func(c *Config) { c.Model.Dropout = math.NaN() },
-		func(c *Config) { c.Staleness.Policy, c.Staleness.Eps = "variation-gap", math.NaN() },
+		func(c *Config) { c.Staleness.Policy, c.Staleness.Eps = kind("variation-gap"), math.NaN() },
 		func(c *Config) { c.Optim.MaxLossGrowth = -1 },
 	}
 	for i, f := range bad {
@@ -425,12 +425,12 @@ func TestBlockCommMatchesRing(t *testing.T) {
 	for _, p := range []int{2, 4} {
 		cfg := Defaults()
 		cfg.Optim.Epochs, cfg.Run.EvalEvery, cfg.Exchange.Dense = 12, 6, true
-		cfg.Staleness.Policy, cfg.Staleness.Eps = "epoch-fixed", 2
+		cfg.Staleness.Policy, cfg.Staleness.Eps = kind("epoch-fixed"), 2
 		ring, err := RunInProcess(ds, p, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Exchange.DeviceComm = "host"
+		cfg.Exchange.DeviceComm = collectives.DeviceCommHost
 		blocks, err := RunInProcess(ds, p, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -454,11 +454,11 @@ func TestDeviceCommErrors(t *testing.T) {
 	ds, _ := generated(t)
 	cfg := Defaults()
 	cfg.Optim.Epochs = 1
-	cfg.Exchange.DeviceComm = "host"
+	cfg.Exchange.DeviceComm = collectives.DeviceCommHost
 	if _, err := RunInProcess(ds, 2, cfg); err == nil || !strings.Contains(err.Error(), "--dense-bcast") {
 		t.Fatalf("sparse exchange with a device communicator: %v", err)
 	}
-	cfg.Exchange.DeviceComm, cfg.Exchange.Dense = "nccl", true
+	cfg.Exchange.DeviceComm, cfg.Exchange.Dense = collectives.DeviceCommNCCL, true
 	if _, err := RunInProcess(ds, 2, cfg); err == nil || !strings.Contains(err.Error(), "make cuda") {
 		t.Fatalf("nccl in a CPU build: %v", err)
 	}
@@ -571,7 +571,7 @@ func policiesWithinAPoint(t *testing.T, name string, ds *graph.Dataset, cfg Conf
 	}
 	for _, p := range pols {
 		c := cfg
-		c.Staleness.Policy, c.Staleness.Eps = p.name, p.eps
+		c.Staleness.Policy, c.Staleness.Eps = kind(p.name), p.eps
 		got, skipped := meanTestAcc(t, ds, 4, c, 5)
 		t.Logf("%s %s(%g): mean test %.4f (none %.4f), %.0f%% skipped", name, p.name, p.eps, got, none, 100*skipped)
 		if got < none-0.01 || skipped < 0.01 {
@@ -617,7 +617,7 @@ func TestGATLearnsOnAQuantizedWire(t *testing.T) {
 	cfg.Optim.Epochs = 100
 	run := func(w string) *result.Result {
 		c := cfg
-		c.Wire.Fwd = w
+		c.Wire.Fwd = format(w)
 		out, err := RunInProcess(ds, 2, c)
 		if err != nil {
 			t.Fatal(err)

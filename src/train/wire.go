@@ -17,6 +17,7 @@ import (
 
 	"sancus/collectives"
 	"sancus/collectives/wire"
+	"sancus/kernels"
 )
 
 // wireState is a cache's encoding: how wide, and what the current exchange
@@ -70,18 +71,28 @@ func (w *wireState) prepare(last []int) {
 // rowBytes is the size of one of root j's rows on the wire this exchange.
 func (c *cache) rowBytes(j int) int { return c.wire.codec(c.wire.used[j]).RowBytes(c.width) }
 
-// codec is the cache's codec of a width: the registered one, with its
-// rows' tail in bf16 where the cache has one.
+// codecOf is the codec of a width, named here once: the kernels' C
+// integer codec for 8, 4 and 2 bits (the same bytes as the reference, and
+// faster), collectives/wire's Go codec for bf16 and fp32.
+func codecOf(bits int) wire.Codec {
+	if bits <= 8 {
+		return kernels.IntCodec(bits)
+	}
+	return wire.Reference(bits)
+}
+
+// codec is the cache's codec of a width (codecOf), with its rows' tail
+// in bf16 where the cache has one.
 func (w *wireState) codec(bits int) wire.Codec {
 	if w.tail == 0 {
-		return wire.CodecOf(bits)
+		return codecOf(bits)
 	}
 	c, ok := w.codecs[bits]
 	if !ok {
 		if w.codecs == nil {
 			w.codecs = map[int]wire.Codec{}
 		}
-		c = wire.Tailed(wire.CodecOf(bits), w.tail)
+		c = wire.Tailed(codecOf(bits), w.tail)
 		w.codecs[bits] = c
 	}
 	return c
@@ -197,7 +208,7 @@ func (e *Engine) rowKey(c *cache, epoch int) uint64 {
 			c.wire.rowHash[r] = wire.RowHash(uint64(e.ownID(r)))
 		}
 	}
-	return wire.Seed(e.cfg.Optim.Seed^c.wire.stream, uint64(epoch))
+	return wire.Seed(e.plan.Optim.Seed^c.wire.stream, uint64(epoch))
 }
 
 // grow returns b with length n, reallocated only when too small.
@@ -219,22 +230,22 @@ func grow[T any](b []T, n int) []T {
 // int2, held within a point of fp32 as int4 is (TestQuantizedAccuracy),
 // reaches the target soonest there, or nearly, for every model measured
 // (results/README.md, "Links").
-var linkWires = []linkWire{{0.1, "int2"}, {0.5, "int8"}}
+var linkWires = []linkWire{{0.1, 2}, {0.5, 8}}
 
 // linkWire is a default width and the rate a link must be below to get it.
 type linkWire struct {
 	Below float64
-	Wire  string
+	Wire  wire.Format
 }
 
 // WireForLink is the forward blocks' default width on a link measured at
 // gbs, and the rate the link fell below to get it (0: fp32, unmeasured or
 // fast).
-func WireForLink(gbs float64) (wire string, below float64) {
+func WireForLink(gbs float64) (f wire.Format, below float64) {
 	for _, w := range linkWires {
 		if gbs > 0 && gbs < w.Below {
 			return w.Wire, w.Below
 		}
 	}
-	return "fp32", 0
+	return wire.FP32, 0
 }

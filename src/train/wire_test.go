@@ -1,6 +1,7 @@
 package train
 
 import (
+	"encoding/json"
 	"sancus/src/model"
 
 	"fmt"
@@ -18,7 +19,7 @@ func TestQuantizedCopiesAgreeEverywhere(t *testing.T) {
 	ds, _ := generated(t)
 	for _, w := range []string{"int4", "int2", "bf16"} {
 		cfg := Defaults()
-		cfg.Optim.Epochs, cfg.Exchange.Dense, cfg.Wire.Fwd, cfg.Run.EvalEvery = 5, true, w, 0
+		cfg.Optim.Epochs, cfg.Exchange.Dense, cfg.Wire.Fwd, cfg.Run.EvalEvery = 5, true, format(w), 0
 		onRanks(t, ds, 4, cfg, func(e *Engine) error {
 			if _, err := e.Run(); err != nil {
 				return err
@@ -53,8 +54,8 @@ func TestQuantizedCopiesAgreeEverywhere(t *testing.T) {
 // allreduce's error feedback in the state.
 func TestQuantizedStopAndResumeIsBitIdentical(t *testing.T) {
 	cfg := Defaults()
-	cfg.Staleness.Policy, cfg.Staleness.Eps = "variation-gap", 0.05
-	cfg.Wire.Fwd, cfg.Wire.Grad, cfg.Wire.Delta, cfg.Wire.Allreduce = "int4", "int8", true, "bf16"
+	cfg.Staleness.Policy, cfg.Staleness.Eps = kind("variation-gap"), 0.05
+	cfg.Wire.Fwd, cfg.Wire.Grad, cfg.Wire.Delta, cfg.Wire.Allreduce = format("int4"), format("int8"), true, format("bf16")
 	checkStopResume(t, cfg)
 }
 
@@ -94,7 +95,7 @@ func TestQuantizedAccuracy(t *testing.T) {
 			tol  float64
 		}{{"int8", run.int8}, {"int4", 0.01}, {"int2", 0.01}} {
 			cfg := base
-			cfg.Wire.Fwd = c.wire
+			cfg.Wire.Fwd = format(c.wire)
 			acc, _ := meanTestAcc(t, ds, 1, cfg, run.seeds)
 			t.Logf("%s %s: mean test %.4f, fp32 %.4f", name, c.wire, acc, ref)
 			if acc < ref-c.tol {
@@ -106,18 +107,22 @@ func TestQuantizedAccuracy(t *testing.T) {
 
 func TestWireConfigErrors(t *testing.T) {
 	for _, f := range []func(c *Config){
-		func(c *Config) { c.Wire.Fwd = "int3" },
-		func(c *Config) { c.Wire.Grad = "fp64" },
-		func(c *Config) { c.Wire.Fwd = "auto" },
-		func(c *Config) { c.Wire.Allreduce = "int8" },
+		func(c *Config) { c.Wire.Fwd, c.Wire.Error = format("auto"), 0 },
+		func(c *Config) { c.Wire.Allreduce = format("int8") },
 		func(c *Config) { c.Wire.CacheBits = true },
-		func(c *Config) { c.Wire.CacheBits, c.Wire.Fwd, c.Wire.Delta = true, "int4", true },
+		func(c *Config) { c.Wire.CacheBits, c.Wire.Fwd, c.Wire.Delta = true, format("int4"), true },
 	} {
 		c := Defaults()
 		f(&c)
 		if c.Validate() == nil {
 			t.Errorf("accepted %+v", c)
 		}
+	}
+	// A name no format has is refused where it is read: the flag, or the
+	// configuration's JSON.
+	var c Config
+	if err := json.Unmarshal([]byte(`{"Wire": {"Grad": "fp64"}}`), &c); err == nil {
+		t.Error("a configuration with wire fp64 was read")
 	}
 }
 
@@ -137,7 +142,7 @@ func TestWireForLink(t *testing.T) {
 		{0.064, "int2", 0.1}, // 1 Gbit/s
 		{0.02, "int2", 0.1},  // 0.5 Gbit/s shared by four
 	} {
-		if w, b := WireForLink(c.gbs); w != c.wire || b != c.below {
+		if w, b := WireForLink(c.gbs); w.String() != c.wire || b != c.below {
 			t.Errorf("WireForLink(%g) = %s under %g, want %s under %g", c.gbs, w, b, c.wire, c.below)
 		}
 	}

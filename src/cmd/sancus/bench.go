@@ -262,7 +262,8 @@ func benchKernels(args []string) error {
 	data := fs.String("data", "", "dataset directory (default: generate the 100k-node / 1M-edge reference graph)")
 	out := fs.String("out", "", "also write the figures as JSON to `FILE` (make bench-kernels: results/bench/kernels.json)")
 	epochs := fs.Int("epochs", 20, "epochs timed per training mode")
-	device := fs.String("device", "cpu", "kernels backend to measure: cpu, or cuda in a binary built with make cuda")
+	var device kernels.Device
+	fs.Var(&device, "device", "kernels backend to measure: cpu, or cuda in a binary built with make cuda")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -283,7 +284,7 @@ func benchKernels(args []string) error {
 		return err
 	}
 	ahat := graph.Normalize(ds.Adj)
-	be, err := kernels.Open(*device, 0)
+	be, err := kernels.Open(device, 0)
 	if err != nil {
 		return err
 	}
@@ -348,7 +349,7 @@ func benchKernels(args []string) error {
 	if r.SpMMTable, err = spmmTable(ahat, r.TriadGBs, timed, be); err != nil {
 		return err
 	}
-	if *device == "cpu" {
+	if device == kernels.DeviceCPU {
 		for i := range r.SpMMTable {
 			x := &r.SpMMTable[i]
 			x.SeqReadGBs = readRate(ahat.Cols * x.Width)
@@ -368,7 +369,7 @@ func benchKernels(args []string) error {
 		ms  *float64
 	}{{true, ds, &r.EpochMs}, {false, ds, &r.EpochPlainMs}, {true, rds, &r.EpochRCMMs}} {
 		cfg := train.Defaults()
-		cfg.Optim.Epochs, cfg.Run.EvalEvery, cfg.Model.Precompute, cfg.Run.Device = *epochs, 0, run.pre, *device
+		cfg.Optim.Epochs, cfg.Run.EvalEvery, cfg.Model.Precompute, cfg.Run.Device = *epochs, 0, run.pre, device
 		out, err := runInProcess(run.ds, 1, cfg)
 		if err != nil {
 			return err

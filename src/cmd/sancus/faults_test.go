@@ -91,7 +91,7 @@ func TestBadFlagValuesAreRefused(t *testing.T) {
 		{[]string{"--threads", "-1"}, "--threads must be ≥ 0"},
 		{[]string{"--comm-timeout", "0s"}, "--comm-timeout must be > 0"},
 		{[]string{"--dropout", "nan"}, "dropout must be in [0,1)"},
-		{[]string{"--staleness", "variation-gap", "--eps", "-1"}, "variation-gap needs"},
+		{[]string{"--staleness", "variation-gap", "--eps", "-1"}, "--eps must be ≥ 0"},
 	} {
 		o, err := run(t, 0, append([]string{"train", "--data", cora}, c.args...)...)
 		if err == nil || !strings.Contains(o, c.want) {
@@ -369,3 +369,23 @@ func TestMixedShardSetIsRefused(t *testing.T) {
 	}
 }
 
+// TestTypedChoicesAsAUserWritesThem: a choice is parsed once, in any case
+// and by any alias, and what the run records is what it trained:
+// --wire AUTO is auto (its --wire-error is not refused as inert), and
+// --staleness h is variation-gap with its own bound, ε_H = 0.03.
+func TestTypedChoicesAsAUserWritesThem(t *testing.T) {
+	dir := t.TempDir()
+	auto, h := filepath.Join(dir, "auto.json"), filepath.Join(dir, "h.json")
+	if o, err := run(t, 0, "train", "--data", cora, "--ranks", "2", "--epochs", "3", "--quiet", "--wire", "AUTO", "--wire-error", "0.1", "--out", auto); err != nil {
+		t.Fatalf("--wire AUTO --wire-error 0.1: %v\n%s", err, o)
+	}
+	if s := readReport(t, auto).Settings; s.Wire != "auto" {
+		t.Errorf("--wire AUTO recorded as %q", s.Wire)
+	}
+	if o, err := run(t, 0, "train", "--data", cora, "--ranks", "2", "--epochs", "3", "--quiet", "--staleness", "h", "--out", h); err != nil {
+		t.Fatalf("--staleness h: %v\n%s", err, o)
+	}
+	if s := readReport(t, h).Settings; s.Staleness != "variation-gap" || s.Eps != 0.03 {
+		t.Errorf("--staleness h recorded as %q with ε %g, want variation-gap with 0.03", s.Staleness, s.Eps)
+	}
+}

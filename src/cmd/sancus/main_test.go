@@ -664,7 +664,8 @@ func TestEmulatedLink(t *testing.T) {
 		t.Fatalf("on the link, no --wire: %v\n%s", err, o)
 	}
 	r := readReport(t, chosen)
-	want, _ := train.WireForLink(r.LinkGBs)
+	f, _ := train.WireForLink(r.LinkGBs)
+	want := f.String()
 	if !(r.LinkGBs > 0 && r.LinkGBs < 0.2) || want == "fp32" || !strings.Contains(r.WireChosen, "--wire "+want) || !strings.Contains(r.Link, "1Gbit") ||
 		!strings.Contains(string(o), "blocks go as --wire "+want) {
 		t.Fatalf("results JSON: link %q measured %v GB/s, chose %q; want %s:\n%s", r.Link, r.LinkGBs, r.WireChosen, want, o)

@@ -161,7 +161,7 @@ func predictMPI(pf predictFlags, spec model.Spec, m *model.GCN) error {
 		return err
 	}
 	setThreads(pf.threads, 0, c)
-	shared, err := oneHostSharedMemory(c)
+	shared, err := train.OneHostSharedMemory(c)
 	if err == nil {
 		_, err = setProgress(c, shared)
 	}

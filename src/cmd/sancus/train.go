@@ -1,8 +1,6 @@
 package main
 
 import (
-	"hash/fnv"
-	"io"
 	"sancus/src/result"
 
 	"encoding/binary"
@@ -22,9 +20,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"sancus/collectives"
 	"sancus/collectives/mpi"
-	"sancus/collectives/wire"
 	"sancus/kernels"
 	"sancus/launch"
 	"sancus/src/atomicfile"
@@ -32,7 +28,6 @@ import (
 	"sancus/src/model"
 	"sancus/src/prepare"
 	"sancus/src/shard"
-	"sancus/src/staleness"
 	"sancus/src/train"
 )
 
@@ -126,22 +121,22 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.Float64Var(&o.MaxLossGrowth, "max-loss-growth", o.MaxLossGrowth, "stop as diverged when the loss exceeds this many times the first epoch's (0: only NaN/Inf stop)")
 
 	fs = g.section("Staleness (which broadcasts a rank may skip)")
-	fs.StringVar(&st.Policy, "staleness", st.Policy, "staleness policy: none, epoch-fixed, epoch-adaptive, variation-gap")
+	fs.Var(&st.Policy, "staleness", "staleness policy: none, epoch-fixed, epoch-adaptive, variation-gap (or the papers' E, A, H)")
 	fs.Float64Var(&st.Eps, "eps", st.Eps, "staleness bound: epochs (ε_E, ε_A; default 1) or relative change (ε_H; default 0.03)")
 	fs.IntVar(&st.MaxStale, "max-stale", st.MaxStale, "hard cap on epochs a cached block may be reused, for every policy")
 	fs.BoolVar(&st.SkipGradients, "skip-gradients", st.SkipGradients, "SkipG baseline: let the staleness policy skip gradient broadcasts too")
 	fs.BoolVar(&st.FreshDiagonal, "fresh-diagonal", st.FreshDiagonal, "multiply a rank's own block with its fresh rows instead of the shared cached copy")
 
 	fs = g.section("Wire (blocks in fewer bits)")
-	fs.StringVar(&w.Fwd, "wire", "fp32", "forward blocks on the wire: fp32, bf16, int8, int4, int2 (per-row offset and step, stochastic rounding) or auto")
-	fs.StringVar(&w.Grad, "wire-grad", "", "gradient blocks on the wire (default: as --wire; GAT's gradient rows send their score sums in fp32 beside G)")
-	fs.Float64Var(&w.Error, "wire-error", 0.05, "--wire auto: the largest relative error ‖decoded − block‖/‖block‖ a block may get")
+	fs.Var(&w.Fwd, "wire", "forward blocks on the wire: fp32, bf16, int8, int4, int2 (per-row offset and step, stochastic rounding) or auto (default: fp32 on shared memory; between hosts, chosen from the link measured at start: int8 under 0.5 GB/s a rank, int2 under 0.1)")
+	fs.Var(&w.Grad, "wire-grad", "gradient blocks on the wire (default: as --wire; GAT's gradient rows send their score sums in fp32 beside G)")
+	fs.Float64Var(&w.Error, "wire-error", w.Error, "--wire auto: the largest relative error ‖decoded − block‖/‖block‖ a block may get")
 	fs.BoolVar(&w.Delta, "wire-delta", false, "a refreshed root sends its change against the copy every rank holds, not its block")
 	fs.BoolVar(&w.CacheBits, "cache-bits", false, "keep other ranks' cached blocks in the wire's bits, decoding each when it is multiplied (less memory, same results; not with --wire-delta)")
-	fs.StringVar(&w.Allreduce, "wire-allreduce", "fp32", "weight-gradient allreduce: fp32, or bf16 (half the bytes, with error feedback)")
+	fs.Var(&w.Allreduce, "wire-allreduce", "weight-gradient allreduce: fp32, or bf16 (half the bytes, with error feedback)")
 
 	fs = g.section("Batch")
-	fs.StringVar(&b.Mode, "batch", "global", "global (the whole graph every step) or clusters (--clusters-per-step of the shards' clusters per step; prepare --clusters)")
+	fs.Var(&b.Mode, "batch", "global (the whole graph every step) or clusters (--clusters-per-step of the shards' clusters per step; prepare --clusters)")
 	fs.IntVar(&b.ClustersPerStep, "clusters-per-step", 10, "with --batch clusters: clusters in each step's batch")
 	fs.BoolVar(&b.Boundary, "boundary", false, "with --batch clusters: a batch's nodes also read their neighbours outside the batch (cached copies, whole-graph normalization)")
 
@@ -170,8 +165,8 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs = g.section("Ranks and devices")
 	fs.IntVar(&tf.ranks, "ranks", 1, "run this many ranks as goroutines in one process (without mpirun)")
 	fs.IntVar(&tf.threads, "threads", 0, "kernel threads per rank (0: GOMAXPROCS / in-process ranks)")
-	fs.StringVar(&r.Device, "device", "cpu", "kernels backend: cpu, or cuda in a binary built with make cuda (one GPU per local rank)")
-	fs.StringVar(&x.DeviceComm, "device-comm", "", "move dense blocks device to device: nccl (in a binary built with make cuda; needs --dense-bcast); default: through the rank transport")
+	fs.Var(&r.Device, "device", "kernels backend: cpu, or cuda in a binary built with make cuda (one GPU per local rank)")
+	fs.Var(&x.DeviceComm, "device-comm", "move dense blocks device to device: nccl (in a binary built with make cuda; needs --dense-bcast), or host; default: through the rank transport")
 	return g.done()
 }
 
@@ -185,7 +180,7 @@ func runTrain(args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	tf.wireGiven = fs.Changed("wire") || fs.Changed("wire-grad")
+	tf.wireGiven = fs.Changed("wire")
 	if (tf.data == "") == (tf.shards == "") {
 		return fmt.Errorf("give exactly one of --data or --shards")
 	}
@@ -196,8 +191,8 @@ func runTrain(args []string) error {
 	// runs at 10%, the epochs at 2% (trainMPI); a collection costs a few ms
 	// at most, since the large arrays hold no pointers.
 	defer debug.SetGCPercent(debug.SetGCPercent(10))
-	if !fs.Changed("eps") {
-		cfg.Staleness.Eps = staleness.DefaultEps(cfg.Staleness.Policy)
+	if fs.Changed("eps") && cfg.Staleness.Eps < 0 {
+		return fmt.Errorf("--eps must be ≥ 0, got %g (leave it out for the policy's own bound)", cfg.Staleness.Eps)
 	}
 	if err := refuseInert(fs, cfg, tf); err != nil {
 		return err
@@ -268,8 +263,8 @@ func runTrain(args []string) error {
 	if err != nil && !errors.Is(err, train.ErrStopped) && !errors.Is(err, train.ErrDiverged) {
 		return err
 	}
-	rep.Config, rep.Result = cfg, res.Result
-	sideErr, ferr := finish(rep, cfg, tf, res.Params)
+	rep.Config, rep.Result = res.Plan, res.Result
+	sideErr, ferr := finish(rep, res.Plan, tf, res.Params)
 	if ferr != nil {
 		return ferr
 	}
@@ -289,7 +284,7 @@ func defaultOut(tf trainFlags, cfg train.Config, rep *result.Run) string {
 		if env, err := launch.Detect(); err == nil && env.Parallel() {
 			ranks = env.Size
 		}
-		name = fmt.Sprintf("%s-P%d-%s", ds, ranks, strings.ReplaceAll(cfg.Staleness.Policy, "-", ""))
+		name = fmt.Sprintf("%s-P%d-%s", ds, ranks, strings.ReplaceAll(cfg.Staleness.Policy.String(), "-", ""))
 	}
 	id := rep.JobID
 	if id == "" {
@@ -321,9 +316,9 @@ var inert = []struct {
 	{[]string{"native-bcast", "chunk", "device-comm"}, "--dense-bcast", func(c train.Config, _ trainFlags) bool { return c.Exchange.Dense }},
 	{[]string{"exchange-chunk"}, "the sparse exchange (not --dense-bcast)", func(c train.Config, _ trainFlags) bool { return !c.Exchange.Dense }},
 	{[]string{"heads", "out-heads", "att-dropout"}, "--model gat", func(c train.Config, _ trainFlags) bool { return c.Model.Arch.Attends() }},
-	{[]string{"clusters-per-step", "boundary"}, "--batch clusters", func(c train.Config, _ trainFlags) bool { return c.Batch.Mode == "clusters" }},
-	{[]string{"eps", "max-stale", "skip-gradients"}, "a --staleness policy other than none", func(c train.Config, _ trainFlags) bool { return c.Staleness.Policy != "none" }},
-	{[]string{"wire-error"}, "--wire auto or --wire-grad auto", func(c train.Config, _ trainFlags) bool { return c.Wire.Fwd == "auto" || c.Wire.Grad == "auto" }},
+	{[]string{"clusters-per-step", "boundary"}, "--batch clusters", func(c train.Config, _ trainFlags) bool { return c.Batch.Mode.Clusters() }},
+	{[]string{"eps", "max-stale", "skip-gradients"}, "a --staleness policy other than none", func(c train.Config, _ trainFlags) bool { return c.Staleness.Policy.Skips() }},
+	{[]string{"wire-error"}, "--wire auto or --wire-grad auto", func(c train.Config, _ trainFlags) bool { return c.Wire.Fwd.IsAuto() || c.Wire.Grad.IsAuto() }},
 	{[]string{"clip-scale"}, "--clip", func(c train.Config, _ trainFlags) bool { return c.Optim.Clip > 0 }},
 	{[]string{"normalize-features", "split", "split-seed", "split-name", "classes"}, "--data (shards carry how they were prepared)", func(_ train.Config, tf trainFlags) bool { return tf.data != "" }},
 	{[]string{"checkpoint-every", "resume"}, "--checkpoint-dir", func(c train.Config, _ trainFlags) bool { return c.Run.CheckpointDir != "" }},
@@ -444,7 +439,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 		c.Abort(fmt.Errorf("%s: %w", what, err))
 		return err
 	}
-	shared, err := oneHostSharedMemory(c)
+	shared, err := train.OneHostSharedMemory(c)
 	if err != nil {
 		return abort("asking the ranks' hosts", err)
 	}
@@ -473,11 +468,12 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 		rep.Dataset = ds.Name
 	}
 	rep.Nodes = s.N
-	if !tf.wireGiven && size > 1 {
-		if err := chooseWire(&cfg, c, rep, shared); err != nil {
-			return abort("measuring the link", err)
-		}
+	cfg.Wire.FromLink = !tf.wireGiven
+	plan, err := train.Resolve(cfg, c)
+	if err != nil {
+		return abort("setting up", err)
 	}
+	rep.LinkGBs, rep.WireChosen = plan.Link.GBs, plan.Link.Chosen
 	if rank != 0 {
 		cfg.Run.Log = nil
 	} else {
@@ -490,7 +486,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 			fmt.Fprintf(os.Stderr, "sancus: %s (--wire fp32 keeps every rank count's losses equal)\n", rep.WireChosen)
 		}
 	}
-	e, err := train.New(cfg, c, s)
+	e, err := train.NewPlanned(plan, c, s)
 	if err != nil {
 		return abort("setting up", err)
 	}
@@ -505,11 +501,11 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 	if err != nil && !errors.Is(err, train.ErrStopped) && !errors.Is(err, train.ErrDiverged) {
 		return abort("training", err)
 	}
-	rep.Config, rep.Result = cfg, res
+	rep.Config, rep.Result = plan, res
 	var sideErr error
 	if rank == 0 {
 		var ferr error
-		if sideErr, ferr = finish(rep, cfg, tf, e.Params()); ferr != nil {
+		if sideErr, ferr = finish(rep, plan, tf, e.Params()); ferr != nil {
 			return abort("writing results", ferr)
 		}
 	}
@@ -590,7 +586,7 @@ func printStart(cfg train.Config, ranks int, name string, n int, transport strin
 // results JSON, which is written whatever became of them: a side write
 // that failed is recorded in it (write_errors) and returned as sideErr,
 // after the JSON. err is a failure to write the JSON itself.
-func finish(rep *result.Run, cfg train.Config, tf trainFlags, params [][]float32) (sideErr, err error) {
+func finish(rep *result.Run, cfg train.Plan, tf trainFlags, params [][]float32) (sideErr, err error) {
 	res := rep.Result
 	var side []error
 	if tf.saveWeights != "" {
@@ -631,7 +627,7 @@ func finish(rep *result.Run, cfg train.Config, tf trainFlags, params [][]float32
 // saveModel writes the final parameters with what a later predict needs to
 // run them on the same kind of data: widths, normalization, how features
 // were preprocessed and how the split was drawn.
-func saveModel(path string, rep *result.Run, cfg train.Config, tf trainFlags, params [][]float32) error {
+func saveModel(path string, rep *result.Run, cfg train.Plan, tf trainFlags, params [][]float32) error {
 	load := tf.load
 	res := rep.Result
 	m, err := model.New(cfg.Model.Arch, res.Dims, res.Heads, 0)
@@ -656,78 +652,6 @@ func saveModel(path string, rep *result.Run, cfg train.Config, tf trainFlags, pa
 		spec.Data = dataIdentity(tf.data, load)
 	}
 	return model.Save(path, spec, m)
-}
-
-// chooseWire measures the link between ranks that do not share memory
-// (shared: oneHostSharedMemory's answer; a few MB each way, every rank at
-// once) and lets train.WireForLink pick the forward blocks' width; the rate
-// and any change go into the results JSON. A run with a checkpoint
-// directory keeps its first choice there, so a resumed run sends as the
-// run it continues did.
-func chooseWire(cfg *train.Config, c collectives.Comm, rep *result.Run, shared bool) error {
-	if shared {
-		return nil
-	}
-	kept := ""
-	if cfg.Run.CheckpointDir != "" {
-		kept = filepath.Join(cfg.Run.CheckpointDir, "wire-choice")
-		if b, err := os.ReadFile(kept); err == nil {
-			// A width the link chose: any named one but auto (it needs --wire-error).
-			w := strings.TrimSpace(string(b))
-			if bits, err := wire.Parse(w); err == nil && w != "" && bits != wire.Auto {
-				cfg.Wire.Fwd = w
-				rep.WireChosen = "--wire " + w + ", as " + kept + " keeps from the run this continues"
-				return nil
-			}
-		}
-	}
-	gbs, err := collectives.MeasureLink(c, 4<<20, 3)
-	if err != nil {
-		return err
-	}
-	// The measurement grows each connection's congestion window; training
-	// on those windows ran its first epochs slower than on fresh ones
-	// (results/README.md, "Links"). Linux restarts a window idle for a
-	// retransmission timeout (200 ms at least; tcp_slow_start_after_idle),
-	// so the ranks idle past it.
-	time.Sleep(linkSettle)
-	rep.LinkGBs = gbs
-	w, below := train.WireForLink(gbs)
-	if w != cfg.Wire.Fwd {
-		cfg.Wire.Fwd = w
-		rep.WireChosen = fmt.Sprintf("the link between ranks measured %.3f GB/s, under %g: blocks go as --wire %s", gbs, below, w)
-	}
-	if kept != "" && c.Rank() == 0 {
-		if err := os.MkdirAll(cfg.Run.CheckpointDir, 0o755); err != nil {
-			return err
-		}
-		return atomicfile.Write(kept, func(f io.Writer) error { _, err := fmt.Fprintln(f, w); return err })
-	}
-	return nil
-}
-
-// linkSettle is how long ranks idle after measuring the link.
-const linkSettle = 300 * time.Millisecond
-
-// oneHostSharedMemory reports whether every rank runs on this host (their
-// host names agree) and OpenMPI may join them through shared memory: then
-// no network lies between them.
-func oneHostSharedMemory(c collectives.Comm) (bool, error) {
-	host, _ := os.Hostname()
-	h := fnv.New64a()
-	h.Write([]byte(host))
-	all := make([]uint64, c.Size())
-	if err := collectives.AllgatherFlags(c, h.Sum64(), all); err != nil {
-		return false, err
-	}
-	for _, x := range all {
-		if x != all[0] {
-			return false, nil
-		}
-	}
-	env, _ := launch.Detect()
-	env.LocalSize = env.Size // one host, by the names
-	return env.SharedMemory(), nil
 }
 
 // noteSplits warns, on stderr, of splits a run would quietly misreport:

@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"sancus/src/staleness"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ func TestReportFromRuns(t *testing.T) {
 	dir := t.TempDir()
 	for _, p := range []int{1, 2} {
 		cfg := train.Defaults()
-		cfg.Optim.Epochs, cfg.Staleness.Policy, cfg.Staleness.Eps = 6, "epoch-fixed", 1
+		cfg.Optim.Epochs, cfg.Staleness.Policy, cfg.Staleness.Eps = 6, staleness.KindEpochFixed, 1
 		prep, err := prepare.InMemory(ds, p, prepare.Options{Precompute: cfg.Precomputed()})
 		if err != nil {
 			t.Fatal(err)
