@@ -127,7 +127,7 @@ openblas:
 	fi
 
 # The epoch table sets plain PyTorch next to sancus: Debian's python3-torch
-# (CPU, no torch_geometric), which slurm/torch_gnn.py needs and no more.
+# (CPU, no torch_geometric), which slurm/bench/torch_gnn.py needs and no more.
 torch:
 	@if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then \
 		echo "installing PyTorch (python3-torch)"; \
@@ -138,11 +138,11 @@ torch:
 # against none, hidden 256 × 3 layers with its GEMM/SpMM/communication
 # shares, peak RSS against compulsory bytes (train and prepare).
 bench-epoch: build torch $(DATA)/test.txt
-	bash slurm/epoch-bench.sh $(DATA) results/bench/epoch "$(MPIRUN)"
+	bash slurm/bench/epoch-bench.sh $(DATA) results/bench/epoch "$(MPIRUN)"
 
 # Graphs from 100k/1M to 4M/40M nodes/edges, 10 epochs at P = 1 and 2.
 bench-scale: build
-	bash slurm/scale-bench.sh data/scale results/bench/scale "$(MPIRUN)"
+	bash slurm/bench/scale-bench.sh data/scale results/bench/scale "$(MPIRUN)"
 
 # The epoch time of this tree against revision OLD (default: HEAD~1), the
 # two binaries taking turns on the 100k graph: GCN, GraphSAGE and GAT at
@@ -150,7 +150,7 @@ bench-scale: build
 OLD ?= HEAD~1
 bench-ab: build $(DATA)/test.txt
 	MODELS=$$'gcn|--model gcn --epochs 60\nsage|--model sage --epochs 40\ngat|--model gat --hidden 8 --heads 8 --epochs 6' \
-		bash slurm/compare-revisions.sh $(OLD) $(DATA) results/bench/ab "$(MPIRUN)" 30 3
+		bash slurm/bench/compare-revisions.sh $(OLD) $(DATA) results/bench/ab "$(MPIRUN)" 30 3
 
 bench-kernels: build openblas
 	$(GO) build -tags openblas -o bin/sancus-openblas ./src/cmd/sancus
@@ -164,22 +164,22 @@ bench-comm: build
 
 # Every staleness policy at P = 2 and 4 on the reference graph.
 bench-sancus: build $(DATA)/test.txt
-	bash slurm/staleness-local.sh $(DATA) results/bench/sancus "$(MPIRUN)"
+	bash slurm/bench/staleness-local.sh $(DATA) results/bench/sancus "$(MPIRUN)"
 
 # Partitioners against METIS (Debian's metis package) on the shared graphs.
 bench-partition: build
 	@command -v gpmetis >/dev/null || { $(APT_INSTALL) metis; }
-	bash slurm/partition-bench.sh results/bench/partition
+	bash slurm/bench/partition-bench.sh results/bench/partition
 
 # Time to accuracy on emulated links (root: ip netns, tc): by default the
 # whole table, every rate, P = 2 and 4 and all three models (hours on a
 # 2-core machine); RATES, PS, MODELS, CONFIGS, TURNS, EPOCHS, LR narrow
-# it, as slurm/link-bench.sh reads them.
+# it, as slurm/bench/link-bench.sh reads them.
 RATES ?= 500mbit 1gbit 2500mbit 10gbit none
 PS ?= 2 4
 MODELS ?= gcn sage gat
 bench-link: build
-	RATES="$(RATES)" PS="$(PS)" MODELS="$(MODELS)" bash slurm/link-bench.sh results/bench/link
+	RATES="$(RATES)" PS="$(PS)" MODELS="$(MODELS)" bash slurm/bench/link-bench.sh results/bench/link
 
 # Every model in one process and at P = 2 next to plain PyTorch, to its
 # memory-bound time (compulsory bytes over the triad) and to its roofline
@@ -188,14 +188,14 @@ bench-link: build
 # taking turns (ROUNDS, EPOCHS as the script reads).
 bench-models: build torch openblas $(DATA)/test.txt
 	$(GO) build -tags openblas -o bin/sancus-openblas ./src/cmd/sancus
-	bash slurm/models-vs-torch.sh results/bench/models "$(MPIRUN)" $(or $(ROUNDS),3)
-	DATA=$(DATA) bash slurm/models-vs-torch.sh results/bench/models/t10 "$(MPIRUN)" $(or $(ROUNDS),3)
+	bash slurm/bench/models-vs-torch.sh results/bench/models "$(MPIRUN)" $(or $(ROUNDS),3)
+	DATA=$(DATA) bash slurm/bench/models-vs-torch.sh results/bench/models/t10 "$(MPIRUN)" $(or $(ROUNDS),3)
 
 # Graphs shaped like the real ones: replication factors, balance by
 # nonzeros, each partitioner's bytes and accuracy on the arxiv-like graph.
 bench-powerlaw: build
 	@command -v gpmetis >/dev/null || { $(APT_INSTALL) metis; }
-	bash slurm/powerlaw-bench.sh results/bench/powerlaw
+	bash slurm/bench/powerlaw-bench.sh results/bench/powerlaw
 
 clean:
 	rm -rf bin

@@ -109,7 +109,7 @@ run() {
 			timeout 90 bin/$v train --data $g --device cuda "${args[@]}" --hidden $2 --epochs 30 --eval-every 0 --quiet \
 				--out "$out/$v-$1-$2.json" >/dev/null 2>"$out/$v-$1-$2.err" || tail -3 "$out/$v-$1-$2.err"
 		done
-		timeout 90 python3 slurm/torch_gnn.py $g --device cuda --model ${1%-plain} --hidden $2 --epochs 30 --seeds 1 --train-only \
+		timeout 90 python3 slurm/bench/torch_gnn.py $g --device cuda --model ${1%-plain} --hidden $2 --epochs 30 --seeds 1 --train-only \
 			2>&1 | tail -1 | tee "$out/torch-$1-$2.txt"
 	done
 	step "table"

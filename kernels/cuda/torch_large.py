@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """GCN and GraphSAGE (hidden 16, 20 epochs, training steps alone) in plain
-PyTorch on one dataset read once: slurm/torch_gnn.py's models and timing,
+PyTorch on one dataset read once: slurm/bench/torch_gnn.py's models and timing,
 for graphs whose reading costs more than their training
 (kernels/cuda/gpu-host.sh large)."""
 import os

@@ -527,7 +527,7 @@ func TestNPZCoraAccuracy(t *testing.T) {
 }
 
 // sageReference is plain PyTorch GraphSAGE-mean with the same
-// hyperparameters (slurm/torch_gnn.py --model sage, 5 seeds, this
+// hyperparameters (slurm/bench/torch_gnn.py --model sage, 5 seeds, this
 // machine; results/bench/models/reference.txt).
 var sageReference = map[string]float64{"cora": 0.8132, "citeseer": 0.6910}
 
@@ -581,7 +581,7 @@ func policiesWithinAPoint(t *testing.T, name string, ds *graph.Dataset, cfg Conf
 }
 
 // gatReference is plain PyTorch GAT with Veličković et al.'s Cora setting
-// (8 heads × 8, dropout 0.6, lr 0.005; slurm/torch_gnn.py --model gat, 5
+// (8 heads × 8, dropout 0.6, lr 0.005; slurm/bench/torch_gnn.py --model gat, 5
 // seeds, this machine; results/bench/models/reference.txt).
 const gatReference = 0.8224
 

@@ -5,8 +5,8 @@ train/val/test.txt): the same normalization, widths, dropout, optimizer,
 weight decay and epochs. Prints the mean test accuracy at the best
 validation epoch over seeds, to set next to sancus's in the same run.
 
-    python3 slurm/torch_gnn.py testdata/cora --model sage --seeds 5
-    python3 slurm/torch_gnn.py testdata/cora --model gat --hidden 8 --heads 8 \
+    python3 slurm/bench/torch_gnn.py testdata/cora --model sage --seeds 5
+    python3 slurm/bench/torch_gnn.py testdata/cora --model gat --hidden 8 --heads 8 \
         --dropout 0.6 --lr 0.005
 
 Debian's python3-torch is enough (no GPU, no torch_geometric). With

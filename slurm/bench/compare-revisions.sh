@@ -3,7 +3,7 @@
 # run, alternating so that the VM's drift hits both alike: P = 1 and 2
 # in-process ranks and P = 2 under mpirun, each REPS times, for each model
 # of MODELS (lines "name|train flags"; later flags override EPOCHS).
-#   usage: slurm/compare-revisions.sh BASE_REV DATA OUTDIR "MPIRUN [flags]" [EPOCHS] [REPS]
+#   usage: slurm/bench/compare-revisions.sh BASE_REV DATA OUTDIR "MPIRUN [flags]" [EPOCHS] [REPS]
 # BASE_REV is built in a temporary git worktree; the other side is the
 # working tree's bin/sancus. Writes OUTDIR/compare.tsv (one row per run)
 # and OUTDIR/summary.tsv (medians, and new over old).

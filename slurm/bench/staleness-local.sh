@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Staleness sweep without Slurm: every policy at P = 2 and 4 under mpirun on
-# one machine, then one table and plots. (slurm/sweep-staleness.sbatch is the
+# one machine, then one table and plots. (slurm/staleness.sbatch is the
 # same sweep as a batch job.)
-#   usage: slurm/staleness-local.sh DATA OUTDIR "MPIRUN [flags]" [EPOCHS]
+#   usage: slurm/bench/staleness-local.sh DATA OUTDIR "MPIRUN [flags]" [EPOCHS]
 set -euo pipefail
 data=$1 out=$2 mpirun=$3 epochs=${4:-200}
 bin=${SANCUS:-bin/sancus}

@@ -2,7 +2,7 @@
 # Bytes sent per rank per epoch at P = 4: SANCUS as published (dense
 # broadcasts, contiguous rows, no staleness) against the sparsity-aware
 # exchange on a GREM or METIS reordering, with and without staleness.
-#   usage: slurm/bytes-bench.sh DATA OUTDIR "MPIRUN [flags]" [EPOCHS]
+#   usage: slurm/bench/bytes-bench.sh DATA OUTDIR "MPIRUN [flags]" [EPOCHS]
 set -euo pipefail
 data=$1 out=$2 mpirun=$3 epochs=${4:-200}
 bin=${SANCUS:-bin/sancus}

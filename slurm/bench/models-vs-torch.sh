@@ -3,14 +3,14 @@
 # memory-bound time: the 100k-node / 1M-edge planted graph with 128
 # features and a 60/20/20 split (most rows train), in one process and at
 # P = 2 under mpirun, each round taking turns with PyTorch
-# (slurm/torch_gnn.py --train-only, as many threads as cores) and the STREAM
+# (slurm/bench/torch_gnn.py --train-only, as many threads as cores) and the STREAM
 # triad and GEMM peak. With --profile-kernels a run reports its training
 # steps' compulsory bytes (step_mb); over the round's triad rate they are
 # the epoch's memory-bound time. It also reports them and the products'
 # flops by class: per class the larger of bytes over the triad and flops
 # over the round's GEMM peak (the best of sancus's GEMM and OpenBLAS's, from
 # SANCUS_OPENBLAS where built), summed, is the epoch's roofline time.
-#   usage: slurm/models-vs-torch.sh OUTDIR "MPIRUN [flags]" [ROUNDS] [EPOCHS] [TORCH_EPOCHS]
+#   usage: slurm/bench/models-vs-torch.sh OUTDIR "MPIRUN [flags]" [ROUNDS] [EPOCHS] [TORCH_EPOCHS]
 # Writes OUTDIR/runs/*.json, OUTDIR/rounds.tsv (one row per run),
 # OUTDIR/summary.tsv (medians over the rounds) and OUTDIR/bound.txt (sancus
 # bench triad's memory-bound and roofline arithmetic for the last round).
@@ -66,7 +66,7 @@ for r in $(seq "$rounds"); do
 		printf '%d\t%s\tsancus P=2\t%s\n' "$r" "$name" "$(fields "$f")" >>"$out/rounds.tsv"
 		if [ "$py" != none ]; then
 			read -ra targs <<<"$tflags"
-			ms=$($py slurm/torch_gnn.py "$data" "${targs[@]}" --seeds 1 --epochs "$tepochs" --train-only 2>/dev/null |
+			ms=$($py slurm/bench/torch_gnn.py "$data" "${targs[@]}" --seeds 1 --epochs "$tepochs" --train-only 2>/dev/null |
 				sed -n 's/.*, \([0-9.]*\) ms\/epoch.*/\1/p')
 			printf '%d\t%s\tpytorch\t%s\t\t\n' "$r" "$name" "$ms" >>"$out/rounds.tsv"
 		fi

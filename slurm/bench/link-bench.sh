@@ -8,7 +8,7 @@
 # run's time to accuracy is the training seconds (evaluation excluded)
 # until its validation accuracy first reaches 99% of the best validation
 # accuracy of sparse fp32 without staleness at the same rate and model.
-#   usage: slurm/link-bench.sh OUTDIR   (root: ip netns, tc)
+#   usage: slurm/bench/link-bench.sh OUTDIR   (root: ip netns, tc)
 #   env: RATES ("1gbit none"), PS ("2"), MODELS ("gcn"), EPOCHS and LR (by
 #        model: GCN 300 epochs at 0.05, GraphSAGE and GAT 60 at 0.01),
 #        GEN ("--model dcsbm"), CONFIGS (names of the configurations below; all),
@@ -22,7 +22,7 @@ rates=${RATES:-1gbit none}
 ps=${PS:-2}
 models=${MODELS:-gcn}
 turns=${TURNS:-1}
-emu=$(dirname "$0")/emu-link.sh
+emu=$(dirname "$0")/../emu-link.sh
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

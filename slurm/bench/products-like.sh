@@ -5,7 +5,7 @@
 # epoch, peak RSS per rank against its compulsory bytes, ms per million
 # nonzeros of Â beside the same model on the 100k planted graph in the
 # same run, and test accuracy after the stated epochs.
-#   usage: slurm/products-like.sh OUTDIR   (about 10 GB of disk in $TMPDIR)
+#   usage: slurm/bench/products-like.sh OUTDIR   (about 10 GB of disk in $TMPDIR)
 #   env: EPOCHS (20), PARTS (2), PATH_FLAGS (--precompute=false: the plain
 #        path, every layer exchanging; empty: the defaults, layer 1 on ÂX
 #        or D⁻¹AX), LOG (products-like.txt)

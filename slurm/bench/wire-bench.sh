@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Bytes on the wire at equal accuracy: every wire width, with and without
 # staleness and deltas, against float32 with no staleness, under mpirun.
-#   usage: slurm/wire-bench.sh DATA OUTDIR "MPIRUN [flags]" "P..." [EPOCHS] [PARTITIONER] [LR]
+#   usage: slurm/bench/wire-bench.sh DATA OUTDIR "MPIRUN [flags]" "P..." [EPOCHS] [PARTITIONER] [LR]
 # PARTITIONER (contiguous, grem, metis) orders the rows before sharding;
 # the float32 dense broadcast of contiguous rows (SANCUS as published) is
 # always measured too. Writes OUTDIR/wire.tsv: MB sent per rank per epoch

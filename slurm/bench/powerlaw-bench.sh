@@ -13,7 +13,7 @@
 #   partitioners.tsv GCN 2x16 and GraphSAGE 2x128 at P = 2 (and
 #                    partitioners-P4.tsv at P = 4; PS picks) with each
 #                    partitioner: bytes sent per rank per epoch, test accuracy
-#   usage: slurm/powerlaw-bench.sh OUTDIR   (needs Debian's metis package)
+#   usage: slurm/bench/powerlaw-bench.sh OUTDIR   (needs Debian's metis package)
 # STAGES picks the parts run (default "replication balance partitioners").
 set -euo pipefail
 out=${1:-results/bench/powerlaw}

@@ -7,7 +7,7 @@
 # (the last layer at every row, as before it computed only the training
 # rows) is the baseline next to it. P = 4 runs once per size for its memory
 # only: four ranks on a 2-core machine say nothing about time.
-#   usage: slurm/scale-bench.sh DATADIR OUTDIR "MPIRUN [flags]" [SIZES]
+#   usage: slurm/bench/scale-bench.sh DATADIR OUTDIR "MPIRUN [flags]" [SIZES]
 # SIZES: nodes:edges pairs (default the four above). Writes OUTDIR/scale.tsv.
 set -euo pipefail
 datadir=$1 out=$2 mpirun=$3

@@ -5,7 +5,7 @@
 # power-law (R-MAT) graph, for P = 4 and 8. GREM runs twice: with the
 # default chunk (1M edges: the whole sub-problem on these graphs) and with
 # chunks of 5% of the edges, within the paper's 1-10% (grem@0.05).
-#   usage: slurm/partition-bench.sh OUTDIR   (needs Debian's metis package)
+#   usage: slurm/bench/partition-bench.sh OUTDIR   (needs Debian's metis package)
 set -euo pipefail
 out=${1:-results/bench/partition}
 bin=${SANCUS:-bin/sancus}

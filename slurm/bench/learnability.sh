@@ -9,7 +9,7 @@
 # accuracy at the best validation epoch, then mean and std per graph.
 # TRAIN adds flags to every run (e.g. "--model sage": GraphSAGE, whose
 # --precompute reads D⁻¹AX).
-#   usage: slurm/learnability.sh OUTDIR
+#   usage: slurm/bench/learnability.sh OUTDIR
 set -euo pipefail
 out=${1:-results/bench/learnability}
 bin=${SANCUS:-bin/sancus}

@@ -7,7 +7,7 @@
 # where some broadcasts are skipped); hidden 256 with 3 layers at P = 1
 # and 2 with the time shares of GEMM, SpMM and communication; peak RSS
 # against the compulsory bytes of every run and of prepare.
-#   usage: slurm/epoch-bench.sh DATA OUTDIR "MPIRUN [flags]" [EPOCHS]
+#   usage: slurm/bench/epoch-bench.sh DATA OUTDIR "MPIRUN [flags]" [EPOCHS]
 # Writes OUTDIR/epoch.tsv and OUTDIR/epoch.txt.
 set -euo pipefail
 data=$1 out=$2 mpirun=$3 epochs=${4:-50}
@@ -67,7 +67,7 @@ for np in 1 2; do train gcn256x3 "$np" --hidden 256 --layers 3; done
 torch=none
 for py in python3 /usr/bin/python3; do # the first with PyTorch (pyenv's may lack it)
 	if $py -c 'import torch' 2>/dev/null; then
-		torch=$($py slurm/torch_gnn.py "$data" --seeds 1 --epochs 10 --train-only | sed -n 's/.*, \([0-9.]*\) ms\/epoch.*/\1/p')
+		torch=$($py slurm/bench/torch_gnn.py "$data" --seeds 1 --epochs 10 --train-only | sed -n 's/.*, \([0-9.]*\) ms\/epoch.*/\1/p')
 		break
 	fi
 done
