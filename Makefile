@@ -134,7 +134,7 @@ torch:
 		$(APT_INSTALL) python3-torch; \
 	fi
 
-# Issue 16's epoch figures: P = 1, 2, 4 against plain PyTorch, variation-gap
+# The epoch figures: P = 1, 2, 4 against plain PyTorch, variation-gap
 # against none, hidden 256 × 3 layers with its GEMM/SpMM/communication
 # shares, peak RSS against compulsory bytes (train and prepare).
 bench-epoch: build torch $(DATA)/test.txt

@@ -3,19 +3,14 @@
 # broadcasts, contiguous rows, no staleness) against the sparsity-aware
 # exchange on a GREM or METIS reordering, with and without staleness.
 #   usage: slurm/bench/bytes-bench.sh DATA OUTDIR "MPIRUN [flags]" [EPOCHS]
-set -euo pipefail
-data=$1 out=$2 mpirun=$3 epochs=${4:-200}
-bin=${SANCUS:-bin/sancus}
+. "$(dirname "$0")/common.sh" || exit
+data=$1 out=$2 mpirun=${3:-$mpirun} epochs=${4:-200}
 name=$(basename "$data")
 mkdir -p "$out"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 "$bin" prepare --data "$data" --parts 4 --out "$tmp/contiguous" >/dev/null
 "$bin" prepare --data "$data" --parts 4 --partitioner grem --out "$tmp/grem" >/dev/null
 if command -v gpmetis >/dev/null; then
-	"$bin" export-metis --data "$data" --out "$tmp/g.graph"
-	gpmetis "$tmp/g.graph" 4 >/dev/null
-	"$bin" prepare --data "$data" --parts 4 --partitioner file --parts-file "$tmp/g.graph.part.4" --out "$tmp/metis" >/dev/null
+	"$bin" prepare --data "$data" --parts 4 --partitioner file --parts-file "$(metis_parts "$data" 4)" --out "$tmp/metis" >/dev/null
 fi
 run() { # label shards flags...
 	local label=$1 shards=$2

@@ -7,12 +7,12 @@
 # BASE_REV is built in a temporary git worktree; the other side is the
 # working tree's bin/sancus. Writes OUTDIR/compare.tsv (one row per run)
 # and OUTDIR/summary.tsv (medians, and new over old).
-set -euo pipefail
-base=$1 data=$2 out=$3 mpirun=$4 epochs=${5:-30} reps=${6:-5}
+. "$(dirname "$0")/common.sh" || exit
+base=$1 data=$2 out=$3 mpirun=${4:-$mpirun} epochs=${5:-30} reps=${6:-5}
 models=${MODELS:-"gcn|--model gcn"}
 mkdir -p "$out"
-tree=$(mktemp -d)
-trap 'git worktree remove --force "$tree" 2>/dev/null || rm -rf "$tree"' EXIT
+tree=$tmp/tree
+at_exit 'git worktree remove --force "$tree" 2>/dev/null'
 git worktree add --detach "$tree" "$base" >/dev/null
 (cd "$tree" && go build -o bin/sancus ./src/cmd/sancus)
 old=$tree/bin/sancus new=bin/sancus
@@ -20,7 +20,7 @@ old=$tree/bin/sancus new=bin/sancus
 for side in old new; do
 	"${!side}" prepare --data "$data" --parts 2 --out "$tree/$side-P2" >/dev/null
 done
-ms() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["result"]["mean_epoch_ms"])' "$1"; }
+ms() { result "$1" 'r["mean_epoch_ms"]'; }
 printf 'revision\tmodel\tmode\trep\tms_per_epoch\n' >"$out/compare.tsv"
 for rep in $(seq "$reps"); do
 	while IFS='|' read -r model flags; do

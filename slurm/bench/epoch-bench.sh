@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The epoch benchmark of issue 16, every figure next to its baseline from
+# The epoch benchmark, every figure next to its baseline from
 # the same run: ms per epoch of the 2-layer GCN (hidden 16) at P = 1, and
 # P = 2 and 4 under mpirun, with plain PyTorch on the same graph and with
 # --full-output (the last layer at every row) at P = 1 and 2; variation-gap
@@ -9,13 +9,10 @@
 # against the compulsory bytes of every run and of prepare.
 #   usage: slurm/bench/epoch-bench.sh DATA OUTDIR "MPIRUN [flags]" [EPOCHS]
 # Writes OUTDIR/epoch.tsv and OUTDIR/epoch.txt.
-set -euo pipefail
-data=$1 out=$2 mpirun=$3 epochs=${4:-50}
-bin=${SANCUS:-bin/sancus}
+. "$(dirname "$0")/common.sh" || exit
+data=$1 out=$2 mpirun=${3:-$mpirun} epochs=${4:-50}
 mkdir -p "$out"
 rm -f "$out"/run-*.json "$out"/prepare-*
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 for np in 1 2 4; do
 	"$bin" prepare --data "$data" --parts "$np" --out "$tmp/P$np" >/dev/null
 	cp "$tmp/P$np/meta.json" "$out/prepare-P$np.json" # its peak RSS and what it must hold
@@ -23,11 +20,7 @@ done
 train() { # name np args...
 	local name=$1 np=$2
 	shift 2
-	# One rank runs as a plain process: mpirun -np 1 would bind it to one
-	# core, leaving its second kernel thread nowhere to run.
-	local launch="$mpirun -np $np"
-	[ "$np" = 1 ] && launch=
-	$launch "$bin" train --shards "$tmp/P$np" --epochs "$epochs" --eval-every 0 --quiet --profile-kernels \
+	ranks "$np" "$bin" train --shards "$tmp/P$np" --epochs "$epochs" --eval-every 0 --quiet --profile-kernels \
 		--out "$out/run-$name-P$np.$round.json" "$@" </dev/null >/dev/null
 }
 # Figures compared with each other take turns and each reports its median
@@ -65,12 +58,10 @@ round=1
 train gcn16 4
 for np in 1 2; do train gcn256x3 "$np" --hidden 256 --layers 3; done
 torch=none
-for py in python3 /usr/bin/python3; do # the first with PyTorch (pyenv's may lack it)
-	if $py -c 'import torch' 2>/dev/null; then
-		torch=$($py slurm/bench/torch_gnn.py "$data" --seeds 1 --epochs 10 --train-only | sed -n 's/.*, \([0-9.]*\) ms\/epoch.*/\1/p')
-		break
-	fi
-done
+py=$(torch_python)
+if [ -n "$py" ]; then
+	torch=$($py slurm/bench/torch_gnn.py "$data" --seeds 1 --epochs 10 --train-only | sed -n 's/.*, \([0-9.]*\) ms\/epoch.*/\1/p')
+fi
 python3 - "$out" "$torch" "$epochs" <<'PY'
 import glob, json, os, sys
 out, torch = sys.argv[1], sys.argv[2]

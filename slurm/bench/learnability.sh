@@ -10,13 +10,10 @@
 # TRAIN adds flags to every run (e.g. "--model sage": GraphSAGE, whose
 # --precompute reads D⁻¹AX).
 #   usage: slurm/bench/learnability.sh OUTDIR
-set -euo pipefail
+. "$(dirname "$0")/common.sh" || exit
 out=${1:-results/bench/learnability}
-bin=${SANCUS:-bin/sancus}
 epochs=${EPOCHS:-200}
 mkdir -p "$out"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 runs=$out/runs.tsv
 printf 'graph\tseed\tprecompute\ttest_acc\n' >"$runs"
 # graph name, then gen's flags
@@ -46,7 +43,7 @@ for entry in "${graphs[@]}"; do
 			# shellcheck disable=SC2086
 			"$bin" train --data "$d" --seed $seed --epochs "$epochs" --precompute=$pre ${TRAIN:-} --quiet --out "$tmp/r.json" >/dev/null
 			printf '%s\t%d\t%s\t%s\n' "$(basename "$name")" $seed $pre \
-				"$(python3 -c "import json; print(json.load(open('$tmp/r.json'))['result']['test_acc_at_best_val'])")" >>"$runs"
+				"$(result "$tmp/r.json" "r['test_acc_at_best_val']")" >>"$runs"
 		done
 		[ "$flags" != - ] && rm -rf "$d"
 	done

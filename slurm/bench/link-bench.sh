@@ -15,20 +15,17 @@
 #        TURNS (1: each configuration runs that many times, the configurations
 #        taking turns; training is deterministic, so the turns differ in time
 #        alone, and the summary reports the median turn's times)
-set -euo pipefail
+. "$(dirname "$0")/common.sh" || exit
 out=${1:-results/bench/link}
-bin=${SANCUS:-bin/sancus}
 rates=${RATES:-1gbit none}
 ps=${PS:-2}
 models=${MODELS:-gcn}
 turns=${TURNS:-1}
-emu=$(dirname "$0")/../emu-link.sh
+emu=slurm/emu-link.sh
 mkdir -p "$out"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 # shellcheck disable=SC2086 # GEN carries gen's flags
 "$bin" gen ${GEN:---model dcsbm} --out "$tmp/g" --quiet >/dev/null
-# name, then train flags (configurations of the issue's table)
+# name, then train flags (the configurations compared)
 # (fp32 is named: given no --wire, ranks that share no memory choose by
 # the link, and the default configuration is that choice)
 configs=(
@@ -65,7 +62,7 @@ for model in $models; do
 						mkdir -p "$out/turns/${d##*/}" && f=$out/turns/${d##*/}/$name-$turn.json
 					fi
 					# shellcheck disable=SC2086 # the configuration carries its flags
-					"$emu" with --rate "$rate" --name sancus-bench -- mpirun --allow-run-as-root --oversubscribe -np "$p" \
+					"$emu" with --rate "$rate" --name sancus-bench -- $mpirun -np "$p" \
 						"$bin" train --data "$tmp/g" --epochs "$epochs" --lr "$lr" --eval-every 5 "${mflags[@]}" $flags \
 						--quiet --out "$f" >/dev/null ||
 						echo "link-bench: $model P=$p $rate $name exited $? (its JSON says how it ended)" >&2

@@ -14,22 +14,16 @@
 # Writes OUTDIR/runs/*.json, OUTDIR/rounds.tsv (one row per run),
 # OUTDIR/summary.tsv (medians over the rounds) and OUTDIR/bound.txt (sancus
 # bench triad's memory-bound and roofline arithmetic for the last round).
-set -euo pipefail
-out=$1 mpirun=$2 rounds=${3:-3} epochs=${4:-12} tepochs=${5:-4}
-bin=${SANCUS:-bin/sancus}
+. "$(dirname "$0")/common.sh" || exit
+out=$1 mpirun=${2:-$mpirun} rounds=${3:-3} epochs=${4:-12} tepochs=${5:-4}
 peakbin=${SANCUS_OPENBLAS:-bin/sancus-openblas} # bench triad's GEMM peak, OpenBLAS's included
 [ -x "$peakbin" ] || { echo "no $peakbin (make openblas): the GEMM peak is sancus's own" >&2; peakbin=$bin; }
 data=${DATA:-data/planted-100k-t60}
 [ -e "$data/test.txt" ] || "$bin" gen --out "$data" --nodes 100000 --edges 1000000 --features 128 --classes 16 \
 	--train 0.6 --val 0.2 --seed 1 --quiet
-py=none
-for p in python3 /usr/bin/python3; do # the first with PyTorch (pyenv's may lack it)
-	if $p -c 'import torch' 2>/dev/null; then py=$p && break; fi
-done
-[ "$py" != none ] || echo "no PyTorch (make torch installs Debian's): its column stays empty" >&2
+py=$(torch_python)
+[ -n "$py" ] || echo "no PyTorch (make torch installs Debian's): its column stays empty" >&2
 mkdir -p "$out/runs"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 for np in 1 2; do "$bin" prepare --data "$data" --parts "$np" --out "$tmp/P$np" --quiet >/dev/null; done
 # name|sancus flags|torch_gnn.py flags
 models=(
@@ -64,7 +58,7 @@ for r in $(seq "$rounds"); do
 		f=$out/runs/$name-P2-r$r.json
 		$mpirun -np 2 "$bin" train --shards "$tmp/P2" "${args[@]}" --out "$f" </dev/null >/dev/null
 		printf '%d\t%s\tsancus P=2\t%s\n' "$r" "$name" "$(fields "$f")" >>"$out/rounds.tsv"
-		if [ "$py" != none ]; then
+		if [ -n "$py" ]; then
 			read -ra targs <<<"$tflags"
 			ms=$($py slurm/bench/torch_gnn.py "$data" "${targs[@]}" --seeds 1 --epochs "$tepochs" --train-only 2>/dev/null |
 				sed -n 's/.*, \([0-9.]*\) ms\/epoch.*/\1/p')

@@ -6,13 +6,10 @@
 # default chunk (1M edges: the whole sub-problem on these graphs) and with
 # chunks of 5% of the edges, within the paper's 1-10% (grem@0.05).
 #   usage: slurm/bench/partition-bench.sh OUTDIR   (needs Debian's metis package)
-set -euo pipefail
+. "$(dirname "$0")/common.sh" || exit
 out=${1:-results/bench/partition}
-bin=${SANCUS:-bin/sancus}
 shared=${SHARED:-../shared/datasets}
 mkdir -p "$out"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 "$bin" gen --out "$tmp/rmat" --model rmat --nodes 262144 --edges 2000000 --features 16 --feature-nnz 4 --classes 8 >/dev/null
 graphs="$tmp/rmat"
 # The real graphs come from ../shared beside the checkout; without it the

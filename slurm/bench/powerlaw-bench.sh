@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Graphs shaped like the real ones (issue 41): on the arxiv-like generated
+# Graphs shaped like the real ones: on the arxiv-like generated
 # graph (gen --like arxiv: 169,343 nodes, 1.17M edges, 40 classes, power-law
 # degrees), measured on this machine, each figure beside its baseline from
 # the same run:
@@ -15,28 +15,14 @@
 #                    partitioner: bytes sent per rank per epoch, test accuracy
 #   usage: slurm/bench/powerlaw-bench.sh OUTDIR   (needs Debian's metis package)
 # STAGES picks the parts run (default "replication balance partitioners").
-set -euo pipefail
+. "$(dirname "$0")/common.sh" || exit
 out=${1:-results/bench/powerlaw}
-bin=${SANCUS:-bin/sancus}
 shared=${SHARED:-../shared/datasets}
 epochs=${EPOCHS:-100}
-mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+read -ra mpi <<<"$mpirun --bind-to none"
 mkdir -p "$out"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 g=$tmp/arxiv
 "$bin" gen --like arxiv --out "$g" --quiet | tee "$out/graph.txt"
-metisg() { # the METIS graph file of dataset $1, made once
-	local m=$tmp/$(basename "$1").graph
-	case $1 in *.graph) m=$1 ;; *) [ -f "$m" ] || "$bin" export-metis --data "$1" --out "$m" ;; esac
-	echo "$m"
-}
-metis() { # part file of dataset $1 in $2 parts
-	local m
-	m=$(metisg "$1")
-	[ -f "$m.part.$2" ] || gpmetis "$m" "$2" >/dev/null
-	echo "$m.part.$2"
-}
 
 stages=" ${STAGES:-replication balance partitioners} "
 if [[ $stages == *" replication "* ]]; then
@@ -55,7 +41,7 @@ for d in $graphs; do
 			"$bin" partition-stats --data "$d" --parts $p --partitioner $part --balance-by rows --row | grep '^ROW' | cut -f2- |
 				sed "s|^[^\t]*|$(basename "$d")|" >>"$rf"
 		done
-		"$bin" partition-stats --data "$d" --parts $p --partitioner file --parts-file "$(metis "$d" $p)" --balance-by rows --row |
+		"$bin" partition-stats --data "$d" --parts $p --partitioner file --parts-file "$(metis_parts "$d" $p)" --balance-by rows --row |
 			grep '^ROW' | cut -f2- | sed "s|^[^\t]*|$(basename "$d")|; s|\tfile\t|\tmetis\t|" >>"$rf"
 	done
 done
@@ -68,7 +54,6 @@ train() {
 	shift 3
 	"${mpi[@]}" -np "$p" "$bin" train --shards "$d" --epochs "$epochs" --eval-every 10 --quiet --out "$o" "$@" >/dev/null
 }
-field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['result']; print(eval(sys.argv[2]))" "$@"; }
 
 if [[ $stages == *" balance "* ]]; then
 echo "== balance by rows or nonzeros"
@@ -83,8 +68,8 @@ for p in 2 4; do
 			for by in rows nnz; do
 				s=$tmp/s-$part-$p-$by
 				train "$s" $p "$tmp/r.json"
-				printf '%s\t%d\t%s\t%d\t%.2f\t%.3f\t%s\n' $part $p $by $turn "$(field "$tmp/r.json" "r['mean_epoch_ms']")" \
-					"$(field "$tmp/r.json" "r['compute_imbalance']")" \
+				printf '%s\t%d\t%s\t%d\t%.2f\t%.3f\t%s\n' $part $p $by $turn "$(result "$tmp/r.json" "r['mean_epoch_ms']")" \
+					"$(result "$tmp/r.json" "r['compute_imbalance']")" \
 					"$(python3 -c "import json; m=json.load(open('$s/meta.json'))['partition']; print('%.3f\t%.3f' % (m['row_balance'], m['nnz_balance']))")" >>"$bal"
 			done
 		done
@@ -101,14 +86,14 @@ pt=$out/partitioners.tsv
 printf 'partitioner\tmodel\tbytes_per_rank_per_epoch\ttest_acc\tms_per_epoch\tedge_cut\n' >"$pt"
 for part in contiguous random grem spring metis; do
 	flags=(--partitioner $part)
-	[ $part = metis ] && flags=(--partitioner file --parts-file "$(metis "$g" "$p")")
+	[ $part = metis ] && flags=(--partitioner file --parts-file "$(metis_parts "$g" "$p")")
 	"$bin" prepare --data "$g" --parts "$p" "${flags[@]}" --precompute=false --out "$tmp/p-$part-$p" --quiet >/dev/null
 	for m in "gcn 16" "sage 128"; do
 		set -- $m
 		train "$tmp/p-$part-$p" "$p" "$tmp/r.json" --model $1 --hidden $2 --precompute=false
 		printf '%s\t%s\t%.0f\t%.4f\t%.1f\t%s\n' $part "$1-$2" \
-			"$(field "$tmp/r.json" "sum(x['bytes_sent'] for x in r['per_rank'])/len(r['per_rank'])/len(r['curve'])")" \
-			"$(field "$tmp/r.json" "r['test_acc_at_best_val']")" "$(field "$tmp/r.json" "r['mean_epoch_ms']")" \
+			"$(result "$tmp/r.json" "sum(x['bytes_sent'] for x in r['per_rank'])/len(r['per_rank'])/len(r['curve'])")" \
+			"$(result "$tmp/r.json" "r['test_acc_at_best_val']")" "$(result "$tmp/r.json" "r['mean_epoch_ms']")" \
 			"$(python3 -c "import json; print(round(json.load(open('$tmp/p-$part-$p/meta.json'))['partition']['edge_cut_fraction'],4))")" >>"$pt"
 	done
 done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The products-sized graph on one machine (issue 41): gen --like products
+# The products-sized graph on one machine: gen --like products
 # (2,449,029 nodes, 61,859,140 edges), prepare into PARTS shards (time, peak
 # memory), then GCN 2x16 and GraphSAGE 2x128 at P = PARTS under mpirun: ms per
 # epoch, peak RSS per rank against its compulsory bytes, ms per million
@@ -9,16 +9,13 @@
 #   env: EPOCHS (20), PARTS (2), PATH_FLAGS (--precompute=false: the plain
 #        path, every layer exchanging; empty: the defaults, layer 1 on ÂX
 #        or D⁻¹AX), LOG (products-like.txt)
-set -euo pipefail
+. "$(dirname "$0")/common.sh" || exit
 out=${1:-results/bench/powerlaw}
-bin=${SANCUS:-bin/sancus}
 epochs=${EPOCHS:-20}
 parts=${PARTS:-2}
 pathf=${PATH_FLAGS---precompute=false}
-mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$parts")
+read -ra mpi <<<"$mpirun --bind-to none -np $parts"
 mkdir -p "$out"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 log=$out/${LOG:-products-like.txt}
 : >"$log"
 step() { echo "== $*" | tee -a "$log"; }

@@ -9,10 +9,9 @@
 # only: four ranks on a 2-core machine say nothing about time.
 #   usage: slurm/bench/scale-bench.sh DATADIR OUTDIR "MPIRUN [flags]" [SIZES]
 # SIZES: nodes:edges pairs (default the four above). Writes OUTDIR/scale.tsv.
-set -euo pipefail
-datadir=$1 out=$2 mpirun=$3
+. "$(dirname "$0")/common.sh" || exit
+datadir=$1 out=$2 mpirun=${3:-$mpirun}
 sizes=${4:-"100000:1000000 400000:4000000 1600000:16000000 4000000:40000000"}
-bin=${SANCUS:-bin/sancus}
 mkdir -p "$out" "$datadir"
 rm -f "$out"/run-*.json "$out"/prepare-*.json
 tsv=$out/scale.tsv
@@ -20,9 +19,7 @@ echo -e "nodes\tedges\tnnz_ahat\tP\tms_per_epoch\tms_per_M_nnz\trounds_ms\tpeak_
 train() { # n np name args...
 	local n=$1 np=$2 name=$3
 	shift 3
-	local launch="$mpirun -np $np"
-	[ "$np" = 1 ] && launch= # mpirun -np 1 would bind the rank to one core
-	$launch "$bin" train --shards "$datadir/planted-$n-P$np" --epochs 10 --eval-every 0 --quiet \
+	ranks "$np" "$bin" train --shards "$datadir/planted-$n-P$np" --epochs 10 --eval-every 0 --quiet \
 		--out "$out/run-$n-$name.$round.json" "$@" </dev/null >/dev/null
 }
 for size in $sizes; do

@@ -3,9 +3,8 @@
 # one machine, then one table and plots. (slurm/staleness.sbatch is the
 # same sweep as a batch job.)
 #   usage: slurm/bench/staleness-local.sh DATA OUTDIR "MPIRUN [flags]" [EPOCHS]
-set -euo pipefail
-data=$1 out=$2 mpirun=$3 epochs=${4:-200}
-bin=${SANCUS:-bin/sancus}
+. "$(dirname "$0")/common.sh" || exit
+data=$1 out=$2 mpirun=${3:-$mpirun} epochs=${4:-200}
 mkdir -p "$out"
 for np in 2 4; do
 	shards="$data-P$np"

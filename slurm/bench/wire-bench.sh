@@ -7,21 +7,16 @@
 # always measured too. Writes OUTDIR/wire.tsv: MB sent per rank per epoch
 # (training traffic: blocks, flags and the weight-gradient allreduce), test
 # accuracy at the best validation epoch, ms per epoch.
-set -euo pipefail
-data=$1 out=$2 mpirun=$3 ps=$4 epochs=${5:-200} part=${6:-contiguous} lr=${7:-0.01}
-bin=${SANCUS:-bin/sancus}
+. "$(dirname "$0")/common.sh" || exit
+data=$1 out=$2 mpirun=${3:-$mpirun} ps=$4 epochs=${5:-200} part=${6:-contiguous} lr=${7:-0.01}
 name=$(basename "$data")
 mkdir -p "$out"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 for np in $ps; do
 	"$bin" prepare --data "$data" --parts "$np" --out "$tmp/contiguous-$np" >/dev/null
 	case $part in
 	grem) "$bin" prepare --data "$data" --parts "$np" --partitioner grem --out "$tmp/$part-$np" >/dev/null ;;
 	metis)
-		"$bin" export-metis --data "$data" --out "$tmp/g.graph" >/dev/null
-		gpmetis "$tmp/g.graph" "$np" >/dev/null
-		"$bin" prepare --data "$data" --parts "$np" --partitioner file --parts-file "$tmp/g.graph.part.$np" --out "$tmp/$part-$np" >/dev/null
+		"$bin" prepare --data "$data" --parts "$np" --partitioner file --parts-file "$(metis_parts "$data" "$np")" --out "$tmp/$part-$np" >/dev/null
 		;;
 	esac
 	run() { # label shards flags...
