@@ -118,16 +118,10 @@ func MeanWeights(blocks []*matrix.CSR) []float32 {
 	return w
 }
 
-// SpGEMM computes A·B for two CSR matrices (used once, for ÂX) with a dense
-// accumulator per row.
-func SpGEMM(a, b *matrix.CSR) (*matrix.CSR, error) {
-	return SpGEMMBlocks([]*matrix.CSR{a}, []int64{0, int64(a.Cols)}, b)
-}
-
 // SpGEMMBlocks computes A·B for A given as column blocks side by side:
 // blocks[j] holds A's columns off[j] .. off[j+1], numbered from 0. Each
-// row's products are summed in A's column order, as SpGEMM of the whole A
-// sums them, so the result is the same bit for bit.
+// row's products are summed in A's column order, so the result is the
+// same bit for bit however A is cut into blocks.
 func SpGEMMBlocks(blocks []*matrix.CSR, off []int64, b *matrix.CSR) (*matrix.CSR, error) {
 	if len(blocks) == 0 || len(off) != len(blocks)+1 || off[len(blocks)] != int64(b.Rows) {
 		return nil, fmt.Errorf("spgemm: %d column blocks with %d offsets against %d rows of B", len(blocks), len(off), b.Rows)

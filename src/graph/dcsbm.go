@@ -25,7 +25,7 @@ import (
 // is a modelling choice, not a measurement). Its features are few ones per
 // row (LikeFeatureNNZ), so that with tens of classes and a narrow class
 // band a 2-layer GCN at the Kipf–Welling settings learns the task within
-// 200 epochs whatever the seed (results/README.md, learnability).
+// 200 epochs whatever the seed (results/README.md, "Learnability and the ÂX shortcut").
 type Like struct {
 	Name              string
 	Nodes             int

@@ -25,7 +25,7 @@ func runGen(args []string) error {
 	fs.IntVar(&c.Classes, "classes", 16, "number of classes")
 	// The planted defaults are the reference graph's (bench kernels): a
 	// task a GCN at the Kipf–Welling settings learns whatever the seed,
-	// with or without ÂX (results/README.md, learnability).
+	// with or without ÂX (results/README.md, "Learnability and the ÂX shortcut").
 	fs.Float64Var(&c.PIn, "p-in", 0.8, "planted: probability an edge joins two nodes of one class")
 	fs.Float64Var(&c.FeatureSig, "feature-signal", 0.5, "probability a feature is drawn from the node's class band")
 	fs.Float64Var(&c.TrainFrac, "train", 0.1, "fraction of nodes in the training split")
