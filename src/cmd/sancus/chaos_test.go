@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sancus/launch"
 	"strconv"
 	"strings"
 	"syscall"
@@ -123,7 +124,7 @@ func TestFaultInjection(t *testing.T) {
 			cause = "checkpoint committed"
 		}
 		clean := !k.toMpirun && (sig == syscall.SIGTERM || sig == syscall.SIGINT)
-		if code == 0 || !strings.Contains(out, cause) || (clean && code != ExitRequeue) {
+		if code == 0 || !strings.Contains(out, cause) || (clean && code != launch.ExitRequeue) {
 			t.Fatalf("fault %d (%v to %s): exit %d, output does not say %q:\n%s", f, sig, to, code, cause, out)
 		}
 		if cause != "" {

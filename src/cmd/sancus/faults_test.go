@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sancus/launch"
 	"sancus/src/shard"
 	"slices"
 	"strings"
@@ -25,8 +26,8 @@ func TestDivergedRunKeepsItsReport(t *testing.T) {
 	for _, lr := range []string{"1e30", "1e6"} {
 		out := filepath.Join(dir, "r"+lr+".json")
 		o, err := run(t, 0, "train", "--data", cora, "--epochs", "50", "--quiet", "--lr", lr, "--out", out)
-		if exitCode(err) != ExitDiverged || !strings.Contains(o, "diverged at epoch") {
-			t.Fatalf("--lr %s: exit %d, want %d and the epoch named:\n%s", lr, exitCode(err), ExitDiverged, o)
+		if exitCode(err) != launch.ExitDiverged || !strings.Contains(o, "diverged at epoch") {
+			t.Fatalf("--lr %s: exit %d, want %d and the epoch named:\n%s", lr, exitCode(err), launch.ExitDiverged, o)
 		}
 		rep := readReport(t, out)
 		if rep.Result.Status != "diverged" || len(rep.Result.Curve) == 0 || !strings.Contains(rep.Result.Error, "layer") && lr == "1e30" {
@@ -189,8 +190,8 @@ func TestSIGTERMToMpirunResumesFromLastCompleteCheckpoint(t *testing.T) {
 	session, _ := filepath.Glob(filepath.Join(os.TempDir(), "sancus-mpirun-*", "ompi.*"))
 	cmd.Process.Signal(syscall.SIGTERM)
 	out, err = wait()
-	if exitCode(err) != ExitRequeue || !strings.Contains(out, "checkpoint committed") {
-		t.Fatalf("sancus launch with SIGTERM: exit %d, want %d:\n%s", exitCode(err), ExitRequeue, out)
+	if exitCode(err) != launch.ExitRequeue || !strings.Contains(out, "checkpoint committed") {
+		t.Fatalf("sancus launch with SIGTERM: exit %d, want %d:\n%s", exitCode(err), launch.ExitRequeue, out)
 	}
 	if len(session) != 1 {
 		t.Fatalf("mpirun's session directories in sancus launch's base: %v, want one", session)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sancus/launch"
 
 	"github.com/spf13/pflag"
 )
@@ -34,7 +35,7 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nRun 'sancus <command> --help' for a command's flags.\n")
 	fmt.Fprintf(w, "Exit status: 0 done, 1 error, %d stopped by a signal after a checkpoint (requeue and --resume), %d training diverged.\n",
-		ExitRequeue, ExitDiverged)
+		launch.ExitRequeue, launch.ExitDiverged)
 }
 
 // help prints the usage of the flag set whose --help was given. pflag calls

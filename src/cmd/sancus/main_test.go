@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"sancus/launch"
 	"sancus/src/result"
 	"sancus/src/train"
 
@@ -502,15 +503,15 @@ func TestSignalCheckpointResume(t *testing.T) {
 		return refs[epochs]
 	}
 
-	type launch struct {
+	type via struct {
 		name  string
 		np    int
 		sig   syscall.Signal
 		group bool // sancus launch, signalled as a terminal's ^C is: its whole process group
 	}
-	cases := []launch{{"in-process SIGTERM", 0, syscall.SIGTERM, false}, {"in-process ^C", 0, syscall.SIGINT, false}}
+	cases := []via{{"in-process SIGTERM", 0, syscall.SIGTERM, false}, {"in-process ^C", 0, syscall.SIGINT, false}}
 	if _, err := exec.LookPath("mpirun"); err == nil {
-		cases = append(cases, launch{"mpirun SIGUSR1", 2, syscall.SIGUSR1, false}, launch{"sancus launch ^C", 2, syscall.SIGINT, true})
+		cases = append(cases, via{"mpirun SIGUSR1", 2, syscall.SIGUSR1, false}, via{"sancus launch ^C", 2, syscall.SIGINT, true})
 	}
 	for i, c := range cases {
 		ck := filepath.Join(dir, "ck-"+strconv.Itoa(i))
@@ -536,8 +537,8 @@ func TestSignalCheckpointResume(t *testing.T) {
 			cmd.Process.Signal(c.sig)
 		}
 		out, err := wait()
-		if exitCode(err) != ExitRequeue || !strings.Contains(out, "checkpoint committed") {
-			t.Fatalf("%s: exit %d, want %d:\n%s", c.name, exitCode(err), ExitRequeue, out)
+		if exitCode(err) != launch.ExitRequeue || !strings.Contains(out, "checkpoint committed") {
+			t.Fatalf("%s: exit %d, want %d:\n%s", c.name, exitCode(err), launch.ExitRequeue, out)
 		}
 		// Epochs are not part of the checkpoint's signature: the resume
 		// trains 5 epochs past the stop, as far as the uninterrupted run.
@@ -572,7 +573,7 @@ func TestSecondRunOnOneCheckpointDirIsRefused(t *testing.T) {
 		}
 	}
 	first.Process.Signal(syscall.SIGTERM)
-	if o, err := wait(); exitCode(err) != ExitRequeue {
+	if o, err := wait(); exitCode(err) != launch.ExitRequeue {
 		t.Fatalf("the first run, stopped: exit %d\n%s", exitCode(err), o)
 	}
 }

@@ -9,24 +9,16 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"sancus/collectives/mpi"
-	"sancus/kernels"
 	"sancus/launch"
-	"sancus/src/atomicfile"
 	"sancus/src/graph"
 	"sancus/src/model"
-	"sancus/src/prepare"
 	"sancus/src/shard"
 	"sancus/src/train"
 )
@@ -44,49 +36,6 @@ type trainFlags struct {
 	saveWeights             string
 	saveModel               string
 	wireGiven               bool // --wire or --wire-grad on the command line
-}
-
-// ExitRequeue is the exit status after a stop request was honoured and a
-// checkpoint written: "requeue me". slurm/*.sbatch requeue on it; a site can
-// also set RequeueExit=85 in slurm.conf.
-const ExitRequeue = 85
-
-// ExitDiverged is the exit status of a run that stopped because training
-// diverged (a non-finite loss, gradient or weight, or a loss past
-// --max-loss-growth). Its results JSON is written, with status "diverged";
-// requeueing it would only diverge again.
-const ExitDiverged = 86
-
-// stopRequested is set by SIGTERM (Slurm's warning before the walltime,
-// --signal=TERM@secs, delivered to every rank by srun) or SIGUSR1 (which
-// mpirun forwards to its ranks; mpirun cannot forward SIGTERM, see
-// launch.Command).
-var stopRequested atomic.Bool
-
-func watchSignals(who string) {
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGINT)
-	go func() {
-		for s := range ch {
-			if stopRequested.Swap(true) {
-				if s == syscall.SIGINT { // a second ^C: the user will not wait for the epoch
-					fmt.Fprintf(os.Stderr, "sancus: %s: second interrupt: exiting now, without a checkpoint\n", who)
-					exitUnlocked(130)
-				}
-				continue
-			}
-			msg := fmt.Sprintf("sancus: %s: %v: stopping after this epoch (checkpoint, then exit %d; ^C again to quit at once)\n", who, s, ExitRequeue)
-			if s != syscall.SIGTERM {
-				fmt.Fprint(os.Stderr, msg)
-				continue
-			}
-			// mpirun also sends SIGTERM to the ranks of a job it aborts
-			// (another rank failed), then SIGKILL a second later: say
-			// nothing unless the process outlives that, so an aborted rank
-			// does not report a clean stop.
-			time.AfterFunc(2*time.Second, func() { fmt.Fprint(os.Stderr, msg) })
-		}
-	}()
 }
 
 func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
@@ -203,7 +152,6 @@ func runTrain(args []string) error {
 	if !tf.quiet {
 		cfg.Run.Log = os.Stdout
 	}
-	cfg.Run.Stop = stopRequested.Load
 	env, err := launch.Detect()
 	if err != nil {
 		return err
@@ -212,7 +160,7 @@ func runTrain(args []string) error {
 		Link: os.Getenv("SANCUS_LINK")}
 	rep.Host, _ = os.Hostname()
 	rep.Shards = tf.shards
-	watchSignals(fmt.Sprintf("rank %d", env.Rank))
+	cfg.Run.Stop = launch.WatchStops(fmt.Sprintf("rank %d", env.Rank), func() { unlock() })
 	// Every output is known and test-written before any work: a run must not
 	// learn after hours of training that its results have nowhere to go.
 	if tf.out == "" {
@@ -339,185 +287,6 @@ func refuseInert(fs *pflag.FlagSet, cfg train.Config, tf trainFlags) error {
 	return nil
 }
 
-// checkOutputs creates and test-writes every output location. write says
-// whether this process writes the results (rank 0); every rank writes
-// checkpoints.
-func checkOutputs(cfg train.Config, tf trainFlags, write bool) error {
-	if cfg.Run.CheckpointDir != "" {
-		if err := atomicfile.CheckDir(cfg.Run.CheckpointDir); err != nil {
-			return fmt.Errorf("--checkpoint-dir: %w", err)
-		}
-	}
-	if !write {
-		return nil
-	}
-	if err := atomicfile.Check(tf.out); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	for flag, path := range map[string]string{"--save-weights": tf.saveWeights, "--save-model": tf.saveModel} {
-		if path == "" {
-			continue
-		}
-		if err := atomicfile.Check(path); err != nil {
-			return fmt.Errorf("%s: %w", flag, err)
-		}
-	}
-	return nil
-}
-
-// lockOutputs takes the results path and the checkpoint directory for
-// this run: a second run on either is refused at start, naming this one.
-func lockOutputs(cfg train.Config, tf trainFlags) (release func(), err error) {
-	paths := []string{tf.out}
-	if cfg.Run.CheckpointDir != "" {
-		paths = append(paths, cfg.Run.CheckpointDir)
-	}
-	var held []func()
-	release = func() {
-		for _, r := range held {
-			r()
-		}
-	}
-	for _, p := range paths {
-		r, err := atomicfile.Lock(p)
-		if err != nil {
-			release()
-			return nil, err
-		}
-		held = append(held, r)
-	}
-	return release, nil
-}
-
-// exitUnlocked releases the output locks and exits.
-func exitUnlocked(code int) {
-	unlock()
-	os.Exit(code)
-}
-
-// unlock releases the output locks; ended calls it before an exit that
-// skips deferred calls.
-var unlock = func() {}
-
-// ended turns how training ended into the exit status: a honoured stop
-// request exits 85 (requeue), a divergence 86, both after the report.
-func ended(err error, cfg train.Config, res *result.Result, sideErr error) error {
-	if errors.Is(err, train.ErrDiverged) {
-		fmt.Fprintf(os.Stderr, "sancus: the results JSON has the curve up to the divergence (status \"diverged\"); exiting %d\n", ExitDiverged)
-		exitUnlocked(ExitDiverged)
-	}
-	if !errors.Is(err, train.ErrStopped) {
-		return sideErr // completed: a failed side write still fails the run
-	}
-	if cfg.Run.CheckpointDir == "" {
-		fmt.Fprintln(os.Stderr, "sancus: stopped by signal without --checkpoint-dir: progress is lost")
-		exitUnlocked(1)
-	}
-	if last := len(res.Curve); res.Checkpoint == last {
-		fmt.Fprintf(os.Stderr, "sancus: checkpoint committed in %s; exiting %d so the job can be requeued and --resume\n", cfg.Run.CheckpointDir, ExitRequeue)
-	} else {
-		fmt.Fprintf(os.Stderr, "sancus: stopped after epoch %d, but its checkpoint failed: --resume continues after epoch %d from %s; exiting %d\n",
-			last, res.Checkpoint, cfg.Run.CheckpointDir, ExitRequeue)
-	}
-	exitUnlocked(ExitRequeue)
-	return nil
-}
-
-// trainMPI runs this process as one rank of an mpirun/srun job. Any error
-// aborts the whole job with a message naming the rank, so no rank hangs.
-func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
-	launch.PrepareMPI(runtime.NumCPU())
-	c, err := mpi.Start(tf.timeout)
-	if err != nil {
-		return err
-	}
-	cfg.Run.BaseRSSMB = launch.RSSMB()
-	setThreads(tf.threads, 0, c)
-	rank, size := c.Rank(), c.Size()
-	abort := func(what string, err error) error {
-		unlock() // MPI_Abort ends the process: no deferred call runs after it
-		c.Abort(fmt.Errorf("%s: %w", what, err))
-		return err
-	}
-	shared, err := train.OneHostSharedMemory(c)
-	if err != nil {
-		return abort("asking the ranks' hosts", err)
-	}
-	probes, err := setProgress(c, shared)
-	if err != nil {
-		return abort("setting MPI's progress", err)
-	}
-	var s *shard.Shard
-	if tf.shards != "" {
-		if s, err = shard.Read(tf.shards, rank, size); err != nil {
-			return abort("loading shard", err)
-		}
-		rep.Dataset = shardDataset(tf.shards)
-	} else {
-		ds, err := graph.Load(tf.data, tf.load)
-		if err != nil {
-			return abort("loading dataset", err)
-		}
-		prep, err := prepare.InMemory(ds, size, prepare.Options{Precompute: cfg.Precomputed()})
-		if err != nil {
-			return abort("partitioning", err)
-		}
-		if s, err = prep.Shard(rank); err != nil {
-			return abort("partitioning", err)
-		}
-		rep.Dataset = ds.Name
-	}
-	rep.Nodes = s.N
-	cfg.Wire.FromLink = !tf.wireGiven
-	plan, err := train.Resolve(cfg, c)
-	if err != nil {
-		return abort("setting up", err)
-	}
-	rep.LinkGBs, rep.WireChosen = plan.Link.GBs, plan.Link.Chosen
-	if rank != 0 {
-		cfg.Run.Log = nil
-	} else {
-		transport := "MPI (" + rep.Launcher + ")"
-		if !probes {
-			transport = "MPI (" + rep.Launcher + "; shared memory, one core a rank: messages move in the waits)"
-		}
-		printStart(cfg, size, rep.Dataset, s.N, transport)
-		if rep.WireChosen != "" {
-			fmt.Fprintf(os.Stderr, "sancus: %s (--wire fp32 keeps every rank count's losses equal)\n", rep.WireChosen)
-		}
-	}
-	e, err := train.NewPlanned(plan, c, s)
-	if err != nil {
-		return abort("setting up", err)
-	}
-	defer e.Close()
-	// The epochs hold what set-up left and add a little garbage each
-	// (request handles, small slices): at the 10% target set-up runs at, a
-	// long run's peak kept growing. At 2% the heap stays within 2% of what
-	// is live, and a collection every few hundred epochs costs next to
-	// nothing.
-	debug.SetGCPercent(2)
-	res, err := e.Run()
-	if err != nil && !errors.Is(err, train.ErrStopped) && !errors.Is(err, train.ErrDiverged) {
-		return abort("training", err)
-	}
-	rep.Config, rep.Result = plan, res
-	var sideErr error
-	if rank == 0 {
-		var ferr error
-		if sideErr, ferr = finish(rep, plan, tf, e.Params()); ferr != nil {
-			return abort("writing results", ferr)
-		}
-	}
-	if berr := c.Barrier(); berr != nil {
-		return berr
-	}
-	if cerr := c.Close(); cerr != nil {
-		return cerr
-	}
-	return ended(err, cfg, res, sideErr)
-}
-
 // shardDataset names the dataset a shard directory was prepared from (its
 // meta.json), so runs over shards of one graph for different P group
 // together in reports.
@@ -526,60 +295,6 @@ func shardDataset(dir string) string {
 		return m.Dataset
 	}
 	return filepath.Base(dir)
-}
-
-// runInProcess splits ds into parts shards in memory and trains them as
-// parts goroutine ranks over the in-process transport: the same engine and
-// algorithm as an mpirun job, without MPI. It returns rank 0's report.
-func runInProcess(ds *graph.Dataset, parts int, cfg train.Config) (train.Outcome, error) {
-	if err := cfg.Validate(); err != nil {
-		return train.Outcome{}, err
-	}
-	prep, err := prepare.InMemory(ds, parts, prepare.Options{Precompute: cfg.Precomputed()})
-	if err != nil {
-		return train.Outcome{}, err
-	}
-	shards, err := prep.Shards()
-	if err != nil {
-		return train.Outcome{}, err
-	}
-	return train.RunShards(shards, cfg)
-}
-
-// setThreads sets the kernel threads of this process (launch.Threads
-// chooses; c: the MPI communicator, nil for in-process ranks).
-func setThreads(flag, inProcessRanks int, c *mpi.Comm) {
-	onNode := 0
-	if c != nil {
-		onNode = max(1, c.LocalSize())
-	}
-	kernels.SetThreads(launch.Threads(flag, inProcessRanks, onNode))
-	useProcs(max(1, inProcessRanks))
-}
-
-// useProcs sets GOMAXPROCS past the goroutines that ranks (in this
-// process) keep in kernel calls at once (launch.Procs). After the threads
-// are chosen: launch.Threads reads GOMAXPROCS.
-func useProcs(ranks int) {
-	runtime.GOMAXPROCS(launch.Procs(ranks*kernels.Threads(), runtime.GOMAXPROCS(0)))
-}
-
-// setProgress stops c's MPI thread probing while transfers are in flight
-// where launch.ProbesMPI says it would only take time from the compute
-// (shared: oneHostSharedMemory's answer), and reports whether it probes.
-func setProgress(c *mpi.Comm, shared bool) (bool, error) {
-	if launch.ProbesMPI(kernels.Threads(), shared) {
-		return true, nil
-	}
-	return false, c.SetProgress(0)
-}
-
-func printStart(cfg train.Config, ranks int, name string, n int, transport string) {
-	if cfg.Run.Log == nil {
-		return
-	}
-	fmt.Fprintf(cfg.Run.Log, "sancus: training %d-layer %s (hidden %d) on %s (%d nodes), %d rank(s) over %s, staleness %s, %s kernels, %d threads\n",
-		cfg.Model.Layers, strings.ToUpper(cfg.Model.Arch.String()), cfg.Model.Hidden, name, n, ranks, transport, cfg.Staleness.Policy, kernels.SIMD(), kernels.Threads())
 }
 
 // finish writes the run's side outputs (weights, model) and then its
