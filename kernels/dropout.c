@@ -6,44 +6,23 @@
 #include "dropout_rng.h"
 #include "simd.h"
 
-// drop_csr writes rows [r0, r1)'s values dropped and scaled, L nonzeros at a
-// time: each lane hashes its own column's pair (sc_drop_draw on vectors),
-// so a row's columns need not be contiguous. A row's last vector runs past
-// its end (feature rows hold about L nonzeros) with this row's key; the
-// rows after it, drawn next, write those lanes again. Only the range's last
-// nonzeros, whose lanes past the end belong to other threads, go plainly.
-#define DROP_CSR(SUFFIX, ATTR)                                                 \
-  ATTR static void drop_csr_##SUFFIX(const int64_t *rowptr, const int32_t *col, \
-                                     const float *val, float *out, int64_t r0, \
-                                     int64_t r1, const sc_mask *m) {           \
-    typedef vf_##SUFFIX vf;                                                    \
-    typedef uint32_t vu __attribute__((vector_size(sizeof(vf)), aligned(4)));  \
-    typedef int32_t vi __attribute__((vector_size(sizeof(vf)), aligned(4)));   \
-    enum { L = sizeof(vf) / sizeof(float) };                                   \
-    const int32_t thr = (int32_t)m->thr;                                       \
-    const float scale = m->scale;                                              \
-    const int64_t lim = rowptr[r1];                                            \
-    for (int64_t r = r0; r < r1; r++) {                                        \
-      const uint32_t key = sc_drop_key(m->seed, m->stream, (uint64_t)(m->ids ? m->ids[r] : m->row0 + r)); \
-      int64_t p = rowptr[r];                                                   \
-      const int64_t e = rowptr[r + 1];                                         \
-      for (; p < e && p + L <= lim; p += L) {                                  \
-        const vu c = *(const vu *)(col + p);                                   \
-        vu h = ((c >> 5) * 16 + (c & 15)) * 0x9e3779b9u ^ key;                 \
-        SC_HASH32_MIX(h);                                                      \
-        const vi keep = (vi)((h >> (c & 16)) & 0xffff) >= thr;                 \
-        const vf y = *(const vf *)(val + p) * scale;                           \
-        *(vf *)(out + p) = (vf)((vi)y & keep);                                 \
-      }                                                                        \
-      for (; p < e; p++)                                                       \
-        out[p] = (int32_t)sc_drop_draw(key, (uint64_t)col[p]) >= thr ? val[p] * scale : 0.0f; \
-    }                                                                          \
-  }
-
-DROP_CSR(base, )
+// drop_csr, once per level (dropout_body.h).
+#define SC_SUFFIX base
+#define SC_TARGET
+#include "dropout_body.h"
+#undef SC_SUFFIX
+#undef SC_TARGET
 #if defined(__x86_64__) && defined(__GNUC__)
-DROP_CSR(avx2, SC_AVX2)
-DROP_CSR(avx512, SC_AVX512)
+#define SC_SUFFIX avx2
+#define SC_TARGET SC_AVX2
+#include "dropout_body.h"
+#undef SC_SUFFIX
+#undef SC_TARGET
+#define SC_SUFFIX avx512
+#define SC_TARGET SC_AVX512
+#include "dropout_body.h"
+#undef SC_SUFFIX
+#undef SC_TARGET
 #endif
 
 void sc_dropout_csr(const int64_t *rowptr, const int32_t *col, const float *val, float *out,

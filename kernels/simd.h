@@ -12,6 +12,17 @@ typedef float vf_base __attribute__((vector_size(16), aligned(4)));
 typedef float vf_avx2 __attribute__((vector_size(32), aligned(4)));
 typedef float vf_avx512 __attribute__((vector_size(64), aligned(4)));
 
+// A kernel compiled once per level is written as plain C in a body file
+// (*_body.h, without an include guard). Its .c file includes the body once
+// per level, with SC_SUFFIX (base, avx2 or avx512) and SC_TARGET (the
+// level's target attribute, empty for base) defined before and #undef-ed
+// after. In a body, SC_FN(name) is the level's name_SUFFIX (a function, or
+// a per-level type such as vf_avx2) and SC_VF is the level's vector.
+#define SC_CAT_(a, b) a##b
+#define SC_CAT(a, b) SC_CAT_(a, b)
+#define SC_FN(name) SC_CAT(name, SC_CAT(_, SC_SUFFIX))
+#define SC_VF SC_FN(vf)
+
 #if defined(__x86_64__) && defined(__GNUC__)
 // The levels' targets, for the kernels compiled once per level.
 #define SC_AVX2 __attribute__((target("avx2,fma")))
