@@ -8,7 +8,7 @@
 // a list of rows, for a consumer that reads only those; and the fused
 // passes (Fused): dropout's and ReLU's backward with the bias gradient in
 // one pass; and GAT's attention (Attention, gat.c: scores a chunk of edges
-// at a time, exponentials on vectors from vexp.h). Timed wraps any backend
+// at a time, exponentials on vectors from vexp_body.h). Timed wraps any backend
 // to time its calls by class and count their compulsory bytes.
 //
 // Kernels cut their work into row ranges, several a thread, which the

@@ -24,6 +24,55 @@ var Checks = []Check{
 	{"AllreduceSumsAndAgreesBitwise", AllreduceSumsAndAgreesBitwise},
 	{"AllgathervAndAlltoallvUneven", AllgathervAndAlltoallvUneven},
 	{"AllreduceBF16SumsAndAgreesBitwise", AllreduceBF16SumsAndAgreesBitwise},
+	{"StartAndWaitAllMoveEveryMessage", StartAndWaitAllMoveEveryMessage},
+}
+
+// batchMessages is how many messages each rank sends every peer in
+// StartAndWaitAllMoveEveryMessage: more than one, so that order within a
+// pair and tag is checked too.
+const batchMessages = 16
+
+// StartAndWaitAllMoveEveryMessage: a batch of receives, then a batch of
+// sends, every peer batchMessages messages of uneven sizes under one tag,
+// all arrive whole and in order, waited for in one batch.
+func StartAndWaitAllMoveEveryMessage(c collectives.Comm) error {
+	p, me := c.Size(), c.Rank()
+	size := func(from, to, k int) int { return 1 + (from*7+to*3+k*5)%41 }
+	var recvs, sends []collectives.Transfer
+	var want [][]byte
+	for peer := range p {
+		if peer == me {
+			continue
+		}
+		for k := range batchMessages {
+			recvs = append(recvs, collectives.Transfer{Buf: make([]byte, size(peer, me, k)), Peer: peer, Tag: collectives.TagUser + 7, Recv: true})
+			exp, out := make([]byte, size(peer, me, k)), make([]byte, size(me, peer, k))
+			for i := range exp {
+				exp[i] = byte(peer*31 + me*17 + k*13 + i)
+			}
+			for i := range out {
+				out[i] = byte(me*31 + peer*17 + k*13 + i)
+			}
+			want = append(want, exp)
+			sends = append(sends, collectives.Transfer{Buf: out, Peer: peer, Tag: collectives.TagUser + 7})
+		}
+	}
+	reqs := make([]collectives.Request, len(recvs)+len(sends))
+	if err := collectives.Start(c, recvs, reqs[:len(recvs)]); err != nil {
+		return err
+	}
+	if err := collectives.Start(c, sends, reqs[len(recvs):]); err != nil {
+		return err
+	}
+	if err := collectives.WaitAllOn(c, reqs); err != nil {
+		return err
+	}
+	for i, r := range recvs {
+		if string(r.Buf) != string(want[i]) {
+			return fmt.Errorf("rank %d: message %d of %d from rank %d arrived as %v, want %v", me, i%batchMessages, batchMessages, r.Peer, r.Buf, want[i])
+		}
+	}
+	return nil
 }
 
 // AllreduceBF16SumsAndAgreesBitwise: the bf16 ring sums to within bf16's

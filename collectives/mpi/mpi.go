@@ -17,6 +17,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -187,6 +188,7 @@ func (o opName) String() string { return string(o) }
 // do runs f on the MPI thread and waits for it, aborting the job if it does
 // not finish within the timeout (a dead or hung peer).
 func (m *Comm) do(op fmt.Stringer, f func() C.int) error {
+	handoffs.Add(1)
 	w := waiters.Get().(*waiter)
 	w.f = f
 	m.calls <- w.run
@@ -353,6 +355,108 @@ func (r *mpiReq) Wait() error {
 	r.buf = nil
 	return nil
 }
+
+// StartBatch starts every transfer in one hand-off to the MPI thread
+// (collectives.Batcher).
+func (m *Comm) StartBatch(ts []collectives.Transfer, out []collectives.Request) error {
+	rs := make([]*mpiReq, len(ts))
+	for i, t := range ts {
+		r := &mpiReq{m: m, buf: t.Buf, peer: t.Peer, tag: t.Tag, isRecv: t.Recv}
+		r.step = r.call
+		if len(t.Buf) > 0 {
+			r.pin.Pin(&t.Buf[0])
+		}
+		rs[i] = r
+	}
+	started := 0
+	err := m.do(batchOp{"start", rs, &started}, func() C.int {
+		for _, r := range rs {
+			if rc := r.call(); rc != C.MPI_SUCCESS {
+				return rc
+			}
+			started++
+		}
+		return C.MPI_SUCCESS
+	})
+	for i, r := range rs {
+		if i < started {
+			out[i] = r
+		} else {
+			out[i] = nil
+			r.pin.Unpin()
+		}
+	}
+	return err
+}
+
+// WaitBatch waits for every started request of this communicator's MPI
+// thread in one hand-off (collectives.BatchWaiter); others are waited for
+// one by one. A request whose wait failed counts as waited: a cleanup
+// that waits again must not hand MPI a freed request.
+func (m *Comm) WaitBatch(reqs []collectives.Request) error {
+	rs := make([]*mpiReq, 0, len(reqs))
+	var first error
+	for _, q := range reqs {
+		switch r, ok := q.(*mpiReq); {
+		case q == nil:
+		case ok && r.m.calls == m.calls && !r.done:
+			rs = append(rs, r)
+		default:
+			if err := q.Wait(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	if len(rs) == 0 {
+		return first
+	}
+	waited := 0
+	err := m.do(batchOp{"wait", rs, &waited}, func() C.int {
+		for _, r := range rs {
+			rc := r.call()
+			waited++
+			if rc != C.MPI_SUCCESS {
+				return rc
+			}
+		}
+		return C.MPI_SUCCESS
+	})
+	for _, r := range rs[:waited] {
+		r.done = true
+		r.pin.Unpin()
+		if err == nil && r.isRecv && int(r.count) != len(r.buf) {
+			err = &collectives.Error{Rank: m.rank, Op: r.String(), Err: fmt.Errorf("message of %d bytes for a buffer of %d", int(r.count), len(r.buf))}
+		}
+		r.buf = nil
+	}
+	if first == nil {
+		first = err
+	}
+	return first
+}
+
+// batchOp names a batch in errors: the request it stopped at.
+type batchOp struct {
+	what string
+	rs   []*mpiReq
+	at   *int
+}
+
+func (b batchOp) String() string {
+	i := *b.at
+	if b.what == "wait" {
+		i-- // the wait that failed was counted
+	}
+	if i >= 0 && i < len(b.rs) {
+		return fmt.Sprintf("%s of %d transfers, at %v", b.what, len(b.rs), b.rs[i])
+	}
+	return fmt.Sprintf("%s of %d transfers", b.what, len(b.rs))
+}
+
+// Handoffs is how many calls this process has handed to its MPI thread.
+func (m *Comm) Handoffs() int64 { return handoffs.Load() }
+
+var handoffs atomic.Int64
 
 func (m *Comm) Barrier() error {
 	return m.do(opName("barrier"), func() C.int { return C.sc_barrier(m.comm) })

@@ -192,3 +192,39 @@ func TestMPISplit(t *testing.T) {
 		t.Fatalf("rank %d: allreduce over its half = %g, want %g", r, buf[0], sum)
 	}
 }
+
+// TestOneHandoffPerBatch: a batch of transfers starts in one hand-off to
+// the MPI thread, and is waited for in one, however many messages it
+// holds: 16 to and from every peer here.
+func TestOneHandoffPerBatch(t *testing.T) {
+	if mpiComm == nil {
+		t.Skip("needs mpirun (make test-mpi)")
+	}
+	p, me := mpiComm.Size(), mpiComm.Rank()
+	if p < 2 {
+		t.Skip("needs 2 or more ranks")
+	}
+	var ts []collectives.Transfer
+	for peer := range p {
+		if peer == me {
+			continue
+		}
+		for range 16 {
+			ts = append(ts, collectives.Transfer{Buf: make([]byte, 64), Peer: peer, Tag: collectives.TagUser + 9, Recv: true})
+		}
+		for range 16 {
+			ts = append(ts, collectives.Transfer{Buf: make([]byte, 64), Peer: peer, Tag: collectives.TagUser + 9})
+		}
+	}
+	reqs := make([]collectives.Request, len(ts))
+	before := mpiComm.Handoffs()
+	if err := collectives.Start(mpiComm, ts, reqs); err != nil {
+		t.Fatal(err)
+	}
+	if err := collectives.WaitAllOn(mpiComm, reqs); err != nil {
+		t.Fatal(err)
+	}
+	if n := mpiComm.Handoffs() - before; n != 2 {
+		t.Fatalf("%d transfers took %d hand-offs to the MPI thread, want 2", len(ts), n)
+	}
+}

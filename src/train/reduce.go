@@ -102,7 +102,7 @@ func (r *reduction) key(seed uint64, epoch, sender int) uint64 {
 func (e *Engine) reduce(r *reduction, epoch int, dst []*matrix.Dense, peer func(j int, out []*matrix.Dense) error, own func() error) (err error) {
 	x := e.net.x.(*sparseExchange) // reducesGradients
 	start, me := time.Now(), e.rank
-	t := &transfer{recvs: make([][]collectives.Request, e.P)}
+	t := &transfer{comm: x.comm, recvs: make([][]collectives.Request, e.P)}
 	defer func() {
 		if err != nil { // leave no transfer writing into or reading our buffers
 			for _, q := range t.recvs {
@@ -115,6 +115,8 @@ func (e *Engine) reduce(r *reduction, epoch int, dst []*matrix.Dense, peer func(
 		e.tally.clock.comm += time.Since(start)
 		x.comm.Stats().Add("sparse_reduce", t.sent, t.recvd, time.Since(start))
 	}()
+	var ts []collectives.Transfer
+	var from []int
 	for i, rows := range x.sendIdx {
 		if i == me || len(rows) == 0 {
 			continue
@@ -122,13 +124,14 @@ func (e *Engine) reduce(r *reduction, epoch int, dst []*matrix.Dense, peer func(
 		for m, w := range r.widths {
 			n := len(rows) * r.rowBytes(w)
 			r.recv[i][m] = grow(r.recv[i][m], (n+3)/4) // floats, to add from as they are
-			q, err := x.comm.Irecv(collectives.Bytes(r.recv[i][m])[:n], i, tagReduce)
-			if err != nil {
-				return err
-			}
-			t.recvs[i] = append(t.recvs[i], q)
+			ts = append(ts, collectives.Transfer{Buf: collectives.Bytes(r.recv[i][m])[:n], Peer: i, Tag: tagReduce, Recv: true})
+			from = append(from, i)
 			t.recvd += int64(n)
 		}
+	}
+	at := t.recvSlots(from)
+	if err := t.start(ts, at); err != nil {
+		return err
 	}
 	key := r.key(e.plan.Optim.Seed, epoch, me)
 	r.sends++
@@ -149,14 +152,18 @@ func (e *Engine) reduce(r *reduction, epoch int, dst []*matrix.Dense, peer func(
 			return err
 		}
 		r.move(out, e.be.Download)
+		ts, at = ts[:0], at[:0]
 		for m, d := range out {
 			buf := r.encode(j, m, d.Data, key)
-			q, err := x.comm.Isend(buf, j, tagReduce)
-			if err != nil {
-				return err
-			}
-			t.sends = append(t.sends, q)
+			ts = append(ts, collectives.Transfer{Buf: buf, Peer: j, Tag: tagReduce})
+			t.sends = append(t.sends, nil)
 			t.sent += int64(len(buf))
+		}
+		for k := range ts {
+			at = append(at, &t.sends[len(t.sends)-len(ts)+k])
+		}
+		if err := t.start(ts, at); err != nil {
+			return err
 		}
 	}
 	if err := own(); err != nil {

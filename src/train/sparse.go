@@ -224,6 +224,7 @@ func sendsWhole(c *cache, own *ownRows, rows []int32) bool {
 // transfer is one sparse exchange in flight: its requests, its receive
 // buffers and what it counted.
 type transfer struct {
+	comm        collectives.Comm
 	recvs       [][]collectives.Request // a root's chunks, in order
 	bufs        [][]byte                // a root's rows as they arrive
 	sends       []collectives.Request   // in flight from the halves of rank i's pack buffer: 2i, 2i+1
@@ -234,8 +235,41 @@ type transfer struct {
 // waitFor adds the time r takes to finish to the exchange's wait.
 func (t *transfer) waitFor(r ...collectives.Request) error {
 	t0 := time.Now()
-	err := collectives.WaitAll(r)
+	err := collectives.WaitAllOn(t.comm, r)
 	t.wait += time.Since(t0)
+	return err
+}
+
+// recvSlots gives each of a batch's receives, from peers[k] in order, its
+// slot in t.recvs[peers[k]], the slices made whole first so that no slot
+// moves.
+func (t *transfer) recvSlots(peers []int) []*collectives.Request {
+	n := make([]int, len(t.recvs))
+	for _, j := range peers {
+		n[j]++
+	}
+	for j, c := range n {
+		if c > 0 {
+			t.recvs[j] = make([]collectives.Request, c)
+		}
+	}
+	at := make([]*collectives.Request, len(peers))
+	for k, j := range peers {
+		n[j]--
+		at[k] = &t.recvs[j][len(t.recvs[j])-1-n[j]]
+	}
+	return at
+}
+
+// start starts a batch of transfers (one hand-off to the transport) and
+// files request k at *at[k]: the started ones even on an error, for the
+// cleanup to wait out.
+func (t *transfer) start(ts []collectives.Transfer, at []*collectives.Request) error {
+	reqs := make([]collectives.Request, len(ts))
+	err := collectives.Start(t.comm, ts, reqs)
+	for k, r := range reqs {
+		*at[k] = r
+	}
 	return err
 }
 
@@ -244,7 +278,7 @@ func (t *transfer) waitFor(r ...collectives.Request) error {
 // arrives. Rows travel as floats or, for a quantized cache, encoded.
 func (x *sparseExchange) exchange(c *cache, own *ownRows, active []bool, use func(j int) error) (wait time.Duration, err error) {
 	start, p := time.Now(), len(active)
-	t := &transfer{recvs: make([][]collectives.Request, p), bufs: make([][]byte, p), sends: make([]collectives.Request, 2*p)}
+	t := &transfer{comm: x.comm, recvs: make([][]collectives.Request, p), bufs: make([][]byte, p), sends: make([]collectives.Request, 2*p)}
 	defer func() { // on failure, leave no transfer writing into or reading our buffers
 		if err != nil {
 			for _, r := range t.recvs {
@@ -271,11 +305,14 @@ func (x *sparseExchange) exchange(c *cache, own *ownRows, active []bool, use fun
 	return t.wait, err
 }
 
-// postRecvs posts, chunk by chunk, the receives of every active root's
-// rows: into the cache's slot, its packed buffer (quantized), or a buffer
-// to scatter from (a cluster batch's rows, recvRows).
+// postRecvs posts, chunk by chunk and in one batch, the receives of every
+// active root's rows: into the cache's slot, its packed buffer
+// (quantized), or a buffer to scatter from (a cluster batch's rows,
+// recvRows).
 func (x *sparseExchange) postRecvs(c *cache, t *transfer, active []bool, recvRows [][]int32) error {
 	me := x.comm.Rank()
+	var ts []collectives.Transfer
+	var roots []int
 	if recvRows != nil && x.recvTmp == nil {
 		x.recvTmp = make([][]byte, len(active))
 	}
@@ -302,15 +339,12 @@ func (x *sparseExchange) postRecvs(c *cache, t *transfer, active []bool, recvRow
 		}
 		for lo, cr := 0, x.chunkRows(rb); lo < n; lo += cr {
 			hi := min(n, lo+cr)
-			r, err := x.comm.Irecv(t.bufs[j][lo*rb:hi*rb], j, tagSparse)
-			if err != nil {
-				return err
-			}
-			t.recvs[j] = append(t.recvs[j], r)
+			ts = append(ts, collectives.Transfer{Buf: t.bufs[j][lo*rb : hi*rb], Peer: j, Tag: tagSparse, Recv: true})
+			roots = append(roots, j)
 		}
 		t.recvd += int64(n * rb)
 	}
-	return nil
+	return t.start(ts, t.recvSlots(roots))
 }
 
 // ownSource is what this rank sends its rows from: rows, its rows as
@@ -338,8 +372,9 @@ func (x *sparseExchange) ownSource(c *cache, own *ownRows) (rows []float32, src 
 }
 
 // sendOwn sends every peer the rows of this rank it reads: chunk k of
-// every peer in turn, so each peer's first rows leave at once; a buffer
-// half is packed again once its last chunk has left. The waits stay here,
+// every peer in turn, each round in one batch, so each peer's first rows
+// leave at once; a buffer half is packed again once its last chunk has
+// left. The waits stay here,
 // not in a sender goroutine: every MPI call goes through one thread, where
 // this rank's blocking receive wait would hold up the goroutine's next
 // send, the one its peer waits for (that deadlocked under mpirun).
@@ -347,19 +382,31 @@ func (x *sparseExchange) sendOwn(c *cache, own *ownRows, t *transfer, sendRows [
 	me := x.comm.Rank()
 	rows, src, rb := x.ownSource(c, own)
 	out, cr := x.sendBufs(c, own, rb, sendRows), x.chunkRows(rb)
+	var ts []collectives.Transfer
+	var at []*collectives.Request
 	for lo, more := 0, true; more; lo += cr {
 		more = false
+		half := (lo / cr) % 2
+		// The buffer halves this round packs again: their last chunks
+		// must have left, waited for together.
+		var left []collectives.Request
+		for i, idx := range sendRows {
+			if i != me && lo < len(idx) && t.sends[2*i+half] != nil {
+				left = append(left, t.sends[2*i+half])
+			}
+		}
+		if len(left) > 0 {
+			if err := t.waitFor(left...); err != nil {
+				return err
+			}
+		}
+		ts, at = ts[:0], at[:0]
 		for i, idx := range sendRows {
 			if i == me || lo >= len(idx) {
 				continue
 			}
 			more = true
-			hi, half := min(len(idx), lo+cr), (lo/cr)%2
-			if r := t.sends[2*i+half]; r != nil {
-				if err := t.waitFor(r); err != nil {
-					return err
-				}
-			}
+			hi := min(len(idx), lo+cr)
 			var buf []byte
 			var err error
 			switch {
@@ -375,10 +422,12 @@ func (x *sparseExchange) sendOwn(c *cache, own *ownRows, t *transfer, sendRows [
 			if err != nil {
 				return err
 			}
-			if t.sends[2*i+half], err = x.comm.Isend(buf[:(hi-lo)*rb], i, tagSparse); err != nil {
-				return err
-			}
+			ts = append(ts, collectives.Transfer{Buf: buf[:(hi-lo)*rb], Peer: i, Tag: tagSparse})
+			at = append(at, &t.sends[2*i+half])
 			t.sent += int64((hi - lo) * rb)
+		}
+		if err := t.start(ts, at); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -395,11 +444,8 @@ func (x *sparseExchange) sendOwn(c *cache, own *ownRows, t *transfer, sendRows [
 func (x *sparseExchange) useArrived(c *cache, t *transfer, recvRows [][]int32, use func(j int) error) error {
 	for _, j := range ownFirst(x.comm.Rank(), len(t.recvs)) {
 		if t.recvs[j] != nil {
-			err := t.waitFor(t.recvs[j]...)
+			err := t.waitFor(append(t.recvs[j], t.sends[2*j:2*j+2]...)...)
 			t.recvs[j] = nil
-			if err == nil {
-				err = t.waitFor(t.sends[2*j : 2*j+2]...)
-			}
 			if err != nil {
 				return err
 			}

@@ -655,6 +655,12 @@ func benchComm(args []string) error {
 		}
 		rows = append(rows, row)
 	}
+	var small *SmallMessages
+	if c != nil && c.Size() > 1 {
+		if small, err = smallMessages(c); err != nil {
+			c.Abort(err)
+		}
+	}
 	if c != nil && c.Rank() != 0 {
 		return nil
 	}
@@ -662,12 +668,101 @@ func benchComm(args []string) error {
 	if c != nil {
 		ranks = c.Size()
 	}
+	if small != nil {
+		fmt.Printf("%d messages of %d bytes a rank, every peer at once: %.2f µs a message one by one, %.2f µs batched (one hand-off to MPI's thread per batch)\n",
+			small.Messages, small.Bytes, small.OneByOneUs, small.BatchedUs)
+	}
 	fmt.Printf("GB/s by message size, %d MPI rank(s); in-process with %d goroutine ranks\n", ranks, max(2, ranks))
 	fmt.Printf("%10s %11s %11s %11s %11s %11s %11s\n", "bytes", "ring bcast", "MPI_Bcast", "ring allred", "MPI_Allred", "inproc bc", "inproc ar")
 	for _, r := range rows {
 		fmt.Printf("%10d %11.3f %11.3f %11.3f %11.3f %11.3f %11.3f\n", r.Bytes, r.RingBcastGBs, r.NativeBcastGBs, r.RingAllreduceGBs, r.NativeAllredGBs, r.InprocBcastGBs, r.InprocAllredGBs)
 	}
-	return writeJSON(*out, map[string]any{"ranks": ranks, "rows": rows})
+	return writeJSON(*out, map[string]any{"ranks": ranks, "rows": rows, "small_messages": small})
+}
+
+// SmallMessages is the cost of a message where messages are many and small,
+// as a sparse exchange's are at hundreds of ranks: each rank sends every
+// peer 16 messages of 64 bytes and receives as many, posted and waited for
+// one by one, and in batches (collectives.Start, WaitAllOn). µs a message
+// sent or received, the slowest rank's, best of 20.
+type SmallMessages struct {
+	Messages   int     `json:"messages"` // a rank's, sent and received
+	Bytes      int     `json:"bytes"`
+	OneByOneUs float64 `json:"one_by_one_us"`
+	BatchedUs  float64 `json:"batched_us"`
+}
+
+func smallMessages(c collectives.Comm) (*SmallMessages, error) {
+	const k, size, reps = 16, 64, 20
+	me, p := c.Rank(), c.Size()
+	var ts []collectives.Transfer
+	for peer := range p {
+		if peer == me {
+			continue
+		}
+		for range k {
+			ts = append(ts, collectives.Transfer{Buf: make([]byte, size), Peer: peer, Tag: collectives.TagUser + 11, Recv: true})
+		}
+	}
+	for peer := range p {
+		if peer == me {
+			continue
+		}
+		for range k {
+			ts = append(ts, collectives.Transfer{Buf: make([]byte, size), Peer: peer, Tag: collectives.TagUser + 11})
+		}
+	}
+	reqs := make([]collectives.Request, len(ts))
+	oneByOne := func() error {
+		for i, t := range ts {
+			var err error
+			if t.Recv {
+				reqs[i], err = c.Irecv(t.Buf, t.Peer, t.Tag)
+			} else {
+				reqs[i], err = c.Isend(t.Buf, t.Peer, t.Tag)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return collectives.WaitAll(reqs)
+	}
+	batched := func() error {
+		if err := collectives.Start(c, ts, reqs); err != nil {
+			return err
+		}
+		return collectives.WaitAllOn(c, reqs)
+	}
+	r := &SmallMessages{Messages: len(ts), Bytes: size}
+	// Taking turns, so that a slow phase of the machine hits both.
+	var d [2]time.Duration
+	for i := range 2 * reps {
+		var ferr error
+		f := []func() error{oneByOne, batched}[i%2]
+		t := best(1, func() {
+			if err := c.Barrier(); err != nil {
+				ferr = err
+			}
+			if err := f(); err != nil && ferr == nil {
+				ferr = err
+			}
+		})
+		if ferr != nil {
+			return nil, ferr
+		}
+		if d[i%2] == 0 || t < d[i%2] {
+			d[i%2] = t
+		}
+	}
+	all, err := collectives.Allgather(c, []float64{d[0].Seconds(), d[1].Seconds()})
+	if err != nil {
+		return nil, err
+	}
+	for q := 0; q < len(all); q += 2 {
+		r.OneByOneUs = max(r.OneByOneUs, all[q]*1e6/float64(len(ts)))
+		r.BatchedUs = max(r.BatchedUs, all[q+1]*1e6/float64(len(ts)))
+	}
+	return r, nil
 }
 
 func inprocTime(p, n, reps int, op func(c collectives.Comm, b []float32) error) time.Duration {
