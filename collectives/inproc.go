@@ -130,6 +130,7 @@ func (c *inproc) Isend(buf []byte, dst, tag int) (Request, error) {
 	ch := c.w.slot(slotKey{k, seq})
 	c.w.mu.Unlock()
 	ch <- msg // buffered, one message per slot: never blocks
+	c.Stats().Sent(1)
 	return doneReq{}, nil
 }
 

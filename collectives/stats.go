@@ -12,12 +12,22 @@ type OpStats struct {
 	BytesSent int64   `json:"bytes_sent"`
 	BytesRecv int64   `json:"bytes_recv"`
 	Seconds   float64 `json:"seconds"`
+	Messages  int64   `json:"messages,omitempty"` // point-to-point messages sent (Total only)
 }
 
 // Stats accumulates OpStats per operation name. Safe for concurrent use.
 type Stats struct {
-	mu  sync.Mutex
-	ops map[string]*OpStats
+	mu   sync.Mutex
+	ops  map[string]*OpStats
+	sent int64 // point-to-point messages, counted by the transport
+}
+
+// Sent counts n point-to-point messages sent; a transport calls it, so
+// every algorithm's messages count, whatever op names them.
+func (s *Stats) Sent(n int) {
+	s.mu.Lock()
+	s.sent += int64(n)
+	s.mu.Unlock()
 }
 
 // Add records one operation.
@@ -54,7 +64,7 @@ func (s *Stats) Snapshot() map[string]OpStats {
 func (s *Stats) Total() OpStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var t OpStats
+	t := OpStats{Messages: s.sent}
 	for _, v := range s.ops {
 		t.Calls += v.Calls
 		t.BytesSent += v.BytesSent
@@ -78,6 +88,6 @@ func (s *Stats) Names() []string {
 // Reset forgets everything recorded.
 func (s *Stats) Reset() {
 	s.mu.Lock()
-	s.ops = nil
+	s.ops, s.sent = nil, 0
 	s.mu.Unlock()
 }

@@ -329,6 +329,9 @@ func (m *Comm) start(buf []byte, peer, tag int, recv bool) (collectives.Request,
 		r.pin.Unpin()
 		return nil, err
 	}
+	if !recv {
+		m.stats.Sent(1)
+	}
 	return r, nil
 }
 
@@ -381,6 +384,9 @@ func (m *Comm) StartBatch(ts []collectives.Transfer, out []collectives.Request) 
 	for i, r := range rs {
 		if i < started {
 			out[i] = r
+			if !r.isRecv {
+				m.stats.Sent(1)
+			}
 		} else {
 			out[i] = nil
 			r.pin.Unpin()

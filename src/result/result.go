@@ -132,6 +132,7 @@ type Epoch struct {
 	Sent      int     `json:"bcast_sent"`
 	Skipped   int     `json:"bcast_skipped"`
 	BytesSent int64   `json:"bytes_sent"` // this rank, training traffic only
+	Messages  int64   `json:"messages"`   // point-to-point messages this rank sent in training
 	// QuantErr is the mean relative error ‖decoded − block‖/‖block‖ of the
 	// forward blocks encoded this epoch (quantized wire only).
 	QuantErr  float64 `json:"quant_error,omitempty"`
@@ -149,6 +150,8 @@ type RankStats struct {
 	BytesSent     int64   `json:"bytes_sent"`
 	BytesRecv     int64   `json:"bytes_recv"`
 	EvalBytesSent int64   `json:"eval_bytes_sent"`
+	Messages      int64   `json:"messages"`      // point-to-point messages sent in training
+	EvalMessages  int64   `json:"eval_messages"` // and in evaluation
 	CacheBytes    int64   `json:"cache_bytes"`   // what the training caches hold
 	CompulsoryMB  float64 `json:"compulsory_mb"` // data, layer buffers, caches, model
 	PeakRSSMB     float64 `json:"peak_rss_mb"`

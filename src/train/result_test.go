@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"sancus/src/model"
+	"sancus/src/prepare"
 	"sancus/src/result"
 )
 
@@ -39,5 +40,33 @@ func TestSettingsReadConfig(t *testing.T) {
 	}
 	if err := json.Unmarshal(r.Config.(json.RawMessage), &back); err != nil || back.Model.Hidden != cfg.Model.Hidden {
 		t.Fatalf("raw config: %v, hidden %d", err, back.Model.Hidden)
+	}
+}
+
+// TestMessagesAreCounted: the results count point-to-point messages, per
+// epoch and per rank, training apart from evaluation; one rank sends none.
+func TestMessagesAreCounted(t *testing.T) {
+	ds, _ := generated(t)
+	for _, p := range []int{1, 3} {
+		cfg := Defaults()
+		cfg.Optim.Epochs = 4
+		out, err := runPrepared(ds, p, cfg, prepare.Options{Precompute: cfg.Precomputed()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var curve int64
+		for _, e := range out.Result.Curve {
+			curve += e.Messages
+			if p > 1 && e.Messages == 0 {
+				t.Fatalf("P=%d: epoch %d sent no message", p, e.Epoch)
+			}
+		}
+		r0 := out.Result.PerRank[0]
+		if p == 1 && (curve != 0 || r0.Messages != 0 || r0.EvalMessages != 0) {
+			t.Fatalf("one rank sent %d messages in its epochs, %d in all, %d evaluating", curve, r0.Messages, r0.EvalMessages)
+		}
+		if p > 1 && (curve > r0.Messages || r0.EvalMessages == 0) {
+			t.Fatalf("P=%d: %d messages in the epochs, %d in training, %d evaluating", p, curve, r0.Messages, r0.EvalMessages)
+		}
 	}
 }

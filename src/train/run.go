@@ -81,6 +81,7 @@ type runState struct {
 	first         int     // first epoch to run (after a resume)
 	compute, wait time.Duration
 	evalSent      int64
+	evalMsgs      int64
 	step          map[string]kernels.Count // --profile-kernels: the training steps' bytes and flops by class
 	ran           int                      // epochs this run has trained (not resumed ones)
 	spentMs       float64                  // their training and evaluation milliseconds
@@ -186,7 +187,7 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 	stats := e.c.Stats()
 	t0 := time.Now()
 	e.tally.clock = clock{}
-	sent0 := stats.Total().BytesSent
+	sent0, msgs0 := stats.Total().BytesSent, stats.Total().Messages
 	var lossSum float64
 	var diverged error
 	c0 := e.tally.timed.Snapshot()
@@ -199,7 +200,7 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 	if diverged != nil && !errors.Is(diverged, ErrDiverged) {
 		return false, diverged
 	}
-	row := result.Epoch{Epoch: ep + 1, Ms: ms(time.Since(t0)), BytesSent: stats.Total().BytesSent - sent0}
+	row := result.Epoch{Epoch: ep + 1, Ms: ms(time.Since(t0)), BytesSent: stats.Total().BytesSent - sent0, Messages: stats.Total().Messages - msgs0}
 	r.compute += time.Since(t0) - e.tally.clock.wait
 	r.wait += e.tally.clock.wait
 	for _, id := range e.steps(ep) {
@@ -212,11 +213,12 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 		m.quantErr, m.quantN = m.quantErr+s, m.quantN+n
 	}
 	if diverged == nil && ((e.plan.Run.EvalEvery > 0 && (ep+1)%e.plan.Run.EvalEvery == 0) || ep == e.plan.Optim.Epochs-1) {
-		t1, s0 := time.Now(), stats.Total().BytesSent
+		t1, s0, n0 := time.Now(), stats.Total().BytesSent, stats.Total().Messages
 		if err := e.evaluate(ep, &m); err != nil {
 			return false, err
 		}
 		r.evalSent += stats.Total().BytesSent - s0
+		r.evalMsgs += stats.Total().Messages - n0
 		row.EvalMs, row.Evaluated = ms(time.Since(t1)), true
 	}
 	if e.plan.Run.Stop != nil && e.plan.Run.Stop() {
@@ -411,7 +413,7 @@ func (e *Engine) finish(r *runState) error {
 	res.Clipped = e.tally.clipped
 	tot := e.c.Stats().Total()
 	mine := result.RankStats{Rank: e.rank, Rows: e.rows(), ComputeSec: r.compute.Seconds(), CommSec: tot.Seconds, CommWaitSec: r.wait.Seconds(),
-		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), PeakRSSMB: launch.PeakRSSMB(), PssMB: launch.PssMB(), BaseRSSMB: e.plan.Run.BaseRSSMB}
+		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, Messages: tot.Messages - r.evalMsgs, EvalMessages: r.evalMsgs, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), PeakRSSMB: launch.PeakRSSMB(), PssMB: launch.PssMB(), BaseRSSMB: e.plan.Run.BaseRSSMB}
 	if e.tally.timed != nil {
 		mine.KernelMs = map[string]float64{}
 		mine.KernelMB = map[string]float64{}
@@ -585,36 +587,96 @@ func (e *Engine) wireBits() map[string]float64 {
 	return out
 }
 
-// gatherRankStats shares every rank's figures: counts and bytes as int64,
-// times and memory as float64.
+// rankInts and rankFloats are the RankStats fields every rank shares at
+// the end of a run, each named by where it lives: the gather packs and
+// unpacks them by these lists, not by position.
+var (
+	rankInts = []func(*result.RankStats) *int64{
+		func(s *result.RankStats) *int64 { return &s.BytesSent },
+		func(s *result.RankStats) *int64 { return &s.BytesRecv },
+		func(s *result.RankStats) *int64 { return &s.EvalBytesSent },
+		func(s *result.RankStats) *int64 { return &s.CacheBytes },
+		func(s *result.RankStats) *int64 { return &s.Messages },
+		func(s *result.RankStats) *int64 { return &s.EvalMessages },
+	}
+	rankFloats = []func(*result.RankStats) *float64{
+		func(s *result.RankStats) *float64 { return &s.ComputeSec },
+		func(s *result.RankStats) *float64 { return &s.CommSec },
+		func(s *result.RankStats) *float64 { return &s.CommWaitSec },
+		func(s *result.RankStats) *float64 { return &s.PeakRSSMB },
+		func(s *result.RankStats) *float64 { return &s.CompulsoryMB },
+		func(s *result.RankStats) *float64 { return &s.BaseRSSMB },
+		func(s *result.RankStats) *float64 { return &s.PssMB },
+		func(s *result.RankStats) *float64 { return &s.StepMB },
+	}
+	// kernelMaps are the per-kernel-class figures, shared class by class
+	// (kernels.TimedClasses) where --profile-kernels made them.
+	kernelMaps = []func(*result.RankStats) *map[string]float64{
+		func(s *result.RankStats) *map[string]float64 { return &s.KernelMs },
+		func(s *result.RankStats) *map[string]float64 { return &s.KernelMB },
+		func(s *result.RankStats) *map[string]float64 { return &s.StepKernelMB },
+		func(s *result.RankStats) *map[string]float64 { return &s.StepKernelGFLOP },
+	}
+)
+
+// gatherRankStats shares every rank's figures.
 func (e *Engine) gatherRankStats(mine result.RankStats) ([]result.RankStats, error) {
-	ints, err := collectives.Allgather(e.c, []int64{int64(mine.Rows), mine.BytesSent, mine.BytesRecv, mine.EvalBytesSent, mine.CacheBytes})
-	if err != nil {
-		return nil, fmt.Errorf("gathering per-rank statistics: %w", err)
-	}
-	f := []float64{mine.ComputeSec, mine.CommSec, mine.CommWaitSec, mine.PeakRSSMB, mine.CompulsoryMB, mine.BaseRSSMB, mine.PssMB, mine.StepMB}
-	for _, k := range kernels.TimedClasses {
-		f = append(f, mine.KernelMs[k], mine.KernelMB[k], mine.StepKernelMB[k], mine.StepKernelGFLOP[k])
-	}
-	nf := len(f)
-	floats, err := collectives.Allgather(e.c, f)
-	if err != nil {
-		return nil, fmt.Errorf("gathering per-rank statistics: %w", err)
-	}
 	out := make([]result.RankStats, e.P)
 	for r := range out {
-		i, f := ints[5*r:], floats[nf*r:]
-		out[r] = result.RankStats{Rank: r, Rows: int(i[0]), BytesSent: i[1], BytesRecv: i[2], EvalBytesSent: i[3], CacheBytes: i[4],
-			ComputeSec: f[0], CommSec: f[1], CommWaitSec: f[2], PeakRSSMB: f[3], CompulsoryMB: f[4], BaseRSSMB: f[5], PssMB: f[6], StepMB: f[7]}
-		if mine.KernelMs != nil { // every rank runs the same configuration
-			out[r].KernelMs, out[r].KernelMB = map[string]float64{}, map[string]float64{}
-			out[r].StepKernelMB, out[r].StepKernelGFLOP = map[string]float64{}, map[string]float64{}
-			for k, class := range kernels.TimedClasses {
-				v := f[8+4*k:]
-				out[r].KernelMs[class], out[r].KernelMB[class] = v[0], v[1]
-				out[r].StepKernelMB[class], out[r].StepKernelGFLOP[class] = v[2], v[3]
+		out[r].Rank = r
+	}
+	rows, err := collectives.Allgather(e.c, []int64{int64(mine.Rows)})
+	if err != nil {
+		return nil, fmt.Errorf("gathering per-rank statistics: %w", err)
+	}
+	for r := range out {
+		out[r].Rows = int(rows[r])
+	}
+	if err := gatherFields(e.c, &mine, rankInts, out); err != nil {
+		return nil, err
+	}
+	if err := gatherFields(e.c, &mine, rankFloats, out); err != nil {
+		return nil, err
+	}
+	if mine.KernelMs == nil { // every rank runs the same configuration
+		return out, nil
+	}
+	var f []float64
+	for _, m := range kernelMaps {
+		for _, class := range kernels.TimedClasses {
+			f = append(f, (*m(&mine))[class])
+		}
+	}
+	all, err := collectives.Allgather(e.c, f)
+	if err != nil {
+		return nil, fmt.Errorf("gathering per-rank kernel figures: %w", err)
+	}
+	for r := range out {
+		v := all[r*len(f):]
+		for _, m := range kernelMaps {
+			*m(&out[r]) = map[string]float64{}
+			for _, class := range kernels.TimedClasses {
+				(*m(&out[r]))[class], v = v[0], v[1:]
 			}
 		}
 	}
 	return out, nil
+}
+
+// gatherFields shares the named fields of every rank's stats into out.
+func gatherFields[T int64 | float64](c collectives.Comm, mine *result.RankStats, fields []func(*result.RankStats) *T, out []result.RankStats) error {
+	v := make([]T, len(fields))
+	for i, f := range fields {
+		v[i] = *f(mine)
+	}
+	all, err := collectives.Allgather(c, v)
+	if err != nil {
+		return fmt.Errorf("gathering per-rank statistics: %w", err)
+	}
+	for r := range out {
+		for i, f := range fields {
+			*f(&out[r]) = all[r*len(fields)+i]
+		}
+	}
+	return nil
 }
