@@ -55,6 +55,13 @@ type cache struct {
 	// read, when set, are the rows of each root's slot the blocks read,
 	// ascending: dropout draws only those (output.go).
 	read [][]int32
+	// occupied[j] lists the rows of the whole graph's block j that hold
+	// entries, where fewer than half of its rows do (nil: all its rows are
+	// multiplied): a product that adds to the output runs over those
+	// alone. At P ranks a rank's block row splits into P blocks, most rows
+	// of which are empty past a few dozen ranks; a product over every row
+	// would stream the whole output P times.
+	occupied [][]int32
 
 	// With --cache-bits, other roots' blocks stay as they arrived (packed
 	// in wire.packed) and are decoded into decoded, one at a time, when
@@ -82,6 +89,42 @@ func newCache(be kernels.Backend, name string, width int, rows []int, blocks []*
 		c.decoded = be.Mirror(make([]float32, most*width), most, width)
 	}
 	return c
+}
+
+// occupiedRows is occupied for blocks: nil for a block that holds entries
+// in half of its rows or more.
+func occupiedRows(blocks []*matrix.CSR) [][]int32 {
+	occ := make([][]int32, len(blocks))
+	for j, b := range blocks {
+		n := 0
+		for r := range b.Rows {
+			if b.RowPtr[r+1] > b.RowPtr[r] {
+				n++
+			}
+		}
+		if 2*n >= b.Rows {
+			continue
+		}
+		occ[j] = make([]int32, 0, n)
+		for r := range b.Rows {
+			if b.RowPtr[r+1] > b.RowPtr[r] {
+				occ[j] = append(occ[j], int32(r))
+			}
+		}
+	}
+	return occ
+}
+
+// rowsOf is the occupied rows of block j where the cache multiplies the
+// whole graph's blocks (not a cluster batch's), made at the first call.
+func (c *cache) rowsOf(j int) []int32 {
+	if len(c.blocks) == 0 || len(c.full) == 0 || &c.blocks[0] != &c.full[0] {
+		return nil
+	}
+	if c.occupied == nil {
+		c.occupied = occupiedRows(c.full)
+	}
+	return c.occupied[j]
 }
 
 // maskScratch is the buffer a block of the given rows is masked into,

@@ -2,8 +2,10 @@ package train
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
+	"sancus/kernels/matrix"
 	"sancus/src/model"
 	"sancus/src/prepare"
 	"sancus/src/result"
@@ -68,5 +70,16 @@ func TestMessagesAreCounted(t *testing.T) {
 		if p > 1 && (curve > r0.Messages || r0.EvalMessages == 0) {
 			t.Fatalf("P=%d: %d messages in the epochs, %d in training, %d evaluating", p, curve, r0.Messages, r0.EvalMessages)
 		}
+	}
+}
+
+// TestOccupiedRows: a block lists its rows with entries where fewer than
+// half of them hold any, and none where half or more do.
+func TestOccupiedRows(t *testing.T) {
+	sparse := &matrix.CSR{Rows: 5, Cols: 2, RowPtr: []int64{0, 0, 1, 1, 1, 2}, ColIdx: []int32{0, 1}, Val: []float32{1, 2}}
+	dense := &matrix.CSR{Rows: 2, Cols: 2, RowPtr: []int64{0, 1, 1}, ColIdx: []int32{0}, Val: []float32{1}}
+	occ := occupiedRows([]*matrix.CSR{sparse, dense})
+	if fmt.Sprint(occ[0]) != "[1 4]" || occ[1] != nil {
+		t.Fatalf("occupied rows %v, want [[1 4] []]", occ)
 	}
 }

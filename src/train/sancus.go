@@ -183,9 +183,13 @@ func (e *Engine) multiply(c *cache, out *matrix.Dense, own *ownRows, j int, mask
 		b = masked
 	}
 	var err error
-	if c.outRows != nil {
+	ro, rowsOK := kernels.RowsOf(e.be)
+	switch {
+	case c.outRows != nil:
 		err = e.out.rowOps.SpMMRows(out, c.blocks[j], b, c.outRows, accumulate)
-	} else {
+	case accumulate && rowsOK && c.rowsOf(j) != nil: // an empty row adds nothing
+		err = ro.SpMMRows(out, c.blocks[j], b, c.rowsOf(j), true)
+	default:
 		err = e.be.SpMM(out, c.blocks[j], b, accumulate)
 	}
 	if err != nil {
