@@ -390,3 +390,17 @@ func TestTypedChoicesAsAUserWritesThem(t *testing.T) {
 		t.Errorf("--staleness h recorded as %q with ε %g, want variation-gap with 0.03", s.Staleness, s.Eps)
 	}
 }
+
+// TestUnknownFlagSaysWhatWasMeant: a mistyped flag is refused naming the
+// flag it is closest to, in every command.
+func TestUnknownFlagSaysWhatWasMeant(t *testing.T) {
+	for _, c := range []struct{ args, want string }{
+		{"train --epoch 3", "did you mean --epochs?"}, {"prepare --part 3", "did you mean --parts?"},
+		{"gen --nodez 3", "did you mean --nodes?"}, {"train --zzzzzz", "unknown flag: --zzzzzz\n"},
+	} {
+		o, err := run(t, 0, strings.Fields(c.args)...)
+		if err == nil || !strings.Contains(o, c.want) {
+			t.Errorf("sancus %s: %v\n%s", c.args, err, o)
+		}
+	}
+}

@@ -3,7 +3,7 @@
 //
 //	sancus gen       generate a synthetic dataset (planted partition, R-MAT)
 //	sancus prepare   split a dataset into one shard per rank
-//	sancus train     train a GCN (one process, --ranks N goroutines, or under mpirun/srun)
+//	sancus train     train a GNN (one process, --ranks N goroutines, or under mpirun/srun)
 //	sancus bench     kernel and communication benchmarks
 package main
 
@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+
 	"sancus/launch"
 
 	"github.com/spf13/pflag"
@@ -44,6 +46,10 @@ func usage(w io.Writer) {
 // stdout with status 0, errors on stderr with status 1.
 var help func(w io.Writer)
 
+// parsed is the command's flag set (the last one made), for a "did you
+// mean" on an unknown flag.
+var parsed *pflag.FlagSet
+
 // newFlags makes a command's flag set.
 func newFlags(name, synopsis string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
@@ -60,6 +66,7 @@ func withUsage(fs *pflag.FlagSet, print func(w io.Writer)) *pflag.FlagSet {
 	fs.SortFlags = false
 	fs.SetOutput(io.Discard) // errors are returned and printed once, by main
 	fs.Usage = func() { help = print }
+	parsed = fs
 	return fs
 }
 
@@ -118,7 +125,7 @@ func main() {
 				return
 			}
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "sancus %s: %v\n", c.name, err)
+				fmt.Fprintf(os.Stderr, "sancus %s: %v%s\n", c.name, err, didYouMean(err, parsed))
 				os.Exit(1)
 			}
 			return
@@ -135,4 +142,48 @@ func noArgs(fs *pflag.FlagSet) error {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	return nil
+}
+
+// didYouMean names the flag of fs closest to an unknown one, where one is
+// close: a typo, or a prefix of it (--epoch for --epochs).
+func didYouMean(err error, fs *pflag.FlagSet) string {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok || fs == nil {
+		return ""
+	}
+	best, dist := "", 3
+	fs.VisitAll(func(f *pflag.Flag) {
+		d := editDistance(name, f.Name)
+		if strings.HasPrefix(f.Name, name) || strings.HasPrefix(name, f.Name) {
+			d = min(d, 1)
+		}
+		if d < dist {
+			best, dist = f.Name, d
+		}
+	})
+	if best == "" {
+		return ""
+	}
+	return " (did you mean --" + best + "?)"
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }

@@ -24,7 +24,7 @@ import (
 )
 
 func init() {
-	register("train", "train a GCN (one process, --ranks N in-process, or as mpirun/srun ranks)", runTrain)
+	register("train", "train a GNN: GCN, GraphSAGE or GAT (one process, --ranks N in-process, or as mpirun/srun ranks)", runTrain)
 }
 
 type trainFlags struct {
