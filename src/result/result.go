@@ -140,6 +140,15 @@ type Epoch struct {
 	Metric    string  `json:"-"` // for the epoch line: micro-f1 when multi-label
 }
 
+// Memory is what a rank holds, by component, in MB (their sum is the
+// rank's compulsory memory).
+type Memory struct {
+	GraphMB       float64 `json:"graph_mb"`       // its shard: features, ÂX, Â's blocks, labels
+	ActivationsMB float64 `json:"activations_mb"` // every layer's buffers
+	CachesMB      float64 `json:"caches_mb"`      // the blocks of other ranks, as held
+	ModelMB       float64 `json:"model_mb"`       // weights, gradients, optimizer moments
+}
+
 // RankStats is one rank's share of the run (SANCUS Table 5).
 type RankStats struct {
 	Rank          int     `json:"rank"`
@@ -154,6 +163,7 @@ type RankStats struct {
 	EvalMessages  int64   `json:"eval_messages"` // and in evaluation
 	CacheBytes    int64   `json:"cache_bytes"`   // what the training caches hold
 	CompulsoryMB  float64 `json:"compulsory_mb"` // data, layer buffers, caches, model
+	Memory        Memory  `json:"memory"`        // CompulsoryMB by component
 	PeakRSSMB     float64 `json:"peak_rss_mb"`
 	// PssMB is the process's proportional set size at the end of the run,
 	// after its last evaluation, where a run peaks: the pages it shares with

@@ -12,38 +12,56 @@ import (
 
 	"sancus/kernels/matrix"
 	"sancus/launch"
+	"sancus/src/result"
 )
 
-// compulsoryBytes is this rank's compulsory memory.
-func (e *Engine) compulsoryBytes() int64 {
+// memoryParts is this rank's compulsory memory by component, in bytes:
+// the graph (its shard: features, ÂX as the engine holds it, Â's blocks,
+// labels and the transposed blocks a reduction reads), the activations
+// (every layer's buffers and the output's gradient), the block caches
+// (with a reduction's), and the model (weights, gradients, Adam's moments).
+func (e *Engine) memoryParts() result.Memory {
+	graph, act, caches, model := e.memoryBytes()
+	mb := func(n int64) float64 { return float64(n) / (1 << 20) }
+	return result.Memory{GraphMB: mb(graph), ActivationsMB: mb(act), CachesMB: mb(caches), ModelMB: mb(model)}
+}
+
+// memoryBytes is memoryParts in bytes.
+func (e *Engine) memoryBytes() (graph, act, caches, model int64) {
 	s := e.s
-	n := s.Features.Bytes() + e.tally.inputBytes + s.Multi.Bytes()
+	graph = s.Features.Bytes() + e.tally.inputBytes + s.Multi.Bytes()
 	for _, b := range s.Blocks {
-		n += b.Bytes()
+		graph += b.Bytes()
 	}
-	n += 4 * int64(len(s.Labels)+len(s.Train)+len(s.Val)+len(s.Test)+len(s.NodeIDs)+len(s.Clusters))
-	for _, L := range e.layers {
-		n += bufferBytes(reflect.ValueOf(L).Elem())
-		if x, ok := L.(reducer); ok {
-			n += x.reduced().bytes()
-		}
-		for _, c := range L.base().caches() {
-			n += c.bytes()
-		}
-		if x, ok := L.(restricter); ok {
-			n += x.restrictedBytes(e)
-		}
-	}
+	graph += 4 * int64(len(s.Labels)+len(s.Train)+len(s.Val)+len(s.Test)+len(s.NodeIDs)+len(s.Clusters))
 	for _, b := range e.part.blockT {
 		if b != nil {
-			n += b.Bytes()
+			graph += b.Bytes()
+		}
+	}
+	for _, L := range e.layers {
+		act += bufferBytes(reflect.ValueOf(L).Elem())
+		if x, ok := L.(reducer); ok {
+			caches += x.reduced().bytes()
+		}
+		for _, c := range L.base().caches() {
+			caches += c.bytes()
+		}
+		if x, ok := L.(restricter); ok {
+			act += x.restrictedBytes(e)
 		}
 	}
 	if e.out.lossGrad != nil { // the output's gradient, where the loss cannot write it over the logits
-		n += 4 * int64(len(e.out.lossGrad.Data))
+		act += 4 * int64(len(e.out.lossGrad.Data))
 	}
-	params := int64(e.m.NumParams())
-	return n + 4*params*4 // weights, gradients, Adam's two moments
+	model = 4 * int64(e.m.NumParams()) * 4 // weights, gradients, Adam's two moments
+	return graph, act, caches, model
+}
+
+// compulsoryBytes is this rank's compulsory memory, every component.
+func (e *Engine) compulsoryBytes() int64 {
+	graph, act, caches, model := e.memoryBytes()
+	return graph + act + caches + model
 }
 
 // bytes is what a cache holds: its copies of the blocks, packed copies, its

@@ -3,6 +3,7 @@ package train
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"testing"
 
 	"sancus/kernels/matrix"
@@ -81,5 +82,25 @@ func TestOccupiedRows(t *testing.T) {
 	occ := occupiedRows([]*matrix.CSR{sparse, dense})
 	if fmt.Sprint(occ[0]) != "[1 4]" || occ[1] != nil {
 		t.Fatalf("occupied rows %v, want [[1 4] []]", occ)
+	}
+}
+
+// TestMemoryByComponent: the results split each rank's compulsory memory
+// into graph, activations, caches and model, which add up to it.
+func TestMemoryByComponent(t *testing.T) {
+	ds, _ := generated(t)
+	for _, p := range []int{1, 2} {
+		cfg := Defaults()
+		cfg.Optim.Epochs = 2
+		out, err := runPrepared(ds, p, cfg, prepare.Options{Precompute: cfg.Precomputed()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range out.Result.PerRank {
+			m := r.Memory
+			if sum := m.GraphMB + m.ActivationsMB + m.CachesMB + m.ModelMB; math.Abs(sum-r.CompulsoryMB) > 1e-6 || m.GraphMB <= 0 || m.ActivationsMB <= 0 || m.ModelMB <= 0 {
+				t.Fatalf("P=%d rank %d: %+v sums to %g, compulsory %g", p, r.Rank, m, sum, r.CompulsoryMB)
+			}
+		}
 	}
 }

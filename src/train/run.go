@@ -413,7 +413,7 @@ func (e *Engine) finish(r *runState) error {
 	res.Clipped = e.tally.clipped
 	tot := e.c.Stats().Total()
 	mine := result.RankStats{Rank: e.rank, Rows: e.rows(), ComputeSec: r.compute.Seconds(), CommSec: tot.Seconds, CommWaitSec: r.wait.Seconds(),
-		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, Messages: tot.Messages - r.evalMsgs, EvalMessages: r.evalMsgs, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), PeakRSSMB: launch.PeakRSSMB(), PssMB: launch.PssMB(), BaseRSSMB: e.plan.Run.BaseRSSMB}
+		BytesSent: tot.BytesSent - r.evalSent, BytesRecv: tot.BytesRecv, EvalBytesSent: r.evalSent, Messages: tot.Messages - r.evalMsgs, EvalMessages: r.evalMsgs, CacheBytes: e.cacheBytes(), CompulsoryMB: float64(e.compulsoryBytes()) / (1 << 20), Memory: e.memoryParts(), PeakRSSMB: launch.PeakRSSMB(), PssMB: launch.PssMB(), BaseRSSMB: e.plan.Run.BaseRSSMB}
 	if e.tally.timed != nil {
 		mine.KernelMs = map[string]float64{}
 		mine.KernelMB = map[string]float64{}
@@ -608,6 +608,10 @@ var (
 		func(s *result.RankStats) *float64 { return &s.BaseRSSMB },
 		func(s *result.RankStats) *float64 { return &s.PssMB },
 		func(s *result.RankStats) *float64 { return &s.StepMB },
+		func(s *result.RankStats) *float64 { return &s.Memory.GraphMB },
+		func(s *result.RankStats) *float64 { return &s.Memory.ActivationsMB },
+		func(s *result.RankStats) *float64 { return &s.Memory.CachesMB },
+		func(s *result.RankStats) *float64 { return &s.Memory.ModelMB },
 	}
 	// kernelMaps are the per-kernel-class figures, shared class by class
 	// (kernels.TimedClasses) where --profile-kernels made them.
