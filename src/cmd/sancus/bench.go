@@ -714,16 +714,9 @@ func smallMessages(c collectives.Comm) (*SmallMessages, error) {
 	}
 	reqs := make([]collectives.Request, len(ts))
 	oneByOne := func() error {
-		for i, t := range ts {
-			var err error
-			if t.Recv {
-				reqs[i], err = c.Irecv(t.Buf, t.Peer, t.Tag)
-			} else {
-				reqs[i], err = c.Isend(t.Buf, t.Peer, t.Tag)
-			}
-			if err != nil {
-				return err
-			}
+		// c with its Comm methods alone: no batches, a hand-off a message.
+		if err := collectives.Start(struct{ collectives.Comm }{c}, ts, reqs); err != nil {
+			return err
 		}
 		return collectives.WaitAll(reqs)
 	}
