@@ -90,6 +90,8 @@ func TestBadFlagValuesAreRefused(t *testing.T) {
 		{[]string{"--epochs", "0"}, "epochs must be ≥ 1"},
 		{[]string{"--eval-every", "-1"}, "eval-every must be ≥ 0"},
 		{[]string{"--threads", "-1"}, "--threads must be ≥ 0"},
+		{[]string{"--threads", "100000"}, "kernel threads a rank on this machine"},
+		{[]string{"--ranks", "1000000"}, "start more with mpirun or srun"},
 		{[]string{"--comm-timeout", "0s"}, "--comm-timeout must be > 0"},
 		{[]string{"--dropout", "nan"}, "dropout must be in [0,1)"},
 		{[]string{"--staleness", "variation-gap", "--eps", "-1"}, "--eps must be ≥ 0"},
