@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // The process's memory as the kernel counts it, for the results JSON and
@@ -39,10 +40,23 @@ func procMB(path, field string) float64 {
 }
 
 // AvailableBytes is the memory this process can still take: the kernel's
-// MemAvailable, or less where a cgroup (a Slurm job's, a container's) caps
-// it. 0 where neither can be read.
+// MemAvailable, or less where a cgroup (a Slurm job's, a container's) or
+// the process's own limits (ulimit -v, -d) cap it. 0 where none can be
+// read.
 func AvailableBytes() int64 {
-	avail := int64(procMB("/proc/meminfo", "MemAvailable:") * (1 << 20))
+	avail, _ := Available()
+	return avail
+}
+
+// Available is AvailableBytes with the bound that set it, for a message:
+// "MemAvailable", "the cgroup's memory.max", "ulimit -v" or "ulimit -d".
+func Available() (int64, string) {
+	avail, from := int64(procMB("/proc/meminfo", "MemAvailable:")*(1<<20)), "MemAvailable"
+	lower := func(left int64, what string) {
+		if left >= 0 && (avail == 0 || left < avail) {
+			avail, from = left, what
+		}
+	}
 	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -52,12 +66,23 @@ func AvailableBytes() int64 {
 		if err != nil { // "max": no limit
 			continue
 		}
-		used := cgroupUsed(f)
-		if left := limit - used; left >= 0 && (avail == 0 || left < avail) {
-			avail = left
-		}
+		lower(limit-cgroupUsed(f), "the cgroup's memory.max")
 	}
-	return avail
+	// A process limit counts address space the runtime has reserved as
+	// well as what it uses (Go sizes its reservations to the limit), so
+	// what is left is the limit less the process's size now.
+	for _, l := range []struct {
+		res   int
+		field string
+		what  string
+	}{{syscall.RLIMIT_AS, "VmSize:", "ulimit -v"}, {syscall.RLIMIT_DATA, "VmData:", "ulimit -d"}} {
+		var rl syscall.Rlimit
+		if syscall.Getrlimit(l.res, &rl) != nil || rl.Cur > 1<<62 { // unlimited (RLIM_INFINITY)
+			continue
+		}
+		lower(int64(rl.Cur)-int64(procMB("/proc/self/status", l.field)*(1<<20)), l.what)
+	}
+	return avail, from
 }
 
 // cgroupUsed is what the cgroup of limit file f holds now.
