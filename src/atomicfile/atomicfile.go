@@ -2,7 +2,8 @@
 // after a crash or a full disk) see the old file or the complete new one,
 // never half of one: write to a temporary file beside it, fsync, rename,
 // fsync the directory. It never replaces what is not a regular file, and
-// two runs cannot write one path at once (Lock).
+// two runs cannot write one path at once (Lock). Inputs open here too
+// (Open, OpenText), refused unless they are regular files.
 package atomicfile
 
 import (
