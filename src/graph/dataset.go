@@ -7,9 +7,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sancus/kernels/matrix"
 	"sort"
 	"strings"
+
+	"sancus/kernels/matrix"
+	"sancus/src/budget"
 )
 
 // Dataset is a whole graph in memory: what `sancus prepare` splits into
@@ -111,6 +113,11 @@ func streamEdges(path string) (*Edges, error) {
 // isolated trailing nodes to a SNAP edge list, which cannot name them).
 // Memory is O(|V| + nnz(X)).
 func LoadNodeData(path string, graphN int, opt LoadOptions) (*Dataset, error) {
+	// Every reader checks its node count; this is the last word before
+	// the per-node arrays below.
+	if err := budget.Nodes(path, graphN); err != nil {
+		return nil, err
+	}
 	var ds *Dataset
 	var err error
 	dir := path
@@ -134,11 +141,8 @@ func LoadNodeData(path string, graphN int, opt LoadOptions) (*Dataset, error) {
 	// .npy labels and splits may sit beside any format.
 	if ds.Labels == nil {
 		if p := filepath.Join(dir, "labels.npy"); exists(p) {
-			if ds.Labels, err = readNPYLabels(p); err != nil {
+			if ds.Labels, err = readNPYLabels(p, ds.N); err != nil {
 				return nil, err
-			}
-			if len(ds.Labels) != ds.N {
-				return nil, fmt.Errorf("%s: %d labels but the graph has %d nodes", p, len(ds.Labels), ds.N)
 			}
 		}
 	}
@@ -299,7 +303,10 @@ func RandomSplit(labels []int32, train, val float64, seed uint64) (tr, va, te []
 }
 
 // ReadFeatures reads an N×F features.mtx into CSR (duplicates summed).
-func ReadFeatures(path string, n int) (*matrix.CSR, error) {
+func ReadFeatures(path string, n int) (*matrix.CSR, error) { return readRows(path, n, "feature") }
+
+// readRows reads an N×C Matrix Market file of what (feature, label) rows.
+func readRows(path string, n int, what string) (*matrix.CSR, error) {
 	// Entries are kept as they come (row, column, value) and placed into
 	// rows after; both are sized once from the size line, since appending
 	// would hold up to twice them at prepare's first peak. A size line
@@ -307,6 +314,15 @@ func ReadFeatures(path string, n int) (*matrix.CSR, error) {
 	var rs, cs []int32
 	var vs []float32
 	h, err := ReadMTXSized(path, func(h MTXHeader) error {
+		if h.Rows != n {
+			return fmt.Errorf("%d %s rows but the graph has %d nodes", h.Rows, what, n)
+		}
+		if h.Symmetry != "general" {
+			return fmt.Errorf("%ss must be a general matrix, got %s", what, h.Symmetry)
+		}
+		if h.Cols == 0 {
+			return fmt.Errorf("the size line declares 0 %s columns: give at least one (or leave the file out)", what)
+		}
 		hint := min(h.NNZ, 1<<26)
 		if st, err := os.Stat(path); err == nil && !strings.HasSuffix(path, ".gz") {
 			hint = min(h.NNZ, int(st.Size()/4)) // an entry line takes at least "1 1\n"
@@ -319,12 +335,6 @@ func ReadFeatures(path string, n int) (*matrix.CSR, error) {
 	})
 	if err != nil {
 		return nil, err
-	}
-	if h.Rows != n {
-		return nil, errorfFile(path, "%d feature rows but the graph has %d nodes", h.Rows, n)
-	}
-	if h.Symmetry != "general" {
-		return nil, errorfFile(path, "features must be a general matrix, got %s", h.Symmetry)
 	}
 	a := &matrix.CSR{Rows: h.Rows, Cols: h.Cols, RowPtr: make([]int64, h.Rows+1)}
 	for _, r := range rs {

@@ -2,11 +2,13 @@ package graph
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"sancus/kernels/matrix"
+	"sancus/src/budget"
 )
 
 // Two dataset layouts hold more than a graph file: a gnn-benchmark .npz
@@ -57,28 +59,22 @@ func eachNPZ(path string, fn func(u, v int32) error) error {
 	if err != nil {
 		return err
 	}
-	ptr, err := f.readInts("adj_indptr")
-	if err != nil {
-		return err
-	}
-	if len(ptr) != n+1 || ptr[0] != 0 {
-		return fmt.Errorf("%s: adj_indptr has %d entries starting at %d, want %d starting at 0", path, len(ptr), first(ptr), n+1)
-	}
 	idx, err := f.array("adj_indices")
 	if err != nil {
 		return err
 	}
 	defer idx.close()
-	if int64(idx.len()) != ptr[n] {
-		return fmt.Errorf("%s: adj_indices has %d entries, adj_indptr ends at %d", path, idx.len(), ptr[n])
+	if len(idx.shape) != 1 {
+		return fmt.Errorf("%s: adj_indices has shape %v, want a 1-D array", path, idx.shape)
+	}
+	ptr, err := npzIndptr(f, "adj", n, idx.len())
+	if err != nil {
+		return err
 	}
 	row := 0
 	return idx.eachInt(func(k int, c int64) error {
 		for int64(k) >= ptr[row+1] {
 			row++
-			if ptr[row+1] < ptr[row] {
-				return fmt.Errorf("%s: adj_indptr decreases at row %d", path, row)
-			}
 		}
 		if c < 0 || c >= int64(n) {
 			return fmt.Errorf("%s: adj_indices[%d] = %d outside 0..%d", path, k, c, n-1)
@@ -87,52 +83,102 @@ func eachNPZ(path string, fn func(u, v int32) error) error {
 	})
 }
 
-func first(xs []int64) int64 {
-	if len(xs) == 0 {
-		return 0
+// npzIndptr reads prefix_indptr for rows rows and nnz entries, checking
+// what the CSR's readers rely on: it starts at 0, never decreases, and
+// ends at nnz. A row pointer past nnz would put every later entry in one
+// row, silently.
+func npzIndptr(f *npzFile, prefix string, rows, nnz int) ([]int64, error) {
+	name := prefix + "_indptr"
+	ptr, err := f.readInts(name, rows+1, "one row pointer per row and one more")
+	if err != nil {
+		return nil, err
 	}
-	return xs[0]
+	if ptr[0] != 0 {
+		return nil, fmt.Errorf("%s: %s[0] = %d, want 0", f.path, name, ptr[0])
+	}
+	for r := range rows {
+		if ptr[r+1] < ptr[r] {
+			return nil, fmt.Errorf("%s: %s decreases at row %d (%d, then %d): row pointers never decrease", f.path, name, r, ptr[r], ptr[r+1])
+		}
+	}
+	if ptr[rows] != int64(nnz) {
+		return nil, fmt.Errorf("%s: %s ends at %d, but %s_indices has %d entries", f.path, name, ptr[rows], prefix, nnz)
+	}
+	return ptr, nil
 }
 
-// npzSquare reads prefix_shape and checks it is a square matrix.
+// npzShape reads prefix_shape, a pair of counts.
+func npzShape(f *npzFile, prefix string) ([]int64, error) {
+	a, err := f.array(prefix + "_shape")
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	if a.len() != 2 {
+		return nil, fmt.Errorf("%s: %s_shape has shape %v, want 2 entries (rows, columns)", f.path, prefix, a.shape)
+	}
+	return a.ints()
+}
+
+// npzSquare reads prefix_shape and checks it is a square matrix of a node
+// count this machine can hold.
 func npzSquare(f *npzFile, prefix string) (int, error) {
-	shape, err := f.readInts(prefix + "_shape")
+	shape, err := npzShape(f, prefix)
 	if err != nil {
 		return 0, err
 	}
-	if len(shape) != 2 || shape[0] != shape[1] || shape[0] < 0 {
+	if shape[0] != shape[1] || shape[0] < 0 {
 		return 0, fmt.Errorf("%s: %s_shape is %v, want a square [n n]", f.path, prefix, shape)
+	}
+	if shape[0] == 0 {
+		return 0, fmt.Errorf("%s: %s_shape is %v: an empty graph", f.path, prefix, shape)
+	}
+	if err := budget.Nodes(f.path+": "+prefix+"_shape", int(min(shape[0], math.MaxInt64))); err != nil {
+		return 0, err
 	}
 	return int(shape[0]), nil
 }
 
 // npzCSR reads a CSR matrix stored as prefix_data/indices/indptr/shape.
 func npzCSR(f *npzFile, prefix string, rows int) (*matrix.CSR, error) {
-	shape, err := f.readInts(prefix + "_shape")
+	shape, err := npzShape(f, prefix)
 	if err != nil {
 		return nil, err
 	}
-	if len(shape) != 2 || shape[0] != int64(rows) || shape[1] < 0 {
+	if shape[0] != int64(rows) || shape[1] < 0 {
 		return nil, fmt.Errorf("%s: %s_shape is %v, want [%d features]", f.path, prefix, shape, rows)
 	}
-	ptr, err := f.readInts(prefix + "_indptr")
+	if shape[1] == 0 || shape[1] > math.MaxInt32 {
+		return nil, fmt.Errorf("%s: %s_shape is %v: %d feature columns (want 1 to %d)", f.path, prefix, shape, shape[1], math.MaxInt32)
+	}
+	idxArr, err := f.array(prefix + "_indices")
 	if err != nil {
 		return nil, err
 	}
-	idx, err := f.readInts(prefix + "_indices")
+	nnz := idxArr.len()
+	idxArr.close()
+	// Read as int64 and kept as int32 column, float32 value and a row's share.
+	if err := budget.Check(f.path+": "+prefix+"_indices", fmt.Sprintf("a matrix of %d nonzeros", nnz), budget.Bytes(int64(nnz), 16)); err != nil {
+		return nil, err
+	}
+	ptr, err := npzIndptr(f, prefix, rows, nnz)
 	if err != nil {
 		return nil, err
 	}
-	val, err := f.readFloats(prefix + "_data")
+	idx, err := f.readInts(prefix+"_indices", nnz, "one column per nonzero")
+	if err != nil {
+		return nil, err
+	}
+	val, err := f.readFloats(prefix+"_data", nnz, "one value per nonzero")
 	if err != nil {
 		return nil, err
 	}
 	a := &matrix.CSR{Rows: rows, Cols: int(shape[1]), RowPtr: ptr, ColIdx: make([]int32, len(idx)), Val: val}
 	for i, c := range idx {
+		if c < 0 || c >= shape[1] {
+			return nil, fmt.Errorf("%s: %s_indices[%d] = %d outside 0..%d", f.path, prefix, i, c, shape[1]-1)
+		}
 		a.ColIdx[i] = int32(c)
-	}
-	if len(ptr) != rows+1 || len(val) != len(idx) {
-		return nil, fmt.Errorf("%s: %s_indptr has %d entries (want %d), %s_data %d values for %d indices", f.path, prefix, len(ptr), rows+1, prefix, len(val), len(idx))
 	}
 	if err := a.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", f.path, prefix, err)
@@ -150,12 +196,9 @@ func loadNPZNodeData(path string, n int) (*Dataset, error) {
 	defer f.close()
 	ds := &Dataset{Name: datasetName(path), N: n}
 	if f.has("labels") {
-		l, err := f.readInts("labels")
+		l, err := f.readInts("labels", n, "one class per node")
 		if err != nil {
 			return nil, err
-		}
-		if len(l) != n {
-			return nil, fmt.Errorf("%s: labels has %d entries but the graph has %d nodes", path, len(l), n)
 		}
 		ds.Labels = make([]int32, n)
 		for i, v := range l {
@@ -187,6 +230,13 @@ func npzDense(f *npzFile, name string, rows int) (*matrix.CSR, error) {
 	if len(a.shape) != 2 || a.shape[0] != rows {
 		return nil, fmt.Errorf("%s: %s has shape %v, want [%d features]", f.path, name, a.shape, rows)
 	}
+	if a.shape[1] == 0 || a.shape[1] > math.MaxInt32 {
+		return nil, fmt.Errorf("%s: %s has shape %v: %d feature columns (want 1 to %d)", f.path, name, a.shape, a.shape[1], math.MaxInt32)
+	}
+	// Read whole as float32, then kept as CSR (up to 8 bytes a value more).
+	if err := a.whole(12); err != nil {
+		return nil, err
+	}
 	v, err := a.floats()
 	if err != nil {
 		return nil, err
@@ -216,6 +266,9 @@ func readNPYSplit(path string, n int) ([]int32, error) {
 		return nil, err
 	}
 	defer a.close()
+	if err := a.vector("node ids, each at most once", -n); err != nil {
+		return nil, err
+	}
 	seen := make([]bool, n)
 	out := make([]int32, 0, a.len())
 	return out, a.eachInt(func(i int, v int64) error {
@@ -231,15 +284,19 @@ func readNPYSplit(path string, n int) ([]int32, error) {
 	})
 }
 
-// readNPYLabels reads a .npy array of one class per node (-1: unlabeled).
-func readNPYLabels(path string) ([]int32, error) {
+// readNPYLabels reads a .npy array of one class per node (-1: unlabeled)
+// for a graph of n nodes.
+func readNPYLabels(path string, n int) ([]int32, error) {
 	a, err := openNPY(path)
 	if err != nil {
 		return nil, err
 	}
 	defer a.close()
-	if len(a.shape) != 1 {
-		return nil, a.errorf("shape %v: want one class per node (a 1-D array)", a.shape)
+	if len(a.shape) == 1 && a.len() != n {
+		return nil, a.errorf("%d labels but the graph has %d nodes", a.len(), n)
+	}
+	if err := a.vector("one class per node", n); err != nil {
+		return nil, err
 	}
 	v, err := a.ints()
 	if err != nil {

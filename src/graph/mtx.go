@@ -2,11 +2,10 @@ package graph
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"strings"
 
-	"sancus/launch"
+	"sancus/src/budget"
 )
 
 // MTXHeader is the banner and size line of a Matrix Market coordinate file.
@@ -31,31 +30,15 @@ func ReadMTX(path string, fn func(r, c int, v float64) error) (MTXHeader, error)
 // matrix as a CSR (row pointers; a column and a value per entry, twice for
 // a symmetric one) must fit in the memory this process can still take.
 func (l *lineReader) fits(h MTXHeader) error {
-	if fi, err := l.f.Stat(); err == nil && !strings.HasSuffix(l.path, ".gz") && int64(h.NNZ) > fi.Size()/4 {
-		return l.errorf("the size line declares %d entries, but the file holds %d bytes (an entry takes 4 or more)", h.NNZ, fi.Size())
+	if l.size >= 0 && int64(h.NNZ) > l.size/4 {
+		return l.errorf("the size line declares %d entries, but the file holds %d bytes (an entry takes 4 or more)", h.NNZ, l.size)
 	}
 	entries := int64(h.NNZ)
 	if h.Symmetry == "symmetric" {
 		entries *= 2
 	}
-	need := 8*(int64(max(h.Rows, h.Cols))+1) + 8*entries
-	if avail := launch.AvailableBytes(); avail > 0 && need > avail {
-		return l.errorf("a %d × %d matrix of %d entries would need %.1f GB; this machine has %.1f GB available", h.Rows, h.Cols, h.NNZ, float64(need)/1e9, float64(avail)/1e9)
-	}
-	return nil
-}
-
-// nodesFit refuses a node count before anything is allocated for it: node
-// ids are int32, and the per-node arrays (row pointers, labels, the split,
-// a feature row's pointer) take 24 bytes a node at least.
-func nodesFit(n int) error {
-	if n > math.MaxInt32 {
-		return fmt.Errorf("node count %d: sancus numbers nodes with int32 (at most %d)", n, math.MaxInt32)
-	}
-	if need, avail := 24*int64(n), launch.AvailableBytes(); avail > 0 && need > avail {
-		return fmt.Errorf("node count %d would need %.1f GB for its per-node arrays alone; this machine has %.1f GB available", n, float64(need)/1e9, float64(avail)/1e9)
-	}
-	return nil
+	rows := budget.Bytes(int64(max(h.Rows, h.Cols))+1, 8)
+	return budget.Check(l.at(), fmt.Sprintf("a %d × %d matrix of %d entries", h.Rows, h.Cols, h.NNZ), rows+budget.Bytes(entries, 8))
 }
 
 // ReadMTXSized is ReadMTX that calls sized (if set) with the header as soon
@@ -75,21 +58,21 @@ func ReadMTXSized(path string, sized func(MTXHeader) error, fn func(r, c int, v 
 	}
 	banner := strings.Fields(strings.ToLower(l.text))
 	if len(banner) != 5 || banner[0] != "%%matrixmarket" || banner[1] != "matrix" {
-		return h, l.errorf("bad Matrix Market banner %q", l.text)
+		return h, l.errorf("bad Matrix Market banner %q", clip(l.text))
 	}
 	if banner[2] != "coordinate" {
-		return h, l.errorf("only coordinate format is supported, got %q", banner[2])
+		return h, l.errorf("only coordinate format is supported, got %q", clip(banner[2]))
 	}
 	h.Field, h.Symmetry = banner[3], banner[4]
 	switch h.Field {
 	case "real", "integer", "pattern":
 	default:
-		return h, l.errorf("unsupported field %q (want real, integer or pattern)", h.Field)
+		return h, l.errorf("unsupported field %q (want real, integer or pattern)", clip(h.Field))
 	}
 	switch h.Symmetry {
 	case "general", "symmetric":
 	default:
-		return h, l.errorf("unsupported symmetry %q (want general or symmetric)", h.Symmetry)
+		return h, l.errorf("unsupported symmetry %q (want general or symmetric)", clip(h.Symmetry))
 	}
 	hasSize := false
 	count := 0
@@ -101,7 +84,7 @@ func ReadMTXSized(path string, sized func(MTXHeader) error, fn func(r, c int, v 
 		f := strings.Fields(t)
 		if !hasSize {
 			if len(f) != 3 {
-				return h, l.errorf("size line needs 3 integers (rows cols entries), got %q", t)
+				return h, l.errorf("size line needs 3 integers (rows cols entries), got %q", clip(t))
 			}
 			var err error
 			if h.Rows, err = l.atoi(f[0], "row count"); err != nil {
@@ -114,7 +97,7 @@ func ReadMTXSized(path string, sized func(MTXHeader) error, fn func(r, c int, v 
 				return h, err
 			}
 			if h.Rows < 0 || h.Cols < 0 || h.NNZ < 0 {
-				return h, l.errorf("negative size in %q", t)
+				return h, l.errorf("negative size in %q", clip(t))
 			}
 			if err := l.fits(h); err != nil {
 				return h, err
@@ -132,7 +115,7 @@ func ReadMTXSized(path string, sized func(MTXHeader) error, fn func(r, c int, v 
 			want = 2
 		}
 		if len(f) != want {
-			return h, l.errorf("entry needs %d fields, got %d in %q", want, len(f), t)
+			return h, l.errorf("entry needs %d fields, got %d in %q", want, len(f), clip(t))
 		}
 		r, err := l.atoi(f[0], "row index")
 		if err != nil {

@@ -68,7 +68,7 @@ func ReadMultiLabels(path string, n int) (*matrix.CSR, error) {
 
 // readLabelMatrix reads an N × C 0/1 matrix: a nonzero is a label.
 func readLabelMatrix(path string, n int) (*matrix.CSR, error) {
-	a, err := ReadFeatures(path, n)
+	a, err := readRows(path, n, "label")
 	if err != nil {
 		return nil, err
 	}

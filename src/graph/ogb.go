@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"sancus/kernels/matrix"
+	"sancus/src/budget"
 )
 
 // OGB's node-property layout, as a dataset unpacks:
@@ -33,14 +34,16 @@ func eachOGB(path string, fn func(u, v int32) error) error {
 		return err
 	}
 	defer l.close()
+	edges := 0
 	for l.next() {
 		t := strings.TrimSpace(l.text)
 		if t == "" {
 			continue
 		}
+		edges++
 		f := strings.Split(t, ",")
 		if len(f) != 2 {
-			return l.errorf("edge needs two comma-separated node ids, got %q", t)
+			return l.errorf("edge needs two comma-separated node ids, got %q", clip(t))
 		}
 		u, err := l.atoi(strings.TrimSpace(f[0]), "node id")
 		if err != nil {
@@ -51,13 +54,19 @@ func eachOGB(path string, fn func(u, v int32) error) error {
 			return err
 		}
 		if u < 0 || v < 0 || u >= 1<<31-1 || v >= 1<<31-1 {
-			return l.errorf("node id out of range in %q", t)
+			return l.errorf("node id out of range in %q", clip(t))
 		}
 		if err := fn(int32(u), int32(v)); err != nil {
 			return l.errorf("%v", err)
 		}
 	}
-	return l.err()
+	if err := l.err(); err != nil {
+		return err
+	}
+	if edges == 0 {
+		return l.eofErrorf("no edges (the file is empty): OGB's edge.csv holds one \"u,v\" line per edge")
+	}
+	return nil
 }
 
 // ogbNodes reads raw/num-node-list.csv: one graph, one count.
@@ -86,8 +95,8 @@ func ogbNodes(dir string) (int, error) {
 		if n < 1 {
 			return 0, l.errorf("node count %d", n)
 		}
-		if err := nodesFit(n); err != nil {
-			return 0, l.errorf("%v", err)
+		if err := budget.Nodes(l.at(), n); err != nil {
+			return 0, err
 		}
 	}
 	if err := l.err(); err != nil {

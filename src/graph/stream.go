@@ -1,10 +1,13 @@
 package graph
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"sancus/src/budget"
 )
 
 // EdgeStream replays a graph file's edges, once per call, holding nothing
@@ -42,10 +45,11 @@ func OpenEdgeStream(dir string) (*EdgeStream, error) {
 		if err != nil {
 			return nil, err
 		}
-		if h.Rows != h.Cols {
-			return nil, errorfFile(p, "adjacency must be square, header says %dx%d", h.Rows, h.Cols)
-		}
 		s.N = h.Rows
+	case strings.HasSuffix(p, ".graph"):
+		if s.N, err = metisNodes(p); err != nil {
+			return nil, err
+		}
 	default:
 		n := 0
 		if err := s.Each(func(u, v int32) error {
@@ -54,12 +58,10 @@ func OpenEdgeStream(dir string) (*EdgeStream, error) {
 		}); err != nil {
 			return nil, err
 		}
-		s.N = n
-		if strings.HasSuffix(p, ".graph") {
-			if s.N, err = metisNodes(p); err != nil {
-				return nil, err
-			}
+		if err := budget.Nodes(p, n); err != nil {
+			return nil, err
 		}
+		s.N = n
 	}
 	// An edge list cannot name isolated trailing nodes; its labels can.
 	if lab := filepath.Join(filepath.Dir(p), "labels.txt"); strings.HasSuffix(p, "edges.txt") && exists(lab) {
@@ -97,48 +99,29 @@ func graphFile(dir string) (string, error) {
 	return "", fmt.Errorf("dataset %s: no graph.mtx, edges.txt, single *.graph, single *.npz or OGB raw/edge.csv", dir)
 }
 
+// mtxHeader reads an adjacency's banner and size line, checked as
+// ReadMTXGraph checks them, and no entry.
 func mtxHeader(p string) (MTXHeader, error) {
-	var h MTXHeader
-	l, err := openLines(p)
-	if err != nil {
-		return h, err
+	h, err := ReadMTXSized(p, func(h MTXHeader) error {
+		if err := checkMTXGraph(h); err != nil {
+			return err
+		}
+		return errHeaderRead
+	}, nil)
+	if errors.Is(err, errHeaderRead) {
+		err = nil
 	}
-	defer l.close()
-	for l.next() {
-		t := strings.TrimSpace(l.text)
-		if t == "" || t[0] == '%' {
-			continue
-		}
-		f := strings.Fields(t)
-		if len(f) != 3 {
-			return h, l.errorf("size line needs 3 integers, got %q", t)
-		}
-		if h.Rows, err = l.atoi(f[0], "row count"); err != nil {
-			return h, err
-		}
-		if h.Cols, err = l.atoi(f[1], "column count"); err != nil {
-			return h, err
-		}
-		h.NNZ, err = l.atoi(f[2], "entry count")
-		return h, err
-	}
-	return h, l.eofErrorf("no size line")
+	return h, err
 }
 
+// errHeaderRead stops ReadMTXSized after the size line.
+var errHeaderRead = errors.New("header read")
+
+// metisNodes reads a METIS file's node count, checking the whole file.
 func metisNodes(p string) (int, error) {
-	l, err := openLines(p)
-	if err != nil {
-		return 0, err
-	}
-	defer l.close()
-	for l.next() {
-		t := strings.TrimSpace(l.text)
-		if t == "" || t[0] == '%' {
-			continue
-		}
-		return l.atoi(strings.Fields(t)[0], "node count")
-	}
-	return 0, l.eofErrorf("no header line")
+	n := 0
+	err := scanMETIS(p, func(nodes, _ int) { n = nodes }, func(int32, int32) error { return nil }, nil)
+	return n, err
 }
 
 // Each calls fn for every edge line of the file (each undirected edge once;
@@ -170,14 +153,16 @@ func eachSNAP(p string, fn func(u, v int32) error) error {
 		return err
 	}
 	defer l.close()
+	edges := 0
 	for l.next() {
 		t := strings.TrimSpace(l.text)
 		if t == "" || t[0] == '#' {
 			continue
 		}
+		edges++
 		f := strings.Fields(t)
 		if len(f) < 2 {
-			return l.errorf("edge needs two node ids, got %q", t)
+			return l.errorf("edge needs two node ids, got %q", clip(t))
 		}
 		u, err := l.atoi(f[0], "node id")
 		if err != nil {
@@ -188,43 +173,21 @@ func eachSNAP(p string, fn func(u, v int32) error) error {
 			return err
 		}
 		if u < 0 || v < 0 || u >= 1<<31-1 || v >= 1<<31-1 {
-			return l.errorf("node id out of range in %q", t)
+			return l.errorf("node id out of range in %q", clip(t))
 		}
 		if err := fn(int32(u), int32(v)); err != nil {
 			return err
 		}
 	}
-	return l.err()
+	if err := l.err(); err != nil {
+		return err
+	}
+	if edges == 0 {
+		return l.eofErrorf("no edges (the file is empty or comments only): an edge list holds one \"u v\" line per edge")
+	}
+	return nil
 }
 
 func eachMETIS(p string, fn func(u, v int32) error) error {
-	l, err := openLines(p)
-	if err != nil {
-		return err
-	}
-	defer l.close()
-	header, node := false, 0
-	for l.next() {
-		t := strings.TrimSpace(l.text)
-		if len(t) > 0 && t[0] == '%' {
-			continue
-		}
-		if !header {
-			header = true
-			continue
-		}
-		for _, f := range strings.Fields(t) {
-			v, err := l.atoi(f, "neighbour")
-			if err != nil {
-				return err
-			}
-			if v-1 > node {
-				if err := fn(int32(node), int32(v-1)); err != nil {
-					return err
-				}
-			}
-		}
-		node++
-	}
-	return l.err()
+	return scanMETIS(p, nil, fn, nil)
 }
