@@ -9,9 +9,9 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
-	"os"
 
 	"sancus/src/atomicfile"
+	"sancus/src/budget"
 )
 
 // A model file holds a trained model whole: everything needed to run it on
@@ -98,11 +98,12 @@ func writeTensor(b *bytes.Buffer, rows, cols int, p []float32) {
 // ErrNotModel is Load's error for a file that is no model file at all.
 var ErrNotModel = errors.New("not a sancus model file")
 
-// Load reads a model file, checking magic, version, checksum and that the
-// tensors are the model its spec describes.
+// Load reads a model file, checking magic, version, checksum, that the
+// spec is consistent, that the tensors are the model its spec describes,
+// and that every weight is finite.
 func Load(path string) (Spec, *GCN, error) {
 	var spec Spec
-	raw, err := os.ReadFile(path)
+	raw, err := readModelFile(path)
 	if err != nil {
 		return spec, nil, err
 	}
@@ -110,6 +111,9 @@ func Load(path string) (Spec, *GCN, error) {
 		return fmt.Errorf("model file %s: %s", path, fmt.Sprintf(format, args...))
 	}
 	if len(raw) < 20 || string(raw[:8]) != fileMagic {
+		if c := atomicfile.Compression(raw); c != "" {
+			return spec, nil, fmt.Errorf("model file %s: %w (bad magic: the file is %s-compressed; decompress it first)", path, ErrNotModel, c)
+		}
 		return spec, nil, fmt.Errorf("model file %s: %w (bad magic)", path, ErrNotModel)
 	}
 	le := binary.LittleEndian
@@ -123,6 +127,9 @@ func Load(path string) (Spec, *GCN, error) {
 	r := bytes.NewReader(body[12:])
 	var n uint32
 	binary.Read(r, le, &n)
+	if int64(n) > int64(r.Len()) {
+		return spec, nil, bad("spec of %d bytes, the file holds %d after its header", n, r.Len())
+	}
 	js := make([]byte, n)
 	if _, err := io.ReadFull(r, js); err != nil {
 		return spec, nil, bad("truncated spec")
@@ -130,9 +137,8 @@ func Load(path string) (Spec, *GCN, error) {
 	if err := json.Unmarshal(js, &spec); err != nil {
 		return spec, nil, bad("spec: %v", err)
 	}
-	if (spec.LabelKind != "single" && spec.LabelKind != "multi") || spec.Layers != len(spec.Dims)-1 {
-		return spec, nil, bad("model %v with %d layers over dims %v and %s labels: this sancus runs GCN, GraphSAGE and GAT models, single- or multi-label",
-			spec.Model, spec.Layers, spec.Dims, spec.LabelKind)
+	if err := spec.check(int64(r.Len())); err != nil {
+		return spec, nil, bad("%v", err)
 	}
 	m, err := New(spec.Model, spec.Dims, spec.Heads, 0)
 	if err != nil {
@@ -142,6 +148,85 @@ func Load(path string) (Spec, *GCN, error) {
 		return spec, nil, bad("%v", err)
 	}
 	return spec, m, nil
+}
+
+// readModelFile reads a model file whole: a regular file that fits.
+func readModelFile(path string) ([]byte, error) {
+	f, err := atomicfile.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := budget.Check("model file "+path, fmt.Sprintf("a file of %d bytes", st.Size()), st.Size()); err != nil {
+		return nil, err
+	}
+	raw := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, raw); err != nil {
+		return nil, fmt.Errorf("model file %s: %w", path, err)
+	}
+	return raw, nil
+}
+
+// check holds a spec to itself before its dims size anything: the layer
+// count is the widths' less one, every width and head count is at least
+// 1 and divides as GAT needs, and the parameters they make fit in left
+// bytes of tensors.
+func (s *Spec) check(left int64) error {
+	if s.LabelKind != "single" && s.LabelKind != "multi" {
+		return fmt.Errorf("label kind %q: this sancus runs single- or multi-label models", s.LabelKind)
+	}
+	if s.Layers != len(s.Dims)-1 || s.Layers < 1 {
+		return fmt.Errorf("layers %d inconsistent with dims %v (%d widths make %d layers): the spec is corrupt", s.Layers, clipDims(s.Dims), len(s.Dims), len(s.Dims)-1)
+	}
+	for _, d := range s.Dims {
+		if d < 1 || d > math.MaxInt32 {
+			return fmt.Errorf("dims %v: every width must be 1 to %d", clipDims(s.Dims), math.MaxInt32)
+		}
+	}
+	if s.Classes != s.Dims[len(s.Dims)-1] {
+		return fmt.Errorf("%d classes, but the last of dims %v is %d: the spec is corrupt", s.Classes, clipDims(s.Dims), s.Dims[len(s.Dims)-1])
+	}
+	m := &GCN{Dims: s.Dims}
+	tensors := 2
+	switch s.Model {
+	case ArchSAGE:
+		tensors = 3
+	case ArchGAT:
+		tensors = 4
+		if len(s.Heads) != s.Layers {
+			return fmt.Errorf("%d layers need %d head counts, the spec has %v", s.Layers, s.Layers, clipDims(s.Heads))
+		}
+		for l, h := range s.Heads {
+			if h < 1 || h > math.MaxInt32 || (l+2 < len(s.Dims) && s.Dims[l+1]%h != 0) {
+				return fmt.Errorf("layer %d's width %d does not split into %d heads", l+1, s.Dims[l+1], h)
+			}
+		}
+		m.Heads = s.Heads
+	}
+	// Each value takes 4 bytes of the file, and each tensor 8 of shape.
+	values := 0.0
+	for l := 0; l < s.Layers; l++ {
+		for k := range tensors {
+			rows, cols := m.Shape(l, k)
+			values += float64(rows) * float64(cols)
+		}
+	}
+	if need := 4*values + 8*float64(tensors*s.Layers) + 4; need > float64(left) {
+		return fmt.Errorf("a %v of dims %v has %.0f parameters, more than the %d bytes left in the file hold", s.Model, clipDims(s.Dims), values, left)
+	}
+	return nil
+}
+
+// clipDims shortens a list of widths quoted in an error.
+func clipDims(d []int) string {
+	if len(d) <= 8 {
+		return fmt.Sprint(d)
+	}
+	return fmt.Sprintf("%v … (%d widths)", d[:8], len(d))
 }
 
 func readTensors(r *bytes.Reader, m *GCN) error {
@@ -154,6 +239,7 @@ func readTensors(r *bytes.Reader, m *GCN) error {
 	if int(count) != len(flat) {
 		return fmt.Errorf("%d tensors, the spec's model has %d", count, len(flat))
 	}
+	names := m.TensorNames()
 	for i, p := range flat {
 		var rows, cols uint32
 		binary.Read(r, le, &rows)
@@ -163,6 +249,12 @@ func readTensors(r *bytes.Reader, m *GCN) error {
 		}
 		if err := binary.Read(r, le, p); err != nil {
 			return fmt.Errorf("tensor %d: truncated", i)
+		}
+		for j, v := range p {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return fmt.Errorf("non-finite weights: layer %d's %s holds %v at %d (a diverged run saves its last finite weights; this file was written otherwise or edited): train again",
+					i/len(names)+1, names[i%len(names)], v, j)
+			}
 		}
 	}
 	if r.Len() != 0 {
