@@ -294,3 +294,11 @@ func TestFIFOInputRefused(t *testing.T) {
 		t.Fatal("reading a FIFO as the graph blocked")
 	}
 }
+
+// A graph.mtx streams (as prepare reads it) with its header checked once.
+func TestMTXStreams(t *testing.T) {
+	s, err := OpenEdgeStream(filepath.Join(testdata, "cora"))
+	if err != nil || s.N != 2708 {
+		t.Fatalf("cora streamed: %v", err)
+	}
+}

@@ -105,7 +105,7 @@ func ReadMTXSized(path string, sized func(MTXHeader) error, fn func(r, c int, v 
 			hasSize = true
 			if sized != nil {
 				if err := sized(h); err != nil {
-					return h, l.errorf("%v", err)
+					return h, fmt.Errorf("%s:%d: %w", l.path, l.line, err)
 				}
 			}
 			continue
