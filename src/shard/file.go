@@ -10,10 +10,12 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
+	"slices"
+
 	"sancus/kernels/matrix"
 	"sancus/src/atomicfile"
+	"sancus/src/budget"
 )
 
 // File layout (little endian):
@@ -37,6 +39,8 @@ import (
 const (
 	magic   = "SANCUSSH"
 	Version = 8
+	// maxParts bounds a part count read from a file.
+	maxParts = 1 << 20
 )
 
 // FileName is the name of rank r's shard out of parts.
@@ -294,15 +298,20 @@ func (d *dec) csr() *matrix.CSR {
 }
 
 // Read loads dir/FileName(rank, parts) and checks magic, version, checksum,
-// and that it really is rank's shard of a parts-way split. The body is
-// decoded as it is read; a checksum mismatch found at the end discards
-// what was decoded.
+// and that it really is rank's shard of a parts-way split. The directory
+// is checked whole first (OpenDir). The body is decoded as it is read; a
+// checksum mismatch found at the end discards what was decoded.
 func Read(dir string, rank, parts int) (*Shard, error) {
-	path := filepath.Join(dir, FileName(rank, parts))
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, missing(dir, path, parts)
+	meta, err := OpenDir(dir)
+	if err != nil {
+		return nil, err
 	}
+	path := filepath.Join(dir, FileName(rank, parts))
+	if meta.Parts != parts {
+		return nil, fmt.Errorf("shard %s: not found; %s holds shards for another rank count (%d, %s): run sancus prepare --parts %d or launch with %d ranks",
+			path, dir, meta.Parts, FileName(0, meta.Parts), parts, meta.Parts)
+	}
+	f, err := atomicfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("shard %s: %w", path, err)
 	}
@@ -310,6 +319,9 @@ func Read(dir string, rank, parts int) (*Shard, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("shard %s: %w", path, err)
+	}
+	if err := budget.Check("shard "+path, fmt.Sprintf("a shard of %d bytes", st.Size()), st.Size()); err != nil {
+		return nil, err
 	}
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("shard %s: %s", path, fmt.Sprintf(format, args...))
@@ -363,6 +375,10 @@ func Read(dir string, rank, parts int) (*Shard, error) {
 	if s.Parts != parts || s.Rank != rank {
 		return nil, bad("holds rank %d of %d, wanted rank %d of %d", s.Rank, s.Parts, rank, parts)
 	}
+	if s.N != meta.Nodes || !slices.Equal(s.Offsets, meta.Offsets) {
+		return nil, bad("rows of a %d-node graph split at %s, but %s says %d nodes split at %s: a file of another prepare; run sancus prepare again",
+			s.N, clipOffsets(s.Offsets), MetaFile, meta.Nodes, clipOffsets(meta.Offsets))
+	}
 	if err := s.check(); err != nil {
 		return nil, bad("%v", err)
 	}
@@ -391,7 +407,7 @@ func (d *dec) shard() *Shard {
 	s := &Shard{}
 	s.Rank, s.Parts, s.N = int(d.u64()), int(d.u64()), int(d.u64())
 	s.Classes, s.FeatDim, s.GlobalTrain = int(d.u64()), int(d.u64()), int(d.u64())
-	if d.err == nil && (s.Parts < 0 || s.Parts > 1<<20) {
+	if d.err == nil && (s.Parts < 1 || s.Parts > maxParts) {
 		d.err = fmt.Errorf("implausible part count %d", s.Parts)
 		return s
 	}
@@ -419,22 +435,6 @@ func (d *dec) shard() *Shard {
 	}
 	s.Set = d.u64()
 	return s
-}
-
-// missing explains a shard file that is not there: a file deleted from a
-// complete directory (its meta.json lists the parts), shards prepared for
-// another rank count, or none prepared at all.
-func missing(dir, path string, parts int) error {
-	if m, err := ReadMeta(dir); err == nil && m.Parts == parts {
-		return fmt.Errorf("shard %s: missing from %s, which was prepared for %d ranks (%s): the file was deleted or not copied; run sancus prepare again",
-			path, dir, parts, MetaFile)
-	}
-	others, _ := filepath.Glob(filepath.Join(dir, "shard-00000-of-*.bin"))
-	if len(others) > 0 {
-		return fmt.Errorf("shard %s: not found; %s holds shards for another rank count (%s): run sancus prepare --parts %d or launch with that many ranks",
-			path, dir, filepath.Base(others[0]), parts)
-	}
-	return fmt.Errorf("shard %s: not found (run sancus prepare --parts %d first)", path, parts)
 }
 
 // check verifies that the parts of a shard agree with each other.

@@ -2,7 +2,9 @@ package shard
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -53,16 +55,103 @@ func WriteMeta(dir string, m Meta) error {
 	return atomicfile.WriteBytes(filepath.Join(dir, MetaFile), append(b, '\n'))
 }
 
-// ReadMeta reads dir/meta.json.
+// maxMeta bounds meta.json: a million parts' offsets take 20 MB.
+const maxMeta = 64 << 20
+
+// ReadMeta reads dir/meta.json and checks it against itself: part count,
+// offsets and node count agree. Its errors say the directory is
+// incomplete or corrupt, in the words OpenDir uses.
 func ReadMeta(dir string) (Meta, error) {
 	var m Meta
 	path := filepath.Join(dir, MetaFile)
-	b, err := os.ReadFile(path)
+	b, err := atomicfile.ReadAll(path, maxMeta)
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, fmt.Errorf("shard directory %s is incomplete: it has no %s, which sancus prepare writes last (an interrupted prepare, or a partial copy): %w; run sancus prepare again", dir, MetaFile, err)
+	}
+	if err != nil {
+		return m, incomplete(dir, err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, incomplete(dir, fmt.Errorf("%s: %w", path, err))
+	}
+	if err := m.check(); err != nil {
+		return m, incomplete(dir, fmt.Errorf("%s: %w", path, err))
+	}
+	return m, nil
+}
+
+func incomplete(dir string, err error) error {
+	return fmt.Errorf("shard directory %s is incomplete or corrupt: %w; run sancus prepare again", dir, err)
+}
+
+// check holds a meta.json to itself.
+func (m *Meta) check() error {
+	if m.Parts < 1 || m.Parts > maxParts {
+		return fmt.Errorf("parts %d (want 1 to %d)", m.Parts, maxParts)
+	}
+	if len(m.Offsets) != m.Parts+1 {
+		return fmt.Errorf("parts %d, but %d offsets (want parts+1)", m.Parts, len(m.Offsets))
+	}
+	if m.Nodes < 1 || m.Offsets[0] != 0 || m.Offsets[m.Parts] != int64(m.Nodes) {
+		return fmt.Errorf("offsets %v do not run from 0 to its %d nodes", clipOffsets(m.Offsets), m.Nodes)
+	}
+	for r := range m.Parts {
+		if m.Offsets[r+1] < m.Offsets[r] {
+			return fmt.Errorf("offsets decrease at part %d", r)
+		}
+	}
+	return nil
+}
+
+func clipOffsets(o []int64) string {
+	if len(o) <= 8 {
+		return fmt.Sprint(o)
+	}
+	return fmt.Sprintf("%v … (%d)", o[:8], len(o))
+}
+
+// IsDir reports whether dir looks like a shard directory: it has a
+// meta.json or a shard file, complete or not.
+func IsDir(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, MetaFile)); err == nil {
+		return true
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "shard-*-of-*.bin"))
+	return len(m) > 0
+}
+
+// OpenDir checks a shard directory whole before a shard of it is read:
+// meta.json is there and sound, and every shard file it promises is a
+// regular file. Every reader of a shard directory (training on each
+// rank, predict, info) goes through it, so all refuse one alike.
+func OpenDir(dir string) (Meta, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return Meta{}, fmt.Errorf("shard directory: %w", err)
+	}
+	if !st.IsDir() {
+		return Meta{}, fmt.Errorf("shard directory %s: not a directory", dir)
+	}
+	if !IsDir(dir) {
+		return Meta{}, fmt.Errorf("shard directory %s: %s and shard files not found: run sancus prepare first", dir, MetaFile)
+	}
+	m, err := ReadMeta(dir)
 	if err != nil {
 		return m, err
 	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("%s: %w", path, err)
+	for r := range m.Parts {
+		path := filepath.Join(dir, FileName(r, m.Parts))
+		st, err := os.Stat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return m, fmt.Errorf("shard %s: missing from %s, which was prepared for %d ranks (%s): the file was deleted or not copied; run sancus prepare again",
+				path, dir, m.Parts, MetaFile)
+		}
+		if err != nil {
+			return m, incomplete(dir, err)
+		}
+		if !st.Mode().IsRegular() {
+			return m, incomplete(dir, fmt.Errorf("%s: not a regular file", path))
+		}
 	}
 	return m, nil
 }

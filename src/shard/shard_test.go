@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"sancus/src/atomicfile/fulldisk"
 	"sancus/src/graph"
@@ -26,13 +28,30 @@ func coraPrepared(t *testing.T, parts int) *prepare.Prepared {
 	return p
 }
 
+// writeDir writes a complete shard directory of p, as prepare does:
+// every shard, then meta.json.
+func writeDir(t *testing.T, p *prepare.Prepared, dir string) {
+	t.Helper()
+	parts := len(p.Offsets) - 1
+	for r := range parts {
+		s, err := p.Shard(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Write(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := shard.WriteMeta(dir, shard.Meta{Dataset: "cora", Parts: parts, Nodes: p.DS.N, Offsets: p.Offsets}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestWriteReadRoundTripAndErrors(t *testing.T) {
 	p := coraPrepared(t, 2)
 	dir := t.TempDir()
+	writeDir(t, p, dir)
 	orig, _ := p.Shard(1)
-	if err := orig.Write(dir); err != nil {
-		t.Fatal(err)
-	}
 	got, err := shard.Read(dir, 1, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -65,14 +84,14 @@ func TestWriteReadRoundTripAndErrors(t *testing.T) {
 	expect("magic", err, "bad magic")
 	// Asked for a different rank count.
 	os.WriteFile(path, raw, 0o644)
-	os.WriteFile(filepath.Join(dir, shard.FileName(0, 2)), raw, 0o644)
 	_, err = shard.Read(dir, 0, 4)
 	expect("wrong P", err, "another rank count")
+	os.WriteFile(filepath.Join(dir, shard.FileName(0, 2)), raw, 0o644)
 	// Rank 1's file saved under rank 0's name.
 	_, err = shard.Read(dir, 0, 2)
 	expect("wrong rank", err, "holds rank 1 of 2, wanted rank 0 of 2")
 	_, err = shard.Read(t.TempDir(), 0, 2)
-	expect("missing", err, "not found")
+	expect("missing", err, "shard files not found")
 	// A flipped byte in the header (the version field) is corruption, not
 	// another version.
 	hdr := append([]byte(nil), raw...)
@@ -82,9 +101,6 @@ func TestWriteReadRoundTripAndErrors(t *testing.T) {
 	expect("header", err, "corrupt")
 	// One file of a complete directory deleted: that file is named.
 	os.WriteFile(path, raw, 0o644)
-	if err := shard.WriteMeta(dir, shard.Meta{Parts: 2}); err != nil {
-		t.Fatal(err)
-	}
 	os.Remove(filepath.Join(dir, shard.FileName(0, 2)))
 	_, err = shard.Read(dir, 0, 2)
 	expect("deleted", err, shard.FileName(0, 2)+": missing from")
@@ -137,9 +153,7 @@ func TestDenseAXRoundTrip(t *testing.T) {
 	}
 	orig, _ := p.Shard(0)
 	out := t.TempDir()
-	if err := orig.Write(out); err != nil {
-		t.Fatal(err)
-	}
+	writeDir(t, p, out)
 	got, err := shard.Read(out, 0, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -159,5 +173,81 @@ func TestDenseAXRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, orig) {
 		t.Fatal("the rest of the shard read back differs")
+	}
+}
+
+// A shard directory without a sound meta.json is incomplete, whatever
+// its shard files hold: Read, and so every rank's training, refuses it
+// in the words OpenDir (and so info) uses.
+func TestIncompleteDirRefused(t *testing.T) {
+	p := coraPrepared(t, 2)
+	good := t.TempDir()
+	writeDir(t, p, good)
+	meta, _ := os.ReadFile(filepath.Join(good, shard.MetaFile))
+	for _, c := range []struct {
+		name string
+		meta []byte // nil: none
+		want string
+	}{
+		{"missing", nil, "is incomplete: it has no meta.json, which sancus prepare writes last"},
+		{"garbage", []byte("{garbage"), "is incomplete or corrupt: " + "DIR/meta.json: invalid character"},
+		{"nested", []byte(strings.Repeat("[", 100000) + strings.Repeat("]", 100000)), "exceeded max depth"},
+		{"parts", []byte(strings.Replace(string(meta), `"parts": 2`, `"parts": 4`, 1)), "meta.json: parts 4, but 3 offsets"},
+		{"offsets", []byte(strings.Replace(string(meta), `"nodes": 2708`, `"nodes": 2709`, 1)), "do not run from 0 to its 2709 nodes"},
+	} {
+		dir := t.TempDir()
+		writeDir(t, p, dir)
+		os.Remove(filepath.Join(dir, shard.MetaFile))
+		if c.meta != nil {
+			os.WriteFile(filepath.Join(dir, shard.MetaFile), c.meta, 0o644)
+		}
+		want := strings.ReplaceAll(c.want, "DIR", dir)
+		_, err := shard.Read(dir, 0, 2)
+		if err == nil || !strings.Contains(err.Error(), "shard directory "+dir) || !strings.Contains(err.Error(), want) ||
+			!strings.Contains(err.Error(), "run sancus prepare again") {
+			t.Errorf("%s: Read: got %v, want %q", c.name, err, want)
+		}
+		if _, derr := shard.OpenDir(dir); derr == nil || err == nil || derr.Error() != err.Error() {
+			t.Errorf("%s: OpenDir says %v, Read %v", c.name, derr, err)
+		}
+	}
+	// Offsets edited consistently: the shard files disagree with them.
+	dir := t.TempDir()
+	writeDir(t, p, dir)
+	m, err := shard.ReadMeta(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Offsets[1]--
+	shard.WriteMeta(dir, m)
+	if _, err := shard.Read(dir, 0, 2); err == nil || !strings.Contains(err.Error(), "a file of another prepare") {
+		t.Errorf("offsets edited: %v", err)
+	}
+}
+
+// A FIFO in place of a shard file is refused, not waited on.
+func TestShardFIFORefused(t *testing.T) {
+	dir := t.TempDir()
+	writeDir(t, coraPrepared(t, 2), dir)
+	path := filepath.Join(dir, shard.FileName(1, 2))
+	os.Remove(path)
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := shard.Read(dir, 1, 2)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), shard.FileName(1, 2)+": not a regular file") {
+			t.Fatalf("got %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("reading a FIFO as a shard blocked")
 	}
 }

@@ -50,7 +50,7 @@ func info(w io.Writer, p string, load graph.LoadOptions) error {
 	}
 	exists := func(name string) bool { _, err := os.Stat(filepath.Join(p, name)); return err == nil }
 	switch {
-	case fi.IsDir() && exists(shard.MetaFile):
+	case fi.IsDir() && shard.IsDir(p): // complete or not: a shard directory is no dataset
 		return shardInfo(w, p)
 	case fi.IsDir() && exists("LATEST"):
 		st, err := train.InspectCheckpoint(p)
@@ -86,8 +86,9 @@ func info(w io.Writer, p string, load graph.LoadOptions) error {
 }
 
 // shardInfo describes a shard directory, reading every shard file whole.
+// It refuses a directory as training does (shard.OpenDir).
 func shardInfo(w io.Writer, dir string) error {
-	meta, err := shard.ReadMeta(dir)
+	meta, err := shard.OpenDir(dir)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	"sancus/src/shard"
+)
+
+// TestShardDirRefusedAlike: train and info refuse a shard directory whose
+// meta.json is missing or unsound in the same words, and info no longer
+// takes one without meta.json for a dataset.
+func TestShardDirRefusedAlike(t *testing.T) {
+	good := filepath.Join(t.TempDir(), "sh")
+	if o, err := run(t, 0, "prepare", "--quiet", "--data", cora, "--parts", "2", "--out", good); err != nil {
+		t.Fatalf("prepare: %v\n%s", err, o)
+	}
+	meta, err := os.ReadFile(filepath.Join(good, shard.MetaFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		meta string // "": none
+		want string
+	}{
+		{"missing", "", "has no meta.json"},
+		{"garbage", "{garbage", "invalid character"},
+		{"nested", strings.Repeat("[", 100000) + strings.Repeat("]", 100000), "exceeded max depth"},
+		{"parts", strings.Replace(string(meta), `"parts": 2`, `"parts": 4`, 1), "parts 4, but 3 offsets"},
+	} {
+		dir := filepath.Join(t.TempDir(), c.name)
+		os.Mkdir(dir, 0o755)
+		for r := range 2 {
+			b, _ := os.ReadFile(filepath.Join(good, shard.FileName(r, 2)))
+			os.WriteFile(filepath.Join(dir, shard.FileName(r, 2)), b, 0o644)
+		}
+		if c.meta != "" {
+			os.WriteFile(filepath.Join(dir, shard.MetaFile), []byte(c.meta), 0o644)
+		}
+		io, err := run(t, 0, "info", dir)
+		m := regexp.MustCompile(`NOT usable: (shard directory .*)`).FindStringSubmatch(io)
+		if err == nil || m == nil || !strings.Contains(m[1], c.want) {
+			t.Errorf("%s: info: %v\n%s", c.name, err, io)
+			continue
+		}
+		to, err := run(t, 0, "train", "--shards", dir, "--ranks", "2", "--epochs", "1", "--quiet", "--out", filepath.Join(t.TempDir(), "r.json"))
+		if err == nil || !strings.Contains(to, m[1]) {
+			t.Errorf("%s: train does not refuse as info does (%q): %v\n%s", c.name, m[1], err, to)
+		}
+	}
+}
+
+// TestInfoRefusesUnusableInputs: info reads what a run would refuse, and
+// says so: a graph without edges, a feature matrix without columns, a
+// FIFO for a model file, here and in predict.
+func TestInfoRefusesUnusableInputs(t *testing.T) {
+	empty := dataset(t, map[string]string{"edges.txt": "# no edges yet\n"})
+	nofeat := dataset(t, map[string]string{
+		"graph.mtx":    "%%MatrixMarket matrix coordinate pattern symmetric\n6 6 5\n2 1\n3 2\n4 3\n5 4\n6 5\n",
+		"labels.txt":   "0\n1\n0\n1\n0\n1\n",
+		"features.mtx": "%%MatrixMarket matrix coordinate real general\n6 0 0\n"})
+	fifo := filepath.Join(t.TempDir(), "m.model")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{empty, "edges.txt:1: unexpected end of file: no edges"},
+		{nofeat, "features.mtx:2: the size line declares 0 feature columns"},
+		{fifo, "m.model: a FIFO, not a regular file"},
+	} {
+		o, err := run(t, 0, "info", c.path)
+		if exitCode(err) != 1 || !strings.Contains(o, "NOT usable") || !strings.Contains(o, c.want) {
+			t.Errorf("info %s: exit %d, want NOT usable and %q:\n%s", c.path, exitCode(err), c.want, o)
+		}
+	}
+	o, err := run(t, 0, "predict", "--model-file", fifo, "--data", cora, "--out", t.TempDir())
+	if err == nil || !strings.Contains(o, "a FIFO, not a regular file") {
+		t.Errorf("predict on a FIFO model file: %v\n%s", err, o)
+	}
+}
