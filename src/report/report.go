@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sancus/src/atomicfile"
 	"sort"
@@ -40,7 +39,7 @@ func Load(paths ...string) ([]*result.Run, error) {
 			if d.IsDir() || filepath.Ext(path) != ".json" {
 				return nil
 			}
-			b, err := os.ReadFile(path)
+			b, err := atomicfile.ReadAll(path, result.MaxBytes) // a FIFO named *.json is refused, not waited on
 			if err != nil {
 				return err
 			}

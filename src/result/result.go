@@ -9,6 +9,10 @@ import (
 	"time"
 )
 
+// MaxBytes bounds a results JSON for its readers: a run's curves and
+// per-rank figures take megabytes, and a larger file is some other file.
+const MaxBytes = 1 << 30
+
 // Run is the results JSON of one training run.
 type Run struct {
 	Command  string    `json:"command"`

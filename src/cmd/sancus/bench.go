@@ -16,6 +16,7 @@ import (
 	"sancus/kernels"
 	"sancus/kernels/matrix"
 	"sancus/launch"
+	"sancus/src/atomicfile"
 	"sancus/src/graph"
 	"sancus/src/partition"
 	"sancus/src/prepare"
@@ -61,7 +62,7 @@ func benchTriad(args []string) error {
 	}
 	var runs []result.Run
 	for _, p := range fs.Args() {
-		b, err := os.ReadFile(p)
+		b, err := atomicfile.ReadAll(p, result.MaxBytes)
 		if err != nil {
 			return err
 		}
