@@ -407,7 +407,12 @@ func (d *dec) shard() *Shard {
 	s := &Shard{}
 	s.Rank, s.Parts, s.N = int(d.u64()), int(d.u64()), int(d.u64())
 	s.Classes, s.FeatDim, s.GlobalTrain = int(d.u64()), int(d.u64()), int(d.u64())
-	if d.err == nil && (s.Parts < 1 || s.Parts > maxParts) {
+	if d.err != nil {
+		return s
+	}
+	// The part count sizes the offsets and blocks below, not the file's
+	// length: nothing is sized from a header that did not read whole.
+	if s.Parts < 1 || s.Parts > maxParts {
 		d.err = fmt.Errorf("implausible part count %d", s.Parts)
 		return s
 	}
