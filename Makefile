@@ -21,7 +21,7 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: cuda test-cuda all deps torch build run test test-go test-short test-mpi test-slurm chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-sancus bench-partition bench-powerlaw bench-link bench-ab bench-models clean
+.PHONY: cuda test-cuda all deps torch build run test test-go test-short test-mpi test-slurm fuzz chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-sancus bench-partition bench-powerlaw bench-link bench-ab bench-models clean
 
 all: build
 
@@ -87,8 +87,20 @@ test: deps
 
 test-go: deps
 	$(GO) test -count=1 -timeout 20m ./...
+	@# Every input reader fuzzed a few seconds (make fuzz: a minute each).
+	$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 	@# The kernels again at every lower instruction set this CPU has.
 	for simd in avx2+fma baseline; do SANCUS_SIMD=$$simd $(GO) test -count=1 ./kernels || exit 1; done
+
+# The fuzz targets of every reader of user input (text formats, .npy,
+# .npz, model files, shard files and meta.json), FUZZTIME each.
+FUZZ    := src/graph:FuzzMTX src/graph:FuzzSNAP src/graph:FuzzMETIS src/graph:FuzzNodeFiles src/graph:FuzzOGB \
+	src/graph:FuzzNPY src/graph:FuzzNPZ src/model:FuzzModelFile src/shard:FuzzShardFile src/shard:FuzzShardMeta
+FUZZTIME ?= 60s
+fuzz:
+	for t in $(FUZZ); do \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \
+	done
 
 # The invariant tier (P-equality, sparse = dense, resume, formats, errors):
 # every package, no accuracy sweep over seeds and no long fault run.
