@@ -1,10 +1,12 @@
 package budget
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 
+	"sancus/launch"
 	"sancus/src/budget/memlimit"
 )
 
@@ -29,13 +31,17 @@ func TestCheckNamesFileFigureAndLimit(t *testing.T) {
 			t.Fatalf("got %v, want %q", err, want)
 		}
 	}
+	avail, _ := launch.Available()
+	if err := Check("f", "x", avail+avail/200); err == nil || strings.Count(err.Error(), fmt.Sprintf("%.1f GB", float64(avail)/1e9)) > 1 {
+		t.Fatalf("just over the limit, the two figures read alike: %v", err)
+	}
 	if err := Check("f", "x", math.MaxInt64); err == nil || !strings.Contains(err.Error(), "corrupt") {
 		t.Fatalf("an absurd count: %v", err)
 	}
 	if err := Nodes("n.csv:1", 1<<40); err == nil || !strings.Contains(err.Error(), "n.csv:1: node count 1099511627776: sancus numbers nodes with int32") {
 		t.Fatalf("past int32: %v", err)
 	}
-	if err := Nodes("", 1e9); err == nil || !strings.HasPrefix(err.Error(), "node count 1000000000's per-node arrays would need 24.0 GB") {
+	if err := Nodes("", 1e9); err == nil || !strings.HasPrefix(err.Error(), "node count 1000000000's per-node arrays would need 80.0 GB") {
 		t.Fatalf("10⁹ nodes: %v", err)
 	}
 }

@@ -45,11 +45,11 @@ func TestHugeNodeCountRefused(t *testing.T) {
 	snap := t.TempDir()
 	write(t, snap, "edges.txt", "0 1\n1 999999999\n")
 	_, err = Load(snap, LoadOptions{})
-	wantErr(t, err, "edges.txt", 0, "node count 1000000000's per-node arrays would need 24.0 GB")
+	wantErr(t, err, "edges.txt", 0, "node count 1000000000's per-node arrays would need 80.0 GB")
 	if !strings.Contains(err.Error(), "ulimit -v") {
 		t.Fatalf("the limit is not named: %v", err)
 	}
-	if _, err := OpenEdgeStream(snap); err == nil || !strings.Contains(err.Error(), "would need 24.0 GB") {
+	if _, err := OpenEdgeStream(snap); err == nil || !strings.Contains(err.Error(), "would need 80.0 GB") {
 		t.Fatalf("streamed: %v", err)
 	}
 }
