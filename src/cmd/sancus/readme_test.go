@@ -81,3 +81,57 @@ func TestREADMETutorial(t *testing.T) {
 		t.Errorf("the tutorial's Cora run reached %.3f test accuracy; the README says near 81%%", rep.Result.TestAtBest)
 	}
 }
+
+// TestREADMELayoutIsTheImports: the README's Layout lists every package of
+// the build, each with the packages of sancus it imports, as go list says:
+// the map a newcomer reads is the code's.
+func TestREADMELayoutIsTheImports(t *testing.T) {
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, layout, ok := strings.Cut(string(readme), "\n## Layout\n")
+	if !ok {
+		t.Fatal("README.md has no Layout section")
+	}
+	layout, _, _ = strings.Cut(layout, "\n## ")
+	_, block, _ := strings.Cut(layout, "```\n")
+	block, _, _ = strings.Cut(block, "```")
+	listed := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		i := strings.LastIndex(line, " → ")
+		if f := strings.Fields(line); i > 0 && len(f) > 0 {
+			listed[f[0]] = line[i+len(" → "):]
+		}
+	}
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}", "../../../...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imps, _ := strings.Cut(line, "|")
+		pkg = strings.TrimPrefix(pkg, "sancus/")
+		var own []string
+		for _, i := range strings.Fields(imps) {
+			if rest, ok := strings.CutPrefix(i, "sancus/"); ok {
+				own = append(own, rest)
+			}
+		}
+		want := strings.Join(own, ", ")
+		if want == "" {
+			want = "nothing of sancus"
+		}
+		got, ok := listed[pkg]
+		if !ok {
+			t.Errorf("README Layout does not list %s (→ %s)", pkg, want)
+			continue
+		}
+		if got != want {
+			t.Errorf("README Layout: %s → %s; its imports are → %s", pkg, got, want)
+		}
+		delete(listed, pkg)
+	}
+	for pkg := range listed {
+		t.Errorf("README Layout lists %s, which is not a package of the build", pkg)
+	}
+}
