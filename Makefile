@@ -21,7 +21,7 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: cuda test-cuda all deps torch build run test test-go test-short test-mpi test-slurm fuzz chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-sancus bench-partition bench-powerlaw bench-link bench-ab bench-models clean
+.PHONY: cuda test-cuda all deps torch build run test test-go test-short test-mpi test-slurm fuzz chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-messages bench-sancus bench-partition bench-powerlaw bench-link bench-ab bench-models clean
 
 all: build
 
@@ -128,7 +128,7 @@ chaos: build
 	SANCUS_CHAOS=24 SANCUS_CHAOS_LOG=$(CURDIR)/results/chaos/mpirun.log $(GO) test -count=1 -timeout 30m -run TestFaultInjection -v ./src/cmd/sancus
 	bash slurm/chaos-slurm.sh 6 results/chaos/slurm.log
 
-bench: bench-kernels bench-epoch bench-comm bench-sancus bench-partition
+bench: bench-kernels bench-epoch bench-comm bench-messages bench-sancus bench-partition
 
 # The GEMM table sets OpenBLAS's sgemm next to every shape: Debian's
 # libopenblas-dev, linked into a benchmark build of its own (-tags openblas).
@@ -173,6 +173,13 @@ bench-comm: build
 	for np in 2 4; do \
 		$(MPIRUN) -np $$np $(BIN) bench comm --out results/bench/comm-P$$np.json | tee results/bench/comm-P$$np.txt || exit 1; \
 	done
+
+# Many small messages, one by one against batched (P = 2 and 8), and a
+# rank's P block products against one product over the same nonzeros.
+bench-messages: build
+	@mkdir -p results/bench
+	{ for np in 2 8; do $(MPIRUN) -np $$np $(BIN) bench comm --max-mib 1 | grep 'messages of' || exit 1; done; \
+	  $(GO) test -run XXX -bench BlockProducts -benchtime 1x ./src/train/ | grep 'P ='; } | tee results/bench/messages.txt
 
 # Every staleness policy at P = 2 and 4 on the reference graph.
 bench-sancus: build $(DATA)/test.txt
