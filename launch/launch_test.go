@@ -1,9 +1,15 @@
 package launch
 
 import (
+	"bufio"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -135,6 +141,69 @@ func TestProbesMPI(t *testing.T) {
 	} {
 		if got := ProbesMPI(tc.threads, tc.shared); got != tc.want {
 			t.Errorf("%s: ProbesMPI = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestStopBeforeTrainingExitsAtOnce: a stop signal that comes before the
+// epochs (loading, setting up) ends the process at once with the requeue
+// status, releasing what it holds; once training, a stop is a request the
+// epoch boundary honours.
+func TestStopBeforeTrainingExitsAtOnce(t *testing.T) {
+	if mode := os.Getenv("SANCUS_STOPS_CHILD"); mode != "" {
+		s := WatchStops("child", func() { fmt.Println("released") })
+		if mode == "training" {
+			s.Training()
+		}
+		fmt.Println("ready")
+		for !s.Requested() {
+			time.Sleep(time.Millisecond)
+		}
+		fmt.Println("requested")
+		os.Exit(0)
+	}
+	for _, c := range []struct {
+		mode string
+		sig  syscall.Signal
+		code int
+		want string
+	}{{"setup", syscall.SIGUSR1, ExitRequeue, "before training started"}, {"setup", syscall.SIGTERM, ExitRequeue, "before training started"},
+		{"training", syscall.SIGUSR1, 0, "requested"}} {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestStopBeforeTrainingExitsAtOnce$")
+		cmd.Env = append(os.Environ(), "SANCUS_STOPS_CHILD="+c.mode)
+		out, _ := cmd.StdoutPipe()
+		cmd.Stderr = cmd.Stdout
+		var all strings.Builder
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(out)
+		for !strings.Contains(all.String(), "ready") {
+			line, err := r.ReadString('\n')
+			all.WriteString(line)
+			if err != nil {
+				t.Fatalf("%s: the child ended before it was ready:\n%s", c.mode, all.String())
+			}
+		}
+		cmd.Process.Signal(c.sig)
+		done := make(chan error, 1)
+		go func() {
+			rest, _ := io.ReadAll(r)
+			all.Write(rest)
+			done <- cmd.Wait()
+		}()
+		select {
+		case err := <-done:
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			if code != c.code || !strings.Contains(all.String(), c.want) || (c.code != 0 && !strings.Contains(all.String(), "released")) {
+				t.Fatalf("%s, %v: exit %d, want %d saying %q:\n%s", c.mode, c.sig, code, c.code, c.want, all.String())
+			}
+		case <-time.After(2 * time.Minute): // bounds a hang only
+			cmd.Process.Kill()
+			t.Fatalf("%s, %v: the child still ran 2 minutes later:\n%s", c.mode, c.sig, all.String())
 		}
 	}
 }

@@ -150,6 +150,9 @@ type RunConfig struct {
 	// Stop reports a local stop request (a signal); ranks agree on it at the
 	// end of each epoch, checkpoint, and Run returns ErrStopped.
 	Stop func() bool `json:"-"`
+	// Training, if set, is called as the epochs start: a stop before it
+	// has no epoch boundary to wait for.
+	Training func() `json:"-"`
 	// Device is the kernels backend the matrices live on (CUDA in a CUDA
 	// build). A rank uses device LocalRank modulo the devices present
 	// (LocalRank < 0: its rank). Backend, when set, is used instead (a

@@ -52,6 +52,9 @@ func (e *Engine) Run() (*result.Result, error) {
 		return nil, err
 	}
 	res.Status = "completed"
+	if e.plan.Run.Training != nil {
+		e.plan.Run.Training()
+	}
 	var ended error
 	for ep := r.first; ep < e.plan.Optim.Epochs; ep++ {
 		stop, err := e.epoch(ep, &r)

@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"runtime"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -161,7 +161,8 @@ func runTrain(args []string) error {
 		Link: os.Getenv("SANCUS_LINK")}
 	rep.Host, _ = os.Hostname()
 	rep.Shards = tf.shards
-	cfg.Run.Stop = launch.WatchStops(fmt.Sprintf("rank %d", env.Rank), func() { unlock() })
+	stops := launch.WatchStops(fmt.Sprintf("rank %d", env.Rank), func() { unlock() })
+	cfg.Run.Stop, cfg.Run.Training = stops.Requested, stops.Training
 	// Every output is known and test-written before any work: a run must not
 	// learn after hours of training that its results have nowhere to go.
 	if tf.out == "" {
