@@ -1,0 +1,110 @@
+package scaling
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sancus/collectives/wire"
+	"sancus/src/graph"
+	"sancus/src/model"
+	"sancus/src/prepare"
+	"sancus/src/result"
+	"sancus/src/shard"
+	"sancus/src/train"
+)
+
+func cora(t *testing.T) *graph.Dataset {
+	ds, err := graph.Load(filepath.Join("..", "..", "testdata", "cora"), graph.LoadOptions{NormalizeFeatures: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+func generated(t *testing.T) *graph.Dataset {
+	dir := t.TempDir()
+	cfg := graph.GenConfig{Model: "planted", Nodes: 1500, Edges: 9000, Features: 32, FeatureNNZ: 6,
+		Classes: 5, PIn: 0.7, FeatureSig: 0.5, TrainFrac: 0.1, ValFrac: 0.1, Seed: 5}
+	if err := graph.Generate(dir, cfg); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := graph.Load(dir, graph.LoadOptions{NormalizeFeatures: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+// runStats trains ds on p in-process ranks for epochs epochs (evaluating
+// after the last only) and returns every rank's statistics.
+func runStats(t *testing.T, ds *graph.Dataset, p, epochs int, cfg train.Config) []result.RankStats {
+	t.Helper()
+	prep, err := prepare.InMemory(ds, p, prepare.Options{Precompute: shard.Aggregations})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards, err := prep.Shards()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Optim.Epochs, cfg.Run.EvalEvery = epochs, 0
+	out, err := train.RunShards(shards, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Result.PerRank
+}
+
+// An epoch's bytes per rank, as plan counts them from the partition, are
+// what a real run's ranks report: the difference of a three-epoch and a
+// one-epoch run is two training epochs, set-up and the final evaluation
+// cancelling out.
+func TestCountsMatchRun(t *testing.T) {
+	graphs := map[string]*graph.Dataset{"cora": cora(t), "generated": generated(t)}
+	for name, ds := range graphs {
+		g := GraphOf(ds)
+		for _, p := range []int{2, 4} {
+			part, err := Contiguous(g, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			counts, err := Count(g, part, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				arch model.Arch
+				w    wire.Format
+				full bool
+			}{{model.ArchGCN, wire.FP32, false}, {model.ArchGCN, wire.Format(8), false}, {model.ArchGCN, wire.FP32, true}, {model.ArchSAGE, wire.Format(8), false}, {model.ArchGAT, wire.Format(8), false}} {
+				cfg := train.Defaults()
+				cfg.Model.Arch, cfg.Wire.Fwd, cfg.Exchange.FullOutput = tc.arch, tc.w, tc.full
+				cfg.Model.Layers = 3
+				flows, err := cfg.Flows(ds.Features.Cols, ds.Classes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				params, err := cfg.ParamCount(ds.Features.Cols, ds.Classes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				one, three := runStats(t, ds, p, 1, cfg), runStats(t, ds, p, 3, cfg)
+				for r := range p {
+					want := RankTraffic(counts, r, flows, params, cfg.Wire.Allreduce)
+					sent := (three[r].BytesSent - one[r].BytesSent) / 2
+					recv := (three[r].BytesRecv - one[r].BytesRecv) / 2
+					if want.ExchSent == 0 && p > 1 {
+						t.Errorf("%s P=%d rank %d: no exchange counted", name, p, r)
+					}
+					if sent != want.Sent || recv != want.Recv {
+						t.Errorf("%s P=%d %v %v full-output=%v rank %d: run sent %d recv %d an epoch, counted %d and %d",
+							name, p, tc.arch, tc.w, tc.full, r, sent, recv, want.Sent, want.Recv)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestMain(m *testing.M) { os.Exit(m.Run()) }
