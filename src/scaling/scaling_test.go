@@ -108,3 +108,45 @@ func TestCountsMatchRun(t *testing.T) {
 }
 
 func TestMain(m *testing.M) { os.Exit(m.Run()) }
+
+// A replayed rank sends and receives, each epoch, what the same rank of a
+// real run does.
+func TestReplayMatchesRun(t *testing.T) {
+	ds := cora(t)
+	for _, p := range []int{2, 4} {
+		for _, tc := range []struct {
+			w    wire.Format
+			full bool
+		}{{wire.FP32, false}, {wire.Format(8), false}, {wire.FP32, true}} {
+			cfg := train.Defaults()
+			cfg.Wire.Fwd, cfg.Exchange.FullOutput, cfg.Model.Layers = tc.w, tc.full, 3
+			one, three := runStats(t, ds, p, 1, cfg), runStats(t, ds, p, 3, cfg)
+			prep, err := prepare.InMemory(ds, p, prepare.Options{Precompute: shard.Aggregations})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := range p {
+				own, peers, err := ReplaySetup(prep.Shard, p, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rp, err := train.NewReplay(cfg, own, peers)
+				if err != nil {
+					t.Fatal(err)
+				}
+				eps, err := rp.Epochs(2)
+				rp.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				sent := (three[r].BytesSent - one[r].BytesSent) / 2
+				recv := (three[r].BytesRecv - one[r].BytesRecv) / 2
+				for _, ep := range eps {
+					if ep.Sent != sent || ep.Recv != recv {
+						t.Errorf("P=%d %v full-output=%v rank %d: replay sent %d recv %d an epoch, the run %d and %d", p, tc.w, tc.full, r, ep.Sent, ep.Recv, sent, recv)
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,32 @@
+package scaling
+
+import (
+	"fmt"
+
+	"sancus/src/shard"
+	"sancus/src/train"
+)
+
+// ReplaySetup loads, one shard at a time, what the replay of rank r of p
+// needs: its shard whole and, of every other rank's, what train.PeerOf
+// keeps (its block at r's columns, training rows, node ids), so the
+// memory held is one shard plus a column block of Â.
+func ReplaySetup(load func(i int) (*shard.Shard, error), p, r int) (*shard.Shard, []train.Peer, error) {
+	if r < 0 || r >= p {
+		return nil, nil, fmt.Errorf("--rank %d outside 0..%d", r, p-1)
+	}
+	peers := make([]train.Peer, p)
+	var own *shard.Shard
+	for i := range p {
+		s, err := load(i)
+		if err != nil {
+			return nil, nil, err
+		}
+		if i == r {
+			own = s
+			continue
+		}
+		peers[i] = train.PeerOf(s, r)
+	}
+	return own, peers, nil
+}
