@@ -25,12 +25,12 @@ import (
 )
 
 func init() {
-	register("bench", "benchmarks: 'bench kernels' (one rank) and 'bench comm' (under mpirun)", runBench)
+	register("bench", "benchmarks: 'bench kernels' (one rank), 'bench comm' (under mpirun), 'bench rank' (one rank of P, alone)", runBench)
 }
 
 func runBench(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: sancus bench kernels|comm|triad [flags] (see --help of each)")
+		return fmt.Errorf("usage: sancus bench kernels|comm|triad|rank [flags] (see --help of each)")
 	}
 	useProcs(1) // as training runs its kernels
 	switch args[0] {
@@ -40,8 +40,10 @@ func runBench(args []string) error {
 		return benchComm(args[1:])
 	case "triad":
 		return benchTriad(args[1:])
+	case "rank":
+		return benchRank(args[1:])
 	}
-	return fmt.Errorf("usage: sancus bench kernels|comm|triad [flags] (see --help of each)")
+	return fmt.Errorf("usage: sancus bench kernels|comm|triad|rank [flags] (see --help of each)")
 }
 
 // benchTriad prints the CPU's STREAM triad rate (GB/s, on the kernel

@@ -1,0 +1,374 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"sancus/collectives/wire"
+	"sancus/src/atomicfile"
+	"sancus/src/graph"
+	"sancus/src/model"
+	"sancus/src/prepare"
+	"sancus/src/scaling"
+	"sancus/src/shard"
+	"sancus/src/train"
+)
+
+func init() {
+	register("plan", "predict, before submitting, a cluster's epoch, bytes, messages and memory per rank for P = 1, 2, 4 …", runPlan)
+}
+
+// modelFlags are the model choices plan and bench rank share with train.
+type modelFlags struct {
+	arch                  model.Arch
+	hidden, layers, heads int
+	wire                  wire.Format
+	fullOutput            bool
+}
+
+func addModelFlags(fs *pflag.FlagSet) *modelFlags {
+	d := train.Defaults()
+	m := &modelFlags{arch: d.Model.Arch, wire: wire.FP32}
+	fs.Var(&m.arch, "model", "gcn, sage or gat")
+	fs.IntVar(&m.hidden, "hidden", d.Model.Hidden, "hidden width (GAT: per head)")
+	fs.IntVar(&m.layers, "layers", d.Model.Layers, "layers")
+	fs.IntVar(&m.heads, "heads", d.Model.Heads, "GAT: attention heads of the hidden layers")
+	fs.Var(&m.wire, "wire", "how rows travel: fp32, bf16, int8, int4 or int2")
+	fs.BoolVar(&m.fullOutput, "full-output", false, "compute (and send) every row of the last layer in training, as train --full-output")
+	return m
+}
+
+func (m *modelFlags) config() train.Config {
+	c := train.Defaults()
+	c.Model.Arch, c.Model.Hidden, c.Model.Layers, c.Model.Heads = m.arch, m.hidden, m.layers, m.heads
+	c.Wire.Fwd, c.Exchange.FullOutput = m.wire, m.fullOutput
+	return c
+}
+
+// planOut is what plan writes with --out.
+type planOut struct {
+	Command   string               `json:"command"`
+	Data      string               `json:"data"`
+	Nodes     int                  `json:"graph_nodes"`
+	Model     string               `json:"model"`
+	Cluster   scaling.Cluster      `json:"cluster"`
+	Rates     scaling.Rates        `json:"rates"`
+	RatesFrom string               `json:"rates_from"`
+	Rows      []scaling.Prediction `json:"rows"`
+	Recommend string               `json:"recommendation"`
+}
+
+func runPlan(args []string) error {
+	fs := newFlags("plan", "plan --data DIR [--model gcn --hidden 16 --layers 2] --nodes N --ranks-per-node K --link-gbs G --latency-us L (--calibrate | --spmm-gflops S --gemm-gflops G) [--out FILE.json|.tsv]")
+	data := fs.String("data", "", "dataset directory (required)")
+	mf := addModelFlags(fs)
+	pf := addPartitionFlags(fs)
+	var cl scaling.Cluster
+	fs.IntVar(&cl.Nodes, "nodes", 1, "nodes the job may use")
+	fs.IntVar(&cl.RanksPerNode, "ranks-per-node", 1, "ranks on a node")
+	fs.IntVar(&cl.CoresPerNode, "cores-per-node", 0, "cores a node has (0: one a rank); more ranks than cores multiplies compute by ranks/cores")
+	fs.Float64Var(&cl.LinkGBs, "link-gbs", 12.5, "each node's network bandwidth, GB/s each way (12.5: 100 Gb/s)")
+	fs.Float64Var(&cl.LatencyUs, "latency-us", 2, "latency a message, µs")
+	var rates scaling.Rates
+	fs.Float64Var(&rates.SpMMGflops, "spmm-gflops", 0, "one rank's sparse-product rate, GFLOP/s (or --calibrate)")
+	fs.Float64Var(&rates.GEMMGflops, "gemm-gflops", 0, "one rank's GEMM rate, GFLOP/s (or --calibrate)")
+	calibrate := fs.Bool("calibrate", false, "measure the rates here: replay the busiest rank (bench rank) at --calibrate-ranks and fit them")
+	calRanks := fs.IntSlice("calibrate-ranks", []int{4, 16, 64}, "with --calibrate: the P to replay at")
+	maxRanks := fs.Int("max-ranks", 4096, "the largest P predicted (powers of two up to it)")
+	out := fs.String("out", "", "also write the table: FILE.json or FILE.tsv")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if *data == "" {
+		return fmt.Errorf("--data DIR is required: the graph to plan for")
+	}
+	if err := cl.Check(); err != nil {
+		return err
+	}
+	if !*calibrate && (rates.SpMMGflops <= 0 || rates.GEMMGflops <= 0) {
+		return fmt.Errorf("give the compute rates: --calibrate to measure them here, or --spmm-gflops and --gemm-gflops")
+	}
+	ds, err := graph.Load(*data, graph.LoadOptions{NormalizeFeatures: true})
+	if err != nil {
+		return err
+	}
+	cfg := mf.config()
+	g := scaling.GraphOf(ds)
+	partOf := func(p int) (scaling.Partition, error) {
+		if pf.name == "contiguous" {
+			return scaling.Contiguous(g, p)
+		}
+		parts, _, err := pf.run(*data, p)
+		return scaling.Partition{P: p, Parts: parts}, err
+	}
+	res := planOut{Command: "sancus " + strings.Join(append([]string{"plan"}, args...), " "), Data: *data, Nodes: ds.N, Model: mf.arch.String(), Cluster: cl, Rates: rates, RatesFrom: "given"}
+	if *calibrate {
+		if res.Rates, err = calibrateRates(ds, cfg, partOf, *calRanks); err != nil {
+			return err
+		}
+		res.RatesFrom = fmt.Sprintf("calibrated here at P = %v", *calRanks)
+	}
+	fmt.Printf("rates: sparse products %.2f GFLOP/s, GEMM %.2f GFLOP/s a rank (%s)\n", res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.RatesFrom)
+	if sh := cl.Share(); sh > 1 {
+		fmt.Printf("%d ranks share %d cores on a node: compute is multiplied by %.2f\n", cl.RanksPerNode, cl.CoresPerNode, sh)
+	}
+	top := min(*maxRanks, cl.Nodes*cl.RanksPerNode, ds.N)
+	wires := []wire.Format{mf.wire, wire.FP32, wire.BF16, wire.Format(8)}
+	var best *scaling.Prediction
+	var all []scaling.Prediction
+	start := time.Now()
+	for p := 1; p <= top; p *= 2 {
+		part, err := partOf(p)
+		if err != nil {
+			return err
+		}
+		counts, err := scaling.Count(g, part, cl.RanksPerNode)
+		if err != nil {
+			return err
+		}
+		seen := map[wire.Format]bool{}
+		for k, w := range wires {
+			if seen[w] {
+				continue
+			}
+			seen[w] = true
+			c := cfg
+			c.Wire.Fwd = w
+			m, err := shapeOf(c, ds)
+			if err != nil {
+				return err
+			}
+			pr := scaling.Predict(counts, m, cl, res.Rates)
+			pr.Wire = w
+			if k == 0 {
+				res.Rows = append(res.Rows, pr)
+			}
+			all = append(all, pr)
+		}
+	}
+	best = recommend(all)
+	printPlan(os.Stdout, res.Rows)
+	res.Recommend = why(best, all)
+	fmt.Printf("recommended: %s\n", res.Recommend)
+	fmt.Fprintf(os.Stderr, "counted %d partitions in %.1f s\n", len(res.Rows), time.Since(start).Seconds())
+	if *out != "" {
+		return writePlan(*out, res)
+	}
+	return nil
+}
+
+// shapeOf is cfg's model on ds as the cost model reads it.
+func shapeOf(cfg train.Config, ds *graph.Dataset) (scaling.Model, error) {
+	flows, err := cfg.Flows(ds.Features.Cols, ds.Classes)
+	if err != nil {
+		return scaling.Model{}, err
+	}
+	params, err := cfg.ParamCount(ds.Features.Cols, ds.Classes)
+	if err != nil {
+		return scaling.Model{}, err
+	}
+	dims := []int{ds.Features.Cols}
+	for l := 0; l+1 < cfg.Model.Layers; l++ {
+		h := cfg.Model.Hidden
+		if cfg.Model.Arch.Attends() {
+			h *= cfg.Model.Heads
+		}
+		dims = append(dims, h)
+	}
+	return scaling.Model{Dims: append(dims, ds.Classes), Flows: flows, Params: params, Allreduce: cfg.Wire.Allreduce}, nil
+}
+
+// recommend is the configuration to run: the fewest ranks within 5% of
+// the fastest epoch, fp32 unless a narrower wire saves over 10% there.
+func recommend(all []scaling.Prediction) *scaling.Prediction {
+	fastest := all[0].EpochMs
+	for _, pr := range all {
+		fastest = min(fastest, pr.EpochMs)
+	}
+	var best *scaling.Prediction
+	for i := range all {
+		pr := &all[i]
+		if pr.EpochMs > 1.05*fastest {
+			continue
+		}
+		if best == nil || pr.P < best.P {
+			best = pr
+		}
+	}
+	for i := range all { // at that P: fp32 unless a narrower wire saves over 10%
+		pr := &all[i]
+		if pr.P == best.P && pr.Wire == wire.FP32 && best.EpochMs > 0.9*pr.EpochMs {
+			best = pr
+		}
+	}
+	return best
+}
+
+// why says in one line why best was chosen.
+func why(best *scaling.Prediction, all []scaling.Prediction) string {
+	fastest := best
+	for i := range all {
+		if all[i].EpochMs < fastest.EpochMs {
+			fastest = &all[i]
+		}
+	}
+	s := fmt.Sprintf("P = %d on %d node(s), --wire %v: %.2f ms an epoch (compute %.2f, exposed communication %.2f)", best.P, best.Nodes, best.Wire, best.EpochMs, best.Compute, best.Exposed)
+	switch {
+	case fastest == best:
+		s += ", the fastest"
+	case fastest.P == best.P:
+		s += fmt.Sprintf("; --wire %v would save %.0f%%, under the 10%% a narrower wire must save to be worth its rounding", fastest.Wire, 100*(1-fastest.EpochMs/best.EpochMs))
+	default:
+		s += fmt.Sprintf(", within %.0f%% of the fastest (P = %d, --wire %v, %.2f ms) on %d× fewer ranks", 100*(best.EpochMs/fastest.EpochMs-1), fastest.P, fastest.Wire, fastest.EpochMs, fastest.P/best.P)
+	}
+	return s
+}
+
+func printPlan(w io.Writer, rows []scaling.Prediction) {
+	fmt.Fprintf(w, "%6s %5s %5s %10s %10s %10s %10s %10s %10s %8s %10s %s\n", "P", "nodes", "wire", "epoch ms", "compute", "comm", "exposed", "MB/rank", "mean MB", "msgs", "mem MB", "(graph own act caches)")
+	for _, r := range rows {
+		exact := ""
+		if !r.Exact {
+			exact = " ~bytes"
+		}
+		fmt.Fprintf(w, "%6d %5d %5v %10.2f %10.2f %10.2f %10.2f %10.3f %10.3f %8d %10.1f (%.1f %.1f %.1f %.1f)%s\n", r.P, r.Nodes, r.Wire, r.EpochMs, r.Compute, r.Comm, r.Exposed, r.BytesMB, r.MeanMB, r.Messages, r.MemoryMB,
+			r.Memory.Graph, r.Memory.Own, r.Memory.Activations, r.Memory.Caches, exact)
+	}
+}
+
+func writePlan(path string, res planOut) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
+		if strings.HasSuffix(path, ".tsv") {
+			fmt.Fprintf(w, "# %s\n# rates %s: spmm %.3f gemm %.3f GFLOP/s\n", res.Command, res.RatesFrom, res.Rates.SpMMGflops, res.Rates.GEMMGflops)
+			fmt.Fprintln(w, "ranks\tnodes\twire\tepoch_ms\tcompute_ms\tcomm_ms\texposed_ms\tmb_per_rank\tmean_mb_per_rank\tmessages_per_rank\tmemory_mb_per_rank\tbytes_exact")
+			for _, r := range res.Rows {
+				fmt.Fprintf(w, "%d\t%d\t%v\t%.3f\t%.3f\t%.3f\t%.3f\t%.4f\t%.4f\t%d\t%.2f\t%v\n", r.P, r.Nodes, r.Wire, r.EpochMs, r.Compute, r.Comm, r.Exposed, r.BytesMB, r.MeanMB, r.Messages, r.MemoryMB, r.Exact)
+			}
+			_, err := fmt.Fprintf(w, "# recommended: %s\n", res.Recommend)
+			return err
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	})
+}
+
+// calibrateRates replays, at each P of ranks, the rank with the most
+// nonzeros and fits the rates its epochs took.
+func calibrateRates(ds *graph.Dataset, cfg train.Config, partOf func(int) (scaling.Partition, error), ranks []int) (scaling.Rates, error) {
+	g := scaling.GraphOf(ds)
+	m, err := shapeOf(cfg, ds)
+	if err != nil {
+		return scaling.Rates{}, err
+	}
+	var samples []scaling.Sample
+	for _, p := range ranks {
+		if p < 1 || p > ds.N {
+			return scaling.Rates{}, fmt.Errorf("--calibrate-ranks: %d is not a rank count for %d nodes", p, ds.N)
+		}
+		part, err := partOf(p)
+		if err != nil {
+			return scaling.Rates{}, err
+		}
+		counts, err := scaling.Count(g, part, 0)
+		if err != nil {
+			return scaling.Rates{}, err
+		}
+		r := 0
+		for i, rk := range counts.Ranks {
+			if rk.NNZ > counts.Ranks[r].NNZ {
+				r = i
+			}
+		}
+		rb, err := replayRank(ds, part, cfg, r, 4)
+		if err != nil {
+			return scaling.Rates{}, err
+		}
+		w := m.WorkOf(counts.Ranks[r])
+		fmt.Fprintf(os.Stderr, "calibrate: P = %d rank %d: %.2f ms an epoch for %.3f GFLOP sparse, %.3f GFLOP dense\n", p, r, rb.ComputeMs, w.SpMM/1e9, w.GEMM/1e9)
+		samples = append(samples, scaling.Sample{Work: w, Seconds: rb.ComputeMs / 1e3})
+	}
+	return scaling.Fit(samples)
+}
+
+// rankBench is what bench rank reports of one replayed rank.
+type rankBench struct {
+	Command   string    `json:"command"`
+	Data      string    `json:"data"`
+	Ranks     int       `json:"ranks"`
+	Rank      int       `json:"rank"`
+	Rows      int       `json:"rows"`
+	NNZ       int64     `json:"nnz"`
+	Epochs    []float64 `json:"epoch_ms"`   // every replayed step, the first a warm-up
+	ComputeMs float64   `json:"compute_ms"` // mean of the steps after the first
+	MinMs     float64   `json:"min_ms"`
+	BytesSent int64     `json:"bytes_sent"` // an epoch
+	BytesRecv int64     `json:"bytes_recv"`
+}
+
+// replayRank prepares ds's partition in memory and replays rank r for
+// epochs steps.
+func replayRank(ds *graph.Dataset, part scaling.Partition, cfg train.Config, r, epochs int) (rankBench, error) {
+	opt := prepare.Options{Precompute: train.Precomputable(cfg.Model.Arch)}
+	if !isContiguous(part) {
+		opt.Parts = part.Parts
+	}
+	prep, err := prepare.InMemory(ds, part.P, opt)
+	if err != nil {
+		return rankBench{}, err
+	}
+	return replayShards(prep.Shard, part.P, cfg, r, epochs)
+}
+
+func isContiguous(part scaling.Partition) bool {
+	for v := 1; v < len(part.Parts); v++ {
+		if part.Parts[v] < part.Parts[v-1] {
+			return false
+		}
+	}
+	return true
+}
+
+// replayShards replays rank r of p, loading shards through load.
+func replayShards(load func(int) (*shard.Shard, error), p int, cfg train.Config, r, epochs int) (rankBench, error) {
+	if epochs < 2 {
+		return rankBench{}, fmt.Errorf("--epochs must be ≥ 2 (the first is a warm-up), got %d", epochs)
+	}
+	own, peers, err := scaling.ReplaySetup(load, p, r)
+	if err != nil {
+		return rankBench{}, err
+	}
+	rb := rankBench{Ranks: p, Rank: r, Rows: own.Rows()}
+	for _, b := range own.Blocks {
+		rb.NNZ += b.NNZ()
+	}
+	rp, err := train.NewReplay(cfg, own, peers)
+	if err != nil {
+		return rb, err
+	}
+	defer rp.Close()
+	peers, own = nil, nil
+	eps, err := rp.Epochs(epochs)
+	if err != nil {
+		return rb, err
+	}
+	rb.MinMs = eps[1].Ms
+	for k, ep := range eps {
+		rb.Epochs = append(rb.Epochs, ep.Ms)
+		if k > 0 {
+			rb.ComputeMs += ep.Ms / float64(epochs-1)
+			rb.MinMs = min(rb.MinMs, ep.Ms)
+		}
+	}
+	rb.BytesSent, rb.BytesRecv = eps[len(eps)-1].Sent, eps[len(eps)-1].Recv
+	return rb, nil
+}
