@@ -283,11 +283,9 @@ func calibrateRates(ds *graph.Dataset, cfg train.Config, partOf func(int) (scali
 		if err != nil {
 			return scaling.Rates{}, err
 		}
-		r := 0
-		for i, rk := range counts.Ranks {
-			if rk.NNZ > counts.Ranks[r].NNZ {
-				r = i
-			}
+		r, err := busiest(g, part)
+		if err != nil {
+			return scaling.Rates{}, err
 		}
 		rb, err := replayRank(ds, part, cfg, r, 4)
 		if err != nil {
@@ -313,6 +311,10 @@ type rankBench struct {
 	MinMs     float64   `json:"min_ms"`
 	BytesSent int64     `json:"bytes_sent"` // an epoch
 	BytesRecv int64     `json:"bytes_recv"`
+	// Counted is what plan counts for the rank from the partition, and
+	// PredictedMs its compute at the rates given (with --data).
+	Counted     *scaling.Traffic `json:"counted,omitempty"`
+	PredictedMs float64          `json:"predicted_compute_ms,omitempty"`
 }
 
 // replayRank prepares ds's partition in memory and replays rank r for
