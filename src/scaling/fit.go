@@ -1,6 +1,9 @@
 package scaling
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Sample is one measured rank: its work and the seconds an epoch took.
 type Sample struct {
@@ -8,29 +11,92 @@ type Sample struct {
 	Seconds float64
 }
 
-// Fit finds the rates that explain samples best (least squares on
-// seconds = SpMM/rs + GEMM/rg). Where the samples cannot tell the two
-// apart (their work in one ratio, or a rate coming out negative), one
-// rate for all flops is fitted instead.
+// Fit finds the rates that explain samples best: least squares on
+// seconds = SpMM/rs + GEMM/rg + Blocks·tb. A term the samples cannot
+// separate from the others (their work in one ratio) or that comes out
+// negative is dropped, and the sparse and dense flops share one rate when
+// they cannot be told apart.
 func Fit(samples []Sample) (Rates, error) {
 	if len(samples) == 0 {
 		return Rates{}, fmt.Errorf("--calibrate: no rank was measured")
 	}
-	var ss, sg, gg, st, gt, ft, ff float64
-	for _, s := range samples {
-		a, b, t := s.Work.SpMM, s.Work.GEMM, s.Seconds
-		ss, sg, gg, st, gt = ss+a*a, sg+a*b, gg+b*b, st+a*t, gt+b*t
-		ff, ft = ff+(a+b)*(a+b), ft+(a+b)*t
+	feats := func(w Work) []float64 { return []float64{w.SpMM, w.GEMM, w.Blocks} }
+	for _, use := range [][]int{{0, 1, 2}, {0, 1}, {-1, 2}, {-1}} { // -1: all flops at one rate
+		x, ok := leastSquares(samples, use, feats)
+		if !ok {
+			continue
+		}
+		var r Rates
+		for k, f := range use {
+			switch f {
+			case 0:
+				r.SpMMGflops = 1 / x[k] / 1e9
+			case 1:
+				r.GEMMGflops = 1 / x[k] / 1e9
+			case -1:
+				r.SpMMGflops, r.GEMMGflops = 1/x[k]/1e9, 1/x[k]/1e9
+			case 2:
+				r.BlockUs = x[k] * 1e6
+			}
+		}
+		return r, nil
 	}
-	if det := ss*gg - sg*sg; len(samples) >= 2 && det > 1e-9*ss*gg {
-		x, y := (st*gg-gt*sg)/det, (gt*ss-st*sg)/det // seconds a flop
-		if x > 0 && y > 0 {
-			return Rates{SpMMGflops: 1 / x / 1e9, GEMMGflops: 1 / y / 1e9}, nil
+	return Rates{}, fmt.Errorf("--calibrate: the measured ranks took no time")
+}
+
+// leastSquares solves for the coefficients of the features use picks
+// (−1: sparse plus dense flops), all positive, or reports that it cannot.
+func leastSquares(samples []Sample, use []int, feats func(Work) []float64) ([]float64, bool) {
+	k := len(use)
+	if len(samples) < k {
+		return nil, false
+	}
+	a := make([][]float64, k) // normal equations, augmented
+	for i := range a {
+		a[i] = make([]float64, k+1)
+	}
+	for _, s := range samples {
+		f := feats(s.Work)
+		row := make([]float64, k)
+		for i, u := range use {
+			if u < 0 {
+				row[i] = f[0] + f[1]
+			} else {
+				row[i] = f[u]
+			}
+		}
+		for i := range k {
+			for j := range k {
+				a[i][j] += row[i] * row[j]
+			}
+			a[i][k] += row[i] * s.Seconds
 		}
 	}
-	if ft <= 0 {
-		return Rates{}, fmt.Errorf("--calibrate: the measured ranks took no time")
+	for c := range k { // Gauss–Jordan with partial pivoting
+		p := c
+		for r := c + 1; r < k; r++ {
+			if math.Abs(a[r][c]) > math.Abs(a[p][c]) {
+				p = r
+			}
+		}
+		a[c], a[p] = a[p], a[c]
+		if math.Abs(a[c][c]) < 1e-12*math.Max(1, math.Abs(a[c][k])) {
+			return nil, false
+		}
+		for r := range k {
+			if r != c {
+				m := a[r][c] / a[c][c]
+				for j := c; j <= k; j++ {
+					a[r][j] -= m * a[c][j]
+				}
+			}
+		}
 	}
-	k := ft / ff
-	return Rates{SpMMGflops: 1 / k / 1e9, GEMMGflops: 1 / k / 1e9}, nil
+	x := make([]float64, k)
+	for i := range k {
+		if x[i] = a[i][k] / a[i][i]; !(x[i] > 0) {
+			return nil, false
+		}
+	}
+	return x, true
 }

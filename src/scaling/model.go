@@ -29,14 +29,17 @@ func (c Cluster) Share() float64 {
 }
 
 // Rates are one rank's effective compute rates (one core): sparse
-// products over nonzeros, dense GEMMs over rows.
+// products over nonzeros, dense GEMMs over rows, and the time each peer's
+// block costs beyond its flops (its own product call, packing, posting).
 type Rates struct {
 	SpMMGflops, GEMMGflops float64
+	BlockUs                float64
 }
 
-// Work is one rank's floating-point work of a training epoch.
+// Work is one rank's work of a training epoch.
 type Work struct {
 	SpMM, GEMM float64 // flops
+	Blocks     float64 // peer blocks sent and received, every flow
 }
 
 // Model is a model's shape as the cost model reads it.
@@ -55,6 +58,8 @@ func (m Model) WorkOf(r Rank) Work {
 	var w Work
 	for _, f := range m.Flows {
 		w.SpMM += 2 * float64(r.NNZ) * float64(f.Width)
+		s := r.Sets[f.Rows]
+		w.Blocks += float64(s.SendPeers + s.RecvPeers)
 	}
 	for l := 0; l+1 < len(m.Dims); l++ {
 		passes := 3.0
@@ -68,7 +73,7 @@ func (m Model) WorkOf(r Rank) Work {
 
 // Seconds is the time work takes at rates.
 func (w Work) Seconds(r Rates) float64 {
-	return (w.SpMM/r.SpMMGflops + w.GEMM/r.GEMMGflops) / 1e9
+	return (w.SpMM/r.SpMMGflops+w.GEMM/r.GEMMGflops)/1e9 + w.Blocks*r.BlockUs/1e6
 }
 
 // Prediction is one configuration's epoch.

@@ -24,6 +24,7 @@ func benchRank(args []string) error {
 	var rates scaling.Rates
 	fs.Float64Var(&rates.SpMMGflops, "spmm-gflops", 0, "with --data: also predict the rank's compute at these rates (plan's)")
 	fs.Float64Var(&rates.GEMMGflops, "gemm-gflops", 0, "with --data: the GEMM rate of the prediction")
+	fs.Float64Var(&rates.BlockUs, "block-us", 0, "with --data: the cost a peer block of the prediction, µs")
 	mf := addModelFlags(fs)
 	pf := addPartitionFlags(fs)
 	if err := fs.Parse(args); err != nil {

@@ -78,8 +78,9 @@ func runPlan(args []string) error {
 	var rates scaling.Rates
 	fs.Float64Var(&rates.SpMMGflops, "spmm-gflops", 0, "one rank's sparse-product rate, GFLOP/s (or --calibrate)")
 	fs.Float64Var(&rates.GEMMGflops, "gemm-gflops", 0, "one rank's GEMM rate, GFLOP/s (or --calibrate)")
+	fs.Float64Var(&rates.BlockUs, "block-us", 0, "what each peer's block costs a rank beyond its flops, µs (or --calibrate)")
 	calibrate := fs.Bool("calibrate", false, "measure the rates here: replay the busiest rank (bench rank) at --calibrate-ranks and fit them")
-	calRanks := fs.IntSlice("calibrate-ranks", []int{4, 16, 64}, "with --calibrate: the P to replay at")
+	calRanks := fs.IntSlice("calibrate-ranks", []int{4, 16, 64}, "with --calibrate: the P to replay at (three or more fit a cost a peer block)")
 	maxRanks := fs.Int("max-ranks", 4096, "the largest P predicted (powers of two up to it)")
 	out := fs.String("out", "", "also write the table: FILE.json or FILE.tsv")
 	if err := fs.Parse(args); err != nil {
@@ -117,7 +118,7 @@ func runPlan(args []string) error {
 		}
 		res.RatesFrom = fmt.Sprintf("calibrated here at P = %v", *calRanks)
 	}
-	fmt.Printf("rates: sparse products %.2f GFLOP/s, GEMM %.2f GFLOP/s a rank (%s)\n", res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.RatesFrom)
+	fmt.Printf("rates: sparse products %.2f GFLOP/s, GEMM %.2f GFLOP/s, %.2f µs a peer block, a rank (%s)\n", res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.Rates.BlockUs, res.RatesFrom)
 	if sh := cl.Share(); sh > 1 {
 		fmt.Printf("%d ranks share %d cores on a node: compute is multiplied by %.2f\n", cl.RanksPerNode, cl.CoresPerNode, sh)
 	}
@@ -248,7 +249,7 @@ func printPlan(w io.Writer, rows []scaling.Prediction) {
 func writePlan(path string, res planOut) error {
 	return atomicfile.Write(path, func(w io.Writer) error {
 		if strings.HasSuffix(path, ".tsv") {
-			fmt.Fprintf(w, "# %s\n# rates %s: spmm %.3f gemm %.3f GFLOP/s\n", res.Command, res.RatesFrom, res.Rates.SpMMGflops, res.Rates.GEMMGflops)
+			fmt.Fprintf(w, "# %s\n# rates %s: spmm %.3f gemm %.3f GFLOP/s, %.3f µs a peer block\n", res.Command, res.RatesFrom, res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.Rates.BlockUs)
 			fmt.Fprintln(w, "ranks\tnodes\twire\tepoch_ms\tcompute_ms\tcomm_ms\texposed_ms\tmb_per_rank\tmean_mb_per_rank\tmessages_per_rank\tmemory_mb_per_rank\tbytes_exact")
 			for _, r := range res.Rows {
 				fmt.Fprintf(w, "%d\t%d\t%v\t%.3f\t%.3f\t%.3f\t%.3f\t%.4f\t%.4f\t%d\t%.2f\t%v\n", r.P, r.Nodes, r.Wire, r.EpochMs, r.Compute, r.Comm, r.Exposed, r.BytesMB, r.MeanMB, r.Messages, r.MemoryMB, r.Exact)
@@ -292,7 +293,7 @@ func calibrateRates(ds *graph.Dataset, cfg train.Config, partOf func(int) (scali
 			return scaling.Rates{}, err
 		}
 		w := m.WorkOf(counts.Ranks[r])
-		fmt.Fprintf(os.Stderr, "calibrate: P = %d rank %d: %.2f ms an epoch for %.3f GFLOP sparse, %.3f GFLOP dense\n", p, r, rb.ComputeMs, w.SpMM/1e9, w.GEMM/1e9)
+		fmt.Fprintf(os.Stderr, "calibrate: P = %d rank %d: %.2f ms an epoch for %.3f GFLOP sparse, %.3f GFLOP dense, %.0f peer blocks\n", p, r, rb.ComputeMs, w.SpMM/1e9, w.GEMM/1e9, w.Blocks)
 		samples = append(samples, scaling.Sample{Work: w, Seconds: rb.ComputeMs / 1e3})
 	}
 	return scaling.Fit(samples)
