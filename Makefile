@@ -21,7 +21,7 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: cuda test-cuda all deps torch build run test test-go test-short test-mpi test-slurm fuzz chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-messages bench-sancus bench-partition bench-powerlaw bench-link bench-ab bench-models clean
+.PHONY: cuda test-cuda all deps torch build run test test-go test-short test-mpi test-slurm fuzz chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-messages bench-replay bench-sancus bench-partition bench-powerlaw bench-link bench-ab bench-models clean
 
 all: build
 
@@ -128,7 +128,7 @@ chaos: build
 	SANCUS_CHAOS=24 SANCUS_CHAOS_LOG=$(CURDIR)/results/chaos/mpirun.log $(GO) test -count=1 -timeout 30m -run TestFaultInjection -v ./src/cmd/sancus
 	bash slurm/chaos-slurm.sh 6 results/chaos/slurm.log
 
-bench: bench-kernels bench-epoch bench-comm bench-messages bench-sancus bench-partition
+bench: bench-kernels bench-epoch bench-comm bench-messages bench-replay bench-sancus bench-partition
 
 # The GEMM table sets OpenBLAS's sgemm next to every shape: Debian's
 # libopenblas-dev, linked into a benchmark build of its own (-tags openblas).
@@ -173,6 +173,11 @@ bench-comm: build
 	for np in 2 4; do \
 		$(MPIRUN) -np $$np $(BIN) bench comm --out results/bench/comm-P$$np.json | tee results/bench/comm-P$$np.txt || exit 1; \
 	done
+
+# One rank replayed alone at P = 64, 256, 512 on a 1M-node graph, next to
+# what sancus plan predicts for it (results/scaling/).
+bench-replay: build
+	bash slurm/bench/replay.sh
 
 # Many small messages, one by one against batched (P = 2 and 8), and a
 # rank's P block products against one product over the same nonzeros.

@@ -1,8 +1,9 @@
 #!/bin/bash
-# results/scaling/replay.tsv: the busiest rank replayed alone (bench rank) at
+# The busiest rank replayed alone (bench rank) at
 # P = 64, 256, 512 on a generated 1M-node graph, next to plan's prediction
 # from rates calibrated at P = 4, 16 and 32 on the same graph.
-# Usage (repository root, after make build): bash results/scaling/replay.sh [WORKDIR]
+# Writes results/scaling/replay.tsv and plan-g1m.json.
+# Usage (repository root, after make build): bash slurm/bench/replay.sh [WORKDIR]
 set -e
 S=$PWD/bin/sancus
 OUT=$PWD/results/scaling
@@ -21,7 +22,7 @@ python3 - "$OUT/replay.tsv" <<'PY'
 import json, sys
 plan = json.load(open("plan.json")); rt = plan["rates"]
 out = open(sys.argv[1], "w")
-out.write("# bash results/scaling/replay.sh (gen --nodes 1000000 --edges 10000000; %s; bench rank --data g1m --parts P --epochs 10 at the calibrated rates)\n" % plan["command"])
+out.write("# bash slurm/bench/replay.sh (gen --nodes 1000000 --edges 10000000; %s; bench rank --data g1m --parts P --epochs 10 at the calibrated rates)\n" % plan["command"])
 out.write("# rates %s: sparse %.3f GFLOP/s, GEMM %.3f GFLOP/s, %.3f us a peer block; GCN 2 layers hidden 16, fp32, one thread a rank\n" % (plan["rates_from"], rt["SpMMGflops"], rt["GEMMGflops"], rt["BlockUs"]))
 out.write("ranks\trank\trows\tnnz\treplay_mean_ms\treplay_min_ms\tpredicted_compute_ms\treplay_sent_bytes\tcounted_sent_bytes\treplay_recv_bytes\tcounted_recv_bytes\tload_before_after\n")
 for p in (64, 256, 512):
