@@ -19,14 +19,36 @@ import (
 	"sancus/src/result"
 )
 
-// Label names a run in tables and legends: dataset, ranks, policy.
+// Label names a run in tables and legends by what tells runs apart:
+// dataset, model, ranks, partitioner, exchange, wire, staleness, batch
+// mode and seed.
 func Label(r *result.Run) string {
-	p := r.Settings.Staleness
+	c := r.Settings
+	p := c.Staleness
 	if p != "none" {
-		p += "(" + strconv.FormatFloat(r.Settings.Eps, 'g', -1, 64) + ")"
+		p += "(" + strconv.FormatFloat(c.Eps, 'g', -1, 64) + ")"
 	}
-	return fmt.Sprintf("%s P=%d %s", r.Dataset, r.Result.Ranks, p)
+	l := fmt.Sprintf("%s %s P=%d", r.Dataset, orDash(c.Model), r.Result.Ranks)
+	for _, s := range []string{r.Partitioner, c.Exchange, c.Wire, p} {
+		if s != "" {
+			l += " " + s
+		}
+	}
+	if c.Batch == "clusters" {
+		l += " clusters"
+	}
+	return l + " seed=" + strconv.FormatUint(c.Seed, 10)
 }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// EpochTime says how a row's ms_per_epoch is taken.
+const EpochTime = "ms/epoch: rank 0's training step (forward, backward, update), which waits for the slowest rank at the gradient allreduce; the mean over the epochs after the first; evaluation excluded"
 
 // Load reads result JSONs from files or, recursively, directories.
 func Load(paths ...string) ([]*result.Run, error) {
@@ -152,13 +174,13 @@ func Summarize(runs []*result.Run) []Row {
 func WriteCSV(path string, rows []Row) error {
 	return atomicfile.Write(path, func(f io.Writer) error {
 		w := csv.NewWriter(f)
-		w.Write([]string{"dataset", "ranks", "policy", "eps", "max_stale", "epochs", "ms_per_epoch", "mb_sent_per_rank_per_epoch",
+		w.Write([]string{"dataset", "model", "ranks", "partitioner", "exchange", "wire", "policy", "eps", "max_stale", "batch", "seed", "epochs", "ms_per_epoch", "mb_sent_per_rank_per_epoch",
 			"compute_s", "comm_wait_s", "skipped_fraction", "test_acc_at_best_val", "peak_rss_mb", "time_to_target_s", "job_id", "file"})
 		f3 := func(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
 		for _, r := range rows {
 			c := r.Run.Settings
-			w.Write([]string{r.Run.Dataset, strconv.Itoa(r.Run.Result.Ranks), c.Staleness, strconv.FormatFloat(c.Eps, 'g', -1, 64),
-				strconv.Itoa(c.MaxStale), strconv.Itoa(r.EpochsCompleted), f3(r.MsPerEpoch), f3(r.MBSentPerEpoch), f3(r.ComputeSec),
+			w.Write([]string{r.Run.Dataset, c.Model, strconv.Itoa(r.Run.Result.Ranks), r.Run.Partitioner, c.Exchange, c.Wire, c.Staleness, strconv.FormatFloat(c.Eps, 'g', -1, 64),
+				strconv.Itoa(c.MaxStale), orDash(c.Batch), strconv.FormatUint(c.Seed, 10), strconv.Itoa(r.EpochsCompleted), f3(r.MsPerEpoch), f3(r.MBSentPerEpoch), f3(r.ComputeSec),
 				f3(r.CommWaitSec), f3(r.SkippedFraction), f3(r.TestAcc), f3(r.PeakRSSMB), f3(r.TimeToTarget), r.Run.JobID, r.Run.Path})
 		}
 		w.Flush()

@@ -30,7 +30,10 @@ type Run struct {
 	WireChosen string  `json:"wire_chosen,omitempty"`
 	Dataset    string  `json:"dataset"`
 	Shards     string  `json:"shards,omitempty"` // the shard directory trained on, if any
-	Nodes      int     `json:"nodes"`
+	// Partitioner is what cut the graph into the ranks' rows: the shards'
+	// (their meta.json), or contiguous for a run on a whole dataset.
+	Partitioner string `json:"partitioner,omitempty"`
+	Nodes       int    `json:"nodes"`
 	// Config is the engine's whole configuration as it ran; read back, it
 	// is the raw JSON, and Settings holds the part a report reads.
 	Config   any      `json:"config"`
@@ -50,6 +53,7 @@ type Settings struct {
 	Batch           string
 	ClustersPerStep int
 	Wire            string
+	Seed            uint64
 	// Exchange is "dense" (whole blocks broadcast, SANCUS as published),
 	// "sparse" (only the rows each rank reads), or "" where a result from
 	// before the choice existed does not say.
@@ -86,12 +90,13 @@ func (s *Settings) UnmarshalJSON(b []byte) error {
 		}
 		Wire     struct{ Fwd string }
 		Exchange struct{ Dense *bool }
+		Optim    struct{ Seed uint64 }
 	}
 	if err := json.Unmarshal(b, &g); err != nil {
 		return err
 	}
 	*s = Settings{Model: g.Model.Arch, Staleness: g.Staleness.Policy, Eps: g.Staleness.Eps, MaxStale: g.Staleness.MaxStale,
-		Batch: g.Batch.Mode, ClustersPerStep: g.Batch.ClustersPerStep, Wire: g.Wire.Fwd, Exchange: exchange(g.Exchange.Dense)}
+		Batch: g.Batch.Mode, ClustersPerStep: g.Batch.ClustersPerStep, Wire: g.Wire.Fwd, Seed: g.Optim.Seed, Exchange: exchange(g.Exchange.Dense)}
 	return nil
 }
 

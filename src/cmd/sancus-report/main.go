@@ -67,10 +67,15 @@ func run(args []string) error {
 	if err := report.WriteCSV(csvPath, rows); err != nil {
 		return err
 	}
-	fmt.Printf("%-34s %9s %12s %8s %8s\n", "run", "ms/epoch", "MB/rank/ep", "skipped", "test")
+	width := len("run")
 	for _, r := range rows {
-		fmt.Printf("%-34s %9.2f %12.3f %7.0f%% %8.4f\n", report.Label(r.Run), r.MsPerEpoch, r.MBSentPerEpoch, 100*r.SkippedFraction, r.TestAcc)
+		width = max(width, len(report.Label(r.Run)))
 	}
+	fmt.Printf("%-*s %9s %12s %8s %8s\n", width, "run", "ms/epoch", "MB/rank/ep", "skipped", "test")
+	for _, r := range rows {
+		fmt.Printf("%-*s %9.2f %12.3f %7.0f%% %8.4f\n", width, report.Label(r.Run), r.MsPerEpoch, r.MBSentPerEpoch, 100*r.SkippedFraction, r.TestAcc)
+	}
+	fmt.Println(report.EpochTime)
 	pngs, err := charts.Write(dir, runs)
 	if err != nil {
 		return err

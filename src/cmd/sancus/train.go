@@ -160,7 +160,13 @@ func runTrain(args []string) error {
 	rep := &result.Run{Command: "sancus " + strings.Join(args, " "), Started: time.Now().UTC(), JobID: env.JobID, Launcher: env.Launcher,
 		Link: os.Getenv("SANCUS_LINK")}
 	rep.Host, _ = os.Hostname()
-	rep.Shards = tf.shards
+	rep.Shards, rep.Partitioner = tf.shards, "contiguous"
+	if tf.shards != "" {
+		rep.Partitioner = ""
+		if m, err := shard.ReadMeta(tf.shards); err == nil {
+			rep.Partitioner = m.Partitioner
+		}
+	}
 	stops := launch.WatchStops(fmt.Sprintf("rank %d", env.Rank), func() { unlock() })
 	cfg.Run.Stop, cfg.Run.Training = stops.Requested, stops.Training
 	// Every output is known and test-written before any work: a run must not
