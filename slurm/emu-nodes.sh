@@ -145,29 +145,42 @@ agent() {
 	for i in $(seq 0 $((nodes - 1))); do echo "$(addr "$i") slots=$(nproc)"; done >"$dir/hosts"
 }
 
-run() {
+# job sets cmd: CMD in node 0 under its host name, mpirun's own runtime
+# and the ranks' messages both on the nodes' subnet, shared memory within
+# a node and TCP between. Binding off: every node would bind its first
+# rank to core 0 of the one machine. SANCUS_LINK tells train what link it
+# ran over (its results JSON's link).
+job() {
 	local dir=$1
 	shift
-	[ $# -gt 0 ] || { echo "emu-nodes: give a command after --" >&2; exit 2; }
-	# mpirun's own runtime and the ranks' messages both on the nodes'
-	# subnet; shared memory within a node, TCP between. Binding off: every
-	# node would bind its first rank to core 0 of the one machine.
-	# SANCUS_LINK tells train what link it ran over (its results JSON's link).
-	# shellcheck disable=SC2016 # the node's shell expands it
-	ip netns exec "$prefix-n0" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$prefix-n0" \
-		env OMPI_MCA_btl=self,vader,tcp \
-		OMPI_MCA_btl_tcp_if_include=$subnet.0/24 OMPI_MCA_oob_tcp_if_include=$subnet.0/24 \
-		OMPI_MCA_plm_rsh_agent="$dir/agent" OMPI_MCA_plm_rsh_no_tree_spawn=1 \
-		OMPI_MCA_orte_default_hostfile="$dir/hosts" \
-		OMPI_MCA_rmaps_base_mapping_policy=node OMPI_MCA_rmaps_base_ranking_policy=slot \
-		OMPI_MCA_hwloc_base_binding_policy=none \
-		SANCUS_LINK="emulated: $nodes nodes, each uplink ${rate/none/uncapped} each way, TCP between nodes, shared memory within" \
-		"$@"
+	# shellcheck disable=SC2016,SC2054 # the node's shell expands it; a btl list
+	cmd=(ip netns exec "$prefix-n0" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$prefix-n0"
+		env OMPI_MCA_btl=self,vader,tcp
+		OMPI_MCA_btl_tcp_if_include="$subnet.0/24" OMPI_MCA_oob_tcp_if_include="$subnet.0/24"
+		OMPI_MCA_plm_rsh_agent="$dir/agent" OMPI_MCA_plm_rsh_no_tree_spawn=1
+		OMPI_MCA_orte_default_hostfile="$dir/hosts"
+		OMPI_MCA_rmaps_base_mapping_policy=node OMPI_MCA_rmaps_base_ranking_policy=slot
+		OMPI_MCA_hwloc_base_binding_policy=none
+		SANCUS_LINK="emulated: $nodes nodes, each uplink ${rate/none/uncapped} each way, TCP between nodes, shared memory within"
+		"$@")
+}
+
+# stop passes a signal on to the job once, and ends it outright on the
+# next; the job's 85 (checkpointed: sancus launch on SIGINT or SIGTERM)
+# is kept, anything else is 130.
+stop() {
+	trap 'kill -KILL $child 2>/dev/null' INT TERM
+	kill -"$1" "$child" 2>/dev/null || true
+	local rc=0
+	wait "$child" || rc=$?
+	[ "$rc" = 85 ] || rc=130
+	exit "$rc"
 }
 
 case $verb in
 down) down ;;
 with)
+	[ $# -gt 0 ] || { echo "emu-nodes: give a command after --" >&2; exit 2; }
 	dir=$(mktemp -d)
 	# Traps first: a ^C while the nodes are being made still removes them
 	# (and exits 130), as one during the job does.
@@ -175,12 +188,18 @@ with)
 	trap 'exit 130' INT TERM
 	up
 	agent "$dir"
+	job "$dir" "$@"
 	# The job in the background, so that a signal is handled at once (bash
-	# runs a trap only after a foreground command ends).
-	run "$dir" "$@" &
+	# runs a trap only after a foreground command ends), and in a process
+	# group of its own (set -m), so that a ^C at the terminal reaches it
+	# once, passed on by stop, not twice (sancus launch aborts on a second).
+	set -m
+	"${cmd[@]}" &
 	child=$!
-	trap 'kill -TERM $child 2>/dev/null; wait $child || true; exit 130' INT TERM
-	wait $child
+	set +m
+	trap 'stop INT' INT
+	trap 'stop TERM' TERM
+	wait "$child"
 	;;
 *) usage ;;
 esac
