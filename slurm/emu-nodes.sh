@@ -21,7 +21,8 @@
 # agent that runs OpenMPI's daemon in their namespace where ssh would log
 # in. Ranks on one node share memory (vader); between nodes they talk TCP
 # over the capped veths. Every node is this machine's cores: ranks of all
-# nodes share them. Needs root (ip netns, tc, unshare).
+# nodes share them, and each node offers that many slots (past them
+# mpirun wants --oversubscribe). Needs root (ip netns, tc, unshare).
 set -euo pipefail
 usage() { sed -n '9,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 1 ] || usage
