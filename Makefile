@@ -21,7 +21,7 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: cuda test-cuda all deps torch build run test test-go test-short test-mpi test-slurm fuzz chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-messages bench-replay bench-sancus bench-partition bench-powerlaw bench-link bench-ab bench-models clean
+.PHONY: cuda test-cuda all deps torch build run test test-go test-short test-mpi test-slurm fuzz chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-messages bench-replay bench-emu-scaling bench-wire-choice bench-sancus bench-partition bench-powerlaw bench-link bench-ab bench-models clean
 
 all: build
 
@@ -128,7 +128,7 @@ chaos: build
 	SANCUS_CHAOS=24 SANCUS_CHAOS_LOG=$(CURDIR)/results/chaos/mpirun.log $(GO) test -count=1 -timeout 30m -run TestFaultInjection -v ./src/cmd/sancus
 	bash slurm/chaos-slurm.sh 6 results/chaos/slurm.log
 
-bench: bench-kernels bench-epoch bench-comm bench-messages bench-replay bench-sancus bench-partition
+bench: bench-kernels bench-epoch bench-comm bench-messages bench-replay bench-emu-scaling bench-wire-choice bench-sancus bench-partition
 
 # The GEMM table sets OpenBLAS's sgemm next to every shape: Debian's
 # libopenblas-dev, linked into a benchmark build of its own (-tags openblas).
@@ -178,6 +178,16 @@ bench-comm: build
 # what sancus plan predicts for it (results/scaling/).
 bench-replay: build
 	bash slurm/bench/replay.sh
+
+# Epoch times over emulated nodes (root: ip netns, tc): P = 2, 4, 8 on 2 and
+# 4 nodes, 1 Gbit/s and uncapped, fp32 and the chosen wire, 3 runs each;
+# NODES, PS, RATES, WIRES, RUNS, EPOCHS narrow it.
+bench-emu-scaling: build
+	bash slurm/bench/emu-scaling.sh results/scaling/emulated.tsv
+
+# The wire chosen over 2 emulated nodes, 5 runs a rate, beside two busy loops.
+bench-wire-choice: build
+	bash slurm/bench/emu-wire-choice.sh results/scaling/wire-choice.tsv
 
 # Many small messages, one by one against batched (P = 2 and 8), and a
 # rank's P block products against one product over the same nonzeros.
