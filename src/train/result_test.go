@@ -25,8 +25,8 @@ func TestSettingsReadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	flat := []byte(`{"dataset": "d", "config": {"Model": "sage", "Staleness": "variation-gap", "Eps": 0.03, "MaxStale": 7,
-		"Batch": "clusters", "ClustersPerStep": 4, "Wire": "int4", "DenseBcast": true, "Hidden": 16}, "result": {"ranks": 2}}`)
-	want := result.Settings{Model: "sage", Staleness: "variation-gap", Eps: 0.03, MaxStale: 7, Batch: "clusters", ClustersPerStep: 4, Wire: "int4", Exchange: "dense"}
+		"Batch": "clusters", "ClustersPerStep": 4, "Wire": "int4", "DenseBcast": true, "Hidden": 16, "Seed": 1}, "result": {"ranks": 2}}`)
+	want := result.Settings{Model: "sage", Staleness: "variation-gap", Eps: 0.03, MaxStale: 7, Batch: "clusters", ClustersPerStep: 4, Wire: "int4", Seed: 1, Exchange: "dense"}
 	for name, js := range map[string][]byte{"grouped": b, "flat": flat} {
 		var r result.Run
 		if err := json.Unmarshal(js, &r); err != nil {
