@@ -92,6 +92,8 @@ func TestBadFlagValuesAreRefused(t *testing.T) {
 		{[]string{"--threads", "-1"}, "--threads must be ≥ 0"},
 		{[]string{"--threads", "100000"}, "kernel threads a rank on this machine"},
 		{[]string{"--ranks", "1000000"}, "start more with mpirun or srun"},
+		{[]string{"--classes", "-3"}, `"--classes" flag`},
+		{[]string{"--split", "bogus"}, `unknown split "bogus"`},
 		{[]string{"--comm-timeout", "0s"}, "--comm-timeout must be > 0"},
 		{[]string{"--dropout", "nan"}, "dropout must be in [0,1)"},
 		{[]string{"--staleness", "variation-gap", "--eps", "-1"}, "--eps must be ≥ 0"},
@@ -403,6 +405,22 @@ func TestUnknownFlagSaysWhatWasMeant(t *testing.T) {
 		o, err := run(t, 0, strings.Fields(c.args)...)
 		if err == nil || !strings.Contains(o, c.want) {
 			t.Errorf("sancus %s: %v\n%s", c.args, err, o)
+		}
+	}
+}
+
+// TestLoadFlagsRefusedEverywhere: --classes below 0 and an unknown --split
+// are refused at the flag by every command that reads a dataset, even one
+// that ships its own split.
+func TestLoadFlagsRefusedEverywhere(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "shards")
+	for _, args := range [][]string{
+		{"prepare", "--data", cora, "--parts", "2", "--out", out, "--split", "bogus"},
+		{"prepare", "--data", cora, "--parts", "2", "--out", out, "--classes", "-3"},
+		{"info", "--split", "bogus", cora}, {"info", "--classes", "-3", cora},
+	} {
+		if o, err := run(t, 0, args...); err == nil || !strings.Contains(o, "flag") {
+			t.Errorf("sancus %v: %v\n%s", args, err, o)
 		}
 	}
 }

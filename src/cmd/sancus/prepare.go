@@ -9,6 +9,7 @@ import (
 	"sancus/launch"
 	"sancus/src/atomicfile"
 	"sancus/src/progress"
+	"strconv"
 	"time"
 
 	"sancus/src/graph"
@@ -133,11 +134,40 @@ func writeAtomic(path string, b []byte) error { return atomicfile.WriteBytes(pat
 // addLoadFlags adds the flags of how a dataset is read.
 func addLoadFlags(fs *pflag.FlagSet, o *graph.LoadOptions, when string) {
 	fs.BoolVar(&o.NormalizeFeatures, "normalize-features", true, "row-normalize features"+when)
-	fs.StringVar(&o.Split, "split", "random", "split of datasets that ship none: random (10/10/80) or planetoid (20 per class, 500, 1000)"+when)
+	o.Split = "random"
+	fs.Var((*splitFlag)(&o.Split), "split", "split of datasets that ship none: random (10/10/80) or planetoid (20 per class, 500, 1000)"+when)
 	fs.Uint64Var(&o.SplitSeed, "split-seed", 1, "seed of that split"+when)
 	fs.StringVar(&o.SplitName, "split-name", "", "which split/<name>/ of an OGB dataset (needed when it has several)"+when)
-	fs.IntVar(&o.Classes, "classes", 0, "number of classes, where the labels leave some ids unused (0: 0 up to the largest label, every one used)"+when)
+	fs.Var((*classesFlag)(&o.Classes), "classes", "number of classes, where the labels leave some ids unused (0: 0 up to the largest label, every one used)"+when)
 }
+
+// splitFlag is --split: a name the loader knows, refused at the flag
+// otherwise, even for a dataset that ships its own split.
+type splitFlag string
+
+func (s *splitFlag) Set(v string) error {
+	if v != "random" && v != "planetoid" {
+		return fmt.Errorf("unknown split %q (random or planetoid)", v)
+	}
+	*s = splitFlag(v)
+	return nil
+}
+func (s *splitFlag) String() string { return string(*s) }
+func (s *splitFlag) Type() string   { return "split" }
+
+// classesFlag is --classes: a count, 0 for "from the labels".
+type classesFlag int
+
+func (c *classesFlag) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q is not a number of classes ≥ 0 (0: 0 up to the largest label)", v)
+	}
+	*c = classesFlag(n)
+	return nil
+}
+func (c *classesFlag) String() string { return strconv.Itoa(int(*c)) }
+func (c *classesFlag) Type() string   { return "int" }
 
 // dataIdentity is what a dataset is as sancus reads it, without its name:
 // its files and their sizes, feature normalization and the split drawn.
