@@ -424,3 +424,19 @@ func TestLoadFlagsRefusedEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepareWarnsOfUnbalancedTraining: Cora cut contiguously puts all its
+// training nodes on part 0, which prepare says, naming the fix; a random
+// cut spreads them and draws no warning.
+func TestPrepareWarnsOfUnbalancedTraining(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		partitioner string
+		warns       bool
+	}{{"contiguous", true}, {"random", false}} {
+		o, err := run(t, 0, "prepare", "--data", cora, "--parts", "2", "--partitioner", c.partitioner, "--out", filepath.Join(dir, c.partitioner))
+		if err != nil || strings.Contains(o, "training nodes are unbalanced") != c.warns || (c.warns && !strings.Contains(o, "[140 0]")) {
+			t.Errorf("prepare --partitioner %s: %v, warned %v, want %v:\n%s", c.partitioner, err, !c.warns, c.warns, o)
+		}
+	}
+}

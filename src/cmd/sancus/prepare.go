@@ -107,7 +107,23 @@ func runPrepare(args []string) (err error) {
 	fmt.Printf("wrote %d shards of %s (%d nodes, %d nonzeros in Â) to %s in %.1fs, peak memory %.0f MB (it must hold %.0f MB at once)\n",
 		*parts, ds.Name, ds.N, prep.NNZ(), *out, time.Since(start).Seconds(), meta.PeakRSSMB, meta.CompulsoryMB)
 	printMetrics(pf.name, metrics)
+	noteTrainBalance(metrics)
 	return nil
+}
+
+// trainImbalance is how far past the mean the part with the most training
+// nodes may go before prepare warns.
+const trainImbalance = 1.5
+
+// noteTrainBalance warns, on stderr, when the training nodes crowd into
+// some parts (a contiguous cut of a dataset whose training nodes come
+// first, as Cora's do): the ranks then do unequal work each step.
+func noteTrainBalance(m partition.Metrics) {
+	if m.TrainBalance <= trainImbalance {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "sancus prepare: the training nodes are unbalanced across the parts (%v a part; the largest %.2fx the mean): the ranks do unequal work each step; --partitioner random, spring or grem spreads them\n",
+		m.Trains, m.TrainBalance)
 }
 
 // partBlocks summarizes a shard for the partition metrics.
