@@ -27,6 +27,9 @@ type BatchWaiter interface {
 // one. On an error the requests started so far are in reqs, nil after
 // them: the caller waits those out before it reuses their buffers.
 func Start(c Comm, ts []Transfer, reqs []Request) error {
+	if len(ts) == 0 {
+		return nil
+	}
 	if b, ok := c.(Batcher); ok {
 		return b.StartBatch(ts, reqs)
 	}

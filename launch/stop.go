@@ -54,7 +54,13 @@ func WatchStops(who string, quit func()) *Stops {
 					os.Exit(ExitRequeue)
 				}
 				if sig == syscall.SIGTERM { // perhaps mpirun ending a failed job: see below
-					time.AfterFunc(2*time.Second, exit)
+					time.AfterFunc(2*time.Second, func() {
+						if s.training.Load() { // the epochs began meanwhile: stop at the next boundary
+							s.requested.Store(true)
+							return
+						}
+						exit()
+					})
 					continue
 				}
 				exit()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fault injection under Slurm: SIGKILL, SIGSTOP, SIGTERM or SIGINT to a random task
 # of an `srun --mpi=pmix -n 3` training step at a random epoch, FAULTS times
-# (cycling through the four). Each time every task must exit within 30 s
+# (cycling through the four). Each time every task must exit within 60 s
 # with the cause named, and the step resumed from its checkpoints must end
 # with weights bit-identical to an uninterrupted run. Uses the running local
 # cluster when SLURM_CONF is set, else starts one (slurm/local-cluster.sh).
@@ -42,9 +42,9 @@ for ((f = 0; f < faults; f++)); do
 	sig=${signals[$((f % 4))]} victim=$((RANDOM % 3)) at=$((10 + RANDOM % 80))
 	out=$work/run-$f.log
 	# The faulted step trains until the fault ends it, so the fault lands
-	# mid-run on a machine of any speed. Only it waits a mere 6 s for a
-	# peer, so that a frozen task is seen within the 30 s allowed.
-	SANCUS_CHAOS_RUN=$f srun --mpi=pmix -n 3 "${train[@]}" --epochs 1000000000 --comm-timeout 6s \
+	# mid-run on a machine of any speed. Only it waits a mere 15 s for a
+	# peer, so that a frozen task is seen within the 60 s allowed.
+	SANCUS_CHAOS_RUN=$f srun --mpi=pmix -n 3 "${train[@]}" --epochs 1000000000 --comm-timeout 15s \
 		--checkpoint-dir "$work/ck-$f" --save-weights "$work/w-$f" --out "$work/r-$f.json" >"$out" 2>&1 &
 	step=$!
 	# Each wait below is bounded (3 minutes), far past what a loaded
@@ -72,6 +72,7 @@ for ((f = 0; f < faults; f++)); do
 	wait "$step"
 	rc=$?
 	set -e
+	step="" # waited for: the exit trap must not signal a recycled pid
 	took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 	case $sig in
 	KILL) cause="task $victim" ;;
@@ -80,7 +81,7 @@ for ((f = 0; f < faults; f++)); do
 	esac
 	printf 'fault %2d: SIG%-4s to task %d (pid %s), seen at epoch %3d: the step ended after %5.1fs with status %d\n' $((f + 1)) "$sig" "$victim" "$pid" "$at" "$took" "$rc" >>"$work/chaos.log"
 	# How long the step takes to end is the behaviour under test.
-	awk -v t="$took" 'BEGIN { exit !(t < 30) }' || fail "fault $f: the step took ${took}s to end"
+	awk -v t="$took" 'BEGIN { exit !(t < 60) }' || fail "fault $f: the step took ${took}s to end"
 	[ "$rc" -ne 0 ] || fail "fault $f: the step exited 0"
 	grep -q "$cause" "$out" || fail "fault $f: the output does not say '$cause': $(tail -20 "$out")"
 	printf '          cause: %s\n' "$(grep -m1 "$cause" "$out")" >>"$work/chaos.log"

@@ -115,7 +115,11 @@ stop)
 		done
 	fi
 	stop_daemons
+	# A job's tasks carry SLURM_JOB_ID beside the SLURM_CONF; the shell
+	# that ran `eval "$(… start)"` and what it started carry SLURM_CONF
+	# alone, and are left be.
 	for e in $(grep -lzx "SLURM_CONF=$conf" /proc/[0-9]*/environ 2>/dev/null); do
+		grep -qz '^SLURM_JOB_ID=' "$e" 2>/dev/null || continue
 		pid=$(basename "$(dirname "$e")")
 		[ "$pid" = $$ ] || kill -KILL "$pid" 2>/dev/null || true
 	done

@@ -372,7 +372,7 @@ func (m *Comm) StartBatch(ts []collectives.Transfer, out []collectives.Request) 
 		rs[i] = r
 	}
 	started := 0
-	err := m.do(batchOp{"start", rs, &started}, func() C.int {
+	err := m.do(batchOp{"start", rs}, func() C.int {
 		for _, r := range rs {
 			if rc := r.call(); rc != C.MPI_SUCCESS {
 				return rc
@@ -397,8 +397,9 @@ func (m *Comm) StartBatch(ts []collectives.Transfer, out []collectives.Request) 
 
 // WaitBatch waits for every started request of this communicator's MPI
 // thread in one hand-off (collectives.BatchWaiter); others are waited for
-// one by one. A request whose wait failed counts as waited: a cleanup
-// that waits again must not hand MPI a freed request.
+// one by one. It returns the first error. A request whose wait failed
+// counts as waited: a cleanup that waits again must not hand MPI a freed
+// request.
 func (m *Comm) WaitBatch(reqs []collectives.Request) error {
 	rs := make([]*mpiReq, 0, len(reqs))
 	var first error
@@ -416,16 +417,18 @@ func (m *Comm) WaitBatch(reqs []collectives.Request) error {
 	if len(rs) == 0 {
 		return first
 	}
+	// Every request is waited for, even past a failed one: the caller's
+	// buffers must be free when this returns.
 	waited := 0
-	err := m.do(batchOp{"wait", rs, &waited}, func() C.int {
+	err := m.do(batchOp{"wait", rs}, func() C.int {
+		first := C.int(C.MPI_SUCCESS)
 		for _, r := range rs {
-			rc := r.call()
-			waited++
-			if rc != C.MPI_SUCCESS {
-				return rc
+			if rc := r.call(); rc != C.MPI_SUCCESS && first == C.MPI_SUCCESS {
+				first = rc
 			}
+			waited++
 		}
-		return C.MPI_SUCCESS
+		return first
 	})
 	for _, r := range rs[:waited] {
 		r.done = true
@@ -441,22 +444,14 @@ func (m *Comm) WaitBatch(reqs []collectives.Request) error {
 	return first
 }
 
-// batchOp names a batch in errors: the request it stopped at.
+// batchOp names a batch in errors.
 type batchOp struct {
 	what string
 	rs   []*mpiReq
-	at   *int
 }
 
 func (b batchOp) String() string {
-	i := *b.at
-	if b.what == "wait" {
-		i-- // the wait that failed was counted
-	}
-	if i >= 0 && i < len(b.rs) {
-		return fmt.Sprintf("%s of %d transfers, at %v", b.what, len(b.rs), b.rs[i])
-	}
-	return fmt.Sprintf("%s of %d transfers", b.what, len(b.rs))
+	return fmt.Sprintf("%s of %d transfers (the first: %v)", b.what, len(b.rs), b.rs[0])
 }
 
 // Handoffs is how many calls this process has handed to its MPI thread.

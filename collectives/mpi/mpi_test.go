@@ -142,6 +142,10 @@ func TestRankDeathAbortsJob(t *testing.T) {
 	cmd := exec.CommandContext(ctx, mpirun, "--oversubscribe", "-np", "3", os.Args[0], "-test.run", "^TestHelperDie$")
 	cmd.Env = append(os.Environ(), "SANCUS_TEST_DIE=1", "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 	cmd.WaitDelay = 5 * time.Second
+	// The ranks wait an hour for a dead peer: past the bound, kill them
+	// with mpirun, the whole process group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	out, err := cmd.CombinedOutput()
 	end := time.Now()
 	if ctx.Err() != nil {
@@ -226,5 +230,47 @@ func TestOneHandoffPerBatch(t *testing.T) {
 	}
 	if n := mpiComm.Handoffs() - before; n != 2 {
 		t.Fatalf("%d transfers took %d hand-offs to the MPI thread, want 2", len(ts), n)
+	}
+}
+
+// TestFailedBatchWaitWaitsTheRest: a batch whose first wait fails (a
+// message longer than its buffer) still waits for every other request
+// before it returns, so no transfer is left writing into a buffer its
+// owner has given up: waiting again costs no hand-off.
+func TestFailedBatchWaitWaitsTheRest(t *testing.T) {
+	if mpiComm == nil {
+		t.Skip("needs mpirun (make test-mpi)")
+	}
+	if mpiComm.Size() < 2 {
+		t.Skip("needs 2 or more ranks")
+	}
+	const tag = collectives.TagUser + 13
+	switch mpiComm.Rank() {
+	case 0:
+		ts := []collectives.Transfer{{Buf: make([]byte, 64), Peer: 1, Tag: tag, Recv: true}, {Buf: make([]byte, 64), Peer: 1, Tag: tag, Recv: true}}
+		reqs := make([]collectives.Request, 2)
+		if err := collectives.Start(mpiComm, ts, reqs); err != nil {
+			t.Fatal(err)
+		}
+		if err := collectives.WaitAllOn(mpiComm, reqs); err == nil {
+			t.Fatal("a 128-byte message into a 64-byte buffer was received")
+		}
+		before := mpiComm.Handoffs()
+		reqs[1].Wait()
+		if n := mpiComm.Handoffs() - before; n != 0 {
+			t.Fatalf("the second receive was still in flight after the batch's wait (%d hand-offs to wait it)", n)
+		}
+	case 1:
+		ts := []collectives.Transfer{{Buf: make([]byte, 128), Peer: 0, Tag: tag}, {Buf: make([]byte, 64), Peer: 0, Tag: tag}}
+		reqs := make([]collectives.Request, 2)
+		if err := collectives.Start(mpiComm, ts, reqs); err != nil {
+			t.Fatal(err)
+		}
+		if err := collectives.WaitAllOn(mpiComm, reqs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := mpiComm.Barrier(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -237,8 +237,8 @@ var rules = []func(c *Config) error{
 		return nil
 	},
 	func(c *Config) error {
-		if g := c.Optim.MaxLossGrowth; g < 0 || math.IsNaN(g) {
-			return fmt.Errorf("--max-loss-growth must be ≥ 0 (0: off), got %g", g)
+		if g := c.Optim.MaxLossGrowth; !(g >= 0) || math.IsInf(g, 0) {
+			return fmt.Errorf("--max-loss-growth must be a finite ≥ 0 (0: off), got %g", g)
 		}
 		return nil
 	},
@@ -297,6 +297,9 @@ var rules = []func(c *Config) error{
 func wireRule(c *Config) error {
 	w := c.Wire
 	fwd, grad := w.Fwd.Or(wire.FP32), w.Grad.Or(w.Fwd.Or(wire.FP32))
+	if !(w.Error >= 0) || math.IsInf(w.Error, 0) {
+		return fmt.Errorf("--wire-error must be a finite bound ≥ 0, got %g", w.Error)
+	}
 	if (fwd.IsAuto() || grad.IsAuto()) && !(w.Error > 0 && w.Error < 1) {
 		return fmt.Errorf("--wire auto needs --wire-error in (0,1), got %g", w.Error)
 	}

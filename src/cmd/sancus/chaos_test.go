@@ -18,7 +18,7 @@ import (
 // TestFaultInjection kills (SIGKILL), freezes (SIGSTOP), stops (SIGTERM)
 // or interrupts (SIGINT) a random rank of an mpirun job at a random epoch,
 // or interrupts mpirun itself, many times. Every time all ranks must exit
-// within 30 s with the cause named (where OpenMPI names one: not for its
+// within 60 s with the cause named (where OpenMPI names one: not for its
 // own SIGINT), and the job resumed from its checkpoints must end with
 // weights bit-identical to an uninterrupted run. SANCUS_CHAOS=N sets the
 // number of faults (default 5, one of each kind; `make chaos` runs 24),
@@ -80,12 +80,12 @@ func TestFaultInjection(t *testing.T) {
 		args := append(append([]string{}, common...), "--checkpoint-dir", ck, "--save-weights", w, "--out", filepath.Join(dir, fmt.Sprintf("r-%d.json", f)))
 		// The faulted run trains until the fault ends it, so the fault
 		// lands mid-run on a machine of any speed. Only it waits a mere
-		// 6 s for a peer, so that a frozen rank is seen within the 30 s
+		// 15 s for a peer, so that a frozen rank is seen within the 60 s
 		// allowed; the reference run and the resumes keep the default, as
 		// under the test suites' load a rank can fall seconds behind with
 		// no fault at all.
 		faulted := append([]string{"-np", strconv.Itoa(np), bin}, args...)
-		cmd := exec.Command(mpirun, append(faulted, "--epochs", forever, "--comm-timeout", "6s")...)
+		cmd := exec.Command(mpirun, append(faulted, "--epochs", forever, "--comm-timeout", "15s")...)
 		cmd.Env = mpiEnv()
 		wait := startUntil(t, cmd, fmt.Sprintf("epoch %4d", at))
 		pid, err := rankPID(cmd.Process.Pid, victim)
@@ -107,9 +107,10 @@ func TestFaultInjection(t *testing.T) {
 		fmt.Fprintf(&log, "fault %2d: %-7v to %s (pid %d), seen at epoch %3d: all ranks exited after %5.1fs with status %d\n",
 			f+1, sig, to, pid, at, took.Seconds(), code)
 		// How long the job takes to end is the behaviour under test: a
-		// rank that died or froze is noticed within --comm-timeout (6 s)
-		// and the rest end; 30 s leaves room for a loaded machine.
-		if took > 30*time.Second {
+		// rank that died or froze is noticed within --comm-timeout (15 s,
+		// long past how far a loaded rank falls behind with no fault) and
+		// the rest end; 60 s leaves room for a loaded machine.
+		if took > 60*time.Second {
 			t.Fatalf("fault %d: the job took %v to end after %v to %s\n%s", f, took, sig, to, out)
 		}
 		var cause string

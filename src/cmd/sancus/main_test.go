@@ -84,6 +84,14 @@ func run(t *testing.T, np int, args ...string) (string, error) {
 	}
 	cmd := exec.Command(name, argv...)
 	cmd.Env = mpiEnv()
+	out, err := runCmd(t, cmd)
+	return string(out), err
+}
+
+// runCmd runs cmd, bounded by hangGuard, in a process group of its own
+// that is killed whole on a hang, and returns its combined output.
+func runCmd(t *testing.T, cmd *exec.Cmd) ([]byte, error) {
+	t.Helper()
 	var out output
 	cmd.Stdout, cmd.Stderr = &out, &out
 	// A rank orphaned by a killed mpirun may hold the output open: Wait
@@ -94,12 +102,12 @@ func run(t *testing.T, np int, args ...string) (string, error) {
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
-		return out.String(), err
+		return []byte(out.String()), err
 	case <-time.After(hangGuard):
 		kill()
 		<-done
-		t.Fatalf("sancus %v still running %v later:\n%s", args, hangGuard, lastLines(out.String(), 40))
-		return "", nil
+		t.Fatalf("%v still running %v later:\n%s", cmd.Args, hangGuard, lastLines(out.String(), 40))
+		return nil, nil
 	}
 }
 
@@ -619,7 +627,7 @@ func TestEmulatedLink(t *testing.T) {
 	const size, rate = 16 << 20, 0.125
 	best := -1.0
 	for try := 0; try < 3 && best < 0.09; try++ {
-		out, err := link(mpirun, "-np", "2", bin, "bench", "comm", "--max-mib", "16", "--out", filepath.Join(dir, "comm.json")).CombinedOutput()
+		out, err := runCmd(t, link(mpirun, "-np", "2", bin, "bench", "comm", "--max-mib", "16", "--out", filepath.Join(dir, "comm.json")))
 		if err != nil {
 			t.Fatalf("bench comm on the link: %v\n%s", err, out)
 		}
@@ -651,7 +659,7 @@ func TestEmulatedLink(t *testing.T) {
 		t.Fatalf("without the link: %v\n%s", err, o)
 	}
 	fp32 := append(common, "--wire", "fp32", "--out", slow)
-	if o, err := link(append([]string{mpirun, "-np", "2", bin}, fp32...)...).CombinedOutput(); err != nil {
+	if o, err := runCmd(t, link(append([]string{mpirun, "-np", "2", bin}, fp32...)...)); err != nil {
 		t.Fatalf("on the link: %v\n%s", err, o)
 	}
 	sameLosses(t, "on a 1 Gbit/s link", readReport(t, slow), readReport(t, free))
@@ -660,7 +668,7 @@ func TestEmulatedLink(t *testing.T) {
 	// and, this slow (two ranks share 1 Gbit/s: 0.06 GB/s each), sends a
 	// quantized wire, the one train.WireForLink makes of the measured
 	// rate; on shared memory it keeps fp32.
-	o, err := link(append([]string{mpirun, "-np", "2", bin}, append(common, "--out", chosen)...)...).CombinedOutput()
+	o, err := runCmd(t, link(append([]string{mpirun, "-np", "2", bin}, append(common, "--out", chosen)...)...))
 	if err != nil {
 		t.Fatalf("on the link, no --wire: %v\n%s", err, o)
 	}
@@ -676,27 +684,33 @@ func TestEmulatedLink(t *testing.T) {
 	}
 	left("after the chosen wire")
 
-	if o, err := link("false").CombinedOutput(); err == nil {
+	if o, err := runCmd(t, link("false")); err == nil {
 		t.Fatalf("a failed job reported success:\n%s", o)
 	}
 	left("after a failed job")
 	cmd := link("sleep", "60")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	kill := startGroup(t, cmd)
 	// ^C once the job runs inside the namespace, on a machine of any speed.
 	for deadline := time.Now().Add(hangGuard); ; time.Sleep(20 * time.Millisecond) {
 		if pids, _ := exec.Command("ip", "netns", "pids", name).Output(); len(strings.TrimSpace(string(pids))) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			cmd.Process.Kill()
+			kill()
 			t.Fatalf("the job did not start in namespace %s in %v", name, hangGuard)
 		}
 	}
 	cmd.Process.Signal(syscall.SIGINT)
-	if err := cmd.Wait(); exitCode(err) != 130 {
-		t.Fatalf("^C: exit %d, want 130", exitCode(err))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if exitCode(err) != 130 {
+			t.Fatalf("^C: exit %d, want 130", exitCode(err))
+		}
+	case <-time.After(hangGuard):
+		kill()
+		t.Fatalf("^C: still running %v later", hangGuard)
 	}
 	left("after ^C")
 }

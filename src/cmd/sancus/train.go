@@ -130,7 +130,7 @@ func runTrain(args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	tf.wireGiven = fs.Changed("wire")
+	tf.wireGiven = fs.Changed("wire") || fs.Changed("wire-grad")
 	if (tf.data == "") == (tf.shards == "") {
 		return fmt.Errorf("give exactly one of --data or --shards")
 	}
