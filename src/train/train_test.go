@@ -394,6 +394,8 @@ func TestConfigErrors(t *testing.T) {
 		func(c *Config) { c.Model.Dropout = math.NaN() },
 		func(c *Config) { c.Staleness.Policy, c.Staleness.Eps = kind("variation-gap"), math.NaN() },
 		func(c *Config) { c.Optim.MaxLossGrowth = -1 },
+		func(c *Config) { c.Optim.MaxLossGrowth = math.Inf(1) }, // a plan holds finite settings only: its signature is JSON
+		func(c *Config) { c.Wire.Error = math.Inf(1) },
 	}
 	for i, f := range bad {
 		c := Defaults()
