@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strings"
 
 	"strconv"
@@ -247,16 +248,11 @@ func newNPYArray(where string, rc io.ReadCloser, size int64) (*npyArray, error) 
 
 // openNPY opens a standalone .npy file.
 func openNPY(path string) (*npyArray, error) {
-	f, err := atomicfile.Open(path)
+	f, size, err := openSized(path)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return newNPYArray(path, f, st.Size())
+	return newNPYArray(path, f, size)
 }
 
 func (a *npyArray) close() { a.c.Close() }
@@ -407,16 +403,11 @@ type npzFile struct {
 }
 
 func openNPZ(path string) (*npzFile, error) {
-	f, err := atomicfile.Open(path)
+	f, size, err := openSized(path)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	z, err := zip.NewReader(f, st.Size())
+	z, err := zip.NewReader(f, size)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: not a readable npz archive (truncated or not a zip?): %w", path, err)
@@ -473,4 +464,18 @@ func (f *npzFile) readFloats(name string, want int, what string) ([]float32, err
 		return nil, err
 	}
 	return a.floats()
+}
+
+// openSized opens a regular file (atomicfile.Open) and says its size.
+func openSized(path string) (*os.File, int64, error) {
+	f, err := atomicfile.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, st.Size(), nil
 }
