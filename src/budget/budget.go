@@ -8,7 +8,9 @@ package budget
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"sancus/launch"
 )
@@ -79,4 +81,32 @@ func Nodes(where string, n int) error {
 		return fmt.Errorf("%snode count %d: sancus numbers nodes with int32 (at most %d); check the file", prefix(where), n, math.MaxInt32)
 	}
 	return Check(where, fmt.Sprintf("node count %d's per-node arrays", n), Bytes(int64(n), PerNode))
+}
+
+// Disk refuses need bytes written under dir (flag names the flag or
+// file whose count implies them) when its file system has less free: a
+// writer that streams to disk holds little memory, so a count that its
+// memory check passes can still fill the disk under every other job's
+// files. A dir that does not exist yet is measured at its nearest parent.
+func Disk(dir, flag, what string, need int64) error {
+	free, ok := freeBytes(dir)
+	if !ok || need <= free {
+		return nil
+	}
+	return fmt.Errorf("%s: %s would write about %s GB; %s has %s GB free: lower the count, or write where there is room",
+		flag, what, gb(need, 1), dir, gb(free, 1))
+}
+
+// freeBytes is what an unprivileged writer may still put on the file
+// system holding path (or its nearest existing parent).
+func freeBytes(path string) (int64, bool) {
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(p, &st); err == nil {
+			return int64(st.Bavail) * int64(st.Bsize), true
+		}
+		if p == filepath.Dir(p) {
+			return 0, false
+		}
+	}
 }

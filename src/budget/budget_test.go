@@ -3,6 +3,7 @@ package budget
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -43,5 +44,21 @@ func TestCheckNamesFileFigureAndLimit(t *testing.T) {
 	}
 	if err := Nodes("", 1e9); err == nil || !strings.HasPrefix(err.Error(), "node count 1000000000's per-node arrays would need 80.0 GB") {
 		t.Fatalf("10⁹ nodes: %v", err)
+	}
+}
+
+func TestDiskRefusesMoreThanTheFileSystemHolds(t *testing.T) {
+	dir := t.TempDir()
+	if err := Disk(dir, "--edges", "a few lines", 1<<10); err != nil {
+		t.Fatalf("a kilobyte refused: %v", err)
+	}
+	err := Disk(filepath.Join(dir, "not", "yet"), "--edges", "an exabyte", 1<<60)
+	if err == nil {
+		t.Fatal("an exabyte passed")
+	}
+	for _, want := range []string{"--edges", "an exabyte", "GB free"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
 	}
 }

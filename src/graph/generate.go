@@ -2,17 +2,19 @@ package graph
 
 import (
 	"bufio"
-	"io"
-	"slices"
-
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/bits"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sancus/src/atomicfile"
+	"slices"
 	"strconv"
+
+	"sancus/src/atomicfile"
+	"sancus/src/budget"
 )
 
 // GenConfig describes a synthetic dataset.
@@ -41,6 +43,9 @@ type GenConfig struct {
 	Progress func(done, total int64)
 	// Degrees, if set, hears the degrees of the edges written.
 	Degrees func(DegreeStats)
+	// Stop, if set, is asked now and then whether to give up (a signal):
+	// the file being written is then removed, not left half-written.
+	Stop func() bool
 }
 
 // DegreeStats describe the degrees of the edge lines written (duplicates
@@ -81,6 +86,10 @@ func (c GenConfig) Validate() error {
 		return fmt.Errorf("gen: need at least 2 nodes, got %d", c.Nodes)
 	case c.Edges < 0:
 		return fmt.Errorf("gen: negative edge count %d", c.Edges)
+	case c.Nodes > math.MaxInt32:
+		return budget.Nodes("gen: --nodes", c.Nodes)
+	case c.Edges > pairs(c.Nodes):
+		return fmt.Errorf("gen: --edges %d is more than the %d pairs %d nodes have: lower --edges or raise --nodes", c.Edges, pairs(c.Nodes), c.Nodes)
 	case c.Classes < 1 || c.Classes > c.Nodes:
 		return fmt.Errorf("gen: classes %d must be in 1..nodes", c.Classes)
 	case c.Features < 1 || c.FeatureNNZ < 1 || c.FeatureNNZ > c.Features:
@@ -92,7 +101,30 @@ func (c GenConfig) Validate() error {
 	case c.Model == "dcsbm":
 		return c.validateDCSBM()
 	}
-	return nil
+	return budget.Nodes("gen: --nodes", c.Nodes)
+}
+
+// pairs is how many undirected edges n nodes can hold without loops.
+func pairs(n int) int64 { return int64(n) * int64(n-1) / 2 }
+
+// outputBytes is about what Generate writes: an edge line and a feature
+// line are two ids and two separators each.
+func (c GenConfig) outputBytes() int64 {
+	digits := func(n int) int64 { return int64(len(strconv.Itoa(n))) }
+	edges := budget.Bytes(c.Edges, 2*digits(c.Nodes)+2)
+	features := budget.Bytes(int64(c.Nodes)*int64(c.FeatureNNZ), digits(c.Nodes)+digits(c.Features)+2)
+	if edges < 0 || features < 0 || edges > math.MaxInt64-features {
+		return math.MaxInt64
+	}
+	return edges + features
+}
+
+// errStopped is a generation a signal ended: its files are not written.
+var errStopped = errors.New("stopped by a signal")
+
+// stopped is whether c.Stop says to give up, checked every 64k lines.
+func (c GenConfig) stopped(i int64) bool {
+	return c.Stop != nil && i&(1<<16-1) == 0 && c.Stop()
 }
 
 // Generate writes graph.mtx, features.mtx, labels.txt and train/val/test.txt
@@ -114,6 +146,9 @@ func Generate(dir string, c GenConfig) error {
 	}
 	denseClasses(labels, byClass)
 	next := c.edgeSource(r, labels, byClass)
+	if err := budget.Disk(dir, "gen: --edges", fmt.Sprintf("%d edges and %d feature ones", c.Edges, int64(c.Nodes)*int64(c.FeatureNNZ)), c.outputBytes()); err != nil {
+		return err
+	}
 	if err := writeFile(filepath.Join(dir, "graph.mtx"), func(w io.Writer) error {
 		return c.writeEdges(w, next)
 	}); err != nil {
@@ -212,6 +247,9 @@ func (c GenConfig) writeEdges(w io.Writer, next func() (int, int)) error {
 	}
 	var buf []byte
 	for i := int64(0); i < c.Edges; i++ {
+		if c.stopped(i) {
+			return errStopped
+		}
 		u, v := next()
 		if deg != nil {
 			deg[u]++
@@ -268,6 +306,9 @@ func (c GenConfig) writeFeatures(w io.Writer, r *rand.Rand, labels []int32) erro
 	picked := make(map[int]bool, c.FeatureNNZ)
 	var buf []byte
 	for v := 0; v < c.Nodes; v++ {
+		if c.stopped(int64(v)) {
+			return errStopped
+		}
 		clear(picked)
 		lo := (int(labels[v]) * band) % c.Features
 		for len(picked) < c.FeatureNNZ {

@@ -269,14 +269,17 @@ func TestGenerateIsSeededAndLoads(t *testing.T) {
 }
 
 func TestGenerateReportsFullDisk(t *testing.T) {
-	// A real full disk: a 64 KiB tmpfs. A write error must surface naming
-	// the file, and leave no partial file under the real name nor a
-	// temporary one.
+	// A real full disk: a 64 KiB tmpfs. The graph and features fit what
+	// Generate checks up front, so the disk fills on a later file (the
+	// labels and splits), as it does when another job fills it meanwhile.
+	// The write error must surface naming the file, and leave no partial
+	// file under the real name nor a temporary one.
 	dir := fulldisk.Dir(t, "64k")
-	cfg := GenConfig{Model: "planted", Nodes: 5000, Edges: 200000, Features: 8, FeatureNNZ: 2, Classes: 2, PIn: 0.5, FeatureSig: 0.5, TrainFrac: 0.1, ValFrac: 0.1, Seed: 1}
+	cfg := GenConfig{Model: "planted", Nodes: 2000, Edges: 2600, Features: 8, FeatureNNZ: 2, Classes: 2, PIn: 0.5, FeatureSig: 0.5, TrainFrac: 0.1, ValFrac: 0.1, Seed: 1}
 	err := Generate(dir, cfg)
-	if err == nil || !strings.Contains(err.Error(), ".mtx") || !strings.Contains(err.Error(), "no space") {
+	if err == nil || !strings.Contains(err.Error(), "writing "+dir) || !strings.Contains(err.Error(), "no space") {
 		t.Fatalf("want a no-space error naming the file, got %v", err)
+
 	}
 	left, _ := os.ReadDir(dir)
 	for _, f := range left {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -300,5 +301,39 @@ func TestMTXStreams(t *testing.T) {
 	s, err := OpenEdgeStream(filepath.Join(testdata, "cora"))
 	if err != nil || s.N != 2708 {
 		t.Fatalf("cora streamed: %v", err)
+	}
+}
+
+func TestGenRefusesWhatCannotBeWritten(t *testing.T) {
+	base := GenConfig{Model: "planted", Nodes: 100, Edges: 10, Features: 8, FeatureNNZ: 2, Classes: 2, PIn: 0.8, FeatureSig: 0.5, TrainFrac: 0.1, ValFrac: 0.1}
+	for _, tc := range []struct {
+		name string
+		set  func(*GenConfig)
+		want string
+	}{
+		{"more edges than pairs", func(c *GenConfig) { c.Edges = 1e11 }, "4950 pairs"},
+		{"ids past int32", func(c *GenConfig) { c.Nodes = 1 << 40 }, "int32"},
+		{"the disk", func(c *GenConfig) { c.Nodes, c.Edges = 1<<20, 1<<38 }, "GB free"},
+	} {
+		c := base
+		tc.set(&c)
+		err := Generate(filepath.Join(t.TempDir(), "g"), c)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error saying %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestGenStoppedLeavesNoHalfFile(t *testing.T) {
+	dir := t.TempDir()
+	c := GenConfig{Model: "planted", Nodes: 1000, Edges: 200000, Features: 8, FeatureNNZ: 2, Classes: 2, PIn: 0.8, FeatureSig: 0.5, TrainFrac: 0.1, ValFrac: 0.1}
+	asked := 0
+	c.Stop = func() bool { asked++; return asked > 1 }
+	if err := Generate(dir, c); !errors.Is(err, errStopped) {
+		t.Fatalf("got %v, want the stop", err)
+	}
+	left, _ := os.ReadDir(dir)
+	for _, f := range left {
+		t.Errorf("%s left behind", f.Name())
 	}
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -65,12 +68,27 @@ func runGen(args []string) error {
 	}
 	var degrees graph.DegreeStats
 	c.Degrees = func(d graph.DegreeStats) { degrees = d }
+	// A signal stops the writers between lines, so the file being written
+	// is removed instead of left as a large half-file; a second signal
+	// kills at once.
+	ctx, release := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer release()
+	c.Stop = func() bool {
+		if ctx.Err() != nil {
+			release()
+			return true
+		}
+		return false
+	}
 	start := time.Now()
 	meter := progress.New(progressTo(*quiet), "gen", c.Edges, "edges")
 	c.Progress = func(done, _ int64) { meter.Set(done) }
 	switch *format {
 	case "mtx":
 		if err := graph.Generate(*out, c); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("gen: %w; the file it was writing in %s was removed (the others are complete)", err, *out)
+			}
 			return err
 		}
 	case "ogb":
