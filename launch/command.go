@@ -70,8 +70,14 @@ func Command(via string, np int, prog string, args ...string) (*exec.Cmd, error)
 	var argv []string
 	switch via {
 	case "srun":
+		if err := slurmConfigured(); err != nil {
+			return nil, err
+		}
 		argv = []string{"--mpi=pmix", "-n", fmt.Sprint(np)}
 	case "mpirun":
+		if np > HostLimit() {
+			return nil, fmt.Errorf("launch: -n %d: mpirun without an allocation starts every rank on this host, whose %d cores take at most %d; for more ranks, submit through Slurm (srun)", np, runtime.NumCPU(), HostLimit())
+		}
 		if np > runtime.NumCPU() {
 			argv = append(argv, "--oversubscribe")
 		}
@@ -89,4 +95,17 @@ func Command(via string, np int, prog string, args ...string) (*exec.Cmd, error)
 	cmd := exec.Command(path, append(append(argv, prog), args...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	return cmd, nil
+}
+
+// slurmConfigured refuses srun where it could find no Slurm to ask:
+// outside an allocation with no slurm.conf, srun fails with "DNS SRV
+// lookup failed", which points nowhere near the fix.
+func slurmConfigured() error {
+	if os.Getenv("SLURM_JOB_ID") != "" || os.Getenv("SLURM_CONF") != "" {
+		return nil
+	}
+	if _, err := os.Stat("/etc/slurm/slurm.conf"); err == nil {
+		return nil
+	}
+	return fmt.Errorf(`launch: --via srun: no Slurm here (no allocation, SLURM_CONF unset, no /etc/slurm/slurm.conf): run inside sbatch or salloc, or start the local cluster and eval "$(slurm/local-cluster.sh env)"`)
 }

@@ -63,12 +63,15 @@ func TestCommandFlags(t *testing.T) {
 	if _, err := Command("pbsdsh", 2, "x"); err == nil {
 		t.Fatal("unknown launcher accepted")
 	}
-	cmd, err := Command("mpirun", 1000, "/bin/sancus", "train")
+	if _, err := Command("mpirun", HostLimit()+1, "x"); err == nil || !strings.Contains(err.Error(), "srun") {
+		t.Fatalf("more ranks than this host takes: %v", err)
+	}
+	cmd, err := Command("mpirun", HostLimit(), "/bin/sancus", "train")
 	if err != nil {
 		t.Skip(err) // no mpirun on this machine
 	}
 	s := strings.Join(cmd.Args, " ")
-	if !strings.Contains(s, "--oversubscribe") || !strings.HasSuffix(s, "-np 1000 /bin/sancus train") {
+	if !strings.Contains(s, "--oversubscribe") || !strings.HasSuffix(s, fmt.Sprintf("-np %d /bin/sancus train", HostLimit())) {
 		t.Fatalf("mpirun command %q", s)
 	}
 }
@@ -205,5 +208,17 @@ func TestStopBeforeTrainingExitsAtOnce(t *testing.T) {
 			cmd.Process.Kill()
 			t.Fatalf("%s, %v: the child still ran 2 minutes later:\n%s", c.mode, c.sig, all.String())
 		}
+	}
+}
+
+func TestSrunWithoutSlurmSaysHowToGetOne(t *testing.T) {
+	if _, err := os.Stat("/etc/slurm/slurm.conf"); err == nil {
+		t.Skip("this machine has a slurm.conf")
+	}
+	t.Setenv("SLURM_JOB_ID", "")
+	t.Setenv("SLURM_CONF", "")
+	_, err := Command("srun", 2, "x")
+	if err == nil || !strings.Contains(err.Error(), "local-cluster.sh env") {
+		t.Fatalf("srun with no Slurm: %v", err)
 	}
 }

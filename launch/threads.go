@@ -7,6 +7,12 @@ import (
 	"strings"
 )
 
+// HostLimit is the most kernel threads a rank, or ranks mpirun puts on
+// this host, that sancus starts: past 8 a core they only contend, and a
+// few thousand processes exhaust the host's memory and process table
+// before the first epoch.
+func HostLimit() int { return max(64, 8*runtime.NumCPU()) }
+
 // Threads is how many kernel threads a process runs: flag when given (> 0),
 // else the process's cores shared by its in-process ranks or, under MPI
 // (ranksOnNode > 0), by the ranks on its node — all of its cores when the

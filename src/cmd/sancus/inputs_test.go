@@ -83,3 +83,24 @@ func TestInfoRefusesUnusableInputs(t *testing.T) {
 		t.Errorf("predict on a FIFO model file: %v\n%s", err, o)
 	}
 }
+
+// TestLaunchRefusesBeforeStartingRanks: what would fail on every rank at
+// once is refused before mpirun starts any.
+func TestLaunchRefusesBeforeStartingRanks(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"trian", "--data", "d"}, "did you mean train"},
+		{[]string{"gen", "--out", "d"}, "runs in one process"},
+		{[]string{"launch", "-n", "2", "--", "train"}, "each launch a job"},
+		{[]string{"train", "--data", "d", "--ranks=4"}, "drop --ranks"},
+	} {
+		if err := launchable(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("launch -- %v: %v, want %q", c.args, err, c.want)
+		}
+	}
+	if err := launchable([]string{"train", "--data", "d", "--", "--ranks"}); err != nil {
+		t.Errorf("an argument after -- is not a flag: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"sancus/launch"
@@ -24,6 +25,9 @@ func runLaunch(args []string) error {
 	}
 	if fs.NArg() == 0 {
 		return fmt.Errorf("nothing to launch: give a sancus command after --")
+	}
+	if err := launchable(fs.Args()); err != nil {
+		return err
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -67,4 +71,30 @@ func runLaunch(args []string) error {
 		os.Exit(ee.ExitCode()) // keep the job's status (85 = checkpointed, requeue)
 	}
 	return err
+}
+
+// launchable refuses, before any rank starts, an inner command that would
+// fail on every rank at once: one that is not sancus's, one that runs in
+// a single process, or a rank count given twice.
+func launchable(args []string) error {
+	name := args[0]
+	switch name {
+	case "train", "predict", "bench":
+	case "launch":
+		return fmt.Errorf("the ranks would each launch a job of their own: give the command to run on every rank (train, predict or bench) after --")
+	default:
+		if _, ok := findCommand(name); ok {
+			return fmt.Errorf("%s runs in one process: run 'sancus %s' directly (under MPI: train, predict or bench)", name, name)
+		}
+		return fmt.Errorf("%q is not a sancus command%s (under MPI: train, predict or bench)", name, closestCommand(name))
+	}
+	for _, a := range args[1:] {
+		if a == "--" {
+			break
+		}
+		if a == "--ranks" || strings.HasPrefix(a, "--ranks=") {
+			return fmt.Errorf("drop --ranks from the %s command: launch -n sets how many ranks run", name)
+		}
+	}
+	return nil
 }

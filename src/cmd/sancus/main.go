@@ -117,23 +117,46 @@ func main() {
 		usage(os.Stdout)
 		return
 	}
-	for _, c := range commands {
-		if c.name == os.Args[1] {
-			err := c.run(os.Args[2:])
-			if errors.Is(err, pflag.ErrHelp) && help != nil {
-				help(os.Stdout)
-				return
-			}
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "sancus %s: %v%s\n", c.name, err, didYouMean(err, parsed))
-				os.Exit(1)
-			}
+	if c, ok := findCommand(os.Args[1]); ok {
+		err := c.run(os.Args[2:])
+		if errors.Is(err, pflag.ErrHelp) && help != nil {
+			help(os.Stdout)
 			return
 		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sancus %s: %v%s\n", c.name, err, didYouMean(err, parsed))
+			os.Exit(1)
+		}
+		return
 	}
-	fmt.Fprintf(os.Stderr, "sancus: unknown command %q\n\n", os.Args[1])
+	fmt.Fprintf(os.Stderr, "sancus: unknown command %q%s\n\n", os.Args[1], closestCommand(os.Args[1]))
 	usage(os.Stderr)
 	os.Exit(2)
+}
+
+// findCommand is the command called name.
+func findCommand(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// closestCommand is " (did you mean NAME?)" for the command nearest to
+// an unknown name, or "".
+func closestCommand(name string) string {
+	best, dist := "", 3
+	for _, c := range commands {
+		if d := editDistance(name, c.name); d < dist {
+			best, dist = c.name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + best + "?)"
 }
 
 // noArgs rejects stray positional arguments (a typo'd flag value, usually).

@@ -254,10 +254,6 @@ func defaultOut(tf trainFlags, cfg train.Config, rep *result.Run) string {
 // tool (the launcher's ranks are not bounded here).
 const maxInProcessRanks = 1024
 
-// maxThreads bounds --threads: past 8 a core they only contend, and the Go
-// runtime's thread limit (10,000) is far away.
-func maxThreads() int { return max(64, 8*runtime.NumCPU()) }
-
 // checkTrainFlags rejects nonsensical values before any work.
 func checkTrainFlags(cfg train.Config, tf trainFlags) error {
 	switch {
@@ -267,8 +263,8 @@ func checkTrainFlags(cfg train.Config, tf trainFlags) error {
 		return fmt.Errorf("--ranks %d: in-process ranks are goroutines of one process, at most %d; start more with mpirun or srun (sancus launch -n %d -- train …)", tf.ranks, maxInProcessRanks, tf.ranks)
 	case tf.threads < 0:
 		return fmt.Errorf("--threads must be ≥ 0 (0: automatic), got %d", tf.threads)
-	case tf.threads > maxThreads():
-		return fmt.Errorf("--threads %d: at most %d kernel threads a rank on this machine's %d cores", tf.threads, maxThreads(), runtime.NumCPU())
+	case tf.threads > launch.HostLimit():
+		return fmt.Errorf("--threads %d: at most %d kernel threads a rank on this machine's %d cores", tf.threads, launch.HostLimit(), runtime.NumCPU())
 	case tf.timeout <= 0:
 		return fmt.Errorf("--comm-timeout must be > 0, got %v", tf.timeout)
 	}
