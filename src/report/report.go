@@ -5,17 +5,17 @@
 package report
 
 import (
-	"io"
-
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
-	"sancus/src/atomicfile"
+	"regexp"
 	"sort"
 	"strconv"
 
+	"sancus/src/atomicfile"
 	"sancus/src/result"
 )
 
@@ -109,28 +109,54 @@ type Row struct {
 	EpochsCompleted  int
 	BroadcastsPerEpc float64
 	// TimeToTarget is the training seconds (evaluation excluded) until the
-	// validation accuracy first reached 99% of the best any run on the same
-	// dataset reached; -1: never.
+	// validation accuracy first reached its graph's Target; -1: never.
 	TimeToTarget float64
 }
 
-// target is the fraction of the best validation accuracy that TimeToTarget
-// waits for.
-const target = 0.99
+// TargetFraction is the fraction of the best validation accuracy that
+// TimeToTarget waits for.
+const TargetFraction = 0.99
+
+// Target is what runs of one graph are timed to: every run of a graph is
+// held to the same accuracy, so their times compare.
+type Target struct {
+	Best  float64 // the best validation accuracy any run of the graph reached
+	Value float64 // TargetFraction of Best
+}
+
+var perP = regexp.MustCompile(`-P[0-9]+$`)
+
+// Graph is the graph a run trained on: its dataset's name without the
+// "-P<n>" that names per-P copies of one graph (shard directories,
+// weak-scaling graphs), so runs of one graph at several P group together.
+func Graph(r *result.Run) string { return perP.ReplaceAllString(r.Dataset, "") }
+
+// Targets gives each graph's target, from the runs of it.
+func Targets(runs []*result.Run) map[string]Target {
+	t := map[string]Target{}
+	for _, r := range runs {
+		g := Graph(r)
+		best := max(t[g].Best, r.Result.BestValAcc)
+		t[g] = Target{Best: best, Value: TargetFraction * best}
+	}
+	return t
+}
 
 // timeToTarget sets each row's TimeToTarget.
 func timeToTarget(rows []Row) {
-	best := map[string]float64{}
-	for _, r := range rows {
-		best[r.Run.Dataset] = max(best[r.Run.Dataset], r.Run.Result.BestValAcc)
+	runs := make([]*result.Run, len(rows))
+	for i, r := range rows {
+		runs[i] = r.Run
 	}
+	targets := Targets(runs)
 	for i := range rows {
 		r := &rows[i]
 		r.TimeToTarget = -1
+		goal := targets[Graph(r.Run)].Value
 		t := 0.0
 		for _, e := range r.Run.Result.Curve {
 			t += e.Ms / 1000
-			if e.Evaluated && e.ValAcc >= target*best[r.Run.Dataset] {
+			if e.Evaluated && e.ValAcc >= goal {
 				r.TimeToTarget = t
 				break
 			}

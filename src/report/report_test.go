@@ -1,6 +1,7 @@
 package report
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,71 @@ func TestRunsAreToldApart(t *testing.T) {
 	for _, col := range []string{"dataset", "model", "ranks", "partitioner", "exchange", "wire", "policy", "batch", "seed", "ms_per_epoch"} {
 		if !strings.Contains(","+header+",", ","+col+",") {
 			t.Errorf("summary.csv has no %s column: %s", col, header)
+		}
+	}
+}
+
+// TestTargetsShared: every run of a graph, whole or in per-P shards, is
+// timed to the one target, 99% of the best any of them reached; a run that
+// never reaches it is marked, however close its own best came.
+func TestTargetsShared(t *testing.T) {
+	run := func(dataset string, val ...float64) *result.Run {
+		r := &result.Run{Dataset: dataset, Result: &result.Result{Ranks: 1}}
+		for i, v := range val {
+			r.Result.Curve = append(r.Result.Curve, result.Epoch{Epoch: i + 1, ValAcc: v, Ms: 100, Evaluated: true})
+			r.Result.BestValAcc = max(r.Result.BestValAcc, v)
+		}
+		return r
+	}
+	runs := []*result.Run{
+		run("cora", 0.5, 0.79, 0.80),
+		run("cora-P2", 0.7, 0.75, 0.78),
+		run("planted", 0.3, 0.4, 0.5),
+	}
+	targets := Targets(runs)
+	if len(targets) != 2 || targets["cora"].Best != 0.80 || math.Abs(targets["cora"].Value-0.792) > 1e-12 || targets["planted"].Best != 0.5 {
+		t.Fatalf("targets %+v", targets)
+	}
+	rows := Summarize(runs)
+	for i, want := range []float64{0.3, -1, 0.3} {
+		if math.Abs(rows[i].TimeToTarget-want) > 1e-9 {
+			t.Errorf("%s: time to target %v, want %v", runs[i].Dataset, rows[i].TimeToTarget, want)
+		}
+	}
+}
+
+// TestHostCores: an in-process run of one rank shows its host's cores; a
+// run of P ranks at one thread each oversubscribes a host of fewer cores;
+// runs that set --threads or ran under MPI say nothing of a host.
+func TestHostCores(t *testing.T) {
+	run := func(host, launcher string, ranks, threads int, cmd string) *result.Run {
+		return &result.Run{Host: host, Launcher: launcher, Command: cmd, Result: &result.Result{Ranks: ranks, Threads: threads}}
+	}
+	p1 := run("a", "none", 1, 2, "sancus train --data d")
+	p2 := run("a", "none", 2, 1, "sancus train --data d --ranks 2")
+	p4 := run("a", "none", 4, 1, "sancus train --data d --ranks 4")
+	pinned := run("b", "none", 1, 8, "sancus train --data d --threads 8")
+	mpi := run("c", "openmpi", 1, 4, "sancus train --shards s")
+	wide := run("d", "none", 2, 3, "sancus train --data d --ranks 2")
+	hosts := HostCores([]*result.Run{p1, p2, p4, pinned, mpi, wide})
+	if c := hosts["a"]; !c.Known() || c.Lo != 2 {
+		t.Errorf("host a: %+v, want 2 cores", c)
+	}
+	if _, ok := hosts["b"]; ok {
+		t.Errorf("host b, known only from --threads, got %+v", hosts["b"])
+	}
+	if _, ok := hosts["c"]; ok {
+		t.Errorf("host c, known only from an MPI run, got %+v", hosts["c"])
+	}
+	if c := hosts["d"]; c.Known() || c.Lo != 6 || c.Hi != 7 {
+		t.Errorf("host d: %+v, want 6 to 7 cores", c)
+	}
+	for _, c := range []struct {
+		r    *result.Run
+		over bool
+	}{{p1, false}, {p2, false}, {p4, true}, {pinned, false}, {mpi, false}, {wide, false}} {
+		if cores, over := Oversubscribed(c.r, hosts); over != c.over || (over && cores != 2) {
+			t.Errorf("%s P=%d: oversubscribed %v on %d cores, want %v", c.r.Host, c.r.Result.Ranks, over, cores, c.over)
 		}
 	}
 }
