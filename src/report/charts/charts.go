@@ -14,6 +14,7 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,7 +51,7 @@ func Write(dir string, runs []*result.Run) ([]string, error) {
 	if err := add("compute_vs_comm.png", p, max(8, 0.7*vg.Length(len(rows)))*vg.Inch, 4.5*vg.Inch, err); err != nil {
 		return nil, err
 	}
-	if p, err := scaling(rows, names); p != nil || err != nil {
+	if p, err := scaling(rows); p != nil || err != nil {
 		if err := add("scaling.png", p, 6*vg.Inch, 4.5*vg.Inch, err); err != nil {
 			return nil, err
 		}
@@ -64,35 +65,67 @@ func Write(dir string, runs []*result.Run) ([]string, error) {
 		return nil, err
 	}
 	p, err = timeToAccuracy(rows, names, shared)
-	if err := add("time_to_accuracy.png", p, 7*vg.Inch, 4*vg.Inch, err); err != nil {
+	if err := add("time_to_accuracy.png", p, 7*vg.Inch, vg.Length(max(3.5, 1.4+0.35*float64(len(rows))))*vg.Inch, err); err != nil {
 		return nil, err
 	}
-	for i, r := range runs {
-		if r.Result.Ranks < 2 || r.Settings.Staleness == "none" {
+	files := broadcastFiles(runs)
+	for _, r := range runs {
+		if files[r] == "" {
 			continue
 		}
 		p, err := broadcasts(r)
-		if err := add(fmt.Sprintf("broadcasts_%02d.png", i), p, 7*vg.Inch, 3.5*vg.Inch, err); err != nil {
+		if err := add(files[r], p, 7*vg.Inch, 3.5*vg.Inch, err); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// facets are the words a run is described by, in order.
-func facets(r *result.Run) [][2]string {
+// broadcastFiles names the broadcast chart of each run that skips
+// broadcasts (two or more ranks, a staleness policy) by the run's label,
+// so that a name says which run it shows and stays the same whatever
+// other runs the report reads; runs of one label add their file's name.
+func broadcastFiles(runs []*result.Run) map[*result.Run]string {
+	files := map[*result.Run]string{}
+	count := map[string]int{}
+	for _, r := range runs {
+		if r.Result.Ranks < 2 || r.Settings.Staleness == "none" || r.Settings.Staleness == "" {
+			continue
+		}
+		files[r] = "broadcasts_" + slug(report.Label(r))
+		count[files[r]]++
+	}
+	for r, f := range files {
+		if count[f] > 1 {
+			f += "_" + slug(strings.TrimSuffix(filepath.Base(r.Path), ".json"))
+		}
+		files[r] = f + ".png"
+	}
+	return files
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9.-]+`)
+
+// slug is a label as a file name: "P=2" as "P2", "(0.03)" as "-0.03",
+// words joined by "_".
+func slug(label string) string {
+	label = strings.NewReplacer("=", "", "(", "-", ")", "").Replace(label)
+	return strings.Trim(unsafeName.ReplaceAllString(label, "_"), "_")
+}
+
+// facet is one word a run is described by: its column and value.
+type facet struct{ key, value string }
+
+// facets are the words a run is described by, in order: the columns of
+// report.Label.
+func facets(r *result.Run) []facet {
 	model := strings.ToUpper(r.Settings.Model)
 	if model == "" {
 		model = "GCN"
 	}
-	policy := "no staleness"
-	switch r.Settings.Staleness {
-	case "epoch-fixed":
-		policy = "epoch-fixed ε_E = " + strconv.FormatFloat(r.Settings.Eps, 'g', -1, 64)
-	case "epoch-adaptive":
-		policy = "epoch-adaptive ε_A = " + strconv.FormatFloat(r.Settings.Eps, 'g', -1, 64)
-	case "variation-gap":
-		policy = "variation-gap ε_H = " + strconv.FormatFloat(r.Settings.Eps, 'g', -1, 64)
+	partition := ""
+	if r.Partitioner != "" {
+		partition = r.Partitioner + " partition"
 	}
 	wire := "fp32 wire"
 	if w := r.Settings.Wire; w != "" {
@@ -103,57 +136,97 @@ func facets(r *result.Run) [][2]string {
 	if r.Settings.Batch == "clusters" {
 		batch = fmt.Sprintf("%d clusters a step", r.Settings.ClustersPerStep)
 	}
-	return [][2]string{{"dataset", perP.ReplaceAllString(r.Dataset, "")}, {"model", model}, {"ranks", fmt.Sprintf("P = %d", r.Result.Ranks)},
-		{"policy", policy}, {"wire", wire}, {"exchange", exchange}, {"batch", batch}}
+	return []facet{{"dataset", report.Graph(r)}, {"model", model}, {"ranks", fmt.Sprintf("P = %d", r.Result.Ranks)},
+		{"partitioner", partition}, {"policy", policy(r)}, {"wire", wire}, {"exchange", exchange}, {"batch", batch},
+		{"seed", "seed " + strconv.FormatUint(r.Settings.Seed, 10)}}
+}
+
+func policy(r *result.Run) string {
+	eps := strconv.FormatFloat(r.Settings.Eps, 'g', -1, 64)
+	switch r.Settings.Staleness {
+	case "epoch-fixed":
+		return "epoch-fixed ε_E = " + eps
+	case "epoch-adaptive":
+		return "epoch-adaptive ε_A = " + eps
+	case "variation-gap":
+		return "variation-gap ε_H = " + eps
+	}
+	return "no staleness"
+}
+
+func facetOf(r *result.Run, key string) string {
+	for _, f := range facets(r) {
+		if f.key == key {
+			return f.value
+		}
+	}
+	return ""
 }
 
 // describe names every run by what sets it apart from the others, and
 // returns what all share, for the titles.
 func describe(runs []*result.Run) (names map[*result.Run]string, shared string) {
-	all := make([][][2]string, len(runs))
+	all := make([][]facet, len(runs))
 	for i, r := range runs {
 		all[i] = facets(r)
 	}
-	var common []string
-	varies := map[string]bool{}
-	if len(runs) > 0 {
-		for k, f := range all[0] {
-			same := true
-			for _, o := range all[1:] {
-				same = same && o[k][1] == f[1]
-			}
-			if same && f[1] != "" {
-				common = append(common, f[1])
-			} else if !same {
-				varies[f[0]] = true
+	apart, common := distinguish(all)
+	names = map[*result.Run]string{}
+	for i, r := range runs {
+		names[r] = apart[i]
+	}
+	// Runs alike in every column are told apart by their files' names, or
+	// where they have none by their order.
+	alike := map[string][]*result.Run{}
+	for _, r := range runs {
+		alike[names[r]] = append(alike[names[r]], r)
+	}
+	for n, rs := range alike {
+		if len(rs) < 2 {
+			continue
+		}
+		for i, r := range rs {
+			if r.Path != "" {
+				names[r] = n + " (" + strings.TrimSuffix(filepath.Base(r.Path), ".json") + ")"
+			} else {
+				names[r] = fmt.Sprintf("%s (#%d)", n, i+1)
 			}
 		}
 	}
-	names = map[*result.Run]string{}
-	for i, r := range runs {
+	return names, strings.Join(common, ", ")
+}
+
+// distinguish names each item by the values of the columns in which the
+// items differ ("this run" where they differ in none), and returns the
+// values all share.
+func distinguish(all [][]facet) (names, common []string) {
+	varies := map[string]bool{}
+	if len(all) > 0 {
+		for k, f := range all[0] {
+			same := true
+			for _, o := range all[1:] {
+				same = same && o[k].value == f.value
+			}
+			if same && f.value != "" {
+				common = append(common, f.value)
+			} else if !same {
+				varies[f.key] = true
+			}
+		}
+	}
+	for _, fs := range all {
 		var parts []string
-		for _, f := range all[i] {
-			if varies[f[0]] && f[1] != "" {
-				parts = append(parts, f[1])
+		for _, f := range fs {
+			if varies[f.key] && f.value != "" {
+				parts = append(parts, f.value)
 			}
 		}
 		if len(parts) == 0 {
 			parts = []string{"this run"}
 		}
-		names[r] = strings.Join(parts, ", ")
+		names = append(names, strings.Join(parts, ", "))
 	}
-	// Runs that differ only in what the settings do not say (a partition,
-	// a seed) are told apart by their files' names.
-	count := map[string]int{}
-	for _, n := range names {
-		count[n]++
-	}
-	for r, n := range names {
-		if count[n] > 1 && r.Path != "" {
-			names[r] = n + " (" + strings.TrimSuffix(filepath.Base(r.Path), ".json") + ")"
-		}
-	}
-	return names, strings.Join(common, ", ")
+	return names, common
 }
 
 // titled is a title with what the runs share beneath it.
@@ -190,12 +263,37 @@ func save(p *plot.Plot, w, h vg.Length, path string) error {
 	})
 }
 
+// palette is Tableau 10: ten hues told apart on screen and in print.
+var palette = []color.RGBA{
+	{0x4e, 0x79, 0xa7, 255}, {0xf2, 0x8e, 0x2b, 255}, {0xe1, 0x57, 0x59, 255}, {0x76, 0xb7, 0xb2, 255}, {0x59, 0xa1, 0x4f, 255},
+	{0xed, 0xc9, 0x48, 255}, {0xb0, 0x7a, 0xa1, 255}, {0xff, 0x9d, 0xa7, 255}, {0x9c, 0x75, 0x5f, 255}, {0xba, 0xb0, 0xac, 255},
+}
+
+// dashes: solid, long, short, dash-dot.
+var dashes = [][]vg.Length{nil, {vg.Points(7), vg.Points(3)}, {vg.Points(2), vg.Points(2)}, {vg.Points(7), vg.Points(2), vg.Points(2), vg.Points(2)}}
+
+// lineStyle is the i-th series' colour, dashes and marker: neighbours
+// differ in all three, so runs whose curves coincide still show apart.
+func lineStyle(i int) (color.RGBA, []vg.Length, draw.GlyphDrawer) {
+	return palette[i%len(palette)], dashes[i%len(dashes)], plotutil.Shape(i)
+}
+
+// timeUnit is the unit a time axis whose values reach most seconds reads
+// in: ms under a second, s above; scale turns seconds into it.
+func timeUnit(most float64) (scale float64, unit string) {
+	if most < 1 {
+		return 1000, "ms"
+	}
+	return 1, "s"
+}
+
 // breakdown: per run, milliseconds per epoch split into compute and
 // exposed communication (SANCUS Figure 21).
 func breakdown(rows []report.Row, names map[*result.Run]string, shared string) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = titled("Time per epoch: compute and the communication it did not hide (mean over ranks)", shared)
-	p.Y.Label.Text = "ms per epoch"
+	p.Y.Label.Text = "time per epoch (ms)"
+	p.Y.Tick.Marker = ticks{}
 	comp, comm := make(plotter.Values, len(rows)), make(plotter.Values, len(rows))
 	labels := make([]string, len(rows))
 	for i, r := range rows {
@@ -209,12 +307,12 @@ func breakdown(rows []report.Row, names map[*result.Run]string, shared string) (
 	if err != nil {
 		return nil, err
 	}
-	bc.Color = color.RGBA{R: 66, G: 133, B: 244, A: 255}
+	bc.Color = palette[0]
 	bm, err := plotter.NewBarChart(comm, w)
 	if err != nil {
 		return nil, err
 	}
-	bm.Color = color.RGBA{R: 234, G: 67, B: 53, A: 255}
+	bm.Color = palette[2]
 	bm.StackOn(bc)
 	p.Add(bc, bm)
 	p.Y.Min = 0
@@ -226,26 +324,35 @@ func breakdown(rows []report.Row, names map[*result.Run]string, shared string) (
 	return p, nil
 }
 
-var perP = regexp.MustCompile(`-P[0-9]+$`)
-
-// scaling: ms per epoch against ranks for each (dataset, configuration),
+// scaling: ms per epoch against ranks for each (graph, configuration),
 // with the ideal line for strong scaling (t1/P) or weak scaling (t1), as
-// the runs' node counts say.
-func scaling(rows []report.Row, names map[*result.Run]string) (*plot.Plot, error) {
+// the runs' node counts say. Several runs at one P (repeats, seeds) count
+// as their mean. A point whose ranks' kernel threads outnumbered its
+// host's cores is ringed and the title says so: there the ranks took
+// turns on the cores, and its time says nothing of the method.
+func scaling(rows []report.Row) (*plot.Plot, error) {
 	groups := map[string][]report.Row{}
+	groupFacets := map[string][]facet{}
 	for _, r := range rows {
-		// One series per (graph, policy); "-P<n>" suffixes name per-P copies of
-		// one graph (weak-scaling graphs, shard directories).
-		k := fmt.Sprintf("%s%g|%s", r.Run.Settings.Staleness, r.Run.Settings.Eps, perP.ReplaceAllString(r.Run.Dataset, ""))
-		groups[k] = append(groups[k], r)
+		var fs []facet
+		var k []string
+		for _, f := range facets(r.Run) {
+			if f.key != "ranks" && f.key != "seed" {
+				fs = append(fs, f)
+				k = append(k, f.value)
+			}
+		}
+		key := strings.Join(k, "|")
+		groups[key] = append(groups[key], r)
+		groupFacets[key] = fs
 	}
-	keys := make([]string, 0, len(groups))
+	var keys []string
 	for k, g := range groups {
 		ranks := map[int]bool{}
 		for _, r := range g {
 			ranks[r.Run.Result.Ranks] = true
 		}
-		if len(ranks) > 1 && len(ranks) == len(g) { // one run per P: a scaling series
+		if len(ranks) > 1 {
 			keys = append(keys, k)
 		}
 	}
@@ -253,46 +360,114 @@ func scaling(rows []report.Row, names map[*result.Run]string) (*plot.Plot, error
 		return nil, nil
 	}
 	sort.Strings(keys)
+	var runs []*result.Run
+	all := make([][]facet, len(keys))
+	for i, k := range keys {
+		all[i] = groupFacets[k]
+		for _, r := range groups[k] {
+			runs = append(runs, r.Run)
+		}
+	}
+	names, common := distinguish(all)
+	if len(keys) == 1 {
+		names[0] = common[0] // the graph
+	}
+	hosts := report.HostCores(runs)
 	p := plot.New()
-	p.Title.Text = "Scaling: time per epoch against ranks"
 	p.X.Label.Text = "ranks P"
-	p.Y.Label.Text = "ms per epoch"
+	p.Y.Label.Text = "time per epoch (ms)"
+	p.X.Tick.Marker, p.Y.Tick.Marker = ticks{integer: true}, ticks{}
+	var over []string
+	var overPts plotter.XYs
 	for i, k := range keys {
 		g := groups[k]
-		sort.Slice(g, func(a, b int) bool { return g[a].Run.Result.Ranks < g[b].Run.Result.Ranks })
-		pts, ideal := make(plotter.XYs, len(g)), make(plotter.XYs, len(g))
-		base := g[0]
-		weak := g[len(g)-1].Run.Nodes != base.Run.Nodes
-		for j, r := range g {
+		sort.SliceStable(g, func(a, b int) bool { return g[a].Run.Result.Ranks < g[b].Run.Result.Ranks })
+		var pts plotter.XYs
+		var firsts []*result.Run
+		var repeats []string
+		for _, r := range g {
 			x := float64(r.Run.Result.Ranks)
-			pts[j] = plotter.XY{X: x, Y: r.MsPerEpoch}
-			ideal[j] = plotter.XY{X: x, Y: base.MsPerEpoch * float64(base.Run.Result.Ranks) / x}
+			if n := len(pts); n > 0 && pts[n-1].X == x {
+				continue
+			}
+			sum, n := 0.0, 0
+			for _, o := range g {
+				if o.Run.Result.Ranks == r.Run.Result.Ranks {
+					sum, n = sum+o.MsPerEpoch, n+1
+				}
+			}
+			pts = append(pts, plotter.XY{X: x, Y: sum / float64(n)})
+			if n > 1 {
+				repeats = append(repeats, fmt.Sprintf("P = %d: mean of %d runs", r.Run.Result.Ranks, n))
+			}
+			firsts = append(firsts, r.Run)
+			for _, o := range g {
+				if o.Run.Result.Ranks != r.Run.Result.Ranks {
+					continue
+				}
+				if cores, yes := report.Oversubscribed(o.Run, hosts); yes {
+					c := fmt.Sprintf("%d cores", cores)
+					if !hosts[o.Run.Host].Known() {
+						c = fmt.Sprintf("at most %d cores", cores)
+					}
+					line := fmt.Sprintf("P = %d oversubscribes host %s: %d ranks × %d kernel threads each on %s", o.Run.Result.Ranks, o.Run.Host, o.Run.Result.Ranks, max(1, o.Run.Result.Threads), c)
+					if !slices.Contains(over, line) {
+						over = append(over, line)
+					}
+					overPts = append(overPts, pts[len(pts)-1])
+					break
+				}
+			}
+		}
+		base := pts[0]
+		weak := firsts[len(firsts)-1].Nodes != firsts[0].Nodes
+		ideal := make(plotter.XYs, len(pts))
+		for j, pt := range pts {
+			ideal[j] = plotter.XY{X: pt.X, Y: base.Y * base.X / pt.X}
 			if weak {
-				ideal[j].Y = base.MsPerEpoch
+				ideal[j].Y = base.Y
 			}
 		}
 		l, s, err := plotter.NewLinePoints(pts)
 		if err != nil {
 			return nil, err
 		}
-		c := plotutil.Color(i)
-		l.Color, s.Color = c, c
+		c, _, shape := lineStyle(i)
+		l.Color, s.Color, s.Shape = c, c, shape
 		il, err := plotter.NewLine(ideal)
 		if err != nil {
 			return nil, err
 		}
 		il.Color = c
-		il.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		il.Dashes = dashes[1]
 		p.Add(l, s, il)
-		kind := "strong"
+		kind := "strong scaling"
 		if weak {
-			kind = "weak"
+			kind = "weak scaling"
 		}
-		f := facets(g[0].Run)
-		p.Legend.Add(fmt.Sprintf("%s, %s, %s", perP.ReplaceAllString(g[0].Run.Dataset, ""), f[3][1], kind+" scaling"), l, s)
-		p.Legend.Add("ideal", il)
+		name := names[i] + ", " + kind
+		if len(repeats) > 0 {
+			name += " (" + strings.Join(repeats, "; ") + ")"
+		}
+		p.Legend.Add(name, l, s)
+		p.Legend.Add("ideal "+kind, il)
 	}
+	what := "Scaling: time per epoch against ranks"
+	if len(over) > 0 {
+		ring, err := plotter.NewScatter(overPts)
+		if err != nil {
+			return nil, err
+		}
+		ring.Shape = draw.RingGlyph{}
+		ring.Radius = vg.Points(7)
+		ring.Color = color.RGBA{R: 200, A: 255}
+		p.Add(ring)
+		p.Legend.Add("ranks share cores (oversubscribed)", ring)
+		what += "\n" + strings.Join(over, "\n")
+	}
+	p.Title.Text = titled(what, strings.Join(common, ", "))
 	p.Y.Min = 0
+	p.X.Min, p.X.Max = p.X.Min-0.3, p.X.Max+0.3
 	return p, nil
 }
 
@@ -300,7 +475,7 @@ func scaling(rows []report.Row, names map[*result.Run]string) (*plot.Plot, error
 // for every run.
 func accuracy(runs []*result.Run, names map[*result.Run]string, shared string) (*plot.Plot, error) {
 	metric := metricOf(runs)
-	return curves(runs, names, titled("Validation "+metric+" by epoch", shared), "epoch", "validation "+metric, func(r *result.Run) (pts plotter.XYs) {
+	p, err := curves(runs, names, titled("Validation "+metric+" by epoch", shared), "validation "+metric, func(r *result.Run) (pts plotter.XYs) {
 		for _, e := range r.Result.Curve {
 			if e.Evaluated {
 				pts = append(pts, plotter.XY{X: float64(e.Epoch), Y: e.ValAcc})
@@ -308,6 +483,12 @@ func accuracy(runs []*result.Run, names map[*result.Run]string, shared string) (
 		}
 		return pts
 	})
+	if p != nil {
+		p.X.Label.Text = "epoch"
+		p.X.Tick.Marker = ticks{integer: true}
+		p.X.Min = 0
+	}
+	return p, err
 }
 
 func metricOf(runs []*result.Run) string {
@@ -323,51 +504,101 @@ func metricOf(runs []*result.Run) string {
 	return metric
 }
 
-// accuracyOverTime: test accuracy against the seconds spent training
+// accuracyOverTime: test accuracy against the time spent training
 // (evaluation excluded), so runs whose epochs cost differently — global
 // and cluster batches, fast and slow links — compare at equal wall time.
 func accuracyOverTime(runs []*result.Run, names map[*result.Run]string, shared string) (*plot.Plot, error) {
 	metric := metricOf(runs)
-	return curves(runs, names, titled("Test "+metric+" over training time", shared), "seconds of training (evaluation excluded)", "test "+metric, func(r *result.Run) (pts plotter.XYs) {
+	most := 0.0
+	for _, r := range runs {
+		t := 0.0
+		for _, e := range r.Result.Curve {
+			t += e.Ms / 1000
+		}
+		most = max(most, t)
+	}
+	scale, unit := timeUnit(most)
+	p, err := curves(runs, names, titled("Test "+metric+" over training time", shared), "test "+metric, func(r *result.Run) (pts plotter.XYs) {
 		t := 0.0
 		for _, e := range r.Result.Curve {
 			t += e.Ms / 1000
 			if e.Evaluated {
-				pts = append(pts, plotter.XY{X: t, Y: e.TestAcc})
+				pts = append(pts, plotter.XY{X: scale * t, Y: e.TestAcc})
 			}
 		}
 		return pts
 	})
+	if p != nil {
+		p.X.Label.Text = "training time (" + unit + ", evaluation excluded)"
+		p.X.Min = 0
+	}
+	return p, err
 }
 
-// timeToAccuracy: per run, the training seconds until its validation
-// accuracy first reached 99% of the best any run on its dataset reached.
+// timeToAccuracy: per run, the training time until its validation
+// accuracy first reached its graph's target, the same for every run of
+// that graph and stated in the title; one colour per graph.
 func timeToAccuracy(rows []report.Row, names map[*result.Run]string, shared string) (*plot.Plot, error) {
+	rows = slices.Clone(rows)
+	sort.SliceStable(rows, func(a, b int) bool { return report.Graph(rows[a].Run) < report.Graph(rows[b].Run) })
+	targets := report.Targets(runsOf(rows))
+	most := 0.0
+	for _, r := range rows {
+		most = max(most, r.TimeToTarget)
+	}
+	scale, unit := timeUnit(most)
 	p := plot.New()
-	p.Title.Text = titled("Time to accuracy: training seconds to 99% of the best validation "+metricOf(runsOf(rows)), shared)
-	p.X.Label.Text = "seconds of training (evaluation excluded)"
-	vals := make(plotter.Values, len(rows))
-	labels := make([]string, len(rows))
-	for i, r := range rows {
-		vals[i] = max(r.TimeToTarget, 0)
-		labels[i] = names[r.Run]
-		if r.TimeToTarget < 0 {
-			labels[i] += " (not reached)"
+	p.Title.Text = titled("Time to accuracy: training time until validation "+metricOf(runsOf(rows))+" first reached its dataset's target\n"+targetLine(targets), shared)
+	p.X.Label.Text = "training time (" + unit + ", evaluation excluded)"
+	p.X.Tick.Marker = ticks{}
+	// Bars run top to bottom in the rows' order; gonum counts from the bottom.
+	n := len(rows)
+	labels := make([]string, n)
+	for i, c := 0, 0; i < n; c++ {
+		g := report.Graph(rows[i].Run)
+		j := i
+		for j < n && report.Graph(rows[j].Run) == g {
+			j++
 		}
+		vals := make(plotter.Values, j-i)
+		for k := i; k < j; k++ {
+			r := rows[k]
+			at := n - 1 - k
+			vals[j-1-k] = scale * max(r.TimeToTarget, 0)
+			labels[at] = names[r.Run]
+			if r.TimeToTarget < 0 {
+				labels[at] += fmt.Sprintf(" — not reached (best %.3f)", r.Run.Result.BestValAcc)
+			}
+		}
+		bc, err := plotter.NewBarChart(vals, vg.Points(14))
+		if err != nil {
+			return nil, err
+		}
+		bc.Horizontal = true
+		bc.XMin = float64(n - j)
+		bc.Color = palette[c%len(palette)]
+		p.Add(bc)
+		p.Legend.Add(fmt.Sprintf("%s: target %.3f", g, targets[g].Value), bc)
+		i = j
 	}
-	bc, err := plotter.NewBarChart(vals, vg.Points(14))
-	if err != nil {
-		return nil, err
-	}
-	bc.Horizontal = true
-	bc.Color = color.RGBA{R: 66, G: 133, B: 244, A: 255}
-	p.Add(bc)
 	p.NominalY(labels...)
 	p.X.Min = 0
-	for _, v := range vals {
-		p.X.Max = max(p.X.Max, 1.05*v)
-	}
+	p.X.Max = max(p.X.Max, 1.05*scale*most)
 	return p, nil
+}
+
+// targetLine states each graph's target.
+func targetLine(targets map[string]report.Target) string {
+	graphs := make([]string, 0, len(targets))
+	for g := range targets {
+		graphs = append(graphs, g)
+	}
+	sort.Strings(graphs)
+	parts := make([]string, len(graphs))
+	for i, g := range graphs {
+		parts[i] = fmt.Sprintf("%s %.3f", g, targets[g].Value)
+	}
+	return fmt.Sprintf("target: %.0f%% of the best any run of the dataset reached (%s)", 100*report.TargetFraction, strings.Join(parts, ", "))
 }
 
 func runsOf(rows []report.Row) []*result.Run {
@@ -378,10 +609,13 @@ func runsOf(rows []report.Row) []*result.Run {
 	return runs
 }
 
-// curves draws one line per run from the points it gives, on [0, 1].
-func curves(runs []*result.Run, names map[*result.Run]string, title, x, y string, points func(*result.Run) plotter.XYs) (*plot.Plot, error) {
+// curves draws one line per run from the points it gives, on [0, 1], each
+// in its own colour, dashes and markers; the markers of run i of n sit
+// i/n of the way between marks, so that coinciding curves show each.
+func curves(runs []*result.Run, names map[*result.Run]string, title, y string, points func(*result.Run) plotter.XYs) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	p.Title.Text, p.Y.Label.Text = title, y
+	p.X.Tick.Marker, p.Y.Tick.Marker = ticks{}, ticks{}
 	for i, r := range runs {
 		pts := points(r)
 		if len(pts) == 0 {
@@ -391,10 +625,21 @@ func curves(runs []*result.Run, names map[*result.Run]string, title, x, y string
 		if err != nil {
 			return nil, err
 		}
-		l.Color = plotutil.Color(i)
-		l.Dashes = plotutil.Dashes(i / 7)
-		p.Add(l)
-		p.Legend.Add(names[r], l)
+		c, d, shape := lineStyle(i)
+		l.Color, l.Dashes = c, d
+		l.Width = vg.Points(1.2)
+		every := max(1, len(pts)/8)
+		var marks plotter.XYs
+		for k := every * i / len(runs); k < len(pts); k += every {
+			marks = append(marks, pts[k])
+		}
+		s, err := plotter.NewScatter(marks)
+		if err != nil {
+			return nil, err
+		}
+		s.Color, s.Shape, s.Radius = c, shape, vg.Points(3)
+		p.Add(l, s)
+		p.Legend.Add(names[r], l, s)
 	}
 	p.Y.Min, p.Y.Max = 0, 1
 	return p, nil
@@ -404,15 +649,23 @@ func curves(runs []*result.Run, names map[*result.Run]string, title, x, y string
 // broadcast (SANCUS Figure 24); gaps are skipped broadcasts.
 func broadcasts(r *result.Run) (*plot.Plot, error) {
 	p := plot.New()
-	f := facets(r)
-	p.Title.Text = titled("Broadcast epochs per (layer, root): gaps are skipped broadcasts", fmt.Sprintf("%s, %s, %s, %s", f[0][1], f[1][1], f[2][1], f[3][1]))
+	var what []string
+	for _, f := range facets(r) {
+		switch f.key {
+		case "dataset", "model", "ranks", "policy", "wire":
+			what = append(what, f.value)
+		}
+	}
+	p.Title.Text = titled("Epochs in which each rank broadcast its block of each layer: gaps are skipped broadcasts", strings.Join(what, ", "))
 	p.X.Label.Text = "epoch"
-	p.Y.Label.Text = "layer, root"
+	p.Y.Label.Text = "layer, root rank"
+	p.X.Tick.Marker = ticks{integer: true}
 	var layers []string
 	for l := range r.Result.Broadcasts {
 		layers = append(layers, l)
 	}
 	sort.Strings(layers)
+	epochs := len(r.Result.Curve)
 	var names []string
 	y := 0.0
 	for _, l := range layers {
@@ -421,6 +674,7 @@ func broadcasts(r *result.Run) (*plot.Plot, error) {
 			var pts plotter.XYs
 			for _, ep := range roots[strconv.Itoa(j)] {
 				pts = append(pts, plotter.XY{X: float64(ep + 1), Y: y})
+				epochs = max(epochs, ep+1)
 			}
 			if len(pts) > 0 {
 				s, err := plotter.NewScatter(pts)
@@ -428,18 +682,21 @@ func broadcasts(r *result.Run) (*plot.Plot, error) {
 					return nil, err
 				}
 				s.GlyphStyle.Radius = vg.Points(1.5)
-				s.GlyphStyle.Color = plotutil.Color(j)
+				s.GlyphStyle.Color = palette[j%len(palette)]
 				p.Add(s)
 			}
-			names = append(names, fmt.Sprintf("layer %s, rank %d", l, j))
+			names = append(names, fmt.Sprintf("layer %s, rank %d: sent %d", l, j, len(pts)))
 			y++
 		}
 	}
-	ticks := make([]plot.Tick, len(names))
+	rowTicks := make([]plot.Tick, len(names))
 	for i, n := range names {
-		ticks[i] = plot.Tick{Value: float64(i), Label: n}
+		rowTicks[i] = plot.Tick{Value: float64(i), Label: n}
 	}
-	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Y.Tick.Marker = plot.ConstantTicks(rowTicks)
 	p.Y.Min, p.Y.Max = -0.5, y-0.5
+	// Room either side of the first and last epoch, so that their marks show whole.
+	p.X.Min, p.X.Max = 0, float64(epochs)+max(1, float64(epochs)/40)
+	p.X.Label.Text = fmt.Sprintf("epoch (1 to %d)", epochs)
 	return p, nil
 }

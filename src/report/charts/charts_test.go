@@ -5,7 +5,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
-	"sancus/src/staleness"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +13,7 @@ import (
 	"sancus/src/prepare"
 	"sancus/src/report"
 	"sancus/src/result"
+	"sancus/src/staleness"
 	"sancus/src/train"
 )
 
@@ -76,9 +77,98 @@ func TestReportFromRuns(t *testing.T) {
 		}
 		names[filepath.Base(p)] = true
 	}
-	for _, want := range []string{"compute_vs_comm.png", "scaling.png", "accuracy.png", "accuracy_vs_time.png", "time_to_accuracy.png", "broadcasts_01.png"} {
+	for _, want := range []string{"compute_vs_comm.png", "scaling.png", "accuracy.png", "accuracy_vs_time.png", "time_to_accuracy.png", broadcastFiles(runs)[runs[1]]} {
 		if !names[want] {
 			t.Fatalf("missing %s in %v", want, pngs)
+		}
+	}
+}
+
+// settingsRun is a run of cora at P = 2 as Settings say, changed by f.
+func settingsRun(f func(r *result.Run)) *result.Run {
+	r := &result.Run{Dataset: "cora", Partitioner: "contiguous", Host: "h", Launcher: "none",
+		Settings: result.Settings{Model: "gcn", Staleness: "none", Wire: "fp32", Exchange: "sparse", Batch: "global", Seed: 1},
+		Result:   &result.Result{Ranks: 2, Curve: []result.Epoch{{Epoch: 1}}}}
+	f(r)
+	return r
+}
+
+// TestNamesTellRunsApart: a legend names each run by the columns in which
+// it differs from the others (dataset, model, P, partitioner, wire,
+// staleness, batch, seed), runs alike in all of them by their files, and
+// the title carries what all share.
+func TestNamesTellRunsApart(t *testing.T) {
+	runs := []*result.Run{
+		settingsRun(func(*result.Run) {}),
+		settingsRun(func(r *result.Run) { r.Dataset = "citeseer-P2" }),
+		settingsRun(func(r *result.Run) { r.Settings.Model = "sage" }),
+		settingsRun(func(r *result.Run) { r.Result.Ranks = 4 }),
+		settingsRun(func(r *result.Run) { r.Partitioner = "grem" }),
+		settingsRun(func(r *result.Run) { r.Settings.Wire = "int2" }),
+		settingsRun(func(r *result.Run) { r.Settings.Staleness, r.Settings.Eps = "variation-gap", 0.03 }),
+		settingsRun(func(r *result.Run) { r.Settings.Batch, r.Settings.ClustersPerStep = "clusters", 10 }),
+		settingsRun(func(r *result.Run) { r.Settings.Seed = 2 }),
+		settingsRun(func(r *result.Run) { r.Path = "out/again-a.json" }),
+		settingsRun(func(r *result.Run) { r.Path = "out/again-b.json" }),
+	}
+	names, shared := describe(runs)
+	seen := map[string]int{}
+	for i, r := range runs {
+		if j, ok := seen[names[r]]; ok {
+			t.Errorf("runs %d and %d both named %q", j, i, names[r])
+		}
+		seen[names[r]] = i
+	}
+	for i, want := range map[int]string{1: "citeseer", 2: "SAGE", 3: "P = 4", 4: "grem partition", 5: "int2 wire", 6: "variation-gap ε_H = 0.03",
+		7: "10 clusters a step", 8: "seed 2", 9: "(again-a)", 10: "(again-b)"} {
+		if !strings.Contains(names[runs[i]], want) {
+			t.Errorf("run %d named %q, which does not say %q", i, names[runs[i]], want)
+		}
+	}
+	if shared != "sparse rows" {
+		t.Errorf("shared %q, want only the exchange, the one column all share", shared)
+	}
+}
+
+// TestBroadcastFileNames: each run that skips broadcasts gets a chart
+// named for the run (graph, ranks, policy), the same whatever other runs
+// the report reads; runs alike get their files' names too; other runs
+// none.
+func TestBroadcastFileNames(t *testing.T) {
+	vg := settingsRun(func(r *result.Run) { r.Settings.Staleness, r.Settings.Eps = "variation-gap", 0.03 })
+	ef := settingsRun(func(r *result.Run) { r.Dataset, r.Settings.Staleness, r.Settings.Eps = "citeseer", "epoch-fixed", 1 })
+	alone := settingsRun(func(r *result.Run) { r.Result.Ranks, r.Settings.Staleness = 1, "epoch-fixed" })
+	plain := settingsRun(func(*result.Run) {})
+	files := broadcastFiles([]*result.Run{vg, ef, alone, plain})
+	if files[vg] != "broadcasts_cora_gcn_P2_contiguous_sparse_fp32_variation-gap-0.03_seed1.png" {
+		t.Errorf("variation-gap run: %q", files[vg])
+	}
+	if !strings.HasPrefix(files[ef], "broadcasts_citeseer_") || !strings.Contains(files[ef], "_P2_") || !strings.Contains(files[ef], "epoch-fixed") {
+		t.Errorf("epoch-fixed run: %q", files[ef])
+	}
+	if files[alone] != "" || files[plain] != "" {
+		t.Errorf("runs that skip nothing got %q and %q", files[alone], files[plain])
+	}
+	if again := broadcastFiles([]*result.Run{plain, vg}); again[vg] != files[vg] {
+		t.Errorf("name changed with the other runs: %q, then %q", files[vg], again[vg])
+	}
+	a, b := *vg, *vg
+	a.Path, b.Path = "x/run-a.json", "x/run-b.json"
+	twins := broadcastFiles([]*result.Run{&a, &b})
+	if twins[&a] == twins[&b] || !strings.HasSuffix(twins[&a], "_run-a.png") {
+		t.Errorf("alike runs: %q and %q", twins[&a], twins[&b])
+	}
+}
+
+// TestNeighboursDrawnApart: series next to each other in a chart (runs
+// loaded in order, alike runs side by side) differ in colour, dashes and
+// marker, so that a curve drawn over another still shows.
+func TestNeighboursDrawnApart(t *testing.T) {
+	for i := 0; i < 40; i++ {
+		c1, d1, g1 := lineStyle(i)
+		c2, d2, g2 := lineStyle(i + 1)
+		if c1 == c2 || slices.Equal(d1, d2) || g1 == g2 {
+			t.Errorf("series %d and %d: %v %v %T, %v %v %T", i, i+1, c1, d1, g1, c2, d2, g2)
 		}
 	}
 }
