@@ -176,7 +176,7 @@ func describe(runs []*result.Run) (names map[*result.Run]string, shared string) 
 		names[r] = apart[i]
 	}
 	// Runs alike in every column are told apart by their files' names, or
-	// where they have none by their order.
+	// where those do not tell them apart by their order.
 	alike := map[string][]*result.Run{}
 	for _, r := range runs {
 		alike[names[r]] = append(alike[names[r]], r)
@@ -185,8 +185,12 @@ func describe(runs []*result.Run) (names map[*result.Run]string, shared string) 
 		if len(rs) < 2 {
 			continue
 		}
+		files := map[string]bool{}
+		for _, r := range rs {
+			files[filepath.Base(r.Path)] = true
+		}
 		for i, r := range rs {
-			if r.Path != "" {
+			if len(files) == len(rs) && r.Path != "" {
 				names[r] = n + " (" + strings.TrimSuffix(filepath.Base(r.Path), ".json") + ")"
 			} else {
 				names[r] = fmt.Sprintf("%s (#%d)", n, i+1)
@@ -296,11 +300,15 @@ func breakdown(rows []report.Row, names map[*result.Run]string, shared string) (
 	p.Y.Tick.Marker = ticks{}
 	comp, comm := make(plotter.Values, len(rows)), make(plotter.Values, len(rows))
 	labels := make([]string, len(rows))
+	hosts := report.HostCores(runsOf(rows))
 	for i, r := range rows {
 		n := float64(r.EpochsCompleted)
 		comp[i] = 1000 * r.ComputeSec / n
 		comm[i] = 1000 * r.CommWaitSec / n
 		labels[i] = names[r.Run]
+		if _, over := report.Oversubscribed(r.Run, hosts); over {
+			labels[i] += " (oversubscribed)" // the ranks waited for cores, not messages
+		}
 	}
 	w := vg.Points(18)
 	bc, err := plotter.NewBarChart(comp, w)
@@ -685,7 +693,7 @@ func broadcasts(r *result.Run) (*plot.Plot, error) {
 				s.GlyphStyle.Color = palette[j%len(palette)]
 				p.Add(s)
 			}
-			names = append(names, fmt.Sprintf("layer %s, rank %d: sent %d", l, j, len(pts)))
+			names = append(names, fmt.Sprintf("layer %s, rank %d: %d of %d sent", l, j, len(pts), len(r.Result.Curve)))
 			y++
 		}
 	}

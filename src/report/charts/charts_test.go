@@ -110,6 +110,8 @@ func TestNamesTellRunsApart(t *testing.T) {
 		settingsRun(func(r *result.Run) { r.Settings.Seed = 2 }),
 		settingsRun(func(r *result.Run) { r.Path = "out/again-a.json" }),
 		settingsRun(func(r *result.Run) { r.Path = "out/again-b.json" }),
+		settingsRun(func(r *result.Run) { r.Dataset, r.Path = "polblogs", "a/run.json" }),
+		settingsRun(func(r *result.Run) { r.Dataset, r.Path = "polblogs", "b/run.json" }),
 	}
 	names, shared := describe(runs)
 	seen := map[string]int{}
@@ -120,7 +122,7 @@ func TestNamesTellRunsApart(t *testing.T) {
 		seen[names[r]] = i
 	}
 	for i, want := range map[int]string{1: "citeseer", 2: "SAGE", 3: "P = 4", 4: "grem partition", 5: "int2 wire", 6: "variation-gap ε_H = 0.03",
-		7: "10 clusters a step", 8: "seed 2", 9: "(again-a)", 10: "(again-b)"} {
+		7: "10 clusters a step", 8: "seed 2", 9: "(again-a)", 10: "(again-b)", 11: "polblogs", 12: "polblogs"} {
 		if !strings.Contains(names[runs[i]], want) {
 			t.Errorf("run %d named %q, which does not say %q", i, names[runs[i]], want)
 		}
