@@ -46,13 +46,14 @@ func HostCores(runs []*result.Run) map[string]Cores {
 }
 
 // Oversubscribed reports whether a run had more kernel threads than its
-// host's cores, for certain; cores gives the cores it had (its bound
-// above) when it was.
-func Oversubscribed(r *result.Run, hosts map[string]Cores) (cores int, over bool) {
+// host's cores (cores: the most it had). An in-process run's ranks all ran
+// on its host, so sure is true; the results of an MPI run name rank 0's
+// host alone, so for one it holds only if all its ranks ran there.
+func Oversubscribed(r *result.Run, hosts map[string]Cores) (cores int, over, sure bool) {
 	c, ok := hosts[r.Host]
-	if !ok || r.Launcher != "none" || c.Hi < c.Lo {
-		return 0, false
+	if !ok || r.Result == nil || c.Hi < c.Lo {
+		return 0, false, false
 	}
 	threads := r.Result.Ranks * max(1, r.Result.Threads)
-	return c.Hi, threads > c.Hi
+	return c.Hi, threads > c.Hi, r.Launcher == "none"
 }

@@ -83,7 +83,8 @@ func TestTargetsShared(t *testing.T) {
 
 // TestHostCores: an in-process run of one rank shows its host's cores; a
 // run of P ranks at one thread each oversubscribes a host of fewer cores;
-// runs that set --threads or ran under MPI say nothing of a host.
+// runs that set --threads or ran under MPI say nothing of a host, and an
+// MPI run on a known host oversubscribes it only if all its ranks ran there.
 func TestHostCores(t *testing.T) {
 	run := func(host, launcher string, ranks, threads int, cmd string) *result.Run {
 		return &result.Run{Host: host, Launcher: launcher, Command: cmd, Result: &result.Result{Ranks: ranks, Threads: threads}}
@@ -94,7 +95,8 @@ func TestHostCores(t *testing.T) {
 	pinned := run("b", "none", 1, 8, "sancus train --data d --threads 8")
 	mpi := run("c", "openmpi", 1, 4, "sancus train --shards s")
 	wide := run("d", "none", 2, 3, "sancus train --data d --ranks 2")
-	hosts := HostCores([]*result.Run{p1, p2, p4, pinned, mpi, wide})
+	mpi4 := run("a", "slurm", 4, 1, "sancus train --shards s")
+	hosts := HostCores([]*result.Run{p1, p2, p4, pinned, mpi, wide, mpi4})
 	if c := hosts["a"]; !c.Known() || c.Lo != 2 {
 		t.Errorf("host a: %+v, want 2 cores", c)
 	}
@@ -108,11 +110,12 @@ func TestHostCores(t *testing.T) {
 		t.Errorf("host d: %+v, want 6 to 7 cores", c)
 	}
 	for _, c := range []struct {
-		r    *result.Run
-		over bool
-	}{{p1, false}, {p2, false}, {p4, true}, {pinned, false}, {mpi, false}, {wide, false}} {
-		if cores, over := Oversubscribed(c.r, hosts); over != c.over || (over && cores != 2) {
-			t.Errorf("%s P=%d: oversubscribed %v on %d cores, want %v", c.r.Host, c.r.Result.Ranks, over, cores, c.over)
+		r          *result.Run
+		over, sure bool
+	}{{p1, false, true}, {p2, false, true}, {p4, true, true}, {pinned, false, false}, {mpi, false, false}, {wide, false, true}, {mpi4, true, false}} {
+		cores, over, sure := Oversubscribed(c.r, hosts)
+		if over != c.over || (over && (cores != 2 || sure != c.sure)) {
+			t.Errorf("%s P=%d: oversubscribed %v (sure %v) on %d cores, want %v (sure %v)", c.r.Host, c.r.Result.Ranks, over, sure, cores, c.over, c.sure)
 		}
 	}
 }

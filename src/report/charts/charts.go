@@ -306,8 +306,8 @@ func breakdown(rows []report.Row, names map[*result.Run]string, shared string) (
 		comp[i] = 1000 * r.ComputeSec / n
 		comm[i] = 1000 * r.CommWaitSec / n
 		labels[i] = names[r.Run]
-		if _, over := report.Oversubscribed(r.Run, hosts); over {
-			labels[i] += " (oversubscribed)" // the ranks waited for cores, not messages
+		if _, over, sure := report.Oversubscribed(r.Run, hosts); over {
+			labels[i] += map[bool]string{true: " (oversubscribed)", false: " (oversubscribed?)"}[sure] // the ranks waited for cores, not messages
 		}
 	}
 	w := vg.Points(18)
@@ -413,12 +413,15 @@ func scaling(rows []report.Row) (*plot.Plot, error) {
 				if o.Run.Result.Ranks != r.Run.Result.Ranks {
 					continue
 				}
-				if cores, yes := report.Oversubscribed(o.Run, hosts); yes {
+				if cores, yes, sure := report.Oversubscribed(o.Run, hosts); yes {
 					c := fmt.Sprintf("%d cores", cores)
 					if !hosts[o.Run.Host].Known() {
 						c = fmt.Sprintf("at most %d cores", cores)
 					}
 					line := fmt.Sprintf("P = %d oversubscribes host %s: %d ranks × %d kernel threads each on %s", o.Run.Result.Ranks, o.Run.Host, o.Run.Result.Ranks, max(1, o.Run.Result.Threads), c)
+					if !sure {
+						line += ", if all its ranks ran there"
+					}
 					if !slices.Contains(over, line) {
 						over = append(over, line)
 					}
