@@ -241,9 +241,38 @@ func titled(what, shared string) string {
 	return what + "\n" + shared
 }
 
+// wrap breaks each line of text wider than w after a comma (else a
+// space), so that a title over a narrow plot is not cut at its edges.
+func wrap(text string, w vg.Length, width func(string) vg.Length) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		for width(line) > w {
+			cut := -1
+			for _, sep := range []string{", ", " "} {
+				for i := len(line) - 1; i > 0 && cut < 0; i-- {
+					if strings.HasPrefix(line[i:], sep) && width(line[:i+len(sep)-1]) <= w {
+						cut = i + len(sep) - 1
+					}
+				}
+				if cut >= 0 {
+					break
+				}
+			}
+			if cut < 0 {
+				break // one word wider than the plot: left whole
+			}
+			out = append(out, strings.TrimSpace(line[:cut]))
+			line = strings.TrimSpace(line[cut:])
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
+
 // save writes p as a PNG of w × h, its legend drawn in a column of its own
 // to the right of the plot area, so that it covers no data.
 func save(p *plot.Plot, w, h vg.Length, path string) error {
+	p.Title.Text = wrap(p.Title.Text, w-vg.Points(12), p.Title.TextStyle.Width)
 	legend := p.Legend
 	measure := draw.New(vgimg.New(w, h))
 	r := legend.Rectangle(measure)

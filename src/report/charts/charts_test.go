@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot/vg"
+
 	"sancus/src/graph"
 	"sancus/src/prepare"
 	"sancus/src/report"
@@ -172,5 +174,23 @@ func TestNeighboursDrawnApart(t *testing.T) {
 		if c1 == c2 || slices.Equal(d1, d2) || g1 == g2 {
 			t.Errorf("series %d and %d: %v %v %T, %v %v %T", i, i+1, c1, d1, g1, c2, d2, g2)
 		}
+	}
+}
+
+// TestWrapFitsTitles: a title line wider than the plot breaks after a
+// comma where one fits, else a space, into lines each within the width,
+// losing no word; a line that fits, and a word too long to break, stay.
+func TestWrapFitsTitles(t *testing.T) {
+	width := func(s string) vg.Length { return vg.Length(len(s)) } // one point a character
+	got := wrap("Time per epoch\ncora, GCN, P = 2, variation-gap ε_H = 0.03, fp32 wire", 30, width)
+	want := "Time per epoch\ncora, GCN, P = 2,\nvariation-gap ε_H = 0.03,\nfp32 wire"
+	if got != want {
+		t.Errorf("wrapped\n%s\nwant\n%s", got, want)
+	}
+	if got := wrap("a few words without commas in them", 12, width); got != "a few words\nwithout\ncommas in\nthem" {
+		t.Errorf("wrapped at spaces:\n%s", got)
+	}
+	if got := wrap("unbreakable-word-longer-than-the-width", 10, width); got != "unbreakable-word-longer-than-the-width" {
+		t.Errorf("long word: %q", got)
 	}
 }
