@@ -447,7 +447,11 @@ func scaling(rows []report.Row) (*plot.Plot, error) {
 					if !hosts[o.Run.Host].Known() {
 						c = fmt.Sprintf("at most %d cores", cores)
 					}
-					line := fmt.Sprintf("P = %d oversubscribes host %s: %d ranks × %d kernel threads each on %s", o.Run.Result.Ranks, o.Run.Host, o.Run.Result.Ranks, max(1, o.Run.Result.Threads), c)
+					threads := fmt.Sprintf("%d kernel threads", max(1, o.Run.Result.Threads))
+					if o.Run.Result.Threads <= 1 {
+						threads = "1 kernel thread"
+					}
+					line := fmt.Sprintf("P = %d oversubscribes host %s: %d ranks × %s each on %s", o.Run.Result.Ranks, o.Run.Host, o.Run.Result.Ranks, threads, c)
 					if !sure {
 						line += ", if all its ranks ran there"
 					}
