@@ -194,3 +194,44 @@ func TestWrapFitsTitles(t *testing.T) {
 		t.Errorf("long word: %q", got)
 	}
 }
+
+// timedRun is a run of graph at P ranks on host h, t kernel threads a
+// rank, ms a training step, reaching validation accuracy val.
+func timedRun(graph string, p, t int, ms float64, val ...float64) *result.Run {
+	r := settingsRun(func(r *result.Run) { r.Dataset, r.Result.Ranks, r.Result.Threads = graph, p, t })
+	r.Result.Curve = nil
+	for i, v := range val {
+		r.Result.Curve = append(r.Result.Curve, result.Epoch{Epoch: i + 1, ValAcc: v, Ms: ms, Evaluated: true})
+		r.Result.BestValAcc = max(r.Result.BestValAcc, v)
+	}
+	r.Result.MeanEpochMs = ms
+	return r
+}
+
+// TestScalingSaysOversubscribed: repeated runs at one P still make a
+// series, and the title names the P whose ranks outnumber the host's
+// cores, and only that one.
+func TestScalingSaysOversubscribed(t *testing.T) {
+	runs := []*result.Run{timedRun("cora", 1, 2, 5, 0.8), timedRun("cora", 1, 2, 5, 0.8), timedRun("cora", 2, 1, 4, 0.8), timedRun("cora", 4, 1, 9, 0.8)}
+	p, err := scaling(report.Summarize(runs))
+	if err != nil || p == nil {
+		t.Fatalf("no scaling chart: %v", err)
+	}
+	if !strings.Contains(p.Title.Text, "P = 4 oversubscribes host h: 4 ranks × 1 kernel thread each on 2 cores") || strings.Contains(p.Title.Text, "P = 2 over") {
+		t.Errorf("title:\n%s", p.Title.Text)
+	}
+}
+
+// TestTimeToAccuracyStatesTargets: the chart gives each graph's target,
+// the same for all of its runs.
+func TestTimeToAccuracyStatesTargets(t *testing.T) {
+	runs := []*result.Run{timedRun("cora", 1, 2, 5, 0.5, 0.8), timedRun("cora-P2", 2, 1, 5, 0.6, 0.7), timedRun("planted", 1, 2, 5, 0.85, 0.9)}
+	names, shared := describe(runs)
+	p, err := timeToAccuracy(report.Summarize(runs), names, shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.Title.Text, "99% of the best any run of the dataset reached (cora 0.792, planted 0.891)") {
+		t.Errorf("title:\n%s", p.Title.Text)
+	}
+}
