@@ -125,6 +125,15 @@ func ckptPath(dir string, epoch, rank, p int) string {
 	return filepath.Join(dir, fmt.Sprintf("epoch-%06d", epoch), fmt.Sprintf("rank-%05d-of-%05d.ckpt", rank, p))
 }
 
+// lastCommitted says which checkpoint a resume would start from (epoch 0:
+// none, as no checkpoint precedes the first epoch).
+func lastCommitted(epoch int) string {
+	if epoch == 0 {
+		return "no checkpoint is committed yet"
+	}
+	return fmt.Sprintf("the last committed checkpoint is epoch %d", epoch)
+}
+
 // saveCheckpoint writes this rank's state after `epoch` completed epochs and
 // commits it once every rank has written. A rank that cannot write (a full
 // disk) does not end the run: no rank commits that epoch, the failure is
@@ -137,7 +146,7 @@ func (e *Engine) saveCheckpoint(dir string, epoch int, res *result.Result, best 
 	}
 	if werr != nil {
 		os.RemoveAll(filepath.Dir(ckptPath(dir, epoch, e.rank, e.P))) // this epoch's partial set; LATEST still names the last whole one
-		msg := fmt.Sprintf("checkpoint after epoch %d failed (%v): training goes on; the last committed checkpoint is epoch %d", epoch, werr, res.Checkpoint)
+		msg := fmt.Sprintf("checkpoint after epoch %d failed (%v): training goes on; %s", epoch, werr, lastCommitted(res.Checkpoint))
 		res.WriteErrors = append(res.WriteErrors, msg)
 		e.notice("%s", msg)
 		return e.c.Barrier()
@@ -146,7 +155,7 @@ func (e *Engine) saveCheckpoint(dir string, epoch int, res *result.Result, best 
 	if e.rank == 0 {
 		if err := atomicfile.WriteBytes(filepath.Join(dir, "LATEST"), []byte(strconv.Itoa(epoch)+"\n")); err != nil {
 			committed = false
-			msg := fmt.Sprintf("checkpoint after epoch %d: %v: training goes on; the last committed checkpoint is epoch %d", epoch, err, res.Checkpoint)
+			msg := fmt.Sprintf("checkpoint after epoch %d: %v: training goes on; %s", epoch, err, lastCommitted(res.Checkpoint))
 			res.WriteErrors = append(res.WriteErrors, msg)
 			e.notice("%s", msg)
 		}
