@@ -1,17 +1,19 @@
 package main
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
 // TestREADMETutorial runs every command of the README's Tutorial section
 // as written, in a scratch directory holding the checkout's testdata and
 // the built binaries under bin/, so the README cannot drift from what
-// sancus does. The sbatch line needs a Slurm cluster: slurm/test-local.sh
+// sancus does; as root, also as an unprivileged user. The sbatch line needs a Slurm cluster: slurm/test-local.sh
 // submits the same script. The README stays a guide, not a manual: at
 // most 250 lines.
 func TestREADMETutorial(t *testing.T) {
@@ -39,18 +41,47 @@ func TestREADMETutorial(t *testing.T) {
 	if len(cmds) < 6 {
 		t.Fatalf("the tutorial shows %d commands", len(cmds))
 	}
-	dir := t.TempDir()
-	testdata, _ := filepath.Abs("../../../testdata")
-	os.Symlink(testdata, filepath.Join(dir, "testdata"))
-	os.Mkdir(filepath.Join(dir, "bin"), 0o755)
 	exe, err := os.ReadFile(bin) // a copy: report finds sancus-report beside the binary it runs as
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, "bin", "sancus"), exe, 0o755)
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "sancus-report"), "../sancus-report").CombinedOutput(); err != nil {
+	report := filepath.Join(t.TempDir(), "sancus-report")
+	if out, err := exec.Command("go", "build", "-o", report, "../sancus-report").CombinedOutput(); err != nil {
 		t.Fatalf("building sancus-report: %v\n%s", err, out)
 	}
+	t.Run("as this user", func(t *testing.T) { runTutorial(t, cmds, exe, report, nil) })
+	if os.Geteuid() == 0 {
+		// Most cluster login containers run as root, most users are not:
+		// the same commands must work for both.
+		t.Run("as nobody", func(t *testing.T) {
+			runTutorial(t, cmds, exe, report, &syscall.Credential{Uid: 65534, Gid: 65534})
+		})
+	}
+}
+
+// runTutorial runs the tutorial's commands in a scratch directory holding
+// a copy of testdata/cora and the binaries under bin/, as cred's user
+// (nil: this one), and checks what they leave.
+func runTutorial(t *testing.T, cmds []string, exe []byte, report string, cred *syscall.Credential) {
+	base := t.TempDir()
+	if cred != nil {
+		base = "/tmp" // the test's own temporary directories are root's alone
+	}
+	dir, err := os.MkdirTemp(base, "sancus-tutorial-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.CopyFS(filepath.Join(dir, "testdata", "cora"), os.DirFS("../../../testdata/cora")); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(dir, "bin"), 0o755)
+	os.WriteFile(filepath.Join(dir, "bin", "sancus"), exe, 0o755)
+	rep, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "bin", "sancus-report"), rep, 0o755)
 	// As a user's shell has it: no opt-in to OpenMPI as root, which the
 	// README's commands must not need.
 	var env []string
@@ -58,6 +89,10 @@ func TestREADMETutorial(t *testing.T) {
 		if !strings.HasPrefix(kv, "OMPI_ALLOW_RUN_AS_ROOT") && !strings.HasPrefix(kv, "OMPI_MCA_rmaps_base_oversubscribe") {
 			env = append(env, kv)
 		}
+	}
+	if cred != nil {
+		filepath.WalkDir(dir, func(p string, _ fs.DirEntry, _ error) error { return os.Chown(p, int(cred.Uid), int(cred.Gid)) })
+		env = append(env, "HOME="+dir, "TMPDIR="+dir)
 	}
 	for _, c := range cmds {
 		if strings.Contains(c, "sbatch ") || strings.Contains(c, "local-cluster.sh") { // slurm/test-local.sh runs these
@@ -68,8 +103,11 @@ func TestREADMETutorial(t *testing.T) {
 		}
 		cmd := exec.Command("bash", "-c", c)
 		cmd.Dir, cmd.Env = dir, env
+		if cred != nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		}
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("README tutorial: %s: %v\n%s", c, err, out)
+			t.Fatalf("README tutorial (in %s): %s: %v\n%s", dir, c, err, out)
 		}
 	}
 	for _, want := range []string{"results/runs/cora.json", "results/runs/cora-P2-vg.json", "data/cora-P2/meta.json", "results/runs/cora.sancus", "results/runs/pred/index.json", "results/runs/summary.csv"} {
