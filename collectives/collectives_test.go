@@ -98,16 +98,17 @@ func TestInprocSizeMismatchIsAnError(t *testing.T) {
 }
 
 // MeasureLink: every rank gets one positive rate, the same on every rank,
-// having sent to every other rank, as the sparse exchange does;
-// one rank measures nothing.
+// having opened a connection to every other rank, as the sparse exchange
+// uses them, and sent its partner the measured bytes in one message; one
+// rank measures nothing.
 func TestMeasureLink(t *testing.T) {
 	for _, p := range []int{1, 2, 3, 4} {
 		rates := make([]float64, p)
-		sentTo := make([]map[int]int, p)
+		sentTo, bigTo := make([]map[int]int, p), make([]map[int]int, p)
 		err := NewWorld(p, 5*time.Second).Run(func(c Comm) error {
-			rc := &sendCounter{Comm: c, to: map[int]int{}}
+			rc := &sendCounter{Comm: c, to: map[int]int{}, big: map[int]int{}}
 			g, err := MeasureLink(rc, 1<<20, 3)
-			rates[c.Rank()], sentTo[c.Rank()] = g, rc.to
+			rates[c.Rank()], sentTo[c.Rank()], bigTo[c.Rank()] = g, rc.to, rc.big
 			return err
 		})
 		if err != nil {
@@ -122,6 +123,11 @@ func TestMeasureLink(t *testing.T) {
 					t.Errorf("P=%d: rank %d sent nothing to rank %d (sent to %v)", p, r, q, sentTo[r])
 				}
 			}
+			if pairs := p / 2 * 2; r < pairs {
+				if big := bigTo[r][(r+pairs/2)%pairs]; big < 3 {
+					t.Errorf("P=%d: rank %d sent its partner %d large messages, want one a round, 3 or more", p, r, big)
+				}
+			}
 		}
 	}
 }
@@ -130,12 +136,15 @@ func TestMeasureLink(t *testing.T) {
 // more, unlike the collectives' words around them), by destination.
 type sendCounter struct {
 	Comm
-	to map[int]int
+	to, big map[int]int
 }
 
 func (s *sendCounter) Isend(buf []byte, dst, tag int) (Request, error) {
-	if len(buf) >= 1<<10 {
+	if tag == TagLink {
 		s.to[dst]++
+		if len(buf) >= 1<<10 {
+			s.big[dst]++
+		}
 	}
 	return s.Comm.Isend(buf, dst, tag)
 }
