@@ -34,21 +34,18 @@ type EdgeParts struct {
 	Edges           []int64 // edges per part
 }
 
-// EdgeNames are the edge partitioners.
-var EdgeNames = []string{"dbh", "hdrf"}
-
 // PartitionEdges streams the graph's edges (a degree pass first for DBH)
 // and gives each edge line that is not a self loop one part; each, if set,
 // hears every assignment. State is O(|V|·P): a replica bitset and an edge
 // count per vertex and part.
-func PartitionEdges(name string, s *graph.EdgeStream, p int, opt Options, each func(u, v, part int32)) (EdgeParts, error) {
+func PartitionEdges(k Kind, s *graph.EdgeStream, p int, opt Options, each func(u, v, part int32)) (EdgeParts, error) {
 	n := s.N
 	words := (p + 63) / 64
 	e := &edgeState{n: n, p: p, words: words, replicas: make([]uint64, n*words), count: make([]int32, n*p),
 		out: EdgeParts{Edges: make([]int64, p)}, seed: opt.Seed}
 	var pick func(u, v int32) int32
-	switch name {
-	case "dbh":
+	switch k {
+	case KindDBH:
 		deg := make([]int32, n)
 		if err := s.Each(func(u, v int32) error {
 			if err := e.check(u, v); err != nil {
@@ -69,10 +66,10 @@ func PartitionEdges(name string, s *graph.EdgeStream, p int, opt Options, each f
 			}
 			return e.hash(low)
 		}
-	case "hdrf":
+	case KindHDRF:
 		pick = e.hdrf()
 	default:
-		return EdgeParts{}, fmt.Errorf("partition: unknown edge partitioner %q (dbh, hdrf)", name)
+		return EdgeParts{}, fmt.Errorf("partition: %v is not an edge partitioner (dbh, hdrf)", k)
 	}
 	if err := s.Each(func(u, v int32) error {
 		if err := e.check(u, v); err != nil {
@@ -90,7 +87,7 @@ func PartitionEdges(name string, s *graph.EdgeStream, p int, opt Options, each f
 		}
 		return nil
 	}); err != nil {
-		return EdgeParts{}, fmt.Errorf("%s: %w", name, err)
+		return EdgeParts{}, fmt.Errorf("%v: %w", k, err)
 	}
 	out := e.finish(max(opt.Balance, 1))
 	var err error

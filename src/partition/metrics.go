@@ -4,33 +4,35 @@ import "sancus/kernels/matrix"
 
 // Metrics measure a partition of a graph (the literature's names).
 type Metrics struct {
-	Parts             int       `json:"parts"`
-	EdgeCut           float64   `json:"edge_cut_fraction"`  // |{(u,v): part(u) ≠ part(v)}| / |E|
-	Replication       float64   `json:"replication_factor"` // Σ_i |V_i ∪ halo_i| / |V|
-	RowBalance        float64   `json:"row_balance"`        // max / mean
-	NNZBalance        float64   `json:"nnz_balance"`
-	TrainBalance      float64   `json:"train_balance"`
-	SendBalance       float64   `json:"send_balance"` // of the rows each part sends the others
-	Locality          []float64 `json:"locality"`     // nnz(Â_ii) / nnz(Â_i,:), self loops counted
-	NonEmptyOffDiag   int       `json:"nonempty_offdiag_blocks"`
-	RowsNeeded        [][]int   `json:"rows_needed"` // [i][j]: rows of part j that part i's block uses
-	RowsNeededFrac    float64   `json:"rows_needed_fraction"`
-	Rows, NNZ, Trains []int     `json:"-"`
+	Parts           int       `json:"parts"`
+	EdgeCut         float64   `json:"edge_cut_fraction"`  // |{(u,v): part(u) ≠ part(v)}| / |E|
+	Replication     float64   `json:"replication_factor"` // Σ_i |V_i ∪ halo_i| / |V|
+	RowBalance      float64   `json:"row_balance"`        // max / mean
+	NNZBalance      float64   `json:"nnz_balance"`
+	TrainBalance    float64   `json:"train_balance"`
+	ValBalance      float64   `json:"val_balance,omitempty"`
+	TestBalance     float64   `json:"test_balance,omitempty"`
+	SendBalance     float64   `json:"send_balance"` // of the rows each part sends the others
+	Locality        []float64 `json:"locality"`     // nnz(Â_ii) / nnz(Â_i,:), self loops counted
+	NonEmptyOffDiag int       `json:"nonempty_offdiag_blocks"`
+	RowsNeeded      [][]int   `json:"rows_needed"` // [i][j]: rows of part j that part i's block uses
+	RowsNeededFrac  float64   `json:"rows_needed_fraction"`
+	// SampledLocal is the expected share of sampled neighbours that are
+	// local under Fanouts (SampledLocality); 0 where not measured.
+	SampledLocal      float64 `json:"sampled_local_fraction,omitempty"`
+	Fanouts           []int   `json:"fanouts,omitempty"`
+	Rows, NNZ, Trains []int   `json:"-"`
+	Vals, Tests       []int   `json:"-"`
 }
 
 // Measure computes the metrics of parts (nil: contiguous ranges given by
-// offsets) on the symmetric adjacency adj (no self loops).
-func Measure(adj *matrix.CSR, parts []int32, offsets []int64, p int, train []int32) Metrics {
+// offsets) on the symmetric adjacency adj (no self loops), with each
+// split's balance.
+func Measure(adj *matrix.CSR, parts []int32, offsets []int64, p int, sp Splits) Metrics {
 	n := adj.Rows
-	if parts == nil {
-		parts = make([]int32, n)
-		for q := 0; q < p; q++ {
-			for v := offsets[q]; v < offsets[q+1]; v++ {
-				parts[v] = int32(q)
-			}
-		}
-	}
-	m := Metrics{Parts: p, Rows: make([]int, p), NNZ: make([]int, p), Trains: make([]int, p), RowsNeeded: make([][]int, p)}
+	parts = Expand(parts, offsets, n)
+	m := Metrics{Parts: p, Rows: make([]int, p), NNZ: make([]int, p), Trains: make([]int, p), Vals: make([]int, p), Tests: make([]int, p),
+		RowsNeeded: make([][]int, p)}
 	for i := range m.RowsNeeded {
 		m.RowsNeeded[i] = make([]int, p)
 	}
@@ -58,8 +60,11 @@ func Measure(adj *matrix.CSR, parts []int32, offsets []int64, p int, train []int
 			}
 		}
 	}
-	for _, t := range train {
-		m.Trains[parts[t]]++
+	for i, set := range [][]int32{sp.Train, sp.Val, sp.Test} {
+		count := [][]int{m.Trains, m.Vals, m.Tests}[i]
+		for _, v := range set {
+			count[parts[v]]++
+		}
 	}
 	if adj.NNZ() > 0 {
 		m.EdgeCut = float64(cut) / float64(adj.NNZ())
@@ -97,6 +102,69 @@ func (m *Metrics) balances() {
 		}
 	}
 	m.RowBalance, m.NNZBalance, m.TrainBalance, m.SendBalance = balance(m.Rows), balance(m.NNZ), balance(m.Trains), balance(sent)
+	m.ValBalance, m.TestBalance = balance(m.Vals), balance(m.Tests)
+}
+
+// Expand returns parts, or where it is nil the parts of the contiguous
+// ranges offsets.
+func Expand(parts []int32, offsets []int64, n int) []int32 {
+	if parts != nil {
+		return parts
+	}
+	parts = make([]int32, n)
+	for q := 0; q+1 < len(offsets); q++ {
+		for v := offsets[q]; v < offsets[q+1]; v++ {
+			parts[v] = int32(q)
+		}
+	}
+	return parts
+}
+
+// SampledLocality is the share of sampled neighbours that are local: of
+// the edges a K-hop neighbour sampler with these fanouts draws from the
+// seeds, the fraction whose sampled endpoint lies in the part of the
+// vertex that samples it (and so needs no remote read). It is the
+// expected value, computed exactly rather than drawn: hop h's frontier
+// vertex v of degree d samples each neighbour with probability
+// min(1, f_h/d) (uniform, without replacement), and a vertex's weight in
+// the next frontier is the expected number of times it was sampled. Every
+// seed's sampling tree counts on its own: a vertex reached twice samples
+// twice, as when each seed's neighbourhood is drawn independently (a
+// mini-batch that merges repeats samples it once). Time O(K·nnz).
+func SampledLocality(adj *matrix.CSR, parts []int32, offsets []int64, seeds []int32, fanouts []int) float64 {
+	n := adj.Rows
+	parts = Expand(parts, offsets, n)
+	w := make([]float64, n)
+	for _, v := range seeds {
+		w[v]++
+	}
+	next := make([]float64, n)
+	var local, all float64
+	for _, f := range fanouts {
+		clear(next)
+		for v := range n {
+			if w[v] == 0 {
+				continue
+			}
+			row := adj.ColIdx[adj.RowPtr[v]:adj.RowPtr[v+1]]
+			if len(row) == 0 {
+				continue
+			}
+			pr := min(1, float64(f)/float64(len(row)))
+			all += w[v] * pr * float64(len(row))
+			for _, u := range row {
+				next[u] += w[v] * pr
+				if parts[u] == parts[v] {
+					local += w[v] * pr
+				}
+			}
+		}
+		w, next = next, w
+	}
+	if all == 0 {
+		return 1
+	}
+	return local / all
 }
 
 func balance(xs []int) float64 {
@@ -120,16 +188,19 @@ type PartBlocks struct {
 	Diag   int64
 	Needed []int // Needed[j]: rows of part j referenced (j == self: ignored)
 	Train  int
+	Val    int
+	Test   int
 }
 
 // FromBlocks computes the metrics from per-part block figures, for a
 // preparation that never holds the whole adjacency.
 func FromBlocks(parts []PartBlocks) Metrics {
 	p := len(parts)
-	m := Metrics{Parts: p, Rows: make([]int, p), NNZ: make([]int, p), Trains: make([]int, p), RowsNeeded: make([][]int, p)}
+	m := Metrics{Parts: p, Rows: make([]int, p), NNZ: make([]int, p), Trains: make([]int, p), Vals: make([]int, p), Tests: make([]int, p),
+		RowsNeeded: make([][]int, p)}
 	var n, offDiag, edges, needed int64
 	for i, b := range parts {
-		m.Rows[i], m.NNZ[i], m.Trains[i] = b.Rows, int(b.NNZ), b.Train
+		m.Rows[i], m.NNZ[i], m.Trains[i], m.Vals[i], m.Tests[i] = b.Rows, int(b.NNZ), b.Train, b.Val, b.Test
 		n += int64(b.Rows)
 		offDiag += b.NNZ - b.Diag
 		edges += b.NNZ - int64(b.Rows) // without self loops

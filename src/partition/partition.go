@@ -1,7 +1,8 @@
 // Package partition assigns every node of a graph to one of P parts:
 // contiguous ranges, random, the streaming SPRING (CATGNN) and GREM
 // (Armada) algorithms, the streaming edge partitioners DBH and HDRF
-// (edges.go), or a file of part ids (e.g. METIS's gpmetis). The
+// (edges.go), ByteGNN's split-balanced blocks (bytegnn.go), or a file of
+// part ids (e.g. METIS's gpmetis). The
 // streaming ones read the edge file in passes and keep O(|V|) state. A
 // partition becomes a node order (part by part) plus P row ranges, which
 // is how shards are cut.
@@ -11,7 +12,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"strings"
 
 	"sancus/src/graph"
 )
@@ -19,55 +19,66 @@ import (
 // Options tune the partitioners.
 type Options struct {
 	Seed       uint64
-	Balance    float64 // β: a part holds at most β·|V|/P nodes (SPRING, GREM)
+	Balance    float64 // β: a part holds at most β·|V|/P nodes (SPRING, GREM, ByteGNN)
 	ChunkEdges int     // GREM: edges per in-memory chunk
 	Passes     int     // GREM: passes over the edge stream per bisection (1 = the paper)
 	TauVol     float64 // SPRING: cluster volume threshold (0: 2|E|/P)
 	File       string  // "file": one part id per line
 	Refine     int     // passes of streaming label-propagation refinement after spring/grem (0: none)
+	Hops       int     // ByteGNN: hops of a block around its centre (0: 2, a 2-layer GNN's)
+	Splits     Splits  // ByteGNN: the split whose counts it balances
 }
+
+// Splits are a dataset's training, validation and test nodes.
+type Splits struct{ Train, Val, Test []int32 }
 
 // DefaultOptions are the values the papers use (β = 1.05).
 func DefaultOptions() Options { return Options{Seed: 1, Balance: 1.05, ChunkEdges: 1 << 20, Passes: 1} }
 
-// Names lists the partitioners.
-var Names = []string{"contiguous", "random", "spring", "grem", "dbh", "hdrf", "file"}
-
-// Run assigns each node of the stream's graph to a part in [0, p).
-// "contiguous" returns nil: keep the node order (rows are cut by nonzeros
-// at shard time).
+// Run parses name and partitions (see Partition).
 func Run(name string, s *graph.EdgeStream, p int, opt Options) ([]int32, error) {
+	k, err := ParseKind(name)
+	if err != nil {
+		return nil, fmt.Errorf("partition: %w", err)
+	}
+	return Partition(k, s, p, opt)
+}
+
+// Partition assigns each node of the stream's graph to a part in [0, p).
+// KindContiguous returns nil: keep the node order (rows are cut by nonzeros
+// at shard time).
+func Partition(k Kind, s *graph.EdgeStream, p int, opt Options) ([]int32, error) {
 	if p < 1 || p > s.N {
 		return nil, fmt.Errorf("partition: cannot make %d parts of %d nodes", p, s.N)
 	}
 	if opt.Balance < 1 {
 		opt.Balance = 1.05
 	}
-	name = strings.ToLower(name)
-	switch name {
-	case "contiguous", "":
+	var parts []int32
+	var err error
+	switch k {
+	case KindContiguous:
 		return nil, nil
-	case "random":
+	case KindRandom:
 		return Random(s.N, p, opt.Seed), nil
-	case "spring", "grem":
-		var parts []int32
-		var err error
-		if name == "spring" {
-			parts, err = Spring(s, p, opt)
-		} else {
-			parts, err = Grem(s, p, opt)
-		}
-		if err == nil && opt.Refine > 0 {
-			err = Refine(s, parts, p, opt.Balance, opt.Refine)
-		}
-		return parts, err
-	case "dbh", "hdrf":
-		ep, err := PartitionEdges(name, s, p, opt, nil)
+	case KindSpring:
+		parts, err = Spring(s, p, opt)
+	case KindGrem:
+		parts, err = Grem(s, p, opt)
+	case KindDBH, KindHDRF:
+		ep, err := PartitionEdges(k, s, p, opt, nil)
 		return ep.Master, err
-	case "file":
+	case KindFile:
 		return ReadFile(opt.File, s.N, p)
+	case KindByteGNN:
+		return BlocksBySplit(s, p, opt)
+	default:
+		return nil, fmt.Errorf("partition: unknown partitioner %v", k)
 	}
-	return nil, fmt.Errorf("partition: unknown partitioner %q (%s)", name, strings.Join(Names, ", "))
+	if err == nil && k.Refines() && opt.Refine > 0 {
+		err = Refine(s, parts, p, opt.Balance, opt.Refine)
+	}
+	return parts, err
 }
 
 // Random deals nodes to parts in a seeded random order, equal sizes ±1.

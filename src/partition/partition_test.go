@@ -119,7 +119,7 @@ func TestStreamingBeatsRandom(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cut[name] = Measure(ds.Adj, parts, nil, 4, ds.Train).EdgeCut
+		cut[name] = Measure(ds.Adj, parts, nil, 4, Splits{Train: ds.Train}).EdgeCut
 	}
 	if cut["spring"] > 0.6*cut["random"] || cut["grem"] > 0.6*cut["random"] {
 		t.Fatalf("edge cuts %v: streaming partitioners should cut well under random", cut)
@@ -130,7 +130,7 @@ func TestMeasureByHand(t *testing.T) {
 	// Path 0-1-2-3 split {0,1} {2,3}: one of three edges is cut.
 	e := &graph.Edges{N: 4, Src: []int32{0, 1, 2}, Dst: []int32{1, 2, 3}}
 	adj, _ := graph.BuildAdjacency(e)
-	m := Measure(adj, []int32{0, 0, 1, 1}, nil, 2, []int32{0})
+	m := Measure(adj, []int32{0, 0, 1, 1}, nil, 2, Splits{Train: []int32{0}})
 	if m.EdgeCut != 1.0/3 || m.Replication != 1.5 || m.NonEmptyOffDiag != 2 || m.RowsNeeded[0][1] != 1 || m.RowsNeeded[1][0] != 1 {
 		t.Fatalf("metrics %+v", m)
 	}
@@ -143,7 +143,7 @@ func TestMeasureByHand(t *testing.T) {
 	// 1.2 (received 3, 1, 1 would give 1.8).
 	e = &graph.Edges{N: 4, Src: []int32{0, 0, 0}, Dst: []int32{1, 2, 3}}
 	adj, _ = graph.BuildAdjacency(e)
-	if m := Measure(adj, []int32{0, 1, 2, 2}, nil, 3, nil); math.Abs(m.SendBalance-1.2) > 1e-12 {
+	if m := Measure(adj, []int32{0, 1, 2, 2}, nil, 3, Splits{}); math.Abs(m.SendBalance-1.2) > 1e-12 {
 		t.Fatalf("star: send balance %v, want 1.2 (rows needed %v)", m.SendBalance, m.RowsNeeded)
 	}
 }
@@ -169,7 +169,7 @@ func TestPartsFileErrors(t *testing.T) {
 func TestFromBlocksMatchesMeasure(t *testing.T) {
 	e := &graph.Edges{N: 4, Src: []int32{0, 1, 2}, Dst: []int32{1, 2, 3}}
 	adj, _ := graph.BuildAdjacency(e)
-	want := Measure(adj, []int32{0, 0, 1, 1}, nil, 2, []int32{0})
+	want := Measure(adj, []int32{0, 0, 1, 1}, nil, 2, Splits{Train: []int32{0}})
 	// Â rows 0,1 | 2,3: part 0 has 2+3 nonzeros, 4 diagonal, uses row 2; part 1 likewise.
 	got := FromBlocks([]PartBlocks{{Rows: 2, NNZ: 5, Diag: 4, Needed: []int{0, 1}, Train: 1}, {Rows: 2, NNZ: 5, Diag: 4, Needed: []int{1, 0}}})
 	if got.EdgeCut != want.EdgeCut || got.Replication != want.Replication || got.Locality[0] != want.Locality[0] ||
@@ -193,11 +193,11 @@ func TestRefineLowersTheCutWithinBalance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := Measure(ds.Adj, parts, nil, 4, nil).EdgeCut
+	before := Measure(ds.Adj, parts, nil, 4, Splits{}).EdgeCut
 	if err := Refine(s, parts, 4, opt.Balance, 3); err != nil {
 		t.Fatal(err)
 	}
-	after := Measure(ds.Adj, parts, nil, 4, nil).EdgeCut
+	after := Measure(ds.Adj, parts, nil, 4, Splits{}).EdgeCut
 	if err := Check(parts, 4, opt.Balance); err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestGremCutsAGridNearOptimally(t *testing.T) {
 		if err := Check(parts, c.p, 1.05); err != nil {
 			t.Fatal(err)
 		}
-		cut := Measure(ds.Adj, parts, nil, c.p, nil).EdgeCut * edges
+		cut := Measure(ds.Adj, parts, nil, c.p, Splits{}).EdgeCut * edges
 		if cut > 1.5*float64(c.best) {
 			t.Fatalf("P=%d: GREM cuts %.0f grid edges, optimum %d", c.p, cut, c.best)
 		}
@@ -309,7 +309,7 @@ func TestEdgePartitioners(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range EdgeNames {
+		for _, name := range EdgeKinds {
 			for _, p := range []int{3, 8, 70} {
 				parts := make([]map[int32]bool, s.N)
 				var adj [][2]int32
@@ -400,7 +400,7 @@ func TestBalanceNonzeros(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := Measure(ds.Adj, parts, nil, p, nil)
+			m := Measure(ds.Adj, parts, nil, p, Splits{})
 			t.Logf("%s P=%d: nonzeros max/mean %.3f → %.3f (measured %.3f), rows %.3f", name, p, before, after, m.NNZBalance, m.RowBalance)
 			if m.NNZBalance > 1.05 {
 				t.Errorf("%s P=%d: nonzeros max/mean %.3f after balancing, want ≤ 1.05", name, p, m.NNZBalance)

@@ -59,6 +59,10 @@ type Options struct {
 	// Progress, if set, hears how far Streaming's passes have come
 	// (total ≤ 0 where it is not known yet).
 	Progress func(stage, unit string, done, total int64)
+	// Nodes, if set, is the dataset's node data (labels, features, split)
+	// as Streaming would read it with its LoadOptions, already read by a
+	// partitioner that needed the split: Streaming does not read it again.
+	Nodes *graph.Dataset
 }
 
 // report tells Progress, if set.

@@ -32,9 +32,11 @@ func Streaming(dataDir, outDir string, parts int, opt Options, load graph.LoadOp
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := graph.LoadNodeData(dataDir, s.N, load)
-	if err != nil {
-		return nil, err
+	nodes := opt.Nodes
+	if nodes == nil {
+		if nodes, err = graph.LoadNodeData(dataDir, s.N, load); err != nil {
+			return nil, err
+		}
 	}
 	n := nodes.N
 	if parts < 1 || parts > n {

@@ -62,7 +62,7 @@ func benchRank(args []string) error {
 			return err
 		}
 		var part scaling.Partition
-		if pf.name == "contiguous" {
+		if !pf.kind.Reorders() {
 			part, err = scaling.Contiguous(scaling.GraphOf(ds), *parts)
 		} else {
 			part.P = *parts

@@ -3,7 +3,8 @@ package main
 import (
 	"fmt"
 	"runtime/debug"
-	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"sancus/launch"
@@ -21,35 +22,40 @@ func init() {
 }
 
 type partFlags struct {
-	name      string
+	kind      partition.Kind
 	balanceBy string
 	opt       partition.Options
 	chunkFrac float64
 	edgeRF    float64 // dbh, hdrf: the edge partition's replication factor
 	edgeFull  float64 // and with full neighbour lists (CATGNN's Figure 6)
+	// load is how the dataset's split is read, for a partitioner that
+	// balances it; nodes is what that read, for prepare to reuse.
+	load  graph.LoadOptions
+	nodes *graph.Dataset
 }
 
 func addPartitionFlags(fs *pflag.FlagSet) *partFlags {
 	pf := &partFlags{opt: partition.DefaultOptions()}
-	fs.StringVar(&pf.name, "partitioner", "contiguous", "contiguous, random, spring, grem, dbh, hdrf (edge partitioners: a node goes where most of its edges are), or file")
+	fs.Var(&pf.kind, "partitioner", "contiguous, random, spring, grem, dbh, hdrf (edge partitioners: a node goes where most of its edges are), bytegnn (ByteGNN's multi-hop blocks around the training, validation and test nodes, each split's count equal across parts), or file")
 	fs.StringVar(&pf.opt.File, "parts-file", "", "with --partitioner file: one part id per line (e.g. gpmetis output)")
 	fs.Float64Var(&pf.opt.Balance, "balance", pf.opt.Balance, "β: a part holds at most β·|V|/P nodes (spring, grem, dbh, hdrf)")
-	fs.StringVar(&pf.balanceBy, "balance-by", "auto", "what parts are equal in: rows, or nnz (nonzeros of Â within 3%, rows kept within β, moving the nodes least attached to their part); auto: nnz where equal rows are over 10% unequal in nonzeros (contiguous ranges: always nnz)")
+	fs.StringVar(&pf.balanceBy, "balance-by", "auto", "what parts are equal in: rows, or nnz (nonzeros of Â within 3%, rows kept within β, moving the nodes least attached to their part); auto: nnz where equal rows are over 10% unequal in nonzeros (contiguous ranges: always nnz; bytegnn: rows, keeping its split counts equal)")
 	fs.IntVar(&pf.opt.ChunkEdges, "chunk-edges", pf.opt.ChunkEdges, "grem: edges per in-memory chunk, seeded by multilevel bisection (more: better cut, more memory)")
 	fs.Float64Var(&pf.chunkFrac, "chunk-frac", 0, "grem: chunk as a fraction of the graph's edges (the paper uses 0.01-0.1); overrides --chunk-edges")
 	fs.IntVar(&pf.opt.Refine, "refine", pf.opt.Refine, "spring, grem: passes of streaming label-propagation refinement afterwards")
 	fs.IntVar(&pf.opt.Passes, "passes", pf.opt.Passes, "grem: passes over the edge stream per bisection (1: as published)")
 	fs.Float64Var(&pf.opt.TauVol, "tau-vol", 0, "spring: cluster volume threshold (0: 2|E|/P)")
-	fs.Uint64Var(&pf.opt.Seed, "partition-seed", pf.opt.Seed, "random: seed")
+	fs.IntVar(&pf.opt.Hops, "block-hops", 2, "bytegnn: hops of a block around each training, validation and test node (a K-layer sampler's K)")
+	fs.Uint64Var(&pf.opt.Seed, "partition-seed", pf.opt.Seed, "random, bytegnn: seed")
 	return pf
 }
 
 // label names the partitioner and, when set, its chunk fraction.
 func (pf *partFlags) label() string {
 	if pf.chunkFrac > 0 {
-		return fmt.Sprintf("%s@%g", pf.name, pf.chunkFrac)
+		return fmt.Sprintf("%v@%g", pf.kind, pf.chunkFrac)
 	}
-	return pf.name
+	return pf.kind.String()
 }
 
 // run streams the graph file through the partitioner (nil for contiguous).
@@ -59,6 +65,9 @@ func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
 	if b := pf.opt.Balance; !(b >= 1 && b <= 100) {
 		return nil, 0, fmt.Errorf("--balance %g: β must be in [1, 100] (a part holds at most β·|V|/P nodes)", b)
+	}
+	if pf.opt.Hops < 1 {
+		return nil, 0, fmt.Errorf("--block-hops %d: a block reaches at least 1 hop", pf.opt.Hops)
 	}
 	start := time.Now()
 	s, err := graph.OpenEdgeStream(data)
@@ -72,25 +81,35 @@ func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
 		}
 		pf.opt.ChunkEdges = max(1000, int(pf.chunkFrac*float64(edges)))
 	}
+	if pf.kind.BalancesSplits() {
+		// The split is read as prepare reads it (the same flags).
+		if pf.nodes, err = graph.LoadNodeData(data, s.N, pf.load); err != nil {
+			return nil, 0, fmt.Errorf("--partitioner %v reads the split: %w", pf.kind, err)
+		}
+		pf.opt.Splits = partition.Splits{Train: pf.nodes.Train, Val: pf.nodes.Val, Test: pf.nodes.Test}
+	}
 	var parts []int32
-	if slices.Contains(partition.EdgeNames, pf.name) {
-		ep, err := partition.PartitionEdges(pf.name, s, p, pf.opt, nil)
+	if pf.kind.CutsEdges() {
+		ep, err := partition.PartitionEdges(pf.kind, s, p, pf.opt, nil)
 		if err != nil {
 			return nil, 0, err
 		}
 		parts, pf.edgeRF, pf.edgeFull = ep.Master, ep.Replication, ep.FullReplication
-	} else if parts, err = partition.Run(pf.name, s, p, pf.opt); err != nil {
+	} else if parts, err = partition.Partition(pf.kind, s, p, pf.opt); err != nil {
 		return nil, 0, err
 	}
 	rowBound := max(pf.opt.Balance, 1.05) // what a part's rows stay within, over the mean
-	if parts != nil && pf.name != "file" {
+	if parts != nil && !pf.kind.Given() {
 		if err := partition.Check(parts, p, rowBound+1e-9); err != nil {
-			return nil, 0, fmt.Errorf("%s partition: %w", pf.name, err)
+			return nil, 0, fmt.Errorf("%v partition: %w", pf.kind, err)
 		}
 	}
 	by, err := partition.ParseBalanceBy(pf.balanceBy)
 	if err != nil {
 		return nil, 0, fmt.Errorf("--balance-by: %w", err)
+	}
+	if by == partition.BalanceAuto && pf.kind.BalancesSplits() {
+		by = partition.BalanceRows // moving nodes for nonzeros would unbalance the splits
 	}
 	switch {
 	case parts == nil && by == partition.BalanceRows: // equal row ranges
@@ -110,11 +129,22 @@ func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
 	return parts, time.Since(start), nil
 }
 
-func printMetrics(name string, m partition.Metrics) {
-	fmt.Printf("partition %s, P=%d: edge cut %.4f, replication factor %.3f, balance rows %.3f nonzeros %.3f rows sent %.3f train %.3f\n",
-		name, m.Parts, m.EdgeCut, m.Replication, m.RowBalance, m.NNZBalance, m.SendBalance, m.TrainBalance)
+func printMetrics(k partition.Kind, m partition.Metrics) {
+	fmt.Printf("partition %v, P=%d: edge cut %.4f, replication factor %.3f, balance rows %.3f nonzeros %.3f rows sent %.3f train %.3f val %.3f test %.3f\n",
+		k, m.Parts, m.EdgeCut, m.Replication, m.RowBalance, m.NNZBalance, m.SendBalance, m.TrainBalance, m.ValBalance, m.TestBalance)
 	fmt.Printf("  locality %v, non-empty off-diagonal blocks %d of %d, rows needed from other parts %.1f%%\n",
 		fmtFloats(m.Locality), m.NonEmptyOffDiag, m.Parts*(m.Parts-1), 100*m.RowsNeededFrac)
+	if len(m.Fanouts) > 0 {
+		fmt.Printf("  sampled neighbours local (fanouts %v from the training nodes, expected): %.4f\n", fmtInts(m.Fanouts), m.SampledLocal)
+	}
+}
+
+func fmtInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
 }
 
 func fmtFloats(xs []float64) string {
@@ -143,27 +173,36 @@ type PartitionStats struct {
 }
 
 func runPartitionStats(args []string) error {
-	fs := newFlags("partition-stats", "partition-stats --data DIR --parts P [--partitioner NAME] [--out FILE]")
+	fs := newFlags("partition-stats", "partition-stats --data DIR --parts P [--partitioner NAME] [--fanouts 15,10] [--out FILE]")
 	data := fs.String("data", "", "dataset directory or graph file (required)")
 	parts := fs.Int("parts", 0, "number of parts (required)")
 	out := fs.String("out", "", "append the figures as JSON to this file")
-	row := fs.Bool("row", false, "also print one tab-separated row: dataset partitioner P edge-cut replication row-balance nnz-balance seconds peak-MB")
+	row := fs.Bool("row", false, "also print one tab-separated row: dataset partitioner P edge-cut replication row-balance nnz-balance seconds peak-MB; and a second, ROW-SPLITS: dataset partitioner P train-balance val-balance test-balance edge-cut sampled-local")
+	fanouts := fs.IntSlice("fanouts", []int{15, 10}, "a sampler's neighbours per hop, for the share of sampled neighbours that are local (expected, under uniform sampling from the training nodes; empty: not measured)")
 	extSec := fs.Float64("external-seconds", 0, "with --partitioner file: time the external tool took (reported instead of reading the file)")
 	extMB := fs.Float64("external-peak-mb", 0, "with --partitioner file: the external tool's peak memory")
 	pf := addPartitionFlags(fs)
+	load := graph.LoadOptions{Classes: -1} // labels unchecked: the split is what counts
+	addSplitFlags(fs, &load, "")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *data == "" || *parts < 1 {
 		return fmt.Errorf("--data and --parts ≥ 1 are required")
 	}
+	for _, f := range *fanouts {
+		if f < 1 {
+			return fmt.Errorf("--fanouts %s: each hop samples at least 1 neighbour", fmtInts(*fanouts))
+		}
+	}
+	pf.load = load
 	assign, took, err := pf.run(*data, *parts)
 	if err != nil {
 		return err
 	}
 	// Peak memory is read before the whole graph is loaded for measuring.
 	peak := launch.PeakRSSMB()
-	ds, err := graph.Load(*data, graph.LoadOptions{Classes: -1}) // the graph alone
+	ds, err := graph.Load(*data, load)
 	if err != nil {
 		return err
 	}
@@ -177,13 +216,17 @@ func runPartitionStats(args []string) error {
 			return err
 		}
 	}
-	m := partition.Measure(ds.Adj, assign, offsets, *parts, ds.Train)
+	m := partition.Measure(ds.Adj, assign, offsets, *parts, partition.Splits{Train: ds.Train, Val: ds.Val, Test: ds.Test})
+	if len(*fanouts) > 0 {
+		m.Fanouts = *fanouts
+		m.SampledLocal = partition.SampledLocality(ds.Adj, assign, offsets, ds.Train, *fanouts)
+	}
 	secs := took.Seconds()
 	if *extSec > 0 || *extMB > 0 {
 		secs, peak = *extSec, *extMB
 	}
 	fmt.Printf("%s: %.2fs, peak memory %.1f MB\n", *data, secs, peak)
-	printMetrics(pf.name, m)
+	printMetrics(pf.kind, m)
 	// CATGNN's replication factor: a vertex partition's with full
 	// neighbour lists (Σ|V_i ∪ N(V_i)|/|V|); an edge partition's replicas
 	// per vertex, and the same with full neighbour lists kept.
@@ -194,6 +237,7 @@ func runPartitionStats(args []string) error {
 	}
 	if *row {
 		fmt.Printf("ROW\t%s\t%s\t%d\t%.4f\t%.3f\t%.3f\t%.3f\t%.3f\t%.2f\t%.1f\n", *data, pf.label(), *parts, m.EdgeCut, rf, full, m.RowBalance, m.NNZBalance, secs, peak)
+		fmt.Printf("ROW-SPLITS\t%s\t%s\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\n", *data, pf.label(), *parts, m.TrainBalance, m.ValBalance, m.TestBalance, m.EdgeCut, m.SampledLocal)
 	}
 	if *out != "" {
 		return appendJSONLine(*out, PartitionStats{Dataset: *data, Partitioner: pf.label(), Seconds: secs, PeakRSSMB: peak,

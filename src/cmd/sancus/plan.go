@@ -105,7 +105,7 @@ func runPlan(args []string) error {
 	cfg := mf.config()
 	g := scaling.GraphOf(ds)
 	partOf := func(p int) (scaling.Partition, error) {
-		if pf.name == "contiguous" {
+		if !pf.kind.Reorders() {
 			return scaling.Contiguous(g, p)
 		}
 		parts, _, err := pf.run(*data, p)

@@ -47,16 +47,17 @@ func runPrepare(args []string) (err error) {
 	// What prepare read and how, for the shard set's identity: the data's
 	// files with their sizes, the loader's flags and the partitioner.
 	identity := dataIdentity(*data, load)
-	opt := prepare.Options{Source: fmt.Sprintf("%s %s partitioner=%s", filepath.Base(*data), identity, pf.name)}
+	pf.load = load
+	opt := prepare.Options{Source: fmt.Sprintf("%s %s partitioner=%v", filepath.Base(*data), identity, pf.kind)}
 	if *pre {
 		opt.Precompute = shard.Aggregations
 	}
 	var took time.Duration
 	if *clusters > 0 {
 		if !fs.Changed("partitioner") {
-			pf.name = "grem"
+			pf.kind = partition.KindGrem
 		}
-		if pf.name == "contiguous" {
+		if !pf.kind.Reorders() {
 			return fmt.Errorf("--clusters needs a partitioner that finds clusters (grem, spring, random or file), not contiguous")
 		}
 		if opt.Clusters, took, err = pf.run(*data, *clusters); err != nil {
@@ -69,6 +70,7 @@ func runPrepare(args []string) (err error) {
 	} else if opt.Parts, took, err = pf.run(*data, *parts); err != nil {
 		return err
 	}
+	opt.Nodes = pf.nodes
 	// The directory is complete only once meta.json is written, last; a
 	// failed prepare leaves no empty directory it created.
 	_, statErr := os.Stat(*out)
@@ -99,14 +101,14 @@ func runPrepare(args []string) (err error) {
 	metrics := partition.FromBlocks(blocks)
 	ds := prep.DS
 	meta := shard.Meta{Dataset: ds.Name, Data: identity, Parts: *parts, Nodes: ds.N, Features: ds.Features.Cols, Classes: ds.Classes,
-		Precomputed: *pre, NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName, Offsets: prep.Offsets, Partitioner: pf.name, Partition: metrics, PartitionS: took.Seconds(), Clusters: *clusters,
+		Precomputed: *pre, NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName, Offsets: prep.Offsets, Partitioner: pf.kind.String(), Partition: metrics, PartitionS: took.Seconds(), Clusters: *clusters,
 		PeakRSSMB: launch.PeakRSSMB(), CompulsoryMB: prep.CompulsoryMB(), Created: time.Now().UTC(), Set: fmt.Sprintf("%016x", prep.Set)}
 	if err := shard.WriteMeta(*out, meta); err != nil {
 		return err
 	}
 	fmt.Printf("wrote %d shards of %s (%d nodes, %d nonzeros in Â) to %s in %.1fs, peak memory %.0f MB (it must hold %.0f MB at once)\n",
 		*parts, ds.Name, ds.N, prep.NNZ(), *out, time.Since(start).Seconds(), meta.PeakRSSMB, meta.CompulsoryMB)
-	printMetrics(pf.name, metrics)
+	printMetrics(pf.kind, metrics)
 	noteTrainBalance(metrics)
 	return nil
 }
@@ -122,13 +124,13 @@ func noteTrainBalance(m partition.Metrics) {
 	if m.TrainBalance <= trainImbalance {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "sancus prepare: the training nodes are unbalanced across the parts (%v a part; the largest %.2fx the mean): the ranks do unequal work each step; --partitioner random, spring or grem spreads them\n",
+	fmt.Fprintf(os.Stderr, "sancus prepare: the training nodes are unbalanced across the parts (%v a part; the largest %.2fx the mean): the ranks do unequal work each step; --partitioner random, spring, grem or bytegnn spreads them\n",
 		m.Trains, m.TrainBalance)
 }
 
 // partBlocks summarizes a shard for the partition metrics.
 func partBlocks(s *shard.Shard) partition.PartBlocks {
-	b := partition.PartBlocks{Rows: s.Rows(), Train: len(s.Train), Needed: make([]int, s.Parts)}
+	b := partition.PartBlocks{Rows: s.Rows(), Train: len(s.Train), Val: len(s.Val), Test: len(s.Test), Needed: make([]int, s.Parts)}
 	for j, blk := range s.Blocks {
 		b.NNZ += blk.NNZ()
 		if j == s.Rank {
@@ -150,11 +152,16 @@ func writeAtomic(path string, b []byte) error { return atomicfile.WriteBytes(pat
 // addLoadFlags adds the flags of how a dataset is read.
 func addLoadFlags(fs *pflag.FlagSet, o *graph.LoadOptions, when string) {
 	fs.BoolVar(&o.NormalizeFeatures, "normalize-features", true, "row-normalize features"+when)
+	addSplitFlags(fs, o, when)
+	fs.Var((*classesFlag)(&o.Classes), "classes", "number of classes, where the labels leave some ids unused (0: 0 up to the largest label, every one used)"+when)
+}
+
+// addSplitFlags adds the flags of which split a dataset's nodes fall into.
+func addSplitFlags(fs *pflag.FlagSet, o *graph.LoadOptions, when string) {
 	o.Split = "random"
 	fs.Var((*splitFlag)(&o.Split), "split", "split of datasets that ship none: random (10/10/80) or planetoid (20 per class, 500, 1000)"+when)
 	fs.Uint64Var(&o.SplitSeed, "split-seed", 1, "seed of that split"+when)
 	fs.StringVar(&o.SplitName, "split-name", "", "which split/<name>/ of an OGB dataset (needed when it has several)"+when)
-	fs.Var((*classesFlag)(&o.Classes), "classes", "number of classes, where the labels leave some ids unused (0: 0 up to the largest label, every one used)"+when)
 }
 
 // splitFlag is --split: a name the loader knows, refused at the flag
