@@ -48,8 +48,10 @@ import (
 //     generated graphs, ogbn-products) blocks are single vertices and
 //     this is a greedy streaming pass in that order.
 //
-// Memory is the symmetric adjacency (8 bytes per edge) and O(|V|) more;
-// time O(K·(|V| + |E|)). The result is deterministic for a seed.
+// Options.Refine adds passes of label propagation that keep those bounds
+// (refine). Memory is the symmetric adjacency (8 bytes per edge) and
+// O(|V|) more; time O((K + Refine)·(|V| + |E|)). The result is
+// deterministic for a seed.
 func BlocksBySplit(s *graph.EdgeStream, p int, opt Options) ([]int32, error) {
 	n := s.N
 	sp := opt.Splits
@@ -190,7 +192,51 @@ func BlocksBySplit(s *graph.EdgeStream, p int, opt Options) ([]int32, error) {
 			}
 		}
 	}
+	for range opt.Refine {
+		if a.refine(ptr, col, role) == 0 {
+			break
+		}
+	}
 	return parts, nil
+}
+
+// refine is one pass of label propagation within Algorithm 2's bounds
+// (beyond the paper, with Options.Refine): each vertex in turn moves to
+// the part holding most of its neighbours when that holds more than its
+// own and has room for it in its split (or in the vertices of none) and
+// in vertices. It returns how many moved.
+func (a *assigner) refine(ptr []int64, col []int32, role []int8) int {
+	moved := 0
+	var touched []int32
+	for v := range a.parts {
+		touched = touched[:0]
+		for _, u := range col[ptr[v]:ptr[v+1]] {
+			q := a.parts[u]
+			if a.ce[q] == 0 {
+				touched = append(touched, q)
+			}
+			a.ce[q]++
+		}
+		cur, r := a.parts[v], role[v]
+		best := cur
+		for _, q := range touched {
+			if a.ce[q] > a.ce[best] && a.count[q][r] < a.cap[r] && a.size[q] < a.rowCap {
+				best = q
+			}
+		}
+		for _, q := range touched {
+			a.ce[q] = 0
+		}
+		if best != cur {
+			a.parts[v] = best
+			a.size[cur]--
+			a.size[best]++
+			a.count[cur][r]--
+			a.count[best][r]++
+			moved++
+		}
+	}
+	return moved
 }
 
 // splitBound is how far past the mean a part's count of each split may go.

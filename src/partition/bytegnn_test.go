@@ -30,7 +30,7 @@ func dcsbmGraph(t *testing.T, nodes int) (string, *graph.Dataset) {
 // partition holds each split's count within 5% of the mean, its vertices
 // within β, and a 2-hop sampler (fanouts 10, 5) finds more of its sampled
 // neighbours local than on contiguous ranges; the same seed gives the
-// same partition.
+// same partition; refinement keeps the bounds.
 func TestByteGNNBalancesSplitsAndKeepsSamplesLocal(t *testing.T) {
 	dir, ds := dcsbmGraph(t, 4000)
 	s := stream(t, dir)
@@ -66,6 +66,21 @@ func TestByteGNNBalancesSplitsAndKeepsSamplesLocal(t *testing.T) {
 	again, err := Partition(KindByteGNN, s, p, opt)
 	if err != nil || !slices.Equal(again, parts) {
 		t.Fatalf("same seed, a different partition (err %v)", err)
+	}
+	// Refinement keeps the bounds and cuts fewer edges (each move does).
+	opt.Refine = 4
+	refined, err := Partition(KindByteGNN, s, p, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(refined, p, opt.Balance); err != nil {
+		t.Fatal(err)
+	}
+	r := Measure(ds.Adj, refined, nil, p, sp)
+	t.Logf("refined: train %v val %v test %v, edge cut %.3f, sampled local %.3f", r.Trains, r.Vals, r.Tests, r.EdgeCut,
+		SampledLocality(ds.Adj, refined, nil, ds.Train, fanouts))
+	if max(r.TrainBalance, r.ValBalance, r.TestBalance) > 1.05 || !(r.EdgeCut < m.EdgeCut) {
+		t.Errorf("refined: split balance %.3f %.3f %.3f, edge cut %.3f against %.3f unrefined", r.TrainBalance, r.ValBalance, r.TestBalance, r.EdgeCut, m.EdgeCut)
 	}
 }
 

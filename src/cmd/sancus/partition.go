@@ -42,7 +42,7 @@ func addPartitionFlags(fs *pflag.FlagSet) *partFlags {
 	fs.StringVar(&pf.balanceBy, "balance-by", "auto", "what parts are equal in: rows, or nnz (nonzeros of Â within 3%, rows kept within β, moving the nodes least attached to their part); auto: nnz where equal rows are over 10% unequal in nonzeros (contiguous ranges: always nnz; bytegnn: rows, keeping its split counts equal)")
 	fs.IntVar(&pf.opt.ChunkEdges, "chunk-edges", pf.opt.ChunkEdges, "grem: edges per in-memory chunk, seeded by multilevel bisection (more: better cut, more memory)")
 	fs.Float64Var(&pf.chunkFrac, "chunk-frac", 0, "grem: chunk as a fraction of the graph's edges (the paper uses 0.01-0.1); overrides --chunk-edges")
-	fs.IntVar(&pf.opt.Refine, "refine", pf.opt.Refine, "spring, grem: passes of streaming label-propagation refinement afterwards")
+	fs.IntVar(&pf.opt.Refine, "refine", pf.opt.Refine, "spring, grem, bytegnn: passes of label-propagation refinement afterwards (streaming; bytegnn: within its split bounds)")
 	fs.IntVar(&pf.opt.Passes, "passes", pf.opt.Passes, "grem: passes over the edge stream per bisection (1: as published)")
 	fs.Float64Var(&pf.opt.TauVol, "tau-vol", 0, "spring: cluster volume threshold (0: 2|E|/P)")
 	fs.IntVar(&pf.opt.Hops, "block-hops", 2, "bytegnn: hops of a block around each training, validation and test node (a K-layer sampler's K)")
