@@ -205,6 +205,13 @@ bench-partition: build
 	@command -v gpmetis >/dev/null || { $(APT_INSTALL) metis; }
 	bash slurm/bench/partition-bench.sh results/bench/partition
 
+# ByteGNN's partitioner at P = 4 on the 100k products-like graph and Cora:
+# each split's balance, edge cut, share of sampled neighbours local.
+.PHONY: bench-bytegnn
+bench-bytegnn: build
+	@command -v gpmetis >/dev/null || { $(APT_INSTALL) metis; }
+	bash slurm/bench/bytegnn-bench.sh results/bench/bytegnn
+
 # Time to accuracy on emulated links (root: ip netns, tc): by default the
 # whole table, every rate, P = 2 and 4 and all three models (hours on a
 # 2-core machine); RATES, PS, MODELS, CONFIGS, TURNS, EPOCHS, LR narrow
