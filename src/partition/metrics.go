@@ -130,7 +130,9 @@ func Expand(parts []int32, offsets []int64, n int) []int32 {
 // the next frontier is the expected number of times it was sampled. Every
 // seed's sampling tree counts on its own: a vertex reached twice samples
 // twice, as when each seed's neighbourhood is drawn independently (a
-// mini-batch that merges repeats samples it once). Time O(K·nnz).
+// mini-batch that merges repeats samples it once). Where nothing is
+// sampled (no seeds, or seeds without neighbours) it is 1: nothing is
+// read remotely. Time O(K·nnz).
 func SampledLocality(adj *matrix.CSR, parts []int32, offsets []int64, seeds []int32, fanouts []int) float64 {
 	n := adj.Rows
 	parts = Expand(parts, offsets, n)

@@ -38,7 +38,7 @@ func addPartitionFlags(fs *pflag.FlagSet) *partFlags {
 	pf := &partFlags{opt: partition.DefaultOptions()}
 	fs.Var(&pf.kind, "partitioner", "contiguous, random, spring, grem, dbh, hdrf (edge partitioners: a node goes where most of its edges are), bytegnn (ByteGNN's multi-hop blocks around the training, validation and test nodes, each split's count equal across parts), or file")
 	fs.StringVar(&pf.opt.File, "parts-file", "", "with --partitioner file: one part id per line (e.g. gpmetis output)")
-	fs.Float64Var(&pf.opt.Balance, "balance", pf.opt.Balance, "β: a part holds at most β·|V|/P nodes (spring, grem, dbh, hdrf)")
+	fs.Float64Var(&pf.opt.Balance, "balance", pf.opt.Balance, "β: a part holds at most β·|V|/P nodes (spring, grem, dbh, hdrf, bytegnn)")
 	fs.StringVar(&pf.balanceBy, "balance-by", "auto", "what parts are equal in: rows, or nnz (nonzeros of Â within 3%, rows kept within β, moving the nodes least attached to their part); auto: nnz where equal rows are over 10% unequal in nonzeros (contiguous ranges: always nnz; bytegnn: rows, keeping its split counts equal)")
 	fs.IntVar(&pf.opt.ChunkEdges, "chunk-edges", pf.opt.ChunkEdges, "grem: edges per in-memory chunk, seeded by multilevel bisection (more: better cut, more memory)")
 	fs.Float64Var(&pf.chunkFrac, "chunk-frac", 0, "grem: chunk as a fraction of the graph's edges (the paper uses 0.01-0.1); overrides --chunk-edges")
@@ -178,7 +178,7 @@ func runPartitionStats(args []string) error {
 	parts := fs.Int("parts", 0, "number of parts (required)")
 	out := fs.String("out", "", "append the figures as JSON to this file")
 	row := fs.Bool("row", false, "also print one tab-separated row: dataset partitioner P edge-cut replication row-balance nnz-balance seconds peak-MB; and a second, ROW-SPLITS: dataset partitioner P train-balance val-balance test-balance edge-cut sampled-local")
-	fanouts := fs.IntSlice("fanouts", []int{15, 10}, "a sampler's neighbours per hop, for the share of sampled neighbours that are local (expected, under uniform sampling from the training nodes; empty: not measured)")
+	fanouts := fs.IntSlice("fanouts", []int{15, 10}, "a sampler's neighbours per hop, for the share of sampled neighbours that lie in the sampling vertex's part (expected, under uniform sampling without replacement from the training nodes)")
 	extSec := fs.Float64("external-seconds", 0, "with --partitioner file: time the external tool took (reported instead of reading the file)")
 	extMB := fs.Float64("external-peak-mb", 0, "with --partitioner file: the external tool's peak memory")
 	pf := addPartitionFlags(fs)
@@ -217,7 +217,7 @@ func runPartitionStats(args []string) error {
 		}
 	}
 	m := partition.Measure(ds.Adj, assign, offsets, *parts, partition.Splits{Train: ds.Train, Val: ds.Val, Test: ds.Test})
-	if len(*fanouts) > 0 {
+	if len(ds.Train) > 0 { // nothing is sampled without training nodes
 		m.Fanouts = *fanouts
 		m.SampledLocal = partition.SampledLocality(ds.Adj, assign, offsets, ds.Train, *fanouts)
 	}
