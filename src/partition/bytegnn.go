@@ -32,10 +32,13 @@ import (
 //   - Hard bounds beside the score: a part takes a block only if no split
 //     count then exceeds cap_s = max(⌈C_s⌉, ⌊1.02·C_s⌋), C_s = |V_s|/P
 //     (each split within 2% of the mean, inside 5% after rounding, with
-//     room left for the locality term to choose), and its vertices stay
-//     within β·|V|/P (what Check asks of every partitioner). When no part
-//     can take the block within both, the split bound gives way; when
-//     none has room for its vertices, its vertices go one at a time.
+//     room left for the locality term to choose), its vertices in no
+//     split stay within β times their mean, and all its vertices within
+//     β·|V|/P (what Check asks of every partitioner). Each kind of vertex
+//     then has room across the parts whatever the others do, so a block
+//     that fits no part whole goes one vertex at a time, each within the
+//     bounds where any part allows (else within β·|V|/P alone, else to
+//     the part with fewest vertices).
 //   - |P_j| + 1 for |P_j| (an empty part scores 0, not ∞). A block with no
 //     edge to any placed vertex (every score 0) goes to the part with the
 //     highest BS, then the fewest vertices.
@@ -121,7 +124,7 @@ func BlocksBySplit(s *graph.EdgeStream, p int, opt Options) ([]int32, error) {
 		}
 	}
 
-	// Block members, and each block's split counts.
+	// Block members, listed block by block (start[b] is where b begins).
 	start := make([]int32, nb+1)
 	for _, b := range block {
 		start[b+1]++
