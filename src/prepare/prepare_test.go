@@ -172,3 +172,49 @@ func TestMeanOfNeighbours(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamingReusesNodeData: node data read beforehand (as a partitioner
+// that needs the split reads it) gives the shards Streaming writes when it
+// reads the node data itself, byte for byte; and it is what Streaming
+// uses (half the training nodes give other shards).
+func TestStreamingReusesNodeData(t *testing.T) {
+	const data = "../../testdata/cora"
+	load := graph.LoadOptions{NormalizeFeatures: true, SplitSeed: 1}
+	s, err := graph.OpenEdgeStream(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := graph.LoadNodeData(data, s.N, load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assign := make([]int32, nodes.N)
+	for v := range assign {
+		assign[v] = int32((v * 5) % 2)
+	}
+	own, given := t.TempDir(), t.TempDir()
+	for _, c := range []struct {
+		dir   string
+		nodes *graph.Dataset
+	}{{own, nil}, {given, nodes}} {
+		if _, err := Streaming(data, c.dir, 2, Options{Precompute: shard.Aggregations, Parts: assign, Nodes: c.nodes}, load); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := range 2 {
+		a, _ := os.ReadFile(filepath.Join(own, shard.FileName(r, 2)))
+		b, _ := os.ReadFile(filepath.Join(given, shard.FileName(r, 2)))
+		if len(a) == 0 || string(a) != string(b) {
+			t.Fatalf("shard %d differs when Streaming is given the node data", r)
+		}
+	}
+	nodes.Train = nodes.Train[:len(nodes.Train)/2]
+	if _, err := Streaming(data, given, 2, Options{Precompute: shard.Aggregations, Parts: assign, Nodes: nodes}, load); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(filepath.Join(own, shard.FileName(0, 2)))
+	b, _ := os.ReadFile(filepath.Join(given, shard.FileName(0, 2)))
+	if string(a) == string(b) {
+		t.Fatal("Streaming read the node data again instead of taking the given one")
+	}
+}
