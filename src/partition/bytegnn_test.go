@@ -222,6 +222,28 @@ func TestSampledLocalityByHand(t *testing.T) {
 	}
 }
 
+// TestMicrographLocalityByHand: the path of TestSampledLocalityByHand,
+// root 1 in part 0. Fanouts 1,1: the root, then 0 (½, local) or 2 (½);
+// then from 0: 1 (local, ½); from 2: 1 (local, ¼) or 3 (¼). Local
+// 1 + ½ + ½ + ¼ of 3 vertices. Fanouts 2,2: the root, 0 and 2, then
+// 1 (from 0), 1 and 3 (from 2): local 1 + 1 + 1 + 1 of 6.
+func TestMicrographLocalityByHand(t *testing.T) {
+	adj, err := graph.BuildAdjacency(&graph.Edges{N: 4, Src: []int32{0, 1, 2}, Dst: []int32{1, 2, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := []int32{0, 0, 1, 1}
+	if got := MicrographLocality(adj, parts, nil, []int32{1}, []int{1, 1}); math.Abs(got-2.25/3) > 1e-12 {
+		t.Errorf("fanouts 1,1: %v, want %v", got, 2.25/3)
+	}
+	if got := MicrographLocality(adj, parts, nil, []int32{1}, []int{2, 2}); math.Abs(got-4.0/6) > 1e-12 {
+		t.Errorf("fanouts 2,2: %v, want %v", got, 4.0/6)
+	}
+	if got := MicrographLocality(adj, parts, nil, []int32{1, 2}, []int{2, 2}); math.Abs(got-8.0/12) > 1e-12 {
+		t.Errorf("two roots, mirror images: %v, want %v", got, 8.0/12)
+	}
+}
+
 // TestByteGNNNeedsASplit: without split vertices it says what it needs.
 func TestByteGNNNeedsASplit(t *testing.T) {
 	if _, err := Run("bytegnn", stream(t, testdata+"/karate"), 2, DefaultOptions()); err == nil {

@@ -19,7 +19,10 @@ type Metrics struct {
 	RowsNeededFrac  float64   `json:"rows_needed_fraction"`
 	// SampledLocal is the expected share of sampled neighbours that are
 	// local under Fanouts (SampledLocality); 0 where not measured.
-	SampledLocal      float64 `json:"sampled_local_fraction,omitempty"`
+	SampledLocal float64 `json:"sampled_local_fraction,omitempty"`
+	// MicroLocal is HopGNN's R_micro (MicrographLocality) for the same
+	// sampler: what a model that moves to each root reads locally.
+	MicroLocal        float64 `json:"micrograph_local_fraction,omitempty"`
 	Fanouts           []int   `json:"fanouts,omitempty"`
 	Rows, NNZ, Trains []int   `json:"-"`
 	Vals, Tests       []int   `json:"-"`
@@ -162,6 +165,54 @@ func SampledLocality(adj *matrix.CSR, parts []int32, offsets []int64, seeds []in
 			}
 		}
 		w, next = next, w
+	}
+	if all == 0 {
+		return 1
+	}
+	return local / all
+}
+
+// MicrographLocality is HopGNN's R_micro: of the vertices in the
+// micrographs of the seeds (a root and the K-hop neighbourhood the
+// sampler draws from it, root included), the share that lie in the
+// root's part, so that a model that moves to the root's part reads them
+// there. Expected values as SampledLocality's, every draw counted (a
+// vertex drawn twice in one micrograph counts twice, where HopGNN counts
+// it once). Time O(P·K·nnz): one walk per part, from its roots.
+func MicrographLocality(adj *matrix.CSR, parts []int32, offsets []int64, seeds []int32, fanouts []int) float64 {
+	n := adj.Rows
+	parts = Expand(parts, offsets, n)
+	byPart := map[int32][]int32{}
+	for _, v := range seeds {
+		byPart[parts[v]] = append(byPart[parts[v]], v)
+	}
+	w, next := make([]float64, n), make([]float64, n)
+	var local, all float64
+	for q, roots := range byPart {
+		clear(w)
+		for _, v := range roots {
+			w[v]++
+		}
+		local += float64(len(roots)) // the roots themselves
+		all += float64(len(roots))
+		for _, f := range fanouts {
+			clear(next)
+			for v := range n {
+				row := adj.ColIdx[adj.RowPtr[v]:adj.RowPtr[v+1]]
+				if w[v] == 0 || len(row) == 0 {
+					continue
+				}
+				pr := w[v] * min(1, float64(f)/float64(len(row)))
+				all += pr * float64(len(row))
+				for _, u := range row {
+					next[u] += pr
+					if parts[u] == q {
+						local += pr
+					}
+				}
+			}
+			w, next = next, w
+		}
 	}
 	if all == 0 {
 		return 1

@@ -135,7 +135,7 @@ func printMetrics(k partition.Kind, m partition.Metrics) {
 	fmt.Printf("  locality %v, non-empty off-diagonal blocks %d of %d, rows needed from other parts %.1f%%\n",
 		fmtFloats(m.Locality), m.NonEmptyOffDiag, m.Parts*(m.Parts-1), 100*m.RowsNeededFrac)
 	if len(m.Fanouts) > 0 {
-		fmt.Printf("  sampled neighbours local (fanouts %v from the training nodes, expected): %.4f\n", fmtInts(m.Fanouts), m.SampledLocal)
+		fmt.Printf("  sampled neighbours local (fanouts %v from the training nodes, expected): %.4f; micrograph vertices in their root's part (HopGNN's R_micro): %.4f\n", fmtInts(m.Fanouts), m.SampledLocal, m.MicroLocal)
 	}
 }
 
@@ -177,7 +177,7 @@ func runPartitionStats(args []string) error {
 	data := fs.String("data", "", "dataset directory or graph file (required)")
 	parts := fs.Int("parts", 0, "number of parts (required)")
 	out := fs.String("out", "", "append the figures as JSON to this file")
-	row := fs.Bool("row", false, "also print one tab-separated row: dataset partitioner P edge-cut replication row-balance nnz-balance seconds peak-MB; and a second, ROW-SPLITS: dataset partitioner P train-balance val-balance test-balance edge-cut sampled-local")
+	row := fs.Bool("row", false, "also print one tab-separated row: dataset partitioner P edge-cut replication row-balance nnz-balance seconds peak-MB; and a second, ROW-SPLITS: dataset partitioner P train-balance val-balance test-balance edge-cut sampled-local micrograph-local")
 	fanouts := fs.IntSlice("fanouts", []int{15, 10}, "a sampler's neighbours per hop, for the share of sampled neighbours that lie in the sampling vertex's part (expected, under uniform sampling without replacement from the training nodes)")
 	extSec := fs.Float64("external-seconds", 0, "with --partitioner file: time the external tool took (reported instead of reading the file)")
 	extMB := fs.Float64("external-peak-mb", 0, "with --partitioner file: the external tool's peak memory")
@@ -220,6 +220,7 @@ func runPartitionStats(args []string) error {
 	if len(ds.Train) > 0 { // nothing is sampled without training nodes
 		m.Fanouts = *fanouts
 		m.SampledLocal = partition.SampledLocality(ds.Adj, assign, offsets, ds.Train, *fanouts)
+		m.MicroLocal = partition.MicrographLocality(ds.Adj, assign, offsets, ds.Train, *fanouts)
 	}
 	secs := took.Seconds()
 	if *extSec > 0 || *extMB > 0 {
@@ -237,7 +238,7 @@ func runPartitionStats(args []string) error {
 	}
 	if *row {
 		fmt.Printf("ROW\t%s\t%s\t%d\t%.4f\t%.3f\t%.3f\t%.3f\t%.3f\t%.2f\t%.1f\n", *data, pf.label(), *parts, m.EdgeCut, rf, full, m.RowBalance, m.NNZBalance, secs, peak)
-		fmt.Printf("ROW-SPLITS\t%s\t%s\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\n", *data, pf.label(), *parts, m.TrainBalance, m.ValBalance, m.TestBalance, m.EdgeCut, m.SampledLocal)
+		fmt.Printf("ROW-SPLITS\t%s\t%s\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\n", *data, pf.label(), *parts, m.TrainBalance, m.ValBalance, m.TestBalance, m.EdgeCut, m.SampledLocal, m.MicroLocal)
 	}
 	if *out != "" {
 		return appendJSONLine(*out, PartitionStats{Dataset: *data, Partitioner: pf.label(), Seconds: secs, PeakRSSMB: peak,
