@@ -21,7 +21,7 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: cuda test-cuda all deps torch build run test test-go test-short test-mpi test-slurm fuzz chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-messages bench-replay bench-emu-scaling bench-wire-choice bench-sancus bench-partition bench-powerlaw bench-link bench-ab bench-models clean
+.PHONY: cuda test-cuda vet-cuda all deps torch build run test test-go test-short test-mpi test-slurm fuzz chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-messages bench-replay bench-emu-scaling bench-wire-choice bench-sancus bench-partition bench-powerlaw bench-link bench-ab bench-models clean
 
 all: build
 
@@ -71,6 +71,16 @@ vet: deps
 	@# The chart binary reads result JSONs: it links no engine, kernels or transport.
 	@if $(GO) list -deps ./src/cmd/sancus-report | grep -E 'sancus/(kernels|collectives|src/train)'; then \
 		echo "src/cmd/sancus-report links the packages above: it reads src/result only"; exit 1; fi
+	@$(MAKE) --no-print-directory vet-cuda
+
+# The cuda-tagged code type-checked on a host without the CUDA toolkit:
+# kernels/cuda/vetstub declares the driver API and NCCL for cgo to read,
+# and an empty PTX stands in for nvcc's (nothing is linked or run), so a
+# change to a type the GPU code uses fails here, not on the GPU host.
+vet-cuda:
+	@ptx=kernels/cuda/sancus.ptx; made=; [ -e $$ptx ] || { : > $$ptx; made=1; }; \
+	CGO_CFLAGS="-I$(CURDIR)/kernels/cuda/vetstub" $(GO) vet -tags cuda ./kernels/cuda ./collectives/nccl ./src/train ./src/cmd/sancus; \
+	rc=$$?; [ -z "$$made" ] || rm -f $$ptx; exit $$rc
 
 # OpenMPI makes its session directory, $TMPDIR/ompi.HOST.UID, with a
 # check then a mkdir that fails when another mpirun makes it in between

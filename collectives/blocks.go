@@ -29,14 +29,15 @@ type Mover interface {
 // at least to bootstrap) for the backend that keeps the blocks.
 type BlockCommOpener func(c Comm, m Mover) (BlockComm, error)
 
-// blockComms holds the openers; registration happens in init functions.
-var blockComms = map[string]BlockCommOpener{"host": func(c Comm, m Mover) (BlockComm, error) {
+// blockComms are the communicators OpenBlockComm can open: host always,
+// others once a binary's setup names them with UseBlockComm.
+var blockComms = map[DeviceComm]BlockCommOpener{DeviceCommHost: func(c Comm, m Mover) (BlockComm, error) {
 	return &hostBlocks{c: c, m: m}, nil
 }}
 
-// RegisterBlockComm makes a BlockComm available to OpenBlockComm (the CUDA
-// build registers "nccl"); call it from init.
-func RegisterBlockComm(name string, open BlockCommOpener) { blockComms[name] = open }
+// UseBlockComm makes OpenBlockComm(d, …) call open: a binary built with
+// CUDA calls UseBlockComm(DeviceCommNCCL, nccl.OpenBlockComm) as it starts.
+func UseBlockComm(d DeviceComm, open BlockCommOpener) { blockComms[d] = open }
 
 // DeviceComm is how dense blocks move between devices, parsed once from
 // a flag or a configuration. The zero value is the rank transport itself:
@@ -84,7 +85,7 @@ func (d DeviceComm) Type() string        { return "comm" }
 
 // OpenBlockComm opens the BlockComm of d on rank c.
 func OpenBlockComm(d DeviceComm, c Comm, m Mover) (BlockComm, error) {
-	if open, ok := blockComms[d.String()]; ok && d != DeviceCommRank {
+	if open, ok := blockComms[d]; ok {
 		return open(c, m)
 	}
 	if d == DeviceCommNCCL {

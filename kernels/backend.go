@@ -175,15 +175,19 @@ func optional[T any](be Backend) (T, bool) {
 // the device).
 type Opener func(localRank int) (Backend, error)
 
-// registry holds the openers; registration happens in init functions.
-var registry = map[string]Opener{"cpu": func(int) (Backend, error) { return CPU{}, nil }}
+// openers are the devices Open can open: the CPU always, others once a
+// binary's setup names them with Use.
+var openers = map[Device]Opener{DeviceCPU: func(int) (Backend, error) { return CPU{}, nil }}
 
-// Register makes a backend available to Open under name; call it from init.
-func Register(name string, open Opener) { registry[name] = open }
+// Use makes Open(d) call open. A binary built with CUDA calls
+// Use(DeviceCUDA, cuda.Opener) as it starts, as gonum's blas64.Use names a
+// BLAS: which backend runs is the caller's explicit choice, not a side
+// effect of what the binary happens to link.
+func Use(d Device, open Opener) { openers[d] = open }
 
 // Open returns the backend of a device.
 func Open(d Device, localRank int) (Backend, error) {
-	if open, ok := registry[d.String()]; ok {
+	if open, ok := openers[d]; ok {
 		return open(localRank)
 	}
 	if d == DeviceCUDA {

@@ -160,14 +160,14 @@ func (c *Comm) Allreduce(d *matrix.Dense) error {
 	return check(C.sc_nccl_allreduce(c.ctx, c.c, c.stream, p, C.size_t(d.Rows*d.Cols)), "allreduce", c.rank)
 }
 
-func init() {
-	collectives.RegisterBlockComm("nccl", func(host collectives.Comm, m collectives.Mover) (collectives.BlockComm, error) {
-		b, ok := m.(*cuda.Backend)
-		if !ok {
-			return nil, fmt.Errorf("nccl moves device blocks: train with --device cuda")
-		}
-		return Bootstrap(host, b)
-	})
+// OpenBlockComm is Bootstrap as a collectives.BlockCommOpener, for
+// collectives.UseBlockComm(collectives.DeviceCommNCCL, nccl.OpenBlockComm).
+func OpenBlockComm(host collectives.Comm, m collectives.Mover) (collectives.BlockComm, error) {
+	b, ok := m.(*cuda.Backend)
+	if !ok {
+		return nil, fmt.Errorf("nccl moves device blocks: train with --device cuda")
+	}
+	return Bootstrap(host, b)
 }
 
 // Name is "nccl".

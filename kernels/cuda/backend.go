@@ -25,9 +25,9 @@ import (
 //go:embed sancus.ptx
 var ptx string
 
-func init() {
-	kernels.Register("cuda", func(localRank int) (kernels.Backend, error) { return Open(localRank) })
-}
+// Opener is Open as a kernels.Opener, for kernels.Use(kernels.DeviceCUDA,
+// cuda.Opener).
+func Opener(localRank int) (kernels.Backend, error) { return Open(localRank) }
 
 // tnChunk is the row slice of the split-K weight gradient (as on the CPU).
 const tnChunk = 4096

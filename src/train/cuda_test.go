@@ -8,8 +8,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	_ "sancus/collectives/nccl"
-	_ "sancus/kernels/cuda"
+	"sancus/collectives"
+	"sancus/collectives/nccl"
+	"sancus/collectives/wire"
+	"sancus/kernels"
+	"sancus/kernels/cuda"
 	"sancus/src/graph"
 	"sancus/src/model"
 )
@@ -19,6 +22,7 @@ import (
 // the one GPU, with the sparsity-aware and the dense exchange), with and
 // without the ÂX shortcut, on Cora and on a generated graph.
 func TestCUDAMatchesCPU(t *testing.T) {
+	useCUDA()
 	cora, err := graph.Load(filepath.Join(testdata, "cora"), graph.LoadOptions{NormalizeFeatures: true})
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +90,7 @@ func TestCUDAMatchesCPU(t *testing.T) {
 // a quantization step, and the runs part from there, more with every
 // epoch (GAT on int8 on an H100: 1.1e-4 at epoch 7, 1.1e-3 at epoch 15).
 func TestCUDAEveryModelMatchesCPU(t *testing.T) {
+	useCUDA()
 	ds, _ := generated(t)
 	multi := generatedMulti(t)
 	type run struct {
@@ -96,13 +101,13 @@ func TestCUDAEveryModelMatchesCPU(t *testing.T) {
 	}
 	var runs []run
 	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE, model.ArchGAT} {
-		for _, wire := range []string{"fp32", "int8", "int2"} {
+		for _, w := range []wire.Format{wire.FP32, 8, 2} {
 			for _, p := range []int{1, 2} {
-				if p == 1 && wire != "fp32" {
+				if p == 1 && w != wire.FP32 {
 					continue // one rank sends nothing
 				}
-				runs = append(runs, run{fmt.Sprintf("%s/%s/P%d", arch, wire, p), ds, p, func(c *Config) {
-					c.Model.Arch, c.Wire.Fwd, c.Model.Precompute, c.Model.Hidden, c.Model.Heads = arch, wire, false, 8, 2
+				runs = append(runs, run{fmt.Sprintf("%s/%v/P%d", arch, w, p), ds, p, func(c *Config) {
+					c.Model.Arch, c.Wire.Fwd, c.Model.Precompute, c.Model.Hidden, c.Model.Heads = arch, w, false, 8, 2
 				}})
 			}
 		}
@@ -116,7 +121,7 @@ func TestCUDAEveryModelMatchesCPU(t *testing.T) {
 			cfg.Optim.Epochs, cfg.Run.EvalEvery = 20, 10
 			r.edit(&cfg)
 			tol := 1e-4
-			if cfg.Wire.Fwd != "fp32" {
+			if cfg.Wire.Fwd != wire.FP32 {
 				tol, cfg.Optim.Epochs = 1e-3, 10
 			}
 			sameOnBoth(t, cfg, tol, func(cfg Config) (Outcome, error) { return RunInProcess(r.ds, r.p, cfg) })
@@ -162,8 +167,16 @@ func sameOnBoth(t *testing.T, cfg Config, tol float64, run func(Config) (Outcome
 // TestCUDAStopAndResumeIsBitIdentical: a GPU run checkpoints its device
 // caches and resumes bit-identically (the GPU kernels are deterministic).
 func TestCUDAStopAndResumeIsBitIdentical(t *testing.T) {
+	useCUDA()
 	cfg := Defaults()
-	cfg.Run.Device, cfg.Optim.Clip = "cuda", 0.5
+	cfg.Run.Device, cfg.Optim.Clip = kernels.DeviceCUDA, 0.5
 	cfg.Staleness.Policy, cfg.Staleness.Eps = kind("variation-gap"), 0.03
 	checkStopResume(t, cfg)
+}
+
+// useCUDA names the GPU's backend and communicator, as the command's
+// CUDA build does when it starts.
+func useCUDA() {
+	kernels.Use(kernels.DeviceCUDA, cuda.Opener)
+	collectives.UseBlockComm(collectives.DeviceCommNCCL, nccl.OpenBlockComm)
 }

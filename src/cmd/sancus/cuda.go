@@ -2,9 +2,16 @@
 
 package main
 
-// The CUDA build registers the "cuda" kernels backend (--device cuda) and
-// the "nccl" device communicator (--device-comm nccl).
 import (
-	_ "sancus/collectives/nccl"
-	_ "sancus/kernels/cuda"
+	"sancus/collectives"
+	"sancus/collectives/nccl"
+	"sancus/kernels"
+	"sancus/kernels/cuda"
 )
+
+// useBuild names what a CUDA build adds: the "cuda" kernels backend
+// (--device cuda) and the "nccl" device communicator (--device-comm nccl).
+func useBuild() {
+	kernels.Use(kernels.DeviceCUDA, cuda.Opener)
+	collectives.UseBlockComm(collectives.DeviceCommNCCL, nccl.OpenBlockComm)
+}

@@ -109,6 +109,7 @@ func (g *grouped) done() *pflag.FlagSet {
 }
 
 func main() {
+	useBuild()
 	if len(os.Args) < 2 {
 		usage(os.Stderr)
 		os.Exit(2)
