@@ -32,6 +32,12 @@ type EdgeParts struct {
 	// full neighbour lists (the measure SPRING's Σ|V_i ∪ N(V_i)|/|V| is).
 	FullReplication float64
 	Edges           []int64 // edges per part
+	// EdgeBalance is the largest part's edges over the mean; MasterBalance
+	// the largest part's vertices over the mean where each vertex goes to
+	// the part holding most of its edges, before Master caps the parts. A
+	// figure far above 1 is a partition a skewed graph or stream order
+	// defeated, whatever the rebalanced Master looks like.
+	EdgeBalance, MasterBalance float64
 }
 
 // PartitionEdges streams the graph's edges (a degree pass first for DBH)
@@ -67,7 +73,7 @@ func PartitionEdges(k Kind, s *graph.EdgeStream, p int, opt Options, each func(u
 			return e.hash(low)
 		}
 	case KindHDRF:
-		pick = e.hdrf()
+		pick = e.hdrf(max(opt.Balance, 1))
 	default:
 		return EdgeParts{}, fmt.Errorf("partition: %v is not an edge partitioner (dbh, hdrf)", k)
 	}
@@ -160,10 +166,19 @@ func (e *edgeState) hash(v int32) int32 {
 // hdrf is HDRF's choice with λ = 1, ε = 1: the part maximizing
 // g(u) + g(v) + (maxsize − size)/(ε + maxsize − minsize), where g(x) is
 // 1 + (1 − θ_x) if the part holds x (θ_x = δ_x / (δ_u + δ_v), δ the
-// partial degrees seen so far); ties go to the lowest part.
-func (e *edgeState) hdrf() func(u, v int32) int32 {
+// partial degrees seen so far); ties go to the lowest part. Among parts
+// under a capacity: β times the mean so far, plus one. At λ = 1 the
+// balance term (at most 1) cannot outweigh a replica (1 to 2), so on a
+// stream whose edges arrive by neighbourhood, as a file's often do, a
+// component's edges would follow its first one into one part; the
+// capacity keeps every part within β of the mean at every step, and
+// HDRF's score still chooses among those with room.
+func (e *edgeState) hdrf(beta float64) func(u, v int32) int32 {
 	partial := make([]int32, e.n)
+	var seen int64
 	return func(u, v int32) int32 {
+		seen++
+		capacity := int64(beta*float64(seen)/float64(e.p)) + 1
 		partial[u]++
 		partial[v]++
 		du, dv := float64(partial[u]), float64(partial[v])
@@ -174,6 +189,9 @@ func (e *edgeState) hdrf() func(u, v int32) int32 {
 		}
 		best, bestScore := int32(0), -1.0
 		for q := range int32(e.p) {
+			if e.out.Edges[q] >= capacity {
+				continue
+			}
 			score := float64(maxSize-e.out.Edges[q]) / (1 + float64(maxSize-minSize))
 			if e.has(u, q) {
 				score += 1 + (1 - tu)
@@ -191,14 +209,23 @@ func (e *edgeState) hdrf() func(u, v int32) int32 {
 
 // finish picks each vertex's part: the one holding most of its edges that
 // has room (β·|V|/P vertices), else the least loaded; and counts replicas.
-func (e *edgeState) finish(balance float64) EdgeParts {
+func (e *edgeState) finish(beta float64) EdgeParts {
 	e.out.Master = make([]int32, e.n)
-	limit := max(1, int(balance*float64(e.n)/float64(e.p)))
-	load := make([]int, e.p)
+	limit := max(1, int(beta*float64(e.n)/float64(e.p)))
+	load, wants := make([]int, e.p), make([]int, e.p)
 	var replicas int64
 	for v := range e.n {
 		c := e.count[v*e.p : (v+1)*e.p]
 		best, any := -1, false
+		most := 0
+		for q, k := range c {
+			if k > c[most] {
+				most = q
+			}
+		}
+		if c[most] > 0 {
+			wants[most]++
+		}
 		for q, k := range c {
 			if k > 0 {
 				any = true
@@ -230,5 +257,14 @@ func (e *edgeState) finish(balance float64) EdgeParts {
 		}
 	}
 	e.out.Replication = float64(replicas) / float64(max(1, e.n))
+	e.out.EdgeBalance, e.out.MasterBalance = balance64(e.out.Edges), balance(wants)
 	return e.out
+}
+
+func balance64(xs []int64) float64 {
+	ints := make([]int, len(xs))
+	for i, x := range xs {
+		ints[i] = int(x)
+	}
+	return balance(ints)
 }

@@ -419,3 +419,71 @@ func TestBalanceNonzeros(t *testing.T) {
 		t.Fatalf("balance by rows moved nodes (err %v)", err)
 	}
 }
+
+// TestEdgePartitionersKeepBalanceOnASortedSkewedStream: a power-law graph
+// whose edge lines come in breadth-first order, as crawled graphs' files
+// often list them. Each
+// part of HDRF's and DBH's edge partitions stays within β of the mean
+// (HDRF by its capacity; unbounded, it put nearly every edge in one part
+// on such a stream), and the figures that say so are reported.
+func TestEdgePartitionersKeepBalanceOnASortedSkewedStream(t *testing.T) {
+	dir := t.TempDir()
+	if err := graph.Generate(dir, graph.GenConfig{Model: "dcsbm", Nodes: 3000, Features: 8, FeatureNNZ: 2, Classes: 4,
+		FeatureSig: 0.5, TrainFrac: 0.1, ValFrac: 0.1, Seed: 3, Exponent: 2.1, MinDegree: 2, MaxDegree: 1500, Homophily: 0.9}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "graph.mtx")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	head := 0
+	for strings.HasPrefix(lines[head], "%") {
+		head++
+	}
+	// Breadth-first from vertex 1: every edge line after the first touches
+	// a vertex already streamed, as in a crawl's or a BFS-numbered file.
+	adj := map[int][]int{}
+	for _, l := range lines[head+1:] {
+		var u, v int
+		fmt.Sscan(l, &u, &v)
+		adj[u], adj[v] = append(adj[u], v), append(adj[v], u)
+	}
+	var edges []string
+	seen, done := map[int]bool{1: true}, map[[2]int]bool{}
+	for queue := []int{1}; len(queue) > 0; queue = queue[1:] {
+		u := queue[0]
+		for _, v := range adj[u] {
+			if e := [2]int{min(u, v), max(u, v)}; !done[e] {
+				done[e] = true
+				edges = append(edges, fmt.Sprintf("%d %d", e[1], e[0]))
+			}
+			if !seen[v] {
+				seen[v] = true
+				queue = append(queue, v)
+			}
+		}
+	}
+	lines[head] = fmt.Sprintf("3000 3000 %d", len(edges))
+	if err := os.WriteFile(path, []byte(strings.Join(lines[:head+1], "\n")+"\n"+strings.Join(edges, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := stream(t, dir)
+	opt := DefaultOptions()
+	for _, k := range EdgeKinds {
+		for _, p := range []int{4, 8} {
+			ep, err := PartitionEdges(k, s, p, opt, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%v P=%d: edges max/mean %.3f, vertices by most edges %.3f, replication %.3f", k, p, ep.EdgeBalance, ep.MasterBalance, ep.Replication)
+			if k == KindHDRF && ep.EdgeBalance > opt.Balance+0.01 {
+				t.Errorf("%v P=%d: the largest part holds %.2f× the mean edges, over β = %g", k, p, ep.EdgeBalance, opt.Balance)
+			}
+			if ep.EdgeBalance <= 0 || ep.MasterBalance <= 0 {
+				t.Errorf("%v P=%d: balance figures %v %v not reported", k, p, ep.EdgeBalance, ep.MasterBalance)
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -95,6 +96,10 @@ func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
 			return nil, 0, err
 		}
 		parts, pf.edgeRF, pf.edgeFull = ep.Master, ep.Replication, ep.FullReplication
+		if ep.EdgeBalance > farOutOfBalance || ep.MasterBalance > farOutOfBalance {
+			fmt.Fprintf(os.Stderr, "sancus: warning: %v's parts are far out of balance: the largest holds %.2f× the mean edges, and %.2f× the mean vertices before the vertex parts are capped at %.2f×; its replication factor describes that partition, not a balanced one\n",
+				pf.kind, ep.EdgeBalance, ep.MasterBalance, max(pf.opt.Balance, 1))
+		}
 	} else if parts, err = partition.Partition(pf.kind, s, p, pf.opt); err != nil {
 		return nil, 0, err
 	}
@@ -128,6 +133,10 @@ func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
 	}
 	return parts, time.Since(start), nil
 }
+
+// farOutOfBalance is the largest part over the mean past which a
+// partition's figures describe a lopsided split, and partition-stats says so.
+const farOutOfBalance = 1.5
 
 func printMetrics(k partition.Kind, m partition.Metrics) {
 	fmt.Printf("partition %v, P=%d: edge cut %.4f, replication factor %.3f, balance rows %.3f nonzeros %.3f rows sent %.3f train %.3f val %.3f test %.3f\n",
