@@ -9,7 +9,8 @@ import (
 )
 
 // splitsRow runs partition-stats --row on Cora at P = 4 and returns its
-// ROW-SPLITS figures: train, val, test balance, edge cut, sampled local.
+// ROW-SPLITS figures: train, val, test balance, edge cut, sampled local,
+// micrograph local.
 func splitsRow(t *testing.T, args ...string) []float64 {
 	t.Helper()
 	o, err := run(t, 0, append([]string{"partition-stats", "--data", cora, "--parts", "4", "--row", "--fanouts", "10,5"}, args...)...)
@@ -18,7 +19,7 @@ func splitsRow(t *testing.T, args ...string) []float64 {
 	}
 	for _, line := range strings.Split(o, "\n") {
 		f := strings.Split(line, "\t")
-		if f[0] != "ROW-SPLITS" || len(f) != 9 {
+		if f[0] != "ROW-SPLITS" || len(f) != 10 {
 			continue
 		}
 		var xs []float64
@@ -55,6 +56,9 @@ func TestByteGNNPartitionerFromTheCommandLine(t *testing.T) {
 	}
 	if !(b[4] > c[4]) {
 		t.Errorf("sampled neighbours local: bytegnn %.3f, contiguous %.3f", b[4], c[4])
+	}
+	if !(b[5] > c[5]) {
+		t.Errorf("micrograph vertices in their root's part: bytegnn %.3f, contiguous %.3f", b[5], c[5])
 	}
 	out := filepath.Join(t.TempDir(), "shards")
 	o, err := run(t, 0, "prepare", "--data", cora, "--parts", "2", "--partitioner", "bytegnn", "--out", out)
