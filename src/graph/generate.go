@@ -88,8 +88,6 @@ func (c GenConfig) Validate() error {
 		return fmt.Errorf("gen: negative edge count %d", c.Edges)
 	case c.Nodes > math.MaxInt32:
 		return budget.Nodes("gen: --nodes", c.Nodes)
-	case c.Edges > pairs(c.Nodes):
-		return fmt.Errorf("gen: --edges %d is more than the %d pairs %d nodes have: lower --edges or raise --nodes", c.Edges, pairs(c.Nodes), c.Nodes)
 	case c.Classes < 1 || c.Classes > c.Nodes:
 		return fmt.Errorf("gen: classes %d must be in 1..nodes", c.Classes)
 	case c.Features < 1 || c.FeatureNNZ < 1 || c.FeatureNNZ > c.Features:
@@ -99,7 +97,12 @@ func (c GenConfig) Validate() error {
 	case c.TrainFrac < 0 || c.ValFrac < 0 || c.TrainFrac+c.ValFrac > 1:
 		return fmt.Errorf("gen: train+val fractions must be within [0,1]")
 	case c.Model == "dcsbm":
-		return c.validateDCSBM()
+		if err := c.validateDCSBM(); err != nil {
+			return err
+		}
+	}
+	if c.Edges > pairs(c.Nodes) {
+		return fmt.Errorf("gen: --edges %d is more than the %d pairs %d nodes have: lower --edges or raise --nodes", c.Edges, pairs(c.Nodes), c.Nodes)
 	}
 	return budget.Nodes("gen: --nodes", c.Nodes)
 }
