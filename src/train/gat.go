@@ -41,7 +41,6 @@ import (
 	"sancus/collectives/wire"
 	"sancus/kernels"
 	"sancus/kernels/matrix"
-	"sancus/src/staleness"
 )
 
 type gatLayer struct {
@@ -62,10 +61,18 @@ type gatLayer struct {
 	refPay   *matrix.Dense
 	attKey   uint64 // this epoch's attention-dropout key (0: none)
 	attKeep  float32
+	attP     float64 // the attention dropout probability
+	seed     uint64  // keys the attention dropout, with the epoch and layer
+	// me is this rank; ids[j] root j's node ids as the attention reads
+	// them and offsets[j] its first node (ids[j] nil: they count on from
+	// there). They key the attention dropout.
+	me      int
+	ids     [][]int64
+	offsets []int64
 	// neighbours adds the neighbour side of every target into dU and dEr,
 	// chosen once: broadcasting the gradient rows, or reducing the sums
 	// (reduce.go; red).
-	neighbours func(e *Engine, epoch int, own *matrix.Dense) error
+	neighbours func(s layerSite, epoch int, own *matrix.Dense) error
 	red        *reduction
 	// nbrT and nbrOwn are the neighbour side's blocks where the sums are
 	// reduced: every peer's block transposed (rows: the peer's rows,
@@ -83,83 +90,43 @@ func (L *gatLayer) kind() string {
 	return "gat (send [HW | a_r·HW] and [G | el | lse | δ])"
 }
 
-func (e *Engine) newGATLayer(c conv, gradPolicy staleness.Policy) *gatLayer {
-	r, m := e.rows(), e.m
-	L := &gatLayer{conv: c, first: c.l == 0, h: m.Heads[c.l], f: m.HeadWidth(c.l), concat: c.l+1 < m.Layers()}
-	L.hf = L.h * L.f
-	// The attention's own state lives where its kernels run: on the
-	// backend, or on the host beside the CPU's kernels (hostAttention).
-	state := e.be.NewDense
-	var ok bool
-	if L.att, ok = kernels.AttentionOf(e.be); !ok {
-		L.att, state = hostAttention{e}, matrix.NewDense
-	}
-	L.st = kernels.GATState{El: state(r, L.h), M: state(r, L.h), S: state(r, L.h), O: state(r, L.hf), O2: state(r, L.hf), C: state(r, L.h)}
-	L.dEl, L.dEr = state(r, L.h), state(r, L.h)
-	L.u, L.dU = e.be.NewDense(r, L.hf), e.be.NewDense(r, L.hf)
-	L.pay, L.gpay = e.be.NewDense(r, L.hf+L.h), e.be.NewDense(r, L.hf+3*L.h)
-	L.dAl, L.dAr = e.be.NewDense(1, L.hf), e.be.NewDense(1, L.hf)
-	L.dW = e.be.NewDense(c.din, L.hf)
-	L.extraGrads = []*matrix.Dense{L.dAl, L.dAr}
-	e.attentionIDs()
-	if !L.first {
-		L.in, L.dIn = e.be.NewDense(r, c.din), e.be.NewDense(r, c.din)
-	}
-	// Reduced, ∂U and ∂er travel as two matrices, each row with its own
-	// scale.
-	if bits := e.plan.Wire.Grad.Bits(); e.reducesGradients(gradPolicy, bits) {
-		e.addCachesOver(&L.conv, L.hf+L.h, 0, bits, gradPolicy, e.view.blocks, nil)
-		L.neighbours = L.reduceGradients
-		L.red = e.newReduction([]int{L.hf, L.h}, []bool{true, ok}, bits, wireStream(L.l, dirGradient))
-		e.transposedBlocks()
-		L.nbrT, L.nbrOwn = e.part.blockT, L.fwd.blocks[e.rank]
-		return L
-	}
-	// Broadcast, G sits in a gradient row beside the scores' el, lse and
-	// δ, orders of magnitude larger; a quantized row's step, set by its
-	// range, would round G to zero, so those 3·heads values travel as
-	// bf16, each with its own exponent (wire.Tailed), and G alone at the
-	// gradient wire's width.
-	e.addCachesOver(&L.conv, L.hf+L.h, L.hf+3*L.h, e.plan.Wire.Grad.Bits(), gradPolicy, e.view.blocks, e.view.blocks)
-	L.grad.wire.tail = 3 * L.h
-	L.neighbours = L.broadcastGradients
-	return L
-}
-
 // transform computes U = H̃·W, H̃ = dropout(in) (layer 1: the input
 // operand under the mask); clean computes it without dropout, leaving the
 // layer's H̃ alone.
-func (L *gatLayer) transform(e *Engine, u, in *matrix.Dense, mask matrix.Mask, clean bool) error {
-	w := e.m.W[L.l]
+func (L *gatLayer) transform(s layerSite, u, in *matrix.Dense, mask matrix.Mask, clean bool) error {
+	w := s.weights(L.l).W
 	switch {
 	case L.first && clean:
-		return e.drift.in.Mul(u, w)
+		return s.sampleOperand().Mul(u, w)
 	case L.first:
-		e.input.SetDropout(mask)
-		return e.input.Mul(u, w)
+		x := s.operand()
+		x.SetDropout(mask)
+		return x.Mul(u, w)
 	case clean:
-		return e.be.GEMM(u, in, w, false)
+		return s.backend().GEMM(u, in, w, false)
 	}
-	e.be.Dropout(mask, L.in, in)
-	return e.be.GEMM(u, L.in, w, false)
+	be := s.backend()
+	be.Dropout(mask, L.in, in)
+	return be.GEMM(u, L.in, w, false)
 }
 
-func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
-	mask := e.mask(p.epoch, L.l, p.train)
-	if err := L.transform(e, L.u, in.h, mask, false); err != nil {
+func (L *gatLayer) forward(s layerSite, p pass, in act) (act, error) {
+	mask := s.mask(p.epoch, L.l, p.train)
+	if err := L.transform(s, L.u, in.h, mask, false); err != nil {
 		return act{}, err
 	}
-	L.att.GATPayload(L.pay, L.st.El, L.u, e.m.AttL[L.l], e.m.AttR[L.l], L.h)
+	w := s.weights(L.l)
+	L.att.GATPayload(L.pay, L.st.El, L.u, w.AttL, w.AttR, L.h)
 	var ref *matrix.Dense
 	if p.shadow {
 		var err error
-		if ref, err = L.driftRef(e, in, mask); err != nil {
+		if ref, err = L.driftRef(s, in, mask); err != nil {
 			return act{}, err
 		}
 	}
 	L.attKey, L.attKeep = 0, 1
-	if pa := e.attDropout(); p.train && pa > 0 {
-		L.attKey, L.attKeep = wire.Seed(e.plan.Optim.Seed^0x6a7, uint64(p.epoch)<<8|uint64(L.l)), float32(1-pa)
+	if p.train && L.attP > 0 {
+		L.attKey, L.attKeep = wire.Seed(L.seed^0x6a7, uint64(p.epoch)<<8|uint64(L.l)), float32(1-L.attP)
 	}
 	st := L.st
 	if !p.train { // the target side's sums serve a backward only
@@ -167,9 +134,9 @@ func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
 	}
 	L.att.GATStart(st)
 	c := L.cacheFor(p)
-	err := e.communicate(c, p.epoch, &ownRows{rows: L.pay}, ref, func(j int) error {
+	err := s.communicate(c, p.epoch, &ownRows{rows: L.pay}, ref, func(j int) error {
 		if c.blocks[j].NNZ() > 0 {
-			L.att.GATAttend(L.block(e, c.blocks[j], j), e.ownBlock(c, j, L.pay), st)
+			L.att.GATAttend(L.block(c.blocks[j], j), s.ownBlock(c, j, L.pay), st)
 		}
 		return nil
 	})
@@ -182,54 +149,28 @@ func (L *gatLayer) forward(e *Engine, p pass, in act) (act, error) {
 
 // driftRef is the payload of the noise-free rows at the drift sample,
 // what variation-gap measures this layer's drift on.
-func (L *gatLayer) driftRef(e *Engine, in act, mask matrix.Mask) (*matrix.Dense, error) {
-	e.sampleBuf(&L.refU, L.hf)
-	e.sampleBuf(&L.refPay, L.hf+L.h)
+func (L *gatLayer) driftRef(s layerSite, in act, mask matrix.Mask) (*matrix.Dense, error) {
+	s.sampleBuf(&L.refU, L.hf)
+	s.sampleBuf(&L.refPay, L.hf+L.h)
 	var x *matrix.Dense
 	if !L.first {
 		var err error
-		if x, err = e.sampled(in, &L.sampIn); err != nil {
+		if x, err = s.sampled(in, &L.sampIn); err != nil {
 			return nil, err
 		}
 	}
-	if err := L.transform(e, L.refU, x, mask, true); err != nil {
+	if err := L.transform(s, L.refU, x, mask, true); err != nil {
 		return nil, err
 	}
-	L.att.GATPayload(L.refPay, nil, L.refU, e.m.AttL[L.l], e.m.AttR[L.l], L.h)
+	w := s.weights(L.l)
+	L.att.GATPayload(L.refPay, nil, L.refU, w.AttL, w.AttR, L.h)
 	return L.refPay, nil
 }
 
 // block is root j's block of this layer's attention, with the ids that key
 // dropout.
-func (L *gatLayer) block(e *Engine, blk *matrix.CSR, j int) *kernels.GATBlock {
-	return L.blockOf(blk, e.part.attIDs[e.rank], e.s.Offsets[e.rank], e.part.attIDs[j], e.s.Offsets[j])
-}
-
-// attentionIDs sets, once, the view's node ids as the attention reads
-// them: nil where they count on from the block's first row (a peer's rows
-// sent whole, from a contiguous partition), so that the kernels count
-// them rather than gather them from memory at every edge.
-func (e *Engine) attentionIDs() {
-	if e.part.attIDs != nil {
-		return
-	}
-	e.part.attIDs = make([][]int64, e.P)
-	for j, ids := range e.view.ids {
-		e.part.attIDs[j] = ids
-		if countsOn(ids, e.s.Offsets[j]) {
-			e.part.attIDs[j] = nil
-		}
-	}
-}
-
-// countsOn reports whether ids are from, from + 1, ….
-func countsOn(ids []int64, from int64) bool {
-	for k, id := range ids {
-		if id != from+int64(k) {
-			return false
-		}
-	}
-	return true
+func (L *gatLayer) block(blk *matrix.CSR, j int) *kernels.GATBlock {
+	return L.blockOf(blk, L.ids[L.me], L.offsets[L.me], L.ids[j], L.offsets[j])
 }
 
 // blockOf is a block of this epoch's attention whose rows and columns
@@ -239,31 +180,31 @@ func (L *gatLayer) blockOf(blk *matrix.CSR, rowIDs []int64, row0 int64, colIDs [
 		RowIDs: rowIDs, RowID0: row0, ColIDs: colIDs, ColID0: col0}
 }
 
-func (L *gatLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
-	e.clip(g)
+func (L *gatLayer) backward(s layerSite, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
+	s.clip(g)
 	// The target side, from the forward's sums; the rows that travel.
 	L.att.GATGradRows(L.gpay, L.dEl, L.dEr, g, L.st, L.h, L.concat)
-	own := e.ownBlock(L.fwd, e.rank, L.pay)
-	e.be.Zero(L.dU)
-	if err := L.neighbours(e, epoch, own); err != nil {
+	own, be, w := s.ownBlock(L.fwd, L.me, L.pay), s.backend(), s.weights(L.l)
+	be.Zero(L.dU)
+	if err := L.neighbours(s, epoch, own); err != nil {
 		return nil, err
 	}
-	L.att.GATScoreGrads(L.dU, L.dAl, L.dAr, L.dEl, L.dEr, L.u, own, e.m.AttL[L.l], e.m.AttR[L.l], L.h)
+	L.att.GATScoreGrads(L.dU, L.dAl, L.dAr, L.dEl, L.dEr, L.u, own, w.AttL, w.AttR, L.h)
 	if L.first {
-		return nil, e.input.MulT(L.dW, L.dU)
+		return nil, s.operand().MulT(L.dW, L.dU)
 	}
-	if err := e.be.GEMMTN(L.dW, L.in, L.dU); err != nil {
+	if err := be.GEMMTN(L.dW, L.in, L.dU); err != nil {
 		return nil, err
 	}
-	return L.dIn, e.be.GEMMNT(L.dIn, L.dU, e.m.W[L.l])
+	return L.dIn, be.GEMMNT(L.dIn, L.dU, w.W)
 }
 
 // broadcastGradients is the neighbour side as each target's gradient rows
 // arrive, against this rank's rows as the targets used them (own).
-func (L *gatLayer) broadcastGradients(e *Engine, epoch int, own *matrix.Dense) error {
-	return e.communicate(L.grad, epoch, &ownRows{rows: L.gpay}, nil, func(j int) error {
+func (L *gatLayer) broadcastGradients(s layerSite, epoch int, own *matrix.Dense) error {
+	return s.communicate(L.grad, epoch, &ownRows{rows: L.gpay}, nil, func(j int) error {
 		if blk := L.grad.blocks[j]; blk.NNZ() > 0 {
-			L.att.GATNeighbour(L.block(e, blk, j), e.ownBlock(L.grad, j, L.gpay), own, L.dU, L.dEr)
+			L.att.GATNeighbour(L.block(blk, j), s.ownBlock(L.grad, j, L.gpay), own, L.dU, L.dEr)
 		}
 		return nil
 	})
@@ -273,34 +214,20 @@ func (L *gatLayer) broadcastGradients(e *Engine, epoch int, own *matrix.Dense) e
 // targets' exact gradient rows and the peer's rows as this rank used them
 // (its forward slot), and sends the sums (reduce.go); its own block's
 // meanwhile.
-func (L *gatLayer) reduceGradients(e *Engine, epoch int, own *matrix.Dense) error {
-	return e.reduce(L.red, epoch, []*matrix.Dense{L.dU, L.dEr}, func(j int, out []*matrix.Dense) error {
+func (L *gatLayer) reduceGradients(s layerSite, epoch int, own *matrix.Dense) error {
+	be := s.backend()
+	return s.reduce(L.red, epoch, []*matrix.Dense{L.dU, L.dEr}, func(j int, out []*matrix.Dense) error {
 		if blk := L.nbrT[j]; blk.NNZ() > 0 { // rows: j's; columns: this rank's targets
-			b := L.blockOf(blk, e.part.attIDs[j], e.s.Offsets[j], e.part.attIDs[e.rank], e.s.Offsets[e.rank])
-			L.att.GATNeighbour(b, L.gpay, L.fwd.block(e.be, j), out[0], out[1])
+			b := L.blockOf(blk, L.ids[j], L.offsets[j], L.ids[L.me], L.offsets[L.me])
+			L.att.GATNeighbour(b, L.gpay, L.fwd.block(be, j), out[0], out[1])
 		}
 		return nil
 	}, func() error {
 		if blk := L.nbrOwn; blk.NNZ() > 0 { // Â is symmetric
-			L.att.GATNeighbour(L.block(e, blk, e.rank), L.gpay, own, L.dU, L.dEr)
+			L.att.GATNeighbour(L.block(blk, L.me), L.gpay, own, L.dU, L.dEr)
 		}
 		return nil
 	})
-}
-
-// transposedBlocks are every peer's block of this rank's view transposed:
-// rows the peer's rows held, columns this rank's (Â is symmetric, so a
-// peer's rows are its targets' neighbours), made once for every layer.
-func (e *Engine) transposedBlocks() {
-	if e.part.blockT != nil {
-		return
-	}
-	e.part.blockT = make([]*matrix.CSR, e.P)
-	for j, b := range e.view.blocks {
-		if j != e.rank {
-			e.part.blockT[j] = b.Transpose()
-		}
-	}
 }
 
 func (L *gatLayer) reduced() *reduction { return L.red }
@@ -308,43 +235,36 @@ func (L *gatLayer) reduced() *reduction { return L.red }
 var _ restricter = (*gatLayer)(nil) // memory.go counts its blocks through it
 
 // restrictedBytes is what the restricted last layer's neighbour blocks
-// add: the full ones are the view's and e.part.blockT, counted there.
-func (L *gatLayer) restrictedBytes(e *Engine) int64 {
+// add: the full ones are the view's and blockT (every peer's block
+// transposed), counted there.
+func (L *gatLayer) restrictedBytes(blockT []*matrix.CSR) int64 {
 	var n int64
 	for j, b := range L.nbrT {
-		if b != nil && b != e.part.blockT[j] {
+		if b != nil && b != blockT[j] {
 			n += b.Bytes()
 		}
 	}
-	if L.nbrOwn != nil && L.nbrOwn != L.fwd.full[e.rank] {
+	if L.nbrOwn != nil && L.nbrOwn != L.fwd.full[L.me] {
 		n += L.nbrOwn.Bytes()
 	}
 	return n
-}
-
-// attDropout is the attention dropout probability.
-func (e *Engine) attDropout() float64 {
-	if e.plan.Model.AttDropout < 0 {
-		return e.plan.Model.Dropout
-	}
-	return e.plan.Model.AttDropout
 }
 
 // hostAttention is the CPU's attention on host copies of the engine's
 // matrices, for a backend without its own. The layer's state (GATState,
 // ∂el, ∂er) is then host memory and never moves; the model's attention
 // vectors are read from the host, where the optimizer keeps them.
-type hostAttention struct{ e *Engine }
+type hostAttention struct{ be kernels.Backend }
 
 func (h hostAttention) down(ds ...*matrix.Dense) {
 	for _, d := range ds {
-		h.e.be.Download(d)
+		h.be.Download(d)
 	}
 }
 
 func (h hostAttention) up(ds ...*matrix.Dense) {
 	for _, d := range ds {
-		h.e.be.Upload(d)
+		h.be.Upload(d)
 	}
 }
 

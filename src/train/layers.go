@@ -1,13 +1,8 @@
 package train
 
 import (
-	"fmt"
-
-	"sancus/collectives/wire"
 	"sancus/kernels"
 	"sancus/kernels/matrix"
-	"sancus/src/shard"
-	"sancus/src/staleness"
 )
 
 // A layer is one graph convolution over this rank's rows. Each way of
@@ -18,10 +13,10 @@ type layer interface {
 	// forward computes the layer's output before bias and activation from
 	// the previous layer's activation (zero for layer 1, which reads the
 	// engine's input operand).
-	forward(e *Engine, p pass, in act) (act, error)
+	forward(s layerSite, p pass, in act) (act, error)
 	// backward takes ∂L/∂Z, leaves ∇W in the layer and returns ∂L/∂H of the
 	// layer's input (nil for layer 1).
-	backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error)
+	backward(s layerSite, epoch int, g *matrix.Dense) (*matrix.Dense, error)
 	base() *conv
 }
 
@@ -52,6 +47,7 @@ type act struct {
 // conv is what every layer kind shares.
 type conv struct {
 	l, din, dout    int
+	last            bool          // the model's last layer: its output is the logits
 	z               *matrix.Dense // output: Z, then H = act(Z + b) in place
 	act             activation    // ReLU, or a GAT's ELU (activation.go)
 	shadow          *matrix.Dense // noise-free Z at the drift sample (allocated when first used)
@@ -109,68 +105,7 @@ func (c *conv) cacheFor(p pass) *cache {
 }
 
 // shadowBuf is the layer's noise-free output at the drift sample.
-func (c *conv) shadowBuf(e *Engine) *matrix.Dense { return e.sampleBuf(&c.shadow, c.dout) }
-
-// newLayer picks layer l's kind: layer 1 on a precomputed ÂX or D⁻¹AX
-// needs no communication; otherwise the narrower of H (aggregate first) and HW
-// (transform first) travels. The raw input is never sent: XW is narrower.
-func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
-	r := e.rows()
-	c := conv{l: l, din: din, dout: dout, z: e.be.NewDense(r, dout), dW: e.be.NewDense(din, dout), db: make([]float32, dout), act: e.activation()}
-	switch agg := e.precomputed(); {
-	case l == 0 && agg == shard.Mean:
-		return e.newSAGELocalLayer(c)
-	case e.plan.Model.Arch.HasRoot():
-		return e.newSAGELayer(c, gradPolicy)
-	case e.plan.Model.Arch.Attends():
-		return e.newGATLayer(c, gradPolicy)
-	case l == 0 && agg == shard.Sym:
-		return &localLayer{conv: c}
-	case l == 0 || din > dout:
-		L := &transformLayer{conv: c, first: l == 0, u: e.be.NewDense(r, dout), dU: e.be.NewDense(r, dout)}
-		if l > 0 {
-			L.in, L.dIn = e.be.NewDense(r, din), e.be.NewDense(r, din)
-		}
-		e.addCaches(&L.conv, dout, gradPolicy)
-		return L
-	default:
-		L := &aggregateLayer{conv: c, t: e.be.NewDense(r, din), dT: e.be.NewDense(r, din), dIn: e.be.NewDense(r, din)}
-		e.addCaches(&L.conv, din, gradPolicy)
-		return L
-	}
-}
-
-// addCaches makes a communicating layer's caches. Evaluation blocks travel
-// as float32 always: accuracy is measured on the model, not on the wire.
-func (e *Engine) addCaches(c *conv, width int, gradPolicy staleness.Policy) {
-	e.addCachesOver(c, width, width, e.plan.Wire.Grad.Bits(), gradPolicy, e.view.blocks, e.view.blocks)
-}
-
-// addCachesOver makes the caches of a layer whose forward rows (width fw)
-// multiply fwd and whose gradient rows (width gw; 0: the layer reduces its
-// gradients and caches none) multiply grad.
-func (e *Engine) addCachesOver(c *conv, fw, gw, gradBits int, gradPolicy staleness.Policy, fwd, grad []*matrix.CSR) {
-	name := fmt.Sprintf("layer %d", c.l+1)
-	w := func(bits int, dir uint64) wireState {
-		return wireState{bits: bits, delta: e.plan.Wire.Delta, maxErr: e.plan.Wire.Error, stream: wireStream(c.l, dir),
-			keepPacked: e.plan.Wire.CacheBits && bits != wire.FP32}
-	}
-	c.fwd = newCache(e.be, name+" forward", fw, e.view.rows, fwd, e.plan.policy, w(e.plan.Wire.Fwd.Bits(), dirForward), e.rank)
-	c.eval = newCache(e.be, name+" eval", fw, e.view.rows, fwd, staleness.None{}, w(wire.FP32, dirEval), e.rank)
-	if gw > 0 {
-		c.grad = newCache(e.be, name+" gradient", gw, e.view.rows, grad, gradPolicy, w(gradBits, dirGradient), e.rank)
-	}
-}
-
-// The directions of a layer's traffic, which key its wire's rounding.
-const (
-	dirForward  = 1
-	dirEval     = 2
-	dirGradient = 3
-)
-
-// wireStream keys the rounding of layer l's traffic in one direction.
-func wireStream(l int, dir uint64) uint64 { return uint64(l)<<2 | dir }
+func (c *conv) shadowBuf(s layerSite) *matrix.Dense { return s.sampleBuf(&c.shadow, c.dout) }
 
 // localLayer is layer 1 on the precomputed ÂX: Z = dropout(ÂX)·W, with no
 // communication at all.
@@ -186,28 +121,28 @@ type localLayer struct {
 
 func (L *localLayer) kind() string { return "local (precomputed ÂX)" }
 
-func (L *localLayer) forward(e *Engine, p pass, _ act) (act, error) {
-	mask := e.mask(p.epoch, 0, p.train)
-	e.input.SetDropout(mask)
+func (L *localLayer) forward(s layerSite, p pass, _ act) (act, error) {
+	w, x := s.weights(0), s.operand()
+	x.SetDropout(s.mask(p.epoch, 0, p.train))
 	var err error
 	fused := p.train && L.ri != nil && L.fused
 	var then matrix.Mask
 	if fused {
-		then = e.nextDrops(p.epoch)
+		then = s.nextDrops(p.epoch)
 	}
 	switch {
 	case then.P > 0:
 		if L.dropped.m == nil {
-			L.dropped.m = e.be.NewDense(L.z.Rows, L.z.Cols)
+			L.dropped.m = s.backend().NewDense(L.z.Rows, L.z.Cols)
 		}
-		err = L.ri.MulRowsBiasReLU(L.z, e.m.W[0], e.m.B[0], L.read, then, L.dropped.m)
+		err = L.ri.MulRowsBiasReLU(L.z, w.W, w.B, L.read, then, L.dropped.m)
 		L.dropped.hold(L.dropped.m, p.epoch)
 	case fused:
-		err = L.ri.MulRowsBiasReLU(L.z, e.m.W[0], e.m.B[0], L.read, matrix.Mask{}, nil)
+		err = L.ri.MulRowsBiasReLU(L.z, w.W, w.B, L.read, matrix.Mask{}, nil)
 	case p.train && L.ri != nil:
-		err = L.ri.MulRows(L.z, e.m.W[0], L.read)
+		err = L.ri.MulRows(L.z, w.W, L.read)
 	default:
-		err = e.input.Mul(L.z, e.m.W[0])
+		err = x.Mul(L.z, w.W)
 	}
 	if err != nil {
 		return act{}, err
@@ -217,19 +152,19 @@ func (L *localLayer) forward(e *Engine, p pass, _ act) (act, error) {
 		out.dropped = L.dropped.m
 	}
 	if p.shadow {
-		out.clean = L.shadowBuf(e)
-		if err = e.drift.in.Mul(out.clean, e.m.W[0]); err != nil {
+		out.clean = L.shadowBuf(s)
+		if err = s.sampleOperand().Mul(out.clean, w.W); err != nil {
 			return act{}, err
 		}
 	}
 	return out, nil
 }
 
-func (L *localLayer) backward(e *Engine, _ int, g *matrix.Dense) (*matrix.Dense, error) {
+func (L *localLayer) backward(s layerSite, _ int, g *matrix.Dense) (*matrix.Dense, error) {
 	if L.ri != nil {
 		return nil, L.ri.MulTRows(L.dW, g, L.written)
 	}
-	return nil, e.input.MulT(L.dW, g)
+	return nil, s.operand().MulT(L.dW, g)
 }
 
 // transformLayer sends HW, the narrower side: U = dropout(H)·W, then
@@ -245,44 +180,46 @@ type transformLayer struct {
 
 func (L *transformLayer) kind() string { return "transform-first (send HW)" }
 
-func (L *transformLayer) forward(e *Engine, p pass, in act) (act, error) {
-	w, mask := e.m.W[L.l], e.mask(p.epoch, L.l, p.train)
+func (L *transformLayer) forward(s layerSite, p pass, in act) (act, error) {
+	w, mask := s.weights(L.l).W, s.mask(p.epoch, L.l, p.train)
 	var err error
 	if L.first {
-		e.input.SetDropout(mask)
-		err = e.input.Mul(L.u, w)
+		x := s.operand()
+		x.SetDropout(mask)
+		err = x.Mul(L.u, w)
 	} else {
-		e.dropInput(&L.conv, p, mask, L.in, in.h)
-		err = e.be.GEMM(L.u, L.in, w, false)
+		s.dropInput(&L.conv, p, mask, L.in, in.h)
+		err = s.backend().GEMM(L.u, L.in, w, false)
 	}
 	if err != nil {
 		return act{}, err
 	}
 	var ref *matrix.Dense
 	if p.shadow {
-		ref = e.sampleBuf(&L.refBuf, L.dout)
-		if err = e.cleanRef(ref, L.first, in, w, &L.sampIn); err != nil {
+		ref = s.sampleBuf(&L.refBuf, L.dout)
+		if err = s.cleanRef(ref, L.first, in, w, &L.sampIn); err != nil {
 			return act{}, err
 		}
 	}
 	// U carries the owner's dropout, so there is no noise-free output
 	// without more traffic: the next layer measures on H as trained.
-	return act{h: L.z}, e.aggregate(L.cacheFor(p), p.epoch, L.z, ownRows{rows: L.u}, ref, matrix.Mask{})
+	return act{h: L.z}, s.aggregate(L.cacheFor(p), p.epoch, L.z, ownRows{rows: L.u}, ref, matrix.Mask{})
 }
 
 // backward: Â·G at width dout, then ∇W = dropout(H)ᵀ(ÂG) and ∂H = (ÂG)Wᵀ.
-func (L *transformLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
-	e.clip(g)
-	if err := e.aggregate(L.grad, epoch, L.dU, ownRows{rows: g}, nil, matrix.Mask{}); err != nil {
+func (L *transformLayer) backward(s layerSite, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
+	s.clip(g)
+	if err := s.aggregate(L.grad, epoch, L.dU, ownRows{rows: g}, nil, matrix.Mask{}); err != nil {
 		return nil, err
 	}
 	if L.first {
-		return nil, e.input.MulT(L.dW, L.dU)
+		return nil, s.operand().MulT(L.dW, L.dU)
 	}
-	if err := e.be.GEMMTN(L.dW, L.in, L.dU); err != nil {
+	be := s.backend()
+	if err := be.GEMMTN(L.dW, L.in, L.dU); err != nil {
 		return nil, err
 	}
-	return L.dIn, e.be.GEMMNT(L.dIn, L.dU, e.m.W[L.l])
+	return L.dIn, be.GEMMNT(L.dIn, L.dU, s.weights(L.l).W)
 }
 
 // aggregateLayer sends H, the narrower side: T = Σ_j Â_ij · dropout(H_j),
@@ -297,31 +234,32 @@ type aggregateLayer struct {
 
 func (L *aggregateLayer) kind() string { return "aggregate-first (send H)" }
 
-func (L *aggregateLayer) forward(e *Engine, p pass, in act) (act, error) {
+func (L *aggregateLayer) forward(s layerSite, p pass, in act) (act, error) {
 	var ref *matrix.Dense
 	if p.shadow {
 		var err error
-		if ref, err = e.sampled(in, &L.sampIn); err != nil {
+		if ref, err = s.sampled(in, &L.sampIn); err != nil {
 			return act{}, err
 		}
 	}
 	c := L.cacheFor(p)
 	// in.dropped: nextDrops made it for this cache's product.
-	err := e.aggregate(c, p.epoch, L.t, ownRows{rows: in.h, dropped: in.dropped}, ref, e.mask(p.epoch, L.l, p.train))
+	err := s.aggregate(c, p.epoch, L.t, ownRows{rows: in.h, dropped: in.dropped}, ref, s.mask(p.epoch, L.l, p.train))
 	if err != nil {
 		return act{}, err
 	}
-	if ro := e.rowsAt(L.l); p.train && ro != nil {
-		err = ro.GEMMRows(L.z, L.t, e.m.W[L.l], e.out.rows)
+	w := s.weights(L.l).W
+	if ro, rows := s.outputRows(L.l); p.train && ro != nil {
+		err = ro.GEMMRows(L.z, L.t, w, rows)
 	} else {
-		err = e.be.GEMM(L.z, L.t, e.m.W[L.l], false)
+		err = s.backend().GEMM(L.z, L.t, w, false)
 	}
 	if err != nil {
 		return act{}, err
 	}
 	out := act{h: L.z}
-	if p.shadow && L.l < len(e.layers)-1 { // the logits' shadow has no reader
-		out.clean, err = L.cleanOutput(e, c)
+	if p.shadow && !L.last { // the logits' shadow has no reader
+		out.clean, err = L.cleanOutput(s, c)
 		return out, err
 	}
 	return out, nil
@@ -329,45 +267,47 @@ func (L *aggregateLayer) forward(e *Engine, p pass, in act) (act, error) {
 
 // cleanOutput recomputes this layer's rows at the drift sample from the
 // blocks it just used (fresh or cached), without the dropout mask.
-func (L *aggregateLayer) cleanOutput(e *Engine, c *cache) (*matrix.Dense, error) {
-	tClean := e.sampleBuf(&L.tClean, L.din)
+func (L *aggregateLayer) cleanOutput(s layerSite, c *cache) (*matrix.Dense, error) {
+	be, tClean := s.backend(), s.sampleBuf(&L.tClean, L.din)
 	first := true
 	for j, blk := range c.blocks {
 		if blk.NNZ() == 0 {
 			continue
 		}
-		if err := e.be.SpMM(tClean, e.sampleRowsOf(blk), c.block(e.be, j), !first); err != nil {
+		if err := be.SpMM(tClean, s.sampleRowsOf(blk), c.block(be, j), !first); err != nil {
 			return nil, err
 		}
 		first = false
 	}
 	if first {
-		e.be.Zero(tClean)
+		be.Zero(tClean)
 	}
-	out := L.shadowBuf(e)
-	return out, e.be.GEMM(out, tClean, e.m.W[L.l], false)
+	out := L.shadowBuf(s)
+	return out, be.GEMM(out, tClean, s.weights(L.l).W, false)
 }
 
 // backward: ∇W = TᵀG needs no communication; the input gradient Â·(G Wᵀ)
 // does, at the narrower width din.
-func (L *aggregateLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
-	if ro := e.rowsAt(L.l); ro != nil {
+func (L *aggregateLayer) backward(s layerSite, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
+	w := s.weights(L.l).W
+	if ro, rows := s.outputRows(L.l); ro != nil {
 		// G is zero off the training rows, so ∇W has no terms there and ∂T
 		// is zero there: never written, ∂T's other rows stay as allocated.
-		if err := ro.GEMMTNRows(L.dW, L.t, g, e.out.rows); err != nil {
+		if err := ro.GEMMTNRows(L.dW, L.t, g, rows); err != nil {
 			return nil, err
 		}
-		if err := ro.GEMMNTRows(L.dT, g, e.m.W[L.l], e.out.rows); err != nil {
+		if err := ro.GEMMNTRows(L.dT, g, w, rows); err != nil {
 			return nil, err
 		}
 	} else {
-		if err := e.be.GEMMTN(L.dW, L.t, g); err != nil {
+		be := s.backend()
+		if err := be.GEMMTN(L.dW, L.t, g); err != nil {
 			return nil, err
 		}
-		if err := e.be.GEMMNT(L.dT, g, e.m.W[L.l]); err != nil {
+		if err := be.GEMMNT(L.dT, g, w); err != nil {
 			return nil, err
 		}
 	}
-	e.clip(L.dT)
-	return L.dIn, e.aggregate(L.grad, epoch, L.dIn, ownRows{rows: L.dT}, nil, matrix.Mask{})
+	s.clip(L.dT)
+	return L.dIn, s.aggregate(L.grad, epoch, L.dIn, ownRows{rows: L.dT}, nil, matrix.Mask{})
 }

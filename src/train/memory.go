@@ -48,7 +48,7 @@ func (e *Engine) memoryBytes() (graph, act, caches, model int64) {
 			caches += c.bytes()
 		}
 		if x, ok := L.(restricter); ok {
-			act += x.restrictedBytes(e)
+			act += x.restrictedBytes(e.part.blockT)
 		}
 	}
 	if e.out.lossGrad != nil { // the output's gradient, where the loss cannot write it over the logits
@@ -99,7 +99,9 @@ func (c *cache) copyBytes() int64 {
 
 // A restricter is a layer that keeps blocks of its own for the restricted
 // last layer, beyond the view's and the caches' (GAT's neighbour blocks).
-type restricter interface{ restrictedBytes(e *Engine) int64 }
+type restricter interface {
+	restrictedBytes(blockT []*matrix.CSR) int64
+}
 
 var denseType = reflect.TypeOf((*matrix.Dense)(nil))
 

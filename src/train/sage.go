@@ -11,29 +11,7 @@ package train
 import (
 	"sancus/kernels"
 	"sancus/kernels/matrix"
-	"sancus/src/graph"
-	"sancus/src/staleness"
 )
-
-// sageBlocks derives M = D⁻¹A and A from the view's Â blocks, and this
-// rank's 1/deg (deg(A); 0 for an isolated node).
-func (e *Engine) sageBlocks() (mean, adj []*matrix.CSR, invDeg []float32) {
-	invDeg = graph.MeanWeights(e.view.blocks)
-	for j, b := range e.view.blocks {
-		m := &matrix.CSR{Rows: b.Rows, Cols: b.Cols, RowPtr: b.RowPtr, ColIdx: b.ColIdx, Val: make([]float32, len(b.Val))}
-		a := &matrix.CSR{Rows: b.Rows, Cols: b.Cols, RowPtr: b.RowPtr, ColIdx: b.ColIdx, Val: make([]float32, len(b.Val))}
-		for r := range b.Rows {
-			for p := b.RowPtr[r]; p < b.RowPtr[r+1]; p++ {
-				if j == e.rank && int(b.ColIdx[p]) == r {
-					continue // the self loop is not a neighbour
-				}
-				m.Val[p], a.Val[p] = invDeg[r], 1
-			}
-		}
-		mean, adj = append(mean, m), append(adj, a)
-	}
-	return mean, adj, invDeg
-}
 
 // sageLayer sends dropout(H)·W, the neighbours' transform: Z = M·(H̃W) +
 // H̃·Root, H̃ = dropout(H). Layer 1 reads the input operand X.
@@ -51,36 +29,37 @@ type sageLayer struct {
 
 func (L *sageLayer) kind() string { return "graphsage-mean (send HW)" }
 
-func (L *sageLayer) forward(e *Engine, p pass, in act) (act, error) {
-	w, root, mask := e.m.W[L.l], e.m.Root[L.l], e.mask(p.epoch, L.l, p.train)
+func (L *sageLayer) forward(s layerSite, p pass, in act) (act, error) {
+	ws, mask := s.weights(L.l), s.mask(p.epoch, L.l, p.train)
+	w, root, be, x := ws.W, ws.Root, s.backend(), s.operand()
 	var err error
 	// The root term is written into Z, and the neighbours' blocks sum into
 	// it (ownRows.into).
-	rootTerm := func() error { return e.be.GEMM(L.z, L.in, root, false) }
-	switch ro := e.rowsAt(L.l); {
+	rootTerm := func() error { return be.GEMM(L.z, L.in, root, false) }
+	switch ro, rows := s.outputRows(L.l); {
 	case L.first:
-		rootTerm = func() error { return e.input.Mul(L.z, root) }
+		rootTerm = func() error { return x.Mul(L.z, root) }
 	case p.train && ro != nil: // the loss reads the training rows alone (output.go)
-		rootTerm = func() error { return ro.GEMMRows(L.z, L.in, root, e.out.rows) }
+		rootTerm = func() error { return ro.GEMMRows(L.z, L.in, root, rows) }
 	}
 	if L.first {
-		e.input.SetDropout(mask)
-		err = e.input.Mul(L.u, w)
+		x.SetDropout(mask)
+		err = x.Mul(L.u, w)
 	} else {
-		e.dropInput(&L.conv, p, mask, L.in, in.h)
-		err = e.be.GEMM(L.u, L.in, w, false)
+		s.dropInput(&L.conv, p, mask, L.in, in.h)
+		err = be.GEMM(L.u, L.in, w, false)
 	}
 	if err != nil {
 		return act{}, err
 	}
 	var ref *matrix.Dense
 	if p.shadow { // the drift of H̄·W, H̄ without dropout
-		ref = e.sampleBuf(&L.refBuf, L.dout)
-		if err = e.cleanRef(ref, L.first, in, w, &L.sampIn); err != nil {
+		ref = s.sampleBuf(&L.refBuf, L.dout)
+		if err = s.cleanRef(ref, L.first, in, w, &L.sampIn); err != nil {
 			return act{}, err
 		}
 	}
-	return act{h: L.z}, e.aggregate(L.cacheFor(p), p.epoch, L.z, ownRows{rows: L.u, meanwhile: rootTerm, into: true}, ref, matrix.Mask{})
+	return act{h: L.z}, s.aggregate(L.cacheFor(p), p.epoch, L.z, ownRows{rows: L.u, meanwhile: rootTerm, into: true}, ref, matrix.Mask{})
 }
 
 // sageLocalLayer is layer 1 on the precomputed D⁻¹AX: Z =
@@ -94,113 +73,63 @@ type sageLocalLayer struct {
 	addRoot func(z, root *matrix.Dense) error // z += dropout(X)·Root
 }
 
-func (e *Engine) newSAGELocalLayer(c conv) *sageLocalLayer {
-	L := &sageLocalLayer{conv: c, dR: e.be.NewDense(c.din, c.dout)}
-	L.extraGrads = []*matrix.Dense{L.dR}
-	L.addRoot = e.mulAdder(e.input, e.rows(), c.dout)
-	return L
-}
-
-// mulAdder is z += in·w: summed by the product itself where the input
-// can, else through a product of its own and a sum.
-func (e *Engine) mulAdder(in kernels.Input, rows, cols int) func(z, w *matrix.Dense) error {
-	if a, ok := kernels.InputAddOf(in); ok {
-		return a.MulAdd
-	}
-	tmp, ops := e.be.NewDense(rows, cols), e.elementOps()
-	return func(z, w *matrix.Dense) error {
-		if err := in.Mul(tmp, w); err != nil {
-			return err
-		}
-		ops.Add(z, tmp)
-		return nil
-	}
-}
-
 func (L *sageLocalLayer) kind() string { return "graphsage-mean (precomputed D⁻¹AX)" }
 
-func (L *sageLocalLayer) forward(e *Engine, p pass, _ act) (act, error) {
-	mask := e.mask(p.epoch, 0, p.train)
-	e.meanX.SetDropout(mask)
-	e.input.SetDropout(mask)
-	if err := e.meanX.Mul(L.z, e.m.W[0]); err != nil {
+func (L *sageLocalLayer) forward(s layerSite, p pass, _ act) (act, error) {
+	mask, mean, w := s.mask(p.epoch, 0, p.train), s.meanOperand(), s.weights(0)
+	mean.SetDropout(mask)
+	s.operand().SetDropout(mask)
+	if err := mean.Mul(L.z, w.W); err != nil {
 		return act{}, err
 	}
-	if err := L.addRoot(L.z, e.m.Root[0]); err != nil {
+	if err := L.addRoot(L.z, w.Root); err != nil {
 		return act{}, err
 	}
 	return act{h: L.z}, nil
 }
 
-func (L *sageLocalLayer) backward(e *Engine, _ int, g *matrix.Dense) (*matrix.Dense, error) {
-	if err := e.meanX.MulT(L.dW, g); err != nil {
+func (L *sageLocalLayer) backward(s layerSite, _ int, g *matrix.Dense) (*matrix.Dense, error) {
+	if err := s.meanOperand().MulT(L.dW, g); err != nil {
 		return nil, err
 	}
-	return nil, e.input.MulT(L.dR, g)
+	return nil, s.operand().MulT(L.dR, g)
 }
 
 // backward: the neighbour path sends D⁻¹g and multiplies A (Mᵀg); the root
 // path is local: ∇Root = H̃ᵀg, ∂H̃ += g·Rootᵀ.
-func (L *sageLayer) backward(e *Engine, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
-	e.clip(g)
+func (L *sageLayer) backward(s layerSite, epoch int, g *matrix.Dense) (*matrix.Dense, error) {
+	s.clip(g)
 	invDeg := L.invDeg
-	if e.batch.stepping() {
-		invDeg = e.batch.invDeg
+	if d, ok := s.stepDegrees(); ok {
+		invDeg = d
 	}
 	L.ops.ScaleRows(L.scaled, g, invDeg)
-	w, root := e.m.W[L.l], e.m.Root[L.l]
-	rootGrad := func() error { return e.be.GEMMTN(L.dR, L.in, g) }
-	if ro := e.rowsAt(L.l); ro != nil { // g is zero off the training rows
-		rootGrad = func() error { return ro.GEMMTNRows(L.dR, L.in, g, e.out.rows) }
+	ws, be := s.weights(L.l), s.backend()
+	w, root := ws.W, ws.Root
+	rootGrad := func() error { return be.GEMMTN(L.dR, L.in, g) }
+	if ro, rows := s.outputRows(L.l); ro != nil { // g is zero off the training rows
+		rootGrad = func() error { return ro.GEMMTNRows(L.dR, L.in, g, rows) }
 	}
 	rootTerm := func() error { // reads g alone: computed while D⁻¹g travels
 		if L.first {
-			return e.input.MulT(L.dR, g)
+			return s.operand().MulT(L.dR, g)
 		}
 		if err := rootGrad(); err != nil {
 			return err
 		}
-		return e.be.GEMMNT(L.dIn, g, root) // every row: the neighbour path adds into it
+		return be.GEMMNT(L.dIn, g, root) // every row: the neighbour path adds into it
 	}
-	if err := e.aggregate(L.grad, epoch, L.dU, ownRows{rows: L.scaled, meanwhile: rootTerm}, nil, matrix.Mask{}); err != nil {
+	if err := s.aggregate(L.grad, epoch, L.dU, ownRows{rows: L.scaled, meanwhile: rootTerm}, nil, matrix.Mask{}); err != nil {
 		return nil, err
 	}
 	if L.first {
-		return nil, e.input.MulT(L.dW, L.dU)
+		return nil, s.operand().MulT(L.dW, L.dU)
 	}
-	if err := e.be.GEMMTN(L.dW, L.in, L.dU); err != nil {
+	if err := be.GEMMTN(L.dW, L.in, L.dU); err != nil {
 		return nil, err
 	}
-	if err := e.be.GEMM(L.dIn, L.dU, w.T(), true); err != nil { // ∂H̃ += ∂U·Wᵀ
+	if err := be.GEMM(L.dIn, L.dU, w.T(), true); err != nil { // ∂H̃ += ∂U·Wᵀ
 		return nil, err
 	}
 	return L.dIn, nil
-}
-
-// addInto sets a += b where the backend computes.
-func (e *Engine) addInto(a, b *matrix.Dense) { e.elementOps().Add(a, b) }
-
-// elementOps are the backend's element operations, or the same on host
-// copies for a backend without them.
-func (e *Engine) elementOps() kernels.ElementOps {
-	if ops, ok := kernels.ElementOpsOf(e.be); ok {
-		return ops
-	}
-	return hostOps{e}
-}
-
-// newSAGELayer makes layer l of a GraphSAGE model.
-func (e *Engine) newSAGELayer(c conv, gradPolicy staleness.Policy) *sageLayer {
-	r := e.rows()
-	if e.part.sage.mean == nil {
-		e.part.sage.mean, e.part.sage.adj, e.part.sage.invDeg = e.sageBlocks()
-	}
-	L := &sageLayer{conv: c, first: c.l == 0, u: e.be.NewDense(r, c.dout), dU: e.be.NewDense(r, c.dout),
-		scaled: e.be.NewDense(r, c.dout), dR: e.be.NewDense(c.din, c.dout), invDeg: e.part.sage.invDeg, ops: e.elementOps()}
-	L.extraGrads = []*matrix.Dense{L.dR}
-	if !L.first {
-		L.in, L.dIn = e.be.NewDense(r, c.din), e.be.NewDense(r, c.din)
-	}
-	e.addCachesOver(&L.conv, c.dout, c.dout, e.plan.Wire.Grad.Bits(), gradPolicy, e.part.sage.mean, e.part.sage.adj)
-	return L
 }
