@@ -16,16 +16,6 @@ type activation interface {
 	backward(g, h *matrix.Dense)
 }
 
-func (e *Engine) activation() activation {
-	if !e.plan.Model.Arch.ELU() {
-		return relu{e.be}
-	}
-	if ops, ok := kernels.ELUOf(e.be); ok {
-		return elu{e.be, ops}
-	}
-	return elu{e.be, hostOps{e}}
-}
-
 type relu struct{ be kernels.Backend }
 
 func (a relu) apply(h *matrix.Dense, bias []float32, hidden bool) { a.be.AddBiasReLU(h, bias, hidden) }
@@ -46,30 +36,30 @@ func (a elu) backward(g, h *matrix.Dense) { a.ops.ELUBackward(g, h) }
 
 // hostOps are the optional backend operations on host copies, for a
 // backend without them.
-type hostOps struct{ e *Engine }
+type hostOps struct{ be kernels.Backend }
 
 func (h hostOps) ELU(z *matrix.Dense) {
-	h.e.host(z)
+	h.be.Download(z)
 	kernels.ELU(z)
-	h.e.be.Upload(z)
+	h.be.Upload(z)
 }
 
 func (h hostOps) ELUBackward(g, y *matrix.Dense) {
-	h.e.host(g)
-	h.e.host(y)
+	h.be.Download(g)
+	h.be.Download(y)
 	kernels.ELUBackward(g, y)
-	h.e.be.Upload(g)
+	h.be.Upload(g)
 }
 
 func (h hostOps) Add(a, b *matrix.Dense) {
-	h.e.host(a)
-	h.e.host(b)
+	h.be.Download(a)
+	h.be.Download(b)
 	kernels.Add(a, b)
-	h.e.be.Upload(a)
+	h.be.Upload(a)
 }
 
 func (h hostOps) ScaleRows(dst, src *matrix.Dense, s []float32) {
-	h.e.host(src)
+	h.be.Download(src)
 	kernels.ScaleRows(dst, src, s)
-	h.e.be.Upload(dst)
+	h.be.Upload(dst)
 }

@@ -46,6 +46,17 @@ func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
 	}
 }
 
+// activation is what a layer applies after its bias, chosen once.
+func (e *Engine) activation() activation {
+	if !e.plan.Model.Arch.ELU() {
+		return relu{e.be}
+	}
+	if ops, ok := kernels.ELUOf(e.be); ok {
+		return elu{e.be, ops}
+	}
+	return elu{e.be, hostOps{e.be}}
+}
+
 // addCaches makes a communicating layer's caches. Evaluation blocks travel
 // as float32 always: accuracy is measured on the model, not on the wire.
 func (e *Engine) addCaches(c *conv, width int, gradPolicy staleness.Policy) {
@@ -130,7 +141,7 @@ func (e *Engine) elementOps() kernels.ElementOps {
 	if ops, ok := kernels.ElementOpsOf(e.be); ok {
 		return ops
 	}
-	return hostOps{e}
+	return hostOps{e.be}
 }
 
 // newSAGELayer makes layer l of a GraphSAGE model.

@@ -13,28 +13,57 @@
 // sancus.go, where aggregate reads as decide → exchange → multiply (GAT's
 // layer replaces multiply with its attention over each arriving block).
 //
-//	sancus.go    Algorithm 3: aggregate (decide, exchange, multiply), clipping
-//	route.go     how each cache's blocks are made, sent, dropped and multiplied,
-//	             fixed at set-up by one function that holds every feature's rule
+// # Rooms
+//
+// The package is four rooms, lowest first; a room uses the rooms below it,
+// never one above (TestRoomsReachOnlyDown holds the first three to it).
+//
+// The exchange: the per-(layer, root) caches and how their blocks travel.
+// It knows caches, blocks, the communicator and the wire; not the layers
+// that fill the caches, the model or the optimizer.
+//
 //	exchange.go  the per-(layer, root) cache; dense ring and device exchangers
 //	sparse.go    the sparsity-aware exchanger (the default) and its set-up
 //	reduce.go    its transpose: sums formed for each peer's rows, sent back, added
-//	layers.go    one type per layer kind: local ÂX, transform-first, aggregate-first
+//	wire.go      blocks encoded in fewer bits: the owner keeps what receivers decode
+//
+// The site: Algorithm 3 and the rest of what a layer may ask of the engine
+// while it runs a pass, behind the layerSite interface. No epoch loop,
+// optimizer or checkpoint here.
+//
+//	site.go      layerSite: the exchange, the kernels and operands, the drift sample
+//	sancus.go    Algorithm 3: aggregate (decide, exchange, multiply), clipping
+//	drift.go     variation-gap's row sample: drift measured without a second forward
+//
+// The layers: one type per layer kind, each pass run against a layerSite
+// alone (never *Engine): what a layer needs beyond it, it was given when
+// made (build.go).
+//
+//	layers.go    the layer interface; local ÂX, transform-first, aggregate-first
 //	sage.go      the GraphSAGE-mean layer (D⁻¹A forward, A·D⁻¹g backward)
 //	gat.go       the GAT layer: online softmax over blocks as they arrive, through
 //	             the backend's Attention (or the CPU's on host copies)
-//	wire.go      blocks encoded in fewer bits: the owner keeps what receivers decode
-//	batch.go     cluster-batch training: each step's blocks restricted to its clusters
-//	multilabel.go the sigmoid cross-entropy and micro-F1 of multi-label graphs
-//	drift.go     variation-gap's row sample: drift measured without a second forward
+//	activation.go ReLU, or a GAT's ELU (the CPU's on host copies where needed)
+//
+// The engine: set-up, the step, the epoch loop and the report; it may
+// touch every room.
+//
+//	engine.go    set-up: model, input, the exchange chosen once
+//	build.go     the layers made: each kind's buffers, caches and blocks
+//	route.go     how each cache's blocks are made, sent, dropped and multiplied,
+//	             fixed at set-up by one function that holds every feature's rule
 //	output.go    the last layer computes, and moves, only the rows the loss reads
-//	memory.go    the compulsory bytes a rank's peak memory is set against
-//	predict.go   full-graph inference with given parameters
 //	step.go      forward, backward (activations, residuals), gradient allreduce and Adam
 //	run.go       epochs, evaluation, the agreement on metrics, the run report
-//	engine.go    set-up: model, input, the exchange chosen once, the layers
+//	batch.go     cluster-batch training: each step's blocks restricted to its clusters
+//	multilabel.go the sigmoid cross-entropy and micro-F1 of multi-label graphs
+//	memory.go    the compulsory bytes a rank's peak memory is set against
 //	checkpoint.go consistent per-rank checkpoints and bit-identical resume
+//	predict.go   full-graph inference with given parameters
 //	local.go     RunShards: already-cut shards trained as goroutine ranks
+//	replay.go    one rank of a P-rank job replayed alone
+//	config.go, plan.go, batchmode.go  the Config, resolved once into the Plan
+//	traffic.go   each flow's bytes as a Config implies them, for sancus plan
 //
 // # Staleness
 //
