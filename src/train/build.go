@@ -22,7 +22,8 @@ import (
 // (transform first) travels. The raw input is never sent: XW is narrower.
 func (e *Engine) newLayer(l, din, dout int, gradPolicy staleness.Policy) layer {
 	r := e.rows()
-	c := conv{l: l, din: din, dout: dout, last: l == e.plan.Model.Layers-1, z: e.be.NewDense(r, dout), dW: e.be.NewDense(din, dout), db: make([]float32, dout), act: e.activation()}
+	c := conv{l: l, din: din, dout: dout, last: l == e.plan.Model.Layers-1,
+		z: e.be.NewDense(r, dout), dW: e.be.NewDense(din, dout), db: make([]float32, dout), act: e.activation()}
 	switch agg := e.precomputed(); {
 	case l == 0 && agg == shard.Mean:
 		return e.newSAGELocalLayer(c)

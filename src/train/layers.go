@@ -7,12 +7,13 @@ import (
 
 // A layer is one graph convolution over this rank's rows. Each way of
 // ordering aggregation (Â·) and transformation (·W) is one type; a new layer
-// kind is one more type here, not a branch in the engine.
+// kind is one more type here (and its set-up in build.go), not a branch in
+// the engine. Its passes ask the engine only what a layerSite answers.
 type layer interface {
 	kind() string
 	// forward computes the layer's output before bias and activation from
 	// the previous layer's activation (zero for layer 1, which reads the
-	// engine's input operand).
+	// site's input operand).
 	forward(s layerSite, p pass, in act) (act, error)
 	// backward takes ∂L/∂Z, leaves ∇W in the layer and returns ∂L/∂H of the
 	// layer's input (nil for layer 1).
