@@ -5,7 +5,8 @@ package train
 // its blocks through the exchange, its arithmetic through the kernels and
 // operands, and variation-gap's sample through the drift sample; it cannot
 // reach the optimizer, the run report, checkpoints or the communicator.
-// TestRoomsReachOnlyDown keeps the layer files off *Engine.
+// TestRoomsReachOnlyDown keeps the layer files off *Engine, and
+// TestLayersRunOnASite runs layers on a stub site with no engine at all.
 
 import (
 	"sancus/kernels"
