@@ -147,6 +147,29 @@ type Epoch struct {
 	QuantErr  float64 `json:"quant_error,omitempty"`
 	Evaluated bool    `json:"evaluated"`
 	Metric    string  `json:"-"` // for the epoch line: micro-f1 when multi-label
+	// Sampling is what the epoch's sampled mini-batches cost (--batch
+	// sampled only).
+	Sampling *Sampling `json:"sampling,omitempty"`
+}
+
+// Sampling is an epoch of sampled mini-batches: its totals over every
+// rank and step, each step's, and each rank's bytes.
+type Sampling struct {
+	Steps int `json:"steps"`
+	SampledCounts
+	Batches     []SampledCounts `json:"batches"`       // step by step, summed over ranks
+	RankBytes   []int64         `json:"rank_bytes"`    // each rank's bytes sent in sampling and fetching
+	RankSeconds []float64       `json:"rank_sample_s"` // each rank's seconds sampling and fetching
+}
+
+// SampledCounts are the figures of sampled batches, summed over ranks.
+type SampledCounts struct {
+	Seeds          int64 `json:"seeds"`           // training vertices the loss covered
+	Vertices       int64 `json:"vertices"`        // block sources over every layer
+	Edges          int64 `json:"edges"`           // sampled edges over every layer
+	FeaturesLocal  int64 `json:"features_local"`  // feature rows a rank read from its own shard
+	FeaturesRemote int64 `json:"features_remote"` // feature rows fetched from other ranks
+	Bytes          int64 `json:"bytes"`           // sent in sampling and fetching
 }
 
 // Memory is what a rank holds, by component, in MB (their sum is the
@@ -272,4 +295,14 @@ func finite(v float64) *float64 {
 		return nil
 	}
 	return &v
+}
+
+// Add adds o's counts.
+func (c *SampledCounts) Add(o SampledCounts) {
+	c.Seeds += o.Seeds
+	c.Vertices += o.Vertices
+	c.Edges += o.Edges
+	c.FeaturesLocal += o.FeaturesLocal
+	c.FeaturesRemote += o.FeaturesRemote
+	c.Bytes += o.Bytes
 }

@@ -9,11 +9,13 @@ type BatchMode uint8
 const (
 	BatchGlobal   BatchMode = iota // the whole graph every step
 	BatchClusters                  // a draw of the shards' clusters each step (batch.go)
+	BatchSampled                   // sampled neighbourhoods of a draw of training vertices (sampled.go)
 )
 
-var batchNames = [...]string{BatchGlobal: "global", BatchClusters: "clusters"}
+var batchNames = [...]string{BatchGlobal: "global", BatchClusters: "clusters", BatchSampled: "sampled"}
 
-// ParseBatchMode reads a batch mode's name: global (also "") or clusters.
+// ParseBatchMode reads a batch mode's name: global (also ""), clusters or
+// sampled.
 func ParseBatchMode(s string) (BatchMode, error) {
 	if s == "" {
 		return BatchGlobal, nil
@@ -23,7 +25,7 @@ func ParseBatchMode(s string) (BatchMode, error) {
 			return BatchMode(m), nil
 		}
 	}
-	return BatchGlobal, fmt.Errorf("unknown batch %q (global or clusters)", s)
+	return BatchGlobal, fmt.Errorf("unknown batch %q (global, clusters or sampled)", s)
 }
 
 func (m BatchMode) String() string {
@@ -48,3 +50,11 @@ func (m BatchMode) Type() string        { return "batch" }
 
 // Clusters: each step trains a batch of clusters, whose Â is renormalized.
 func (m BatchMode) Clusters() bool { return m == BatchClusters }
+
+// Sampled: each step trains mini-batches of sampled k-hop neighbourhoods,
+// computed by each rank alone on the features it fetched.
+func (m BatchMode) Sampled() bool { return m == BatchSampled }
+
+// ReadsX: a step reads X itself, not a precomputed product with it (a
+// cluster batch renormalizes Â; a sampled block is not Â).
+func (m BatchMode) ReadsX() bool { return m != BatchGlobal }

@@ -9,6 +9,7 @@ import (
 	"sancus/collectives/wire"
 	"sancus/kernels"
 	"sancus/src/model"
+	"sancus/src/sample"
 	"sancus/src/shard"
 	"sancus/src/staleness"
 )
@@ -107,15 +108,22 @@ type WireConfig struct {
 	Allreduce wire.Format
 }
 
-// BatchConfig is what a step trains on: the whole graph (BatchGlobal), or
-// ClustersPerStep of the shards' clusters (BatchClusters, batch.go).
-// Script, if set, lists each epoch's steps instead of drawing them
-// (tests).
+// BatchConfig is what a step trains on: the whole graph (BatchGlobal),
+// ClustersPerStep of the shards' clusters (BatchClusters, batch.go), or
+// the sampled neighbourhoods of Size training vertices (BatchSampled,
+// sampled.go). Script, if set, lists each epoch's steps instead of drawing
+// them (tests, cluster batches).
 type BatchConfig struct {
 	Mode            BatchMode
 	ClustersPerStep int
 	Boundary        bool                    // a batch's rows also read their neighbours outside it, from the caches
 	Script          func(epoch int) [][]int `json:"-"`
+	// Sampled batches: neighbours kept per vertex in each layer (layer 1
+	// first), the global batch's training vertices, and where each rank
+	// draws its seeds from.
+	Fanouts []int       `json:",omitempty"`
+	Size    int         `json:",omitempty"`
+	Draw    sample.Draw `json:",omitempty"`
 }
 
 // ExchangeConfig is which rows move and by what means.
@@ -195,11 +203,12 @@ var rules = []func(c *Config) error{
 		return nil
 	},
 	func(c *Config) error {
-		if c.Batch.Mode > BatchClusters {
-			return fmt.Errorf("--batch: unknown batch %v (global or clusters)", c.Batch.Mode)
+		if c.Batch.Mode > BatchSampled {
+			return fmt.Errorf("--batch: unknown batch %v (global, clusters or sampled)", c.Batch.Mode)
 		}
 		return nil
 	},
+	sampledRule,
 	func(c *Config) error {
 		if !(c.Model.AttDropout < 1) {
 			return fmt.Errorf("--att-dropout must be < 1 (< 0: as --dropout), got %g", c.Model.AttDropout)
@@ -293,6 +302,39 @@ var rules = []func(c *Config) error{
 	},
 }
 
+// sampledRule refuses the sampled-batch settings that cannot work.
+func sampledRule(c *Config) error {
+	b := c.Batch
+	if !b.Mode.Sampled() {
+		if len(b.Fanouts) > 0 || b.Size != 0 || b.Draw != sample.DrawLocal {
+			return fmt.Errorf("--fanouts, --batch-size and --batch-draw are settings of --batch sampled, not --batch %v", b.Mode)
+		}
+		return nil
+	}
+	switch {
+	case c.Model.Arch.Attends():
+		return fmt.Errorf("--batch sampled trains gcn or sage: --model %v is not computed on sampled blocks; use --batch global or clusters", c.Model.Arch)
+	case len(b.Fanouts) != c.Model.Layers:
+		return fmt.Errorf("--fanouts gives %d fanouts (%v); --layers %d needs one per layer", len(b.Fanouts), b.Fanouts, c.Model.Layers)
+	case b.Size < 1:
+		return fmt.Errorf("--batch-size must be ≥ 1 training vertices, got %d", b.Size)
+	case b.Draw > sample.DrawGlobal:
+		return fmt.Errorf("--batch-draw: unknown draw %v (local or global)", b.Draw)
+	case c.Model.Residual:
+		return fmt.Errorf("--residual is not computed on sampled blocks: drop it, or use --batch global")
+	case c.Wire.Fwd.IsAuto():
+		return fmt.Errorf("--batch sampled fetches features in one width: give --wire fp32, bf16, int8, int4 or int2, not auto")
+	case c.Staleness.Policy != staleness.KindNone:
+		return fmt.Errorf("--staleness %v skips broadcasts of the whole graph's blocks: --batch sampled sends none; leave --staleness none", c.Staleness.Policy)
+	}
+	for l, k := range b.Fanouts {
+		if k < 1 {
+			return fmt.Errorf("--fanouts: layer %d's fanout must be ≥ 1, got %d", l+1, k)
+		}
+	}
+	return nil
+}
+
 // wireRule refuses the wire settings that cannot combine.
 func wireRule(c *Config) error {
 	w := c.Wire
@@ -316,10 +358,10 @@ func wireRule(c *Config) error {
 }
 
 // Precomputed is the product with X that layer 1 reads from its shard (0:
-// X itself): with --precompute, the model's (Precomputable), outside
-// cluster batches (a batch renormalizes Â: X it is).
+// X itself): with --precompute, the model's (Precomputable), where a
+// step reads the whole graph's Â (BatchMode.ReadsX).
 func (c Config) Precomputed() shard.Aggregation {
-	if !c.Model.Precompute || c.Batch.Mode.Clusters() {
+	if !c.Model.Precompute || c.Batch.Mode.ReadsX() {
 		return 0
 	}
 	return Precomputable(c.Model.Arch)

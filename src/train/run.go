@@ -88,6 +88,7 @@ type runState struct {
 	step          map[string]kernels.Count // --profile-kernels: the training steps' bytes and flops by class
 	ran           int                      // epochs this run has trained (not resumed ones)
 	spentMs       float64                  // their training and evaluation milliseconds
+	sampled       *sampledRun              // sampled mini-batches (sampled.go), set up at the first epoch
 }
 
 // addStep adds one training step's counts, the difference of the
@@ -194,9 +195,12 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 	var lossSum float64
 	var diverged error
 	c0 := e.tally.timed.Snapshot()
-	if e.batch != nil {
+	switch {
+	case e.plan.Batch.Mode.Sampled():
+		lossSum, diverged = e.sampledEpoch(ep, r)
+	case e.batch != nil:
 		lossSum, diverged = e.batchEpoch(ep)
-	} else {
+	default:
 		lossSum, diverged = e.trainStep(ep)
 	}
 	r.addStep(c0, e.tally.timed.Snapshot())
@@ -209,6 +213,9 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 	for _, id := range e.steps(ep) {
 		s, k := e.countBroadcasts(id)
 		row.Sent, row.Skipped = row.Sent+s, row.Skipped+k
+	}
+	if r.sampled != nil { // sampled steps broadcast no block
+		row.Sent, row.Skipped, row.Sampling = 0, 0, r.sampled.last
 	}
 	m := metrics{lossSum: lossSum, train: float64(len(e.s.Train)), val: float64(len(e.s.Val)), test: float64(len(e.s.Test))}
 	for _, id := range e.steps(ep) {

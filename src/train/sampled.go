@@ -1,0 +1,223 @@
+package train
+
+// Sampled mini-batch training (DistDGL). Each step every rank samples the
+// k-hop neighbourhoods of its seeds through their owners, fetches the
+// bottom layer's features, and computes its whole mini-batch alone
+// (src/sample, src/minibatch); the gradients are summed over ranks once per
+// step and every rank takes the same Adam step. Evaluation stays the
+// engine's full-graph pass, so accuracies are exact and comparable.
+//
+// Steps are numbered epoch·steps + s: they key the neighbour draws and
+// the dropout masks, so a run repeats bit for bit and resumes as it ran.
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"sancus/collectives"
+	"sancus/kernels/matrix"
+	"sancus/src/minibatch"
+	"sancus/src/result"
+	"sancus/src/sample"
+	"sancus/src/shard"
+)
+
+// sampledRun is what sampled training keeps from epoch to epoch.
+type sampledRun struct {
+	s     *sample.Sampler
+	train sample.TrainSet
+	last  *result.Sampling // the last epoch's figures, for its row
+}
+
+// setupSampled makes the sampler over this rank's rows: Â's row with its
+// columns numbered globally, every row's original id and every rank's
+// training vertices (allgathers).
+func (e *Engine) setupSampled() (*sampledRun, error) {
+	s := e.s
+	switch {
+	case s.Multi != nil:
+		return nil, fmt.Errorf("--batch sampled trains single-label data: this dataset is multi-label; use --batch global or clusters")
+	case s.N > math.MaxInt32:
+		return nil, fmt.Errorf("--batch sampled numbers vertices in 32 bits: %d nodes are too many", s.N)
+	case s.Features == nil:
+		return nil, fmt.Errorf("rank %d: --batch sampled reads X, which the engine let go", e.rank)
+	}
+	var orig []int64 // every global row's original id (nil: the global id)
+	reordered := int64(0)
+	if e.part.ownIDs != nil {
+		reordered = 1
+	}
+	any, err := collectives.Allgather(e.c, []int64{reordered})
+	if err != nil {
+		return nil, fmt.Errorf("sampled set-up: %w", err)
+	}
+	if sum(any) > 0 {
+		mine := make([]int64, e.rows())
+		for r := range mine {
+			mine[r] = e.ownID(r)
+		}
+		counts := make([]int, e.P)
+		for j := range counts {
+			counts[j] = s.RowsOf(j)
+		}
+		orig = make([]int64, s.N)
+		if err := collectives.Allgatherv(e.c, mine, orig, counts); err != nil {
+			return nil, fmt.Errorf("sampled set-up: %w", err)
+		}
+	}
+	global := func(id int64) int64 { return id } // the view's ids are original ids
+	if orig != nil {
+		inv := make([]int64, s.N)
+		for g, o := range orig {
+			inv[o] = int64(g)
+		}
+		global = func(id int64) int64 { return inv[id] }
+	}
+	adj := &matrix.CSR{Rows: e.rows(), Cols: s.N, RowPtr: make([]int64, e.rows()+1)}
+	for r := range e.rows() {
+		for j, blk := range e.view.blocks {
+			for p := blk.RowPtr[r]; p < blk.RowPtr[r+1]; p++ {
+				adj.ColIdx = append(adj.ColIdx, int32(global(e.srcID(j, int(blk.ColIdx[p])))))
+				adj.Val = append(adj.Val, blk.Val[p])
+			}
+		}
+		adj.RowPtr[r+1] = int64(len(adj.ColIdx))
+	}
+	weights := shard.Sym
+	if e.plan.Model.Arch.HasRoot() {
+		weights = shard.Mean
+	}
+	smp, err := sample.New(e.c, sample.Graph{Rank: e.rank, Offsets: s.Offsets, Adj: adj, Orig: orig, Features: s.Features, Labels: s.Labels},
+		sample.Options{Fanouts: e.plan.Batch.Fanouts, Weights: weights, Seed: e.plan.Optim.Seed, Wire: e.plan.Wire.Fwd})
+	if err != nil {
+		return nil, err
+	}
+	mine := make([]int64, len(s.Train))
+	for i, r := range s.Train {
+		mine[i] = int64(s.Row0()) + int64(r)
+	}
+	n, err := collectives.Allgather(e.c, []int64{int64(len(mine))})
+	if err != nil {
+		return nil, fmt.Errorf("sampled set-up: %w", err)
+	}
+	counts := make([]int, e.P)
+	for j, c := range n {
+		counts[j] = int(c)
+	}
+	all := make([]int64, sum(n))
+	if err := collectives.Allgatherv(e.c, mine, all, counts); err != nil {
+		return nil, fmt.Errorf("sampled set-up: %w", err)
+	}
+	ts := sample.TrainSet{ByRank: make([][]int64, e.P)}
+	for j, off := 0, 0; j < e.P; j++ {
+		ts.ByRank[j], off = all[off:off+counts[j]], off+counts[j]
+	}
+	if orig != nil {
+		ts.Orig = func(g int64) int64 { return orig[g] }
+	}
+	return &sampledRun{s: smp, train: ts}, nil
+}
+
+// sampledEpoch trains one epoch of sampled mini-batches and returns the
+// epoch's summed training loss, scaled to every training vertex counting
+// once (the curve's loss is the mean over the epoch's seeds).
+func (e *Engine) sampledEpoch(ep int, r *runState) (float64, error) {
+	if r.sampled == nil {
+		var err error
+		if r.sampled, err = e.setupSampled(); err != nil {
+			return 0, err
+		}
+	}
+	sr, b := r.sampled, e.plan.Batch
+	draw := sr.train.Draw(b.Draw, b.Size, e.plan.Optim.Seed, ep, e.rank)
+	steps := len(draw.Mine)
+	const fields = 6 // seeds, vertices, edges, local rows, remote rows, bytes
+	counts := make([]int64, fields*steps)
+	var lossSum, seconds float64
+	var seeds int
+	for s := range steps {
+		id := uint64(ep*steps + s)
+		batch, err := sr.s.Sample(id, draw.Mine[s])
+		if err != nil {
+			return lossSum, fmt.Errorf("epoch %d step %d: %w", ep+1, s+1, err)
+		}
+		c := batch.Counts
+		copy(counts[fields*s:], []int64{int64(len(draw.Mine[s])), c.Vertices, c.Edges, c.LocalRows, c.RemoteRows, c.BytesSent})
+		seconds += c.Seconds
+		loss, grads, err := minibatch.Step(e.m, batch, float64(draw.Total[s]), minibatch.Dropout{P: float32(e.plan.Model.Dropout), Seed: e.plan.Optim.Seed, Step: id})
+		if err != nil {
+			return lossSum, fmt.Errorf("rank %d, epoch %d step %d: %w", e.rank, ep+1, s+1, err)
+		}
+		lossSum, seeds = lossSum+loss, seeds+draw.Total[s]
+		what, err := e.sampledUpdate(grads)
+		if err != nil {
+			return lossSum, err
+		}
+		if what != "" {
+			return lossSum, &divergence{epoch: ep + 1, what: what}
+		}
+	}
+	if err := e.sampledFigures(r, counts, seconds); err != nil {
+		return lossSum, err
+	}
+	return lossSum * float64(e.s.GlobalTrain) / float64(max(1, seeds)), nil
+}
+
+// sampledUpdate sums a step's gradients over ranks, adds weight decay and
+// takes the Adam step, as the engine's step does; it returns what went
+// non-finite ("": nothing).
+func (e *Engine) sampledUpdate(grads []float32) (string, error) {
+	g := e.ar.grads
+	copy(g, grads)
+	start := time.Now()
+	if err := e.allreduce(g); err != nil {
+		return "", fmt.Errorf("gradient allreduce: %w", err)
+	}
+	e.tally.clock.comm += time.Since(start)
+	e.tally.clock.wait += time.Since(start)
+	if wd := float32(e.plan.Optim.WeightDecay); wd > 0 { // the first layer's weights (and root weights)
+		off := 0
+		for k, t := range e.m.Tensors(0) {
+			if k != 1 {
+				for i, v := range t {
+					g[off+i] += wd * v
+				}
+			}
+			off += len(t)
+		}
+	}
+	if what := e.nonFinite("gradient", func(off int, t []float32) []float32 { return g[off : off+len(t)] }); what != "" {
+		return what, nil
+	}
+	e.opt.Update(e.m.Flat(), g)
+	return e.nonFinite("weights after the update", func(_ int, t []float32) []float32 { return t }), nil
+}
+
+// sampledFigures gathers every rank's counts of the epoch (fields per
+// step) and seconds into r.sampled.last.
+func (e *Engine) sampledFigures(r *runState, counts []int64, seconds float64) error {
+	all, err := collectives.Allgather(e.c, counts)
+	if err != nil {
+		return fmt.Errorf("sampling figures: %w", err)
+	}
+	secs, err := collectives.Allgather(e.c, []float64{seconds})
+	if err != nil {
+		return fmt.Errorf("sampling figures: %w", err)
+	}
+	const fields = 6
+	steps := len(counts) / fields
+	out := &result.Sampling{Steps: steps, Batches: make([]result.SampledCounts, steps), RankBytes: make([]int64, e.P), RankSeconds: secs}
+	for rank := range e.P {
+		mine := all[rank*len(counts) : (rank+1)*len(counts)]
+		for s := range steps {
+			v := mine[fields*s : fields*(s+1)]
+			c := result.SampledCounts{Seeds: v[0], Vertices: v[1], Edges: v[2], FeaturesLocal: v[3], FeaturesRemote: v[4], Bytes: v[5]}
+			out.Batches[s].Add(c)
+			out.SampledCounts.Add(c)
+			out.RankBytes[rank] += c.Bytes
+		}
+	}
+	r.sampled.last = out
+	return nil
+}
