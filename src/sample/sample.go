@@ -60,8 +60,8 @@ type Options struct {
 // vertices from its Src vertices. Dst are the first len(Dst) of Src (a
 // vertex's own row feeds GraphSAGE's root term and the GCN's self loop).
 type Block struct {
-	Dst, Src []int64    // global ids
-	SrcOrig  []int64    // Src's original ids (they key dropout masks)
+	Dst, Src []int64     // global ids
+	SrcOrig  []int64     // Src's original ids (they key dropout masks)
 	Adj      *matrix.CSR // len(Dst) × len(Src), the sampled edges' weights
 }
 
@@ -368,7 +368,7 @@ func (s *Sampler) fetch(step uint64, b *Batch) error {
 	p, me := s.c.Size(), s.c.Rank()
 	width, bits := s.g.Features.Cols, s.o.Wire.Or(wire.FP32).Bits()
 	rb := wire.RowBytes(bits, width)
-	stream := mix(s.o.Seed ^ 0xfea7) ^ step
+	stream := mix(s.o.Seed^0xfea7) ^ step
 	req, at := make([][]int64, p), make([][]int, p)
 	for i, v := range rows {
 		o := s.owner(v)
