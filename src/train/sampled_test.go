@@ -53,3 +53,73 @@ func TestFullFanoutBatchIsGlobalStep(t *testing.T) {
 		}
 	}
 }
+
+// With --batch-draw global the global batch does not depend on P, nor does
+// any vertex's sample (keyed by original ids): P = 1, 2 and 4 (the last
+// on a reordering partition) train alike, several steps an epoch, for
+// GCN and GraphSAGE, with dropout, and the batches sample less than the
+// graph.
+func TestGlobalDrawDoesNotDependOnP(t *testing.T) {
+	ds, _ := generated(t)
+	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE} {
+		cfg := Defaults()
+		cfg.Optim.Epochs, cfg.Model.Arch = 3, arch
+		cfg = sampledConfig(cfg, 64, sample.DrawGlobal, 4, 3)
+		ref, err := RunInProcess(ds, 1, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := ref.Result.Curve[0].Sampling
+		if s.Steps != (len(ds.Train)+63)/64 || s.Seeds != int64(len(ds.Train)) || s.Vertices >= int64(s.Steps*3*ds.N) || s.FeaturesRemote != 0 {
+			t.Fatalf("%v P=1: sampling figures %+v", arch, s.SampledCounts)
+		}
+		assign := make([]int32, ds.N)
+		for v := range assign {
+			assign[v] = int32(v*7) % 4
+		}
+		for _, p := range []int{2, 4} {
+			var out Outcome
+			if p == 4 {
+				out, err = RunPartitioned(ds, assign, p, cfg)
+			} else {
+				out, err = RunInProcess(ds, p, cfg)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameCurve(t, fmt.Sprintf("%v P=%d", arch, p), out.Result, ref.Result, 1e-5)
+			got := out.Result.Curve[0].Sampling
+			if got.Seeds != s.Seeds || got.Vertices < s.Vertices || got.FeaturesRemote == 0 || got.Bytes == 0 {
+				t.Fatalf("%v P=%d: sampling figures %+v, at P=1 %+v", arch, p, got.SampledCounts, s.SampledCounts)
+			}
+		}
+	}
+}
+
+// A rank that owns no training vertex takes every step with an empty
+// batch, answering the others' requests: the run ends, and trains.
+func TestRankWithoutTrainingVerticesDoesNotHang(t *testing.T) {
+	ds, _ := generated(t)
+	train := make([]bool, ds.N)
+	for _, v := range ds.Train {
+		train[v] = true
+	}
+	assign := make([]int32, ds.N) // rank 1: no training vertex
+	for v := range assign {
+		if !train[v] && v%2 == 0 {
+			assign[v] = 1
+		}
+	}
+	cfg := Defaults()
+	cfg.Optim.Epochs = 2
+	for _, draw := range []sample.Draw{sample.DrawLocal, sample.DrawGlobal} {
+		out, err := RunPartitioned(ds, assign, 2, sampledConfig(cfg, 50, draw, 5, 5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := out.Result.Curve
+		if c[1].Loss >= c[0].Loss || c[0].Sampling.FeaturesRemote == 0 {
+			t.Fatalf("%v: losses %g then %g, %d remote feature rows: want it to train across both ranks", draw, c[0].Loss, c[1].Loss, c[0].Sampling.FeaturesRemote)
+		}
+	}
+}
