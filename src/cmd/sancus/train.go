@@ -36,7 +36,8 @@ type trainFlags struct {
 	quiet                   bool
 	saveWeights             string
 	saveModel               string
-	wireGiven               bool // --wire or --wire-grad on the command line
+	wireGiven               bool              // --wire or --wire-grad on the command line
+	sampled                 train.BatchConfig // --fanouts, --batch-size, --batch-draw: given to the run with --batch sampled
 }
 
 func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
@@ -86,9 +87,12 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.Var(&w.Allreduce, "wire-allreduce", "weight-gradient allreduce: fp32, or bf16 (half the bytes, with error feedback)")
 
 	fs = g.section("Batch")
-	fs.Var(&b.Mode, "batch", "global (the whole graph every step) or clusters (--clusters-per-step of the shards' clusters per step; prepare --clusters)")
+	fs.Var(&b.Mode, "batch", "global (the whole graph every step), clusters (--clusters-per-step of the shards' clusters per step; prepare --clusters) or sampled (mini-batches of sampled neighbourhoods, DistDGL-style; gcn or sage)")
 	fs.IntVar(&b.ClustersPerStep, "clusters-per-step", 10, "with --batch clusters: clusters in each step's batch")
 	fs.BoolVar(&b.Boundary, "boundary", false, "with --batch clusters: a batch's nodes also read their neighbours outside the batch (cached copies, whole-graph normalization)")
+	fs.IntSliceVar(&tf.sampled.Fanouts, "fanouts", []int{25, 10}, "with --batch sampled: neighbours sampled per vertex in each layer, layer 1 first (one per --layers; at least the largest degree: every neighbour)")
+	fs.IntVar(&tf.sampled.Size, "batch-size", 1000, "with --batch sampled: training vertices in each step's global batch")
+	fs.Var(&tf.sampled.Draw, "batch-draw", "with --batch sampled: local (each rank draws its share from the training vertices it owns; the default) or global (one global batch, split evenly over the ranks: the same losses at any P)")
 
 	fs = g.section("Exchange (which rows move, and how)")
 	fs.BoolVar(&x.Dense, "dense-bcast", x.Dense, "broadcast whole blocks (SANCUS as published) instead of sending each rank only the rows it uses")
@@ -146,6 +150,9 @@ func runTrain(args []string) error {
 	}
 	if err := refuseInert(fs, cfg, tf); err != nil {
 		return err
+	}
+	if cfg.Batch.Mode.Sampled() {
+		cfg.Batch.Fanouts, cfg.Batch.Size, cfg.Batch.Draw = tf.sampled.Fanouts, tf.sampled.Size, tf.sampled.Draw
 	}
 	if err := checkTrainFlags(cfg, tf); err != nil {
 		return err
@@ -282,6 +289,7 @@ var inert = []struct {
 	{[]string{"exchange-chunk"}, "the sparse exchange (not --dense-bcast)", func(c train.Config, _ trainFlags) bool { return !c.Exchange.Dense }},
 	{[]string{"heads", "out-heads", "att-dropout"}, "--model gat", func(c train.Config, _ trainFlags) bool { return c.Model.Arch.Attends() }},
 	{[]string{"clusters-per-step", "boundary"}, "--batch clusters", func(c train.Config, _ trainFlags) bool { return c.Batch.Mode.Clusters() }},
+	{[]string{"fanouts", "batch-size", "batch-draw"}, "--batch sampled", func(c train.Config, _ trainFlags) bool { return c.Batch.Mode.Sampled() }},
 	{[]string{"eps", "max-stale", "skip-gradients"}, "a --staleness policy other than none", func(c train.Config, _ trainFlags) bool { return c.Staleness.Policy.Skips() }},
 	{[]string{"wire-error"}, "--wire auto or --wire-grad auto", func(c train.Config, _ trainFlags) bool { return c.Wire.Fwd.IsAuto() || c.Wire.Grad.IsAuto() }},
 	{[]string{"clip-scale"}, "--clip", func(c train.Config, _ trainFlags) bool { return c.Optim.Clip > 0 }},
