@@ -138,6 +138,11 @@ func TestSignatureIsThePlan(t *testing.T) {
 				fv.SetFloat(fv.Float() + 0.5)
 			case reflect.String:
 				fv.SetString(fv.String() + "x")
+			case reflect.Slice:
+				if fv.Type().Elem().Kind() != reflect.Int {
+					continue
+				}
+				fv.Set(reflect.Append(fv, reflect.ValueOf(1)))
 			default:
 				continue // funcs and interfaces are not settings
 			}

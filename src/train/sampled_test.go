@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"sancus/src/model"
@@ -120,6 +121,35 @@ func TestRankWithoutTrainingVerticesDoesNotHang(t *testing.T) {
 		c := out.Result.Curve
 		if c[1].Loss >= c[0].Loss || c[0].Sampling.FeaturesRemote == 0 {
 			t.Fatalf("%v: losses %g then %g, %d remote feature rows: want it to train across both ranks", draw, c[0].Loss, c[1].Loss, c[0].Sampling.FeaturesRemote)
+		}
+	}
+}
+
+// Sampled settings that cannot work are refused before any work, naming
+// the flag.
+func TestSampledSettingsAreChecked(t *testing.T) {
+	ok := sampledConfig(Defaults(), 100, sample.DrawLocal, 10, 5)
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("a sound sampled configuration: %v", err)
+	}
+	for _, c := range []struct {
+		set  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Model.Arch = model.ArchGAT }, "--model gat"},
+		{func(c *Config) { c.Batch.Fanouts = []int{10} }, "--fanouts gives 1"},
+		{func(c *Config) { c.Batch.Fanouts = []int{10, 0} }, "layer 2's fanout"},
+		{func(c *Config) { c.Batch.Size = 0 }, "--batch-size"},
+		{func(c *Config) { c.Batch.Draw = 7 }, "--batch-draw"},
+		{func(c *Config) { c.Wire.Fwd = format("auto") }, "--wire"},
+		{func(c *Config) { c.Staleness.Policy = kind("epoch-fixed") }, "--staleness"},
+		{func(c *Config) { c.Model.Layers, c.Model.Residual, c.Batch.Fanouts = 3, true, []int{2, 2, 2} }, "--residual"},
+		{func(c *Config) { c.Batch.Mode = BatchGlobal }, "not --batch global"},
+	} {
+		cfg := ok
+		c.set(&cfg)
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want a refusal naming %q, got %v", c.want, err)
 		}
 	}
 }
