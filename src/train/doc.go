@@ -50,6 +50,7 @@
 //
 //	engine.go    set-up: model, input, the exchange chosen once
 //	build.go     the layers made: each kind's buffers, caches and blocks
+//	sampled.go   sampled mini-batches (src/sample, src/minibatch): set-up, epoch, update
 //	route.go     how each cache's blocks are made, sent, dropped and multiplied,
 //	             fixed at set-up by one function that holds every feature's rule
 //	output.go    the last layer computes, and moves, only the rows the loss reads
@@ -155,4 +156,25 @@
 // the whole graph's normalization. Evaluation stays full-graph. Pick it
 // when a whole-graph step is too slow for the time you have; keep
 // global-batch when an epoch is cheap.
+//
+// # Sampled mini-batches
+//
+// --batch sampled --fanouts 25,10 --batch-size B trains GCN or GraphSAGE
+// as DistDGL does: each step every rank samples the k-hop neighbourhoods
+// of its seeds, each vertex's neighbours drawn by the rank that owns its
+// row, fetches the bottom layer's features from their owners (in
+// --wire's width; one batched exchange per layer), computes its whole
+// mini-batch alone on the per-layer blocks, and the gradients are summed
+// once per step. --batch-draw local (the default) gives each rank B/P
+// seeds from the training vertices it owns (a rank that runs out starts
+// its permutation again, so all take the same steps); --batch-draw global
+// splits one global batch of B evenly over the ranks, so the losses do not
+// depend on P. A vertex keeps the k of its d neighbours with the smallest
+// hash of (seed, step, layer, vertex, neighbour), original ids; a GCN's
+// edges weigh Â·d/k (self loop kept), GraphSAGE's 1/k: at fanout ≥ the
+// largest degree and B ≥ the training vertices a step is a full-graph step
+// (TestFullFanoutBatchIsGlobalStep). Dropout masks are keyed as the
+// engine's. Evaluation is the full-graph pass; each epoch's row of the
+// results holds its sampling figures (vertices, edges, feature rows read
+// locally and fetched, bytes per rank).
 package train
