@@ -500,6 +500,9 @@ func epochLine(r result.Epoch) string {
 	if r.QuantErr > 0 {
 		s += fmt.Sprintf("  quant err %.2f%%", 100*r.QuantErr)
 	}
+	if m := r.Sampling; m != nil {
+		s += fmt.Sprintf("  %d steps: %d vertices sampled, feature rows %d local %d fetched, %.2f MB", m.Steps, m.Vertices, m.FeaturesLocal, m.FeaturesRemote, float64(m.Bytes)/1e6)
+	}
 	return s
 }
 

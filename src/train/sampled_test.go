@@ -153,3 +153,9 @@ func TestSampledSettingsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// A sampled run stopped and resumed trains bit for bit as one that was
+// not: the draws are keyed by step, not by what ran before.
+func TestSampledStopAndResumeIsBitIdentical(t *testing.T) {
+	checkStopResume(t, sampledConfig(Defaults(), 64, sample.DrawLocal, 5, 5))
+}

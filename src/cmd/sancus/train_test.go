@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,14 +20,7 @@ func TestSampledBatchFlags(t *testing.T) {
 		"--batch", "sampled", "--fanouts", "5,5", "--batch-size", "100", "--batch-draw", "global", "--model", "sage"); err != nil {
 		t.Fatalf("train: %v\n%s", err, o)
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep result.Run
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := readResult(t, out)
 	s := rep.Result.Curve[1].Sampling
 	if s == nil || s.Steps != 2 || s.Seeds != 140 || s.FeaturesRemote == 0 || len(s.RankBytes) != 2 || s.RankBytes[1] == 0 || len(s.Batches) != 2 {
 		t.Fatalf("epoch 2's sampling figures: %+v", s)
@@ -44,5 +38,42 @@ func TestSampledBatchFlags(t *testing.T) {
 		if o, err := run(t, 0, args...); err == nil || !strings.Contains(o, c.want) {
 			t.Errorf("%v: %v, want a refusal naming %q\n%s", c.args, err, c.want, o)
 		}
+	}
+}
+
+func readResult(t *testing.T, path string) result.Run {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep result.Run
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// TestSampledUnderMPIMatchesOneRank: two MPI ranks drawing one global
+// batch train as one in-process rank does, to 1e-5.
+func TestSampledUnderMPIMatchesOneRank(t *testing.T) {
+	needMPI(t)
+	dir := t.TempDir()
+	args := []string{"train", "--data", cora, "--epochs", "3", "--quiet", "--batch", "sampled", "--fanouts", "10,5", "--batch-size", "64", "--batch-draw", "global"}
+	one, two := filepath.Join(dir, "one.json"), filepath.Join(dir, "two.json")
+	if o, err := run(t, 0, append(args, "--out", one)...); err != nil {
+		t.Fatalf("one rank: %v\n%s", err, o)
+	}
+	if o, err := run(t, 2, append(args, "--out", two)...); err != nil {
+		t.Fatalf("mpirun -np 2: %v\n%s", err, o)
+	}
+	a, b := readResult(t, one).Result, readResult(t, two).Result
+	for i, e := range b.Curve {
+		if w := a.Curve[i].Loss; math.Abs(e.Loss-w) > 1e-5*w {
+			t.Fatalf("epoch %d: loss %.8f under MPI, %.8f on one rank", e.Epoch, e.Loss, w)
+		}
+	}
+	if b.Curve[0].Sampling.FeaturesRemote == 0 {
+		t.Fatal("two MPI ranks fetched no feature row from each other")
 	}
 }
