@@ -57,8 +57,8 @@ func NewReplay(cfg Config, s *shard.Shard, peers []Peer) (*Replay, error) {
 	switch {
 	case !cfg.Model.Arch.ReadsAX():
 		return nil, fmt.Errorf("--model %v: the replay answers the set-up of a GCN; use --model gcn", cfg.Model.Arch)
-	case cfg.Batch.Mode.Clusters():
-		return nil, fmt.Errorf("--batch clusters: the replay runs global-batch training; drop --batch")
+	case cfg.Batch.Mode != BatchGlobal:
+		return nil, fmt.Errorf("--batch %v: the replay runs global-batch training; drop --batch", cfg.Batch.Mode)
 	case cfg.Wire.FromLink:
 		return nil, fmt.Errorf("--wire-from-link measures a link between ranks, which a replay has not: name --wire")
 	case cfg.Exchange.DeviceComm != collectives.DeviceCommRank:

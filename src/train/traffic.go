@@ -59,7 +59,7 @@ func (c Config) Flows(features, classes int) ([]Flow, error) {
 	if _, err := resolve(c, 2); err != nil {
 		return nil, err
 	}
-	if c.Exchange.Dense || c.Batch.Mode.Clusters() {
+	if c.Exchange.Dense || c.Batch.Mode != BatchGlobal {
 		return nil, fmt.Errorf("flows are stated for the sparse exchange in global-batch training: drop --dense-bcast and --batch")
 	}
 	fwd, grad := c.Wire.Fwd.Or(wire.FP32), c.Wire.Grad.Or(c.Wire.Fwd).Or(wire.FP32)
