@@ -152,6 +152,9 @@ func TestSampledSettingsAreChecked(t *testing.T) {
 			t.Errorf("want a refusal naming %q, got %v", c.want, err)
 		}
 	}
+	if _, err := RunInProcess(generatedMulti(t), 2, ok); err == nil || !strings.Contains(err.Error(), "multi-label") {
+		t.Errorf("multi-label data: want a refusal naming it, got %v", err)
+	}
 }
 
 // A sampled run stopped and resumed trains bit for bit as one that was

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Sampled mini-batches (train --batch sampled) against full-graph training.
+# 1. Accuracy: GraphSAGE on Cora, full-graph and sampled (fanouts 25,10,
+#    batch 1000 and 32), five seeds each, 200 epochs; test accuracy at the
+#    best validation epoch, mean and std (accuracy.tsv).
+# 2. Traffic: a 2-layer GCN on a generated planted graph (NODES, default
+#    100,000; 1M edges) at P = 4 under mpirun, EPOCHS epochs (default 10)
+#    evaluated after the last only: full-graph, then sampled (fanouts 15,10,
+#    batch 1000) with --batch-draw local and global; each epoch's training
+#    ms, bytes a rank sends, and the sampled batches' feature rows read
+#    locally and fetched (traffic.tsv, the mean over epochs after the first).
+#   usage: slurm/bench/sampled-bench.sh OUTDIR
+. "$(dirname "$0")/common.sh" || exit
+out=${1:-results/bench/sampled}
+mkdir -p "$out"
+acc=$tmp/acc.tsv
+printf 'mode\tseed\ttest_acc\n' >"$acc"
+while IFS='|' read -r name flags; do
+	for seed in 1 2 3 4 5; do
+		# shellcheck disable=SC2086
+		"$bin" train --data testdata/cora --model sage --seed $seed $flags --quiet --out "$tmp/r.json" >/dev/null
+		printf '%s\t%d\t%s\n' "$name" $seed "$(result "$tmp/r.json" "r['test_acc_at_best_val']")" >>"$acc"
+	done
+done <<'M'
+full-graph|--batch global
+sampled 25,10 batch 1000|--batch sampled --fanouts 25,10 --batch-size 1000
+sampled 25,10 batch 32|--batch sampled --fanouts 25,10 --batch-size 32
+M
+python3 - "$acc" "$out/accuracy.tsv" <<'EOF'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+out = open(sys.argv[2], "w")
+out.write("# GraphSAGE on Cora (testdata), 200 epochs, 5 seeds: slurm/bench/sampled-bench.sh\n")
+out.write("mode\tmean_test_acc\tstd\tseeds\n")
+for m in dict.fromkeys(r["mode"] for r in rows):
+    a = [float(r["test_acc"]) for r in rows if r["mode"] == m]
+    out.write(f"{m}\t{statistics.mean(a):.4f}\t{statistics.stdev(a):.4f}\t{' '.join(f'{x:.3f}' for x in a)}\n")
+EOF
+nodes=${NODES:-100000}
+epochs=${EPOCHS:-10}
+g=$tmp/planted
+"$bin" gen --nodes "$nodes" --edges $((nodes * 10)) --seed 1 --out "$g" --quiet >/dev/null
+tr=$tmp/traffic.tsv
+while IFS='|' read -r name flags; do
+	# shellcheck disable=SC2086
+	ranks 4 "$bin" train --data "$g" --epochs "$epochs" --eval-every 0 $flags --quiet --out "$tmp/r.json" >/dev/null
+	python3 - "$tmp/r.json" "$name" >>"$tr" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))["result"]
+c = r["curve"][1:]
+ms = sum(e["ms"] for e in c) / len(c)
+sent = sum(e["bytes_sent"] for e in c) / len(c)
+s = [e.get("sampling") for e in c]
+loc = rem = steps = "-"
+if s[0]:
+    steps = s[0]["steps"]
+    loc = f'{sum(x["features_local"] for x in s) / len(s):.0f}'
+    rem = f'{sum(x["features_remote"] for x in s) / len(s):.0f}'
+print(f'{sys.argv[2]}\t{ms:.1f}\t{sent / 1e6:.2f}\t{steps}\t{loc}\t{rem}\t{r["final_loss"]:.4f}\t{r["final_test_acc"]:.4f}')
+EOF
+done <<'M'
+full-graph|--batch global
+sampled local|--batch sampled --fanouts 15,10 --batch-size 1000 --batch-draw local
+sampled global|--batch sampled --fanouts 15,10 --batch-size 1000 --batch-draw global
+M
+{
+	printf '# GCN, planted graph of %d nodes, %d edges, P = 4 under mpirun, %d epochs: slurm/bench/sampled-bench.sh\n' "$nodes" $((nodes * 10)) "$epochs"
+	printf '# per epoch after the first: training ms, MB rank 0 sends, steps, feature rows read locally / fetched (all ranks)\n'
+	printf 'mode\tepoch_ms\trank0_MB\tsteps\tfeatures_local\tfeatures_remote\tfinal_loss\tfinal_test_acc\n'
+	cat "$tr"
+} >"$out/traffic.tsv"
+cat "$out/accuracy.tsv" "$out/traffic.tsv"
