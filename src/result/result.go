@@ -159,7 +159,10 @@ type Sampling struct {
 	SampledCounts
 	Batches     []SampledCounts `json:"batches"`       // step by step, summed over ranks
 	RankBytes   []int64         `json:"rank_bytes"`    // each rank's bytes sent in sampling and fetching
-	RankSeconds []float64       `json:"rank_sample_s"` // each rank's seconds sampling and fetching
+	RankSeconds []float64       `json:"rank_sample_s"` // each rank's seconds sampling and fetching, wherever it ran
+	// RankExposed is each rank's seconds of training waiting for its
+	// batches: all of RankSeconds, unless they were sampled ahead.
+	RankExposed []float64 `json:"rank_exposed_s"`
 }
 
 // SampledCounts are the figures of sampled batches, summed over ranks.

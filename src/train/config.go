@@ -124,6 +124,9 @@ type BatchConfig struct {
 	Fanouts []int       `json:",omitempty"`
 	Size    int         `json:",omitempty"`
 	Draw    sample.Draw `json:",omitempty"`
+	// Prefetch samples and fetches the next batch while this one trains
+	// (ByteGNN's pipeline): the same batches, less of their time exposed.
+	Prefetch bool `json:",omitempty"`
 }
 
 // ExchangeConfig is which rows move and by what means.
@@ -306,8 +309,8 @@ var rules = []func(c *Config) error{
 func sampledRule(c *Config) error {
 	b := c.Batch
 	if !b.Mode.Sampled() {
-		if len(b.Fanouts) > 0 || b.Size != 0 || b.Draw != sample.DrawLocal {
-			return fmt.Errorf("--fanouts, --batch-size and --batch-draw are settings of --batch sampled, not --batch %v", b.Mode)
+		if len(b.Fanouts) > 0 || b.Size != 0 || b.Draw != sample.DrawLocal || b.Prefetch {
+			return fmt.Errorf("--fanouts, --batch-size, --batch-draw and --sample-ahead are settings of --batch sampled, not --batch %v", b.Mode)
 		}
 		return nil
 	}

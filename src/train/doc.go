@@ -174,7 +174,10 @@
 // edges weigh Â·d/k (self loop kept), GraphSAGE's 1/k: at fanout ≥ the
 // largest degree and B ≥ the training vertices a step is a full-graph step
 // (TestFullFanoutBatchIsGlobalStep). Dropout masks are keyed as the
-// engine's. Evaluation is the full-graph pass; each epoch's row of the
-// results holds its sampling figures (vertices, edges, feature rows read
-// locally and fetched, bytes per rank).
+// engine's. --sample-ahead (default) samples and fetches batch s+1 while
+// batch s trains (ByteGNN's pipeline), the step's allreduce waiting for
+// it: the same batches and losses. Evaluation is the full-graph pass; each
+// epoch's row of the results holds its sampling figures (vertices, edges,
+// feature rows read locally and fetched, bytes, seconds and seconds
+// exposed per rank).
 package train

@@ -177,6 +177,7 @@ var unsigned = []string{
 	"Optim.Epochs", "Optim.MaxLossGrowth",
 	"Exchange.Native", "Exchange.RingChunk", "Exchange.SparseChunk", "Exchange.FullOutput", "Exchange.device_comm",
 	"Model.Precompute", // the engine signs what layer 1 reads instead (precomputed)
+	"Batch.Prefetch",   // the same batches, sampled earlier
 	"Wire.FromLink", "link",
 	"Run",
 }

@@ -122,6 +122,13 @@ func (e *Engine) setupSampled() (*sampledRun, error) {
 // sampledEpoch trains one epoch of sampled mini-batches and returns the
 // epoch's summed training loss, scaled to every training vertex counting
 // once (the curve's loss is the mean over the epoch's seeds).
+//
+// With Batch.Prefetch (ByteGNN's pipeline) batch s+1 is sampled and
+// fetched in a goroutine while batch s is computed; the step's gradient
+// allreduce waits for it, so only one goroutine at a time talks over the
+// communicator, and every rank issues its collectives in one order. The
+// draws are keyed by step: the batches, and the run, are the same either
+// way. What the training waits for is the epoch's exposed sampling time.
 func (e *Engine) sampledEpoch(ep int, r *runState) (float64, error) {
 	if r.sampled == nil {
 		var err error
@@ -132,20 +139,46 @@ func (e *Engine) sampledEpoch(ep int, r *runState) (float64, error) {
 	sr, b := r.sampled, e.plan.Batch
 	draw := sr.train.Draw(b.Draw, b.Size, e.plan.Optim.Seed, ep, e.rank)
 	steps := len(draw.Mine)
-	const fields = 6 // seeds, vertices, edges, local rows, remote rows, bytes
-	counts := make([]int64, fields*steps)
-	var lossSum, seconds float64
-	var seeds int
-	for s := range steps {
-		id := uint64(ep*steps + s)
-		batch, err := sr.s.Sample(id, draw.Mine[s])
+	id := func(s int) uint64 { return uint64(ep*steps + s) }
+	type sampled struct {
+		b   *sample.Batch
+		err error
+	}
+	take := func(s int) sampled {
+		bt, err := sr.s.Sample(id(s), draw.Mine[s])
 		if err != nil {
-			return lossSum, fmt.Errorf("epoch %d step %d: %w", ep+1, s+1, err)
+			err = fmt.Errorf("epoch %d step %d: %w", ep+1, s+1, err)
 		}
-		c := batch.Counts
-		copy(counts[fields*s:], []int64{int64(len(draw.Mine[s])), c.Vertices, c.Edges, c.LocalRows, c.RemoteRows, c.BytesSent})
-		seconds += c.Seconds
-		loss, grads, err := minibatch.Step(e.m, batch, float64(draw.Total[s]), minibatch.Dropout{P: float32(e.plan.Model.Dropout), Seed: e.plan.Optim.Seed, Step: id})
+		return sampled{bt, err}
+	}
+	fig := epochFigures{counts: make([]int64, sampledFields*steps)}
+	var lossSum float64
+	var seeds int
+	t0 := time.Now()
+	cur := take(0)
+	fig.exposed += time.Since(t0)
+	for s := range steps {
+		if cur.err != nil {
+			return lossSum, cur.err
+		}
+		var ahead chan sampled
+		if b.Prefetch && s+1 < steps {
+			ahead = make(chan sampled, 1)
+			go func() { ahead <- take(s + 1) }()
+		}
+		c := cur.b.Counts
+		copy(fig.counts[sampledFields*s:], []int64{int64(len(draw.Mine[s])), c.Vertices, c.Edges, c.LocalRows, c.RemoteRows, c.BytesSent})
+		fig.seconds += c.Seconds
+		loss, grads, err := minibatch.Step(e.m, cur.b, float64(draw.Total[s]), minibatch.Dropout{P: float32(e.plan.Model.Dropout), Seed: e.plan.Optim.Seed, Step: id(s)})
+		// The next batch is in before anything else travels.
+		t := time.Now()
+		switch {
+		case ahead != nil:
+			cur = <-ahead
+		case s+1 < steps && err == nil:
+			cur = take(s + 1)
+		}
+		fig.exposed += time.Since(t)
 		if err != nil {
 			return lossSum, fmt.Errorf("rank %d, epoch %d step %d: %w", e.rank, ep+1, s+1, err)
 		}
@@ -158,10 +191,21 @@ func (e *Engine) sampledEpoch(ep int, r *runState) (float64, error) {
 			return lossSum, &divergence{epoch: ep + 1, what: what}
 		}
 	}
-	if err := e.sampledFigures(r, counts, seconds); err != nil {
+	if err := e.sampledFigures(r, fig); err != nil {
 		return lossSum, err
 	}
 	return lossSum * float64(e.s.GlobalTrain) / float64(max(1, seeds)), nil
+}
+
+// sampledFields are the counts kept per step: seeds, vertices, edges,
+// feature rows read locally and fetched, bytes.
+const sampledFields = 6
+
+// epochFigures are one rank's sampling figures of an epoch.
+type epochFigures struct {
+	counts  []int64 // sampledFields per step
+	seconds float64 // sampling and fetching, wherever it ran
+	exposed time.Duration
 }
 
 // sampledUpdate sums a step's gradients over ranks, adds weight decay and
@@ -194,24 +238,26 @@ func (e *Engine) sampledUpdate(grads []float32) (string, error) {
 	return e.nonFinite("weights after the update", func(_ int, t []float32) []float32 { return t }), nil
 }
 
-// sampledFigures gathers every rank's counts of the epoch (fields per
-// step) and seconds into r.sampled.last.
-func (e *Engine) sampledFigures(r *runState, counts []int64, seconds float64) error {
-	all, err := collectives.Allgather(e.c, counts)
+// sampledFigures gathers every rank's figures of the epoch into
+// r.sampled.last.
+func (e *Engine) sampledFigures(r *runState, f epochFigures) error {
+	all, err := collectives.Allgather(e.c, f.counts)
 	if err != nil {
 		return fmt.Errorf("sampling figures: %w", err)
 	}
-	secs, err := collectives.Allgather(e.c, []float64{seconds})
+	secs, err := collectives.Allgather(e.c, []float64{f.seconds, f.exposed.Seconds()})
 	if err != nil {
 		return fmt.Errorf("sampling figures: %w", err)
 	}
-	const fields = 6
-	steps := len(counts) / fields
-	out := &result.Sampling{Steps: steps, Batches: make([]result.SampledCounts, steps), RankBytes: make([]int64, e.P), RankSeconds: secs}
+	n := len(f.counts)
+	steps := n / sampledFields
+	out := &result.Sampling{Steps: steps, Batches: make([]result.SampledCounts, steps), RankBytes: make([]int64, e.P),
+		RankSeconds: make([]float64, e.P), RankExposed: make([]float64, e.P)}
 	for rank := range e.P {
-		mine := all[rank*len(counts) : (rank+1)*len(counts)]
+		out.RankSeconds[rank], out.RankExposed[rank] = secs[2*rank], secs[2*rank+1]
+		mine := all[rank*n : (rank+1)*n]
 		for s := range steps {
-			v := mine[fields*s : fields*(s+1)]
+			v := mine[sampledFields*s : sampledFields*(s+1)]
 			c := result.SampledCounts{Seeds: v[0], Vertices: v[1], Edges: v[2], FeaturesLocal: v[3], FeaturesRemote: v[4], Bytes: v[5]}
 			out.Batches[s].Add(c)
 			out.SampledCounts.Add(c)

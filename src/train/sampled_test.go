@@ -162,3 +162,32 @@ func TestSampledSettingsAreChecked(t *testing.T) {
 func TestSampledStopAndResumeIsBitIdentical(t *testing.T) {
 	checkStopResume(t, sampledConfig(Defaults(), 64, sample.DrawLocal, 5, 5))
 }
+
+// Sampling the next batch while this one trains (ByteGNN's pipeline)
+// trains bit for bit as sampling each in turn: the batches are keyed by
+// step, and the communicator is used by one goroutine at a time.
+func TestSampleAheadTrainsAlike(t *testing.T) {
+	ds, _ := generated(t)
+	cfg := Defaults()
+	cfg.Optim.Epochs, cfg.Model.Arch = 3, model.ArchSAGE
+	cfg = sampledConfig(cfg, 48, sample.DrawLocal, 6, 4)
+	plain, err := RunInProcess(ds, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Batch.Prefetch = true
+	ahead, err := RunInProcess(ds, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, "weights sampled ahead vs in turn", ahead.Params, plain.Params)
+	for i, e := range ahead.Result.Curve {
+		w := plain.Result.Curve[i]
+		if e.Loss != w.Loss || e.Sampling.Vertices != w.Sampling.Vertices || len(e.Sampling.RankExposed) != 2 {
+			t.Fatalf("epoch %d: loss %v, %d vertices sampled ahead; %v, %d in turn", e.Epoch, e.Loss, e.Sampling.Vertices, w.Loss, w.Sampling.Vertices)
+		}
+	}
+	if ahead.Result.Curve[0].Sampling.Steps < 2 {
+		t.Fatal("one step an epoch: nothing to sample ahead")
+	}
+}

@@ -92,6 +92,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.BoolVar(&b.Boundary, "boundary", false, "with --batch clusters: a batch's nodes also read their neighbours outside the batch (cached copies, whole-graph normalization)")
 	fs.IntSliceVar(&tf.sampled.Fanouts, "fanouts", []int{25, 10}, "with --batch sampled: neighbours sampled per vertex in each layer, layer 1 first (one per --layers; at least the largest degree: every neighbour)")
 	fs.IntVar(&tf.sampled.Size, "batch-size", 1000, "with --batch sampled: training vertices in each step's global batch")
+	fs.BoolVar(&tf.sampled.Prefetch, "sample-ahead", true, "with --batch sampled: sample and fetch the next batch while this one trains (ByteGNN's pipeline; the same batches and losses)")
 	fs.Var(&tf.sampled.Draw, "batch-draw", "with --batch sampled: local (each rank draws its share from the training vertices it owns; the default) or global (one global batch, split evenly over the ranks: the same losses at any P)")
 
 	fs = g.section("Exchange (which rows move, and how)")
@@ -152,7 +153,7 @@ func runTrain(args []string) error {
 		return err
 	}
 	if cfg.Batch.Mode.Sampled() {
-		cfg.Batch.Fanouts, cfg.Batch.Size, cfg.Batch.Draw = tf.sampled.Fanouts, tf.sampled.Size, tf.sampled.Draw
+		cfg.Batch.Fanouts, cfg.Batch.Size, cfg.Batch.Draw, cfg.Batch.Prefetch = tf.sampled.Fanouts, tf.sampled.Size, tf.sampled.Draw, tf.sampled.Prefetch
 	}
 	if err := checkTrainFlags(cfg, tf); err != nil {
 		return err
@@ -289,7 +290,7 @@ var inert = []struct {
 	{[]string{"exchange-chunk"}, "the sparse exchange (not --dense-bcast)", func(c train.Config, _ trainFlags) bool { return !c.Exchange.Dense }},
 	{[]string{"heads", "out-heads", "att-dropout"}, "--model gat", func(c train.Config, _ trainFlags) bool { return c.Model.Arch.Attends() }},
 	{[]string{"clusters-per-step", "boundary"}, "--batch clusters", func(c train.Config, _ trainFlags) bool { return c.Batch.Mode.Clusters() }},
-	{[]string{"fanouts", "batch-size", "batch-draw"}, "--batch sampled", func(c train.Config, _ trainFlags) bool { return c.Batch.Mode.Sampled() }},
+	{[]string{"fanouts", "batch-size", "batch-draw", "sample-ahead"}, "--batch sampled", func(c train.Config, _ trainFlags) bool { return c.Batch.Mode.Sampled() }},
 	{[]string{"eps", "max-stale", "skip-gradients"}, "a --staleness policy other than none", func(c train.Config, _ trainFlags) bool { return c.Staleness.Policy.Skips() }},
 	{[]string{"wire-error"}, "--wire auto or --wire-grad auto", func(c train.Config, _ trainFlags) bool { return c.Wire.Fwd.IsAuto() || c.Wire.Grad.IsAuto() }},
 	{[]string{"clip-scale"}, "--clip", func(c train.Config, _ trainFlags) bool { return c.Optim.Clip > 0 }},
