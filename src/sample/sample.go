@@ -26,6 +26,7 @@ import (
 	"slices"
 	"sort"
 	"time"
+	"unsafe"
 
 	"sancus/collectives"
 	"sancus/collectives/wire"
@@ -362,7 +363,8 @@ func (s *Sampler) Sample(step uint64, seeds []int64) (*Batch, error) {
 // fetch fills b.X with the features of the bottom layer's sources: each
 // owner sends its rows in the wire's format, rounded keyed by (seed, step,
 // original id); a rank's own rows go through the same rounding, so a
-// vertex's features do not depend on which rank reads them.
+// vertex's features do not depend on which rank reads them. fp32 rows
+// travel as they are.
 func (s *Sampler) fetch(step uint64, b *Batch) error {
 	rows := b.Blocks[0].Src
 	p, me := s.c.Size(), s.c.Rank()
@@ -380,49 +382,74 @@ func (s *Sampler) fetch(step uint64, b *Batch) error {
 	}
 	b.Counts.BytesSent += sent
 	b.Counts.LocalRows, b.Counts.RemoteRows = int64(len(req[me])), int64(len(rows)-len(req[me]))
-	// encode writes this rank's rows vs into dst, row after row.
-	row := make([]float32, width)
+	// rowOf writes this rank's row v of X into dst (width values).
+	f := s.g.Features
+	rowOf := func(dst []float32, v int64) {
+		clear(dst)
+		r := v - s.g.Offsets[me]
+		for q := f.RowPtr[r]; q < f.RowPtr[r+1]; q++ {
+			dst[f.ColIdx[q]] = f.Val[q]
+		}
+	}
+	// encode writes this rank's rows vs into dst, row after row, in the
+	// wire's format.
+	buf := make([]float32, width)
 	encode := func(dst []byte, vs []int64) {
-		f := s.g.Features
 		for i, v := range vs {
-			clear(row)
-			r := v - s.g.Offsets[me]
-			for q := f.RowPtr[r]; q < f.RowPtr[r+1]; q++ {
-				row[f.ColIdx[q]] = f.Val[q]
+			if bits == wire.FP32 {
+				rowOf(unsafe.Slice((*float32)(unsafe.Pointer(&dst[i*rb])), width), v)
+				continue
 			}
+			rowOf(buf, v)
 			seed := wire.Seed(stream, uint64(s.orig(v)))
-			wire.Encode(dst[i*rb:(i+1)*rb], row, width, bits, func(int) uint64 { return seed })
+			wire.Encode(dst[i*rb:(i+1)*rb], buf, width, bits, func(int) uint64 { return seed })
 		}
 	}
 	x := matrix.NewDense(len(rows), width)
 	place := func(src []byte, j int) {
 		for k, i := range at[j] {
+			if bits == wire.FP32 {
+				copy(x.Row(i), unsafe.Slice((*float32)(unsafe.Pointer(&src[k*rb])), width))
+				continue
+			}
 			wire.Decode(x.Row(i), src[k*rb:(k+1)*rb], width, bits, false)
 		}
 	}
-	own := make([]byte, len(req[me])*rb)
-	encode(own, req[me])
-	place(own, me)
+	for k, i := range at[me] {
+		if bits == wire.FP32 {
+			rowOf(x.Row(i), req[me][k])
+			continue
+		}
+		one := make([]byte, rb)
+		encode(one, req[me][k:k+1])
+		wire.Decode(x.Row(i), one, width, bits, false)
+	}
 	if p > 1 {
 		start := time.Now()
 		sendCounts, recvCounts := make([]int, p), make([]int, p)
-		var out []byte
+		n := 0
 		for j, vs := range asked {
-			if j == me {
-				continue
+			if j != me {
+				sendCounts[j], recvCounts[j] = len(vs)*rb, len(req[j])*rb
+				n += sendCounts[j]
 			}
-			n := len(out)
-			out = append(out, make([]byte, len(vs)*rb)...)
-			encode(out[n:], vs)
-			sendCounts[j], recvCounts[j] = len(vs)*rb, len(req[j])*rb
 		}
-		in := make([]byte, sum(recvCounts))
+		// float32-aligned buffers: fp32 rows are written and read in place.
+		out := collectives.Bytes(make([]float32, (n+3)/4))[:n]
+		off := 0
+		for j, vs := range asked {
+			if j != me {
+				encode(out[off:off+sendCounts[j]], vs)
+				off += sendCounts[j]
+			}
+		}
+		in := collectives.Bytes(make([]float32, (sum(recvCounts)+3)/4))[:sum(recvCounts)]
 		if err := s.c.Alltoallv(out, sendCounts, in, recvCounts); err != nil {
 			return fmt.Errorf("fetching features: %w", err)
 		}
 		s.c.Stats().Add("fetch_rows", int64(len(out)), int64(len(in)), time.Since(start))
 		b.Counts.BytesSent += int64(len(out))
-		off := 0
+		off = 0
 		for j, n := range recvCounts {
 			if j != me {
 				place(in[off:off+n], j)
