@@ -242,6 +242,11 @@ bench-models: build torch openblas $(DATA)/test.txt
 	bash slurm/bench/models-vs-torch.sh results/bench/models "$(MPIRUN)" $(or $(ROUNDS),3)
 	DATA=$(DATA) bash slurm/bench/models-vs-torch.sh results/bench/models/t10 "$(MPIRUN)" $(or $(ROUNDS),3)
 
+# Sampled mini-batches against full-graph training: GraphSAGE's accuracy on
+# Cora, and a GCN's epoch, bytes and feature rows at P = 4 (NODES, EPOCHS).
+bench-sampled: build
+	MPIRUN="$(MPIRUN)" bash slurm/bench/sampled-bench.sh results/bench/sampled
+
 # Graphs shaped like the real ones: replication factors, balance by
 # nonzeros, each partitioner's bytes and accuracy on the arxiv-like graph.
 bench-powerlaw: build
