@@ -59,12 +59,16 @@ func TestFullFanoutBatchIsGlobalStep(t *testing.T) {
 // any vertex's sample (keyed by original ids): P = 1, 2 and 4 (the last
 // on a reordering partition) train alike, several steps an epoch, for
 // GCN and GraphSAGE, with dropout, and the batches sample less than the
-// graph.
+// graph; GraphSAGE's features travel as int4, rounded alike wherever a
+// vertex is read.
 func TestGlobalDrawDoesNotDependOnP(t *testing.T) {
 	ds, _ := generated(t)
 	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE} {
 		cfg := Defaults()
 		cfg.Optim.Epochs, cfg.Model.Arch = 3, arch
+		if arch == model.ArchSAGE {
+			cfg.Wire.Fwd = format("int4")
+		}
 		cfg = sampledConfig(cfg, 64, sample.DrawGlobal, 4, 3)
 		ref, err := RunInProcess(ds, 1, cfg)
 		if err != nil {
