@@ -58,8 +58,22 @@ func Step(m *model.GCN, b *sample.Batch, norm float64, drop Dropout) (float64, [
 	in := make([]*matrix.Dense, L)  // each layer's dropped input
 	agg := make([]*matrix.Dense, L) // A·in
 	out := make([]*matrix.Dense, L) // each layer's output (after ReLU)
+	var xs *matrix.CSR              // layer 1's dropped input, where its rows came sparse
 	h := b.X
 	for l, blk := range b.Blocks {
+		if l == 0 && b.XSparse != nil {
+			var err error
+			if xs, err = sparseInput(m, b, drop); err != nil {
+				return 0, nil, err
+			}
+			out[0] = matrix.NewDense(blk.Adj.Rows, m.Dims[1])
+			if err := sparseLayer(m, blk, xs, out[0]); err != nil {
+				return 0, nil, err
+			}
+			kernels.AddBiasReLU(out[0], m.B[0], L > 1)
+			h = out[0]
+			continue
+		}
 		if h.Rows != blk.Adj.Cols || h.Cols != m.Dims[l] {
 			return 0, nil, fmt.Errorf("minibatch: layer %d reads %d×%d, its block has %d sources of width %d", l+1, h.Rows, h.Cols, blk.Adj.Cols, m.Dims[l])
 		}
@@ -104,6 +118,12 @@ func Step(m *model.GCN, b *sample.Batch, norm float64, drop Dropout) (float64, [
 		nt, din, dout := blk.Adj.Rows, m.Dims[l], m.Dims[l+1]
 		o := off[l]
 		dW := &matrix.Dense{Rows: din, Cols: dout, Data: grads[o : o+din*dout]}
+		if l == 0 && xs != nil {
+			if err := sparseBackward(m, blk, xs, g, grads[o:]); err != nil {
+				return 0, nil, err
+			}
+			break
+		}
 		if err := kernels.GEMMTN(dW, agg[l], g); err != nil {
 			return 0, nil, fmt.Errorf("minibatch: layer %d backward: %w", l+1, err)
 		}
@@ -142,4 +162,60 @@ func Step(m *model.GCN, b *sample.Batch, norm float64, drop Dropout) (float64, [
 		g = dIn
 	}
 	return loss, grads, nil
+}
+
+// sparseInput is layer 1's input as its rows came, sparse, with the
+// layer's dropout applied to the nonzeros (the same draws as on dense
+// rows).
+func sparseInput(m *model.GCN, b *sample.Batch, drop Dropout) (*matrix.CSR, error) {
+	x, blk := b.XSparse, b.Blocks[0]
+	if x.Rows != blk.Adj.Cols || x.Cols != m.Dims[0] {
+		return nil, fmt.Errorf("minibatch: layer 1 reads %d×%d, its block has %d sources of width %d", x.Rows, x.Cols, blk.Adj.Cols, m.Dims[0])
+	}
+	mk := drop.mask(0, blk)
+	if mk.P <= 0 {
+		return x, nil
+	}
+	vals := make([]float32, len(x.Val))
+	kernels.DropoutCSR(mk, vals, x)
+	return &matrix.CSR{Rows: x.Rows, Cols: x.Cols, RowPtr: x.RowPtr, ColIdx: x.ColIdx, Val: vals}, nil
+}
+
+// sparseLayer is layer 1 on sparse rows xs, transform first: z = A·(xs·W)
+// (GraphSAGE adding xs_Dst·Root), before bias and activation.
+func sparseLayer(m *model.GCN, blk sample.Block, xs *matrix.CSR, z *matrix.Dense) error {
+	xw := matrix.NewDense(xs.Rows, m.Dims[1])
+	if err := kernels.SpMM(xw, xs, m.W[0], false); err != nil {
+		return fmt.Errorf("minibatch: layer 1: %w", err)
+	}
+	if err := kernels.SpMM(z, blk.Adj, xw, false); err != nil {
+		return fmt.Errorf("minibatch: layer 1: %w", err)
+	}
+	if m.Root != nil {
+		if err := kernels.SpMM(z, xs.RowSlice(0, blk.Adj.Rows), m.Root[0], true); err != nil {
+			return fmt.Errorf("minibatch: layer 1: %w", err)
+		}
+	}
+	return nil
+}
+
+// sparseBackward writes layer 1's gradients into grads (W, b, Root, as
+// Flat packs them) from g = ∂loss/∂Z: ∇W = xsᵀ·(Aᵀ·g), ∇Root = xs_Dstᵀ·g.
+func sparseBackward(m *model.GCN, blk sample.Block, xs *matrix.CSR, g *matrix.Dense, grads []float32) error {
+	din, dout := m.Dims[0], m.Dims[1]
+	ag := matrix.NewDense(blk.Adj.Cols, dout)
+	if err := kernels.SpMMT(ag, blk.Adj, g); err != nil {
+		return fmt.Errorf("minibatch: layer 1 backward: %w", err)
+	}
+	if err := kernels.SpMMT(&matrix.Dense{Rows: din, Cols: dout, Data: grads[:din*dout]}, xs, ag); err != nil {
+		return fmt.Errorf("minibatch: layer 1 backward: %w", err)
+	}
+	kernels.ColumnSums(grads[din*dout:din*dout+dout], g)
+	if m.Root != nil {
+		dR := &matrix.Dense{Rows: din, Cols: dout, Data: grads[din*dout+dout : 2*din*dout+dout]}
+		if err := kernels.SpMMT(dR, xs.RowSlice(0, blk.Adj.Rows), g); err != nil {
+			return fmt.Errorf("minibatch: layer 1 backward: %w", err)
+		}
+	}
+	return nil
 }

@@ -49,9 +49,11 @@ func randomBatch(r *rand.Rand, sizes []int, width, classes int) *sample.Batch {
 func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, c := range []struct {
-		arch  model.Arch
-		sizes []int
-	}{{model.ArchGCN, []int{9, 5, 3}}, {model.ArchSAGE, []int{9, 5, 3}}, {model.ArchSAGE, []int{12, 8, 5, 3}}, {model.ArchGCN, []int{12, 8, 5, 3}}} {
+		arch   model.Arch
+		sizes  []int
+		sparse bool
+	}{{model.ArchGCN, []int{9, 5, 3}, false}, {model.ArchSAGE, []int{9, 5, 3}, false}, {model.ArchSAGE, []int{12, 8, 5, 3}, false}, {model.ArchGCN, []int{12, 8, 5, 3}, false},
+		{model.ArchGCN, []int{9, 5, 3}, true}, {model.ArchSAGE, []int{12, 8, 5, 3}, true}, {model.ArchSAGE, []int{7, 4}, true}} {
 		dims := []int{4}
 		for range len(c.sizes) - 2 {
 			dims = append(dims, 6)
@@ -61,12 +63,15 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, w := range m.B { // non-zero biases: ReLU's kinks away from the points probed
+		for _, w := range m.B { // biases away from 0: a row whose input is all zeros sits at b, off ReLU's kink
 			for i := range w {
-				w[i] = float32(0.1 * r.NormFloat64())
+				w[i] = float32((0.05 + 0.1*math.Abs(r.NormFloat64())) * float64(1-2*r.IntN(2)))
 			}
 		}
 		b := randomBatch(r, c.sizes, dims[0], 3)
+		if c.sparse {
+			b.X, b.XSparse = nil, sparseOf(b.X)
+		}
 		drop := Dropout{P: 0.3, Seed: 5, Step: 2}
 		const norm = 4.0
 		_, grads, err := Step(m, b, norm, drop)
@@ -84,7 +89,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		for _, p := range m.Flat() {
 			for k := range p {
 				v := p[k]
-				const h = 1e-2
+				const h = 1e-3
 				p[k] = v + h
 				up := loss()
 				p[k] = v - h
@@ -92,7 +97,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 				p[k] = v
 				num := (up - down) / (2 * h)
 				if math.Abs(num-float64(grads[i])) > 2e-3+0.02*math.Abs(num) {
-					t.Fatalf("%v %v: parameter %d: gradient %g, central difference %g", c.arch, c.sizes, i, grads[i], num)
+					t.Fatalf("%v %v sparse %v: parameter %d: gradient %g, central difference %g", c.arch, c.sizes, c.sparse, i, grads[i], num)
 				}
 				i++
 			}
@@ -111,6 +116,51 @@ func TestEmptyBatch(t *testing.T) {
 	for _, g := range grads {
 		if g != 0 {
 			t.Fatal("a batch without seeds has a gradient")
+		}
+	}
+}
+
+// sparseOf is d as CSR, its negative values dropped (zeros, as a bag of
+// words has).
+func sparseOf(d *matrix.Dense) *matrix.CSR {
+	a := &matrix.CSR{Rows: d.Rows, Cols: d.Cols, RowPtr: make([]int64, d.Rows+1)}
+	for i := range d.Rows {
+		for j, v := range d.Row(i) {
+			if v > 0 {
+				a.ColIdx, a.Val = append(a.ColIdx, int32(j)), append(a.Val, v)
+			}
+		}
+		a.RowPtr[i+1] = int64(len(a.ColIdx))
+	}
+	return a
+}
+
+// Layer 1 on sparse rows computes what it computes on the same rows
+// dense: the same loss and gradients to 1e-5, with dropout.
+func TestSparseRowsAreDenseRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE} {
+		m, _ := model.New(arch, []int{6, 5, 3}, nil, 2)
+		b := randomBatch(r, []int{10, 6, 4}, 6, 3)
+		sp := *b
+		sp.X, sp.XSparse = nil, sparseOf(b.X)
+		b.X = sp.XSparse.ToDense()
+		drop := Dropout{P: 0.4, Seed: 1, Step: 3}
+		l1, g1, err := Step(m, b, 3, drop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l2, g2, err := Step(m, &sp, 3, drop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(l1-l2) > 1e-5*l1 {
+			t.Fatalf("%v: loss %g on dense rows, %g on sparse", arch, l1, l2)
+		}
+		for i := range g1 {
+			if math.Abs(float64(g1[i]-g2[i])) > 1e-5*(1+math.Abs(float64(g1[i]))) {
+				t.Fatalf("%v: gradient %d is %g on dense rows, %g on sparse", arch, i, g1[i], g2[i])
+			}
 		}
 	}
 }

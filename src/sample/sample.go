@@ -55,6 +55,10 @@ type Options struct {
 	Weights shard.Aggregation
 	Seed    uint64
 	Wire    wire.Format // how feature rows travel: fp32, bf16, int8, int4 or int2
+	// Sparse sends fp32 feature rows as their nonzeros (column and value,
+	// 8 bytes each) and delivers them as Batch.XSparse: fewer bytes where
+	// fewer than half of a row's values are nonzero (bags of words).
+	Sparse bool
 }
 
 // Block is one layer's message-flow graph: the layer computes its Dst
@@ -70,7 +74,9 @@ type Block struct {
 // and the seeds' labels.
 type Batch struct {
 	Blocks []Block       // layer 1 first; the last one's Dst are the seeds
-	X      *matrix.Dense // features of Blocks[0].Src, as the wire delivered them
+	X      *matrix.Dense // features of Blocks[0].Src, as the wire delivered them (nil with Options.Sparse)
+	// XSparse is the same rows as they are, with Options.Sparse.
+	XSparse *matrix.CSR
 	Labels []int32       // of the seeds, in order
 	Counts Counts
 }
@@ -122,6 +128,8 @@ func New(c collectives.Comm, g Graph, o Options) (*Sampler, error) {
 		return nil, fmt.Errorf("sample: weights %v: Â (a GCN's) or D⁻¹A (GraphSAGE's)", o.Weights)
 	case o.Wire.IsAuto() || o.Wire == wire.AsForward:
 		return nil, fmt.Errorf("sample: features travel in one named width, not %v", o.Wire)
+	case o.Sparse && o.Wire.Quantized():
+		return nil, fmt.Errorf("sample: sparse feature rows travel in fp32, not %v", o.Wire)
 	}
 	for l, k := range o.Fanouts {
 		if k < 1 {
@@ -366,6 +374,9 @@ func (s *Sampler) Sample(step uint64, seeds []int64) (*Batch, error) {
 // vertex's features do not depend on which rank reads them. fp32 rows
 // travel as they are.
 func (s *Sampler) fetch(step uint64, b *Batch) error {
+	if s.o.Sparse {
+		return s.fetchSparse(b)
+	}
 	rows := b.Blocks[0].Src
 	p, me := s.c.Size(), s.c.Rank()
 	width, bits := s.g.Features.Cols, s.o.Wire.Or(wire.FP32).Bits()
@@ -458,6 +469,55 @@ func (s *Sampler) fetch(step uint64, b *Batch) error {
 		}
 	}
 	b.X = x
+	return nil
+}
+
+// fetchSparse fills b.XSparse with the features of the bottom layer's
+// sources, each owner sending a row as its count and its nonzeros (column
+// and value bits packed in one int64).
+func (s *Sampler) fetchSparse(b *Batch) error {
+	rows := b.Blocks[0].Src
+	p, me := s.c.Size(), s.c.Rank()
+	req := make([][]int64, p)
+	for _, v := range rows {
+		o := s.owner(v)
+		req[o] = append(req[o], v)
+	}
+	asked, sent, err := s.swap(req, "fetch_ask")
+	if err != nil {
+		return fmt.Errorf("fetching features: %w", err)
+	}
+	b.Counts.BytesSent += sent
+	b.Counts.LocalRows, b.Counts.RemoteRows = int64(len(req[me])), int64(len(rows)-len(req[me]))
+	f := s.g.Features
+	answers := make([][]int64, p)
+	for j, vs := range asked {
+		for _, v := range vs {
+			r := v - s.g.Offsets[me]
+			answers[j] = append(answers[j], f.RowPtr[r+1]-f.RowPtr[r])
+			for q := f.RowPtr[r]; q < f.RowPtr[r+1]; q++ {
+				answers[j] = append(answers[j], int64(uint64(f.ColIdx[q])<<32|uint64(f32bits(f.Val[q]))))
+			}
+		}
+	}
+	got, sent, err := s.swap(answers, "fetch_rows")
+	if err != nil {
+		return fmt.Errorf("fetching features: %w", err)
+	}
+	b.Counts.BytesSent += sent
+	x := &matrix.CSR{Rows: len(rows), Cols: f.Cols, RowPtr: make([]int64, len(rows)+1)}
+	pos := make([]int, p)
+	for i, v := range rows {
+		o := s.owner(v)
+		a, at := got[o], pos[o]
+		n := int(a[at])
+		for _, w := range a[at+1 : at+1+n] {
+			x.ColIdx, x.Val = append(x.ColIdx, int32(uint64(w)>>32)), append(x.Val, math.Float32frombits(uint32(w)))
+		}
+		pos[o] = at + 1 + n
+		x.RowPtr[i+1] = int64(len(x.ColIdx))
+	}
+	b.XSparse = x
 	return nil
 }
 

@@ -100,9 +100,9 @@ func sampleOn(t *testing.T, g testGraph, p int, o Options, step uint64, seeds []
 }
 
 // Every seed's sampled neighbourhood, every layer's, the seeds' labels and
-// the fetched features are the same whichever rank samples it and however
-// many ranks there are; at P = 4 the features come from their owners, and
-// a rank with no seed takes part in every exchange.
+// the fetched features (dense or sparse rows) are the same whichever rank
+// samples it and however many ranks there are; at P = 4 the features come
+// from their owners, and a rank with no seed takes part in every exchange.
 func TestSamplesDoNotDependOnP(t *testing.T) {
 	g := newTestGraph(120, 300, 7)
 	seeds := []int64{3, 17, 40, 41, 77, 90, 118, 0}
@@ -118,6 +118,9 @@ func TestSamplesDoNotDependOnP(t *testing.T) {
 			split[i%(p-1)] = append(split[i%(p-1)], v)
 		}
 		var remote int64
+		so := o
+		so.Sparse = true
+		sparse := sampleOn(t, g, p, so, 9, split)
 		for r, b := range sampleOn(t, g, p, o, 9, split) {
 			remote += b.Counts.RemoteRows
 			for l, m := range edgesOf(b) {
@@ -136,6 +139,9 @@ func TestSamplesDoNotDependOnP(t *testing.T) {
 				if got, w := b.X.Row(i)[v%5], float32(v)+0.25; got != w {
 					t.Fatalf("P=%d rank %d: vertex %d's feature %g, want %g", p, r, v, got, w)
 				}
+			}
+			if x := sparse[r].XSparse; !reflect.DeepEqual(x.ToDense(), b.X) {
+				t.Fatalf("P=%d rank %d: the sparse rows are not the dense ones", p, r)
 			}
 		}
 		if remote == 0 {

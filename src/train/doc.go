@@ -174,7 +174,9 @@
 // edges weigh Â·d/k (self loop kept), GraphSAGE's 1/k: at fanout ≥ the
 // largest degree and B ≥ the training vertices a step is a full-graph step
 // (TestFullFanoutBatchIsGlobalStep). Dropout masks are keyed as the
-// engine's. --sample-ahead (default) samples and fetches batch s+1 while
+// engine's. Features travel as --wire says; in fp32 a sparse X (a bag of
+// words) travels as its nonzeros and layer 1 multiplies them as they are.
+// --sample-ahead (default) samples and fetches batch s+1 while
 // batch s trains (ByteGNN's pipeline), the step's allreduce waiting for
 // it: the same batches and losses. Evaluation is the full-graph pass; each
 // epoch's row of the results holds its sampling figures (vertices, edges,

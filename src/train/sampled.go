@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"sancus/collectives"
+	"sancus/collectives/wire"
 	"sancus/kernels/matrix"
 	"sancus/src/minibatch"
 	"sancus/src/result"
@@ -88,8 +89,15 @@ func (e *Engine) setupSampled() (*sampledRun, error) {
 	if e.plan.Model.Arch.HasRoot() {
 		weights = shard.Mean
 	}
+	// fp32 rows travel as their nonzeros where fewer than half are (8
+	// bytes a nonzero against 4 a value): X's density over every rank.
+	nnz, err := collectives.Allgather(e.c, []int64{s.Features.NNZ()})
+	if err != nil {
+		return nil, fmt.Errorf("sampled set-up: %w", err)
+	}
+	sparse := e.plan.Wire.Fwd == wire.FP32 && 2*sum(nnz) < int64(s.N)*int64(s.FeatDim)
 	smp, err := sample.New(e.c, sample.Graph{Rank: e.rank, Offsets: s.Offsets, Adj: adj, Orig: orig, Features: s.Features, Labels: s.Labels},
-		sample.Options{Fanouts: e.plan.Batch.Fanouts, Weights: weights, Seed: e.plan.Optim.Seed, Wire: e.plan.Wire.Fwd})
+		sample.Options{Fanouts: e.plan.Batch.Fanouts, Weights: weights, Seed: e.plan.Optim.Seed, Wire: e.plan.Wire.Fwd, Sparse: sparse})
 	if err != nil {
 		return nil, err
 	}
