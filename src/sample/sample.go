@@ -77,8 +77,8 @@ type Batch struct {
 	X      *matrix.Dense // features of Blocks[0].Src, as the wire delivered them (nil with Options.Sparse)
 	// XSparse is the same rows as they are, with Options.Sparse.
 	XSparse *matrix.CSR
-	Labels []int32       // of the seeds, in order
-	Counts Counts
+	Labels  []int32 // of the seeds, in order
+	Counts  Counts
 }
 
 // Counts is what sampling a batch cost one rank.
