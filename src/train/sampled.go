@@ -49,11 +49,11 @@ func (e *Engine) setupSampled() (*sampledRun, error) {
 	if e.part.ownIDs != nil {
 		reordered = 1
 	}
-	any, err := collectives.Allgather(e.c, []int64{reordered})
+	flags, err := collectives.Allgather(e.c, []int64{reordered})
 	if err != nil {
 		return nil, fmt.Errorf("sampled set-up: %w", err)
 	}
-	if sum(any) > 0 {
+	if sum(flags) > 0 {
 		mine := make([]int64, e.rows())
 		for r := range mine {
 			mine[r] = e.ownID(r)
