@@ -103,11 +103,12 @@ func (c *Counts) Add(o Counts) {
 }
 
 // Sampler samples the batches of one rank. Every rank of c must call
-// Sample for every step, in the same order.
+// Sample for every step, in the same order; one call at a time.
 type Sampler struct {
-	c collectives.Comm
-	g Graph
-	o Options
+	c    collectives.Comm
+	g    Graph
+	o    Options
+	cand []candidate // Neighbours' scratch
 }
 
 // New checks g and o and makes rank c.Rank()'s sampler.
@@ -179,7 +180,8 @@ type candidate struct {
 // and weights, and the self loop's weight (0 where Weights has none).
 func (s *Sampler) Neighbours(step uint64, layer int, v int64) (ids []int64, weights []float32, self float32) {
 	a, r := s.g.Adj, v-s.g.Offsets[s.g.Rank]
-	var cand []candidate
+	cand := s.cand[:0]
+	defer func() { s.cand = cand[:0] }()
 	for p := a.RowPtr[r]; p < a.RowPtr[r+1]; p++ {
 		u := int64(a.ColIdx[p])
 		if u == v {
@@ -492,20 +494,31 @@ func (s *Sampler) fetchSparse(b *Batch) error {
 	f := s.g.Features
 	answers := make([][]int64, p)
 	for j, vs := range asked {
+		n := len(vs)
 		for _, v := range vs {
 			r := v - s.g.Offsets[me]
-			answers[j] = append(answers[j], f.RowPtr[r+1]-f.RowPtr[r])
+			n += int(f.RowPtr[r+1] - f.RowPtr[r])
+		}
+		a := make([]int64, 0, n)
+		for _, v := range vs {
+			r := v - s.g.Offsets[me]
+			a = append(a, f.RowPtr[r+1]-f.RowPtr[r])
 			for q := f.RowPtr[r]; q < f.RowPtr[r+1]; q++ {
-				answers[j] = append(answers[j], int64(uint64(f.ColIdx[q])<<32|uint64(f32bits(f.Val[q]))))
+				a = append(a, int64(uint64(f.ColIdx[q])<<32|uint64(f32bits(f.Val[q]))))
 			}
 		}
+		answers[j] = a
 	}
 	got, sent, err := s.swap(answers, "fetch_rows")
 	if err != nil {
 		return fmt.Errorf("fetching features: %w", err)
 	}
 	b.Counts.BytesSent += sent
-	x := &matrix.CSR{Rows: len(rows), Cols: f.Cols, RowPtr: make([]int64, len(rows)+1)}
+	nnz := -len(rows)
+	for _, a := range got {
+		nnz += len(a)
+	}
+	x := &matrix.CSR{Rows: len(rows), Cols: f.Cols, RowPtr: make([]int64, len(rows)+1), ColIdx: make([]int32, 0, nnz), Val: make([]float32, 0, nnz)}
 	pos := make([]int, p)
 	for i, v := range rows {
 		o := s.owner(v)
