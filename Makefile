@@ -244,6 +244,7 @@ bench-models: build torch openblas $(DATA)/test.txt
 
 # Sampled mini-batches against full-graph training: GraphSAGE's accuracy on
 # Cora, and a GCN's epoch, bytes and feature rows at P = 4 (NODES, EPOCHS).
+.PHONY: bench-sampled
 bench-sampled: build
 	MPIRUN="$(MPIRUN)" bash slurm/bench/sampled-bench.sh results/bench/sampled
 
