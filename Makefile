@@ -244,6 +244,14 @@ bench-models: build torch openblas $(DATA)/test.txt
 
 # Sampled mini-batches against full-graph training: GraphSAGE's accuracy on
 # Cora, and a GCN's epoch, bytes and feature rows at P = 4 (NODES, EPOCHS).
+# Every strategy on the same graph and shards (full-graph, cluster-batch,
+# sampled in turn and ahead) over 2 emulated nodes, uncapped and at
+# 1 Gbit/s (root: ip netns, tc); PS, RATES, FULL_EPOCHS, SAMPLED_EPOCHS,
+# MIGRATE narrow or widen it as slurm/bench/strategies.sh reads them.
+.PHONY: bench-strategies
+bench-strategies: build
+	bash slurm/bench/strategies.sh results/bench/strategies
+
 .PHONY: bench-sampled
 bench-sampled: build
 	MPIRUN="$(MPIRUN)" bash slurm/bench/sampled-bench.sh results/bench/sampled
