@@ -152,7 +152,7 @@ type ExchangeConfig struct {
 // RunConfig is where the run computes, when it evaluates and checkpoints,
 // and what it tells.
 type RunConfig struct {
-	EvalEvery int // evaluate every k epochs and after the last (0: after the last only)
+	EvalEvery EvalEvery // evaluate every k epochs and after the last (0: after the last only), or EvalAuto
 	// Checkpoints: every CheckpointEvery epochs (0: only when stopped) into
 	// CheckpointDir; Resume continues from its latest committed epoch.
 	CheckpointDir   string
@@ -243,8 +243,8 @@ var rules = []func(c *Config) error{
 		return nil
 	},
 	func(c *Config) error {
-		if c.Run.EvalEvery < 0 {
-			return fmt.Errorf("--eval-every must be ≥ 0 (0: evaluate after the last epoch only), got %d", c.Run.EvalEvery)
+		if c.Run.EvalEvery < 0 && c.Run.EvalEvery != EvalAuto {
+			return fmt.Errorf("--eval-every must be ≥ 0 (0: evaluate after the last epoch only) or auto, got %d", c.Run.EvalEvery)
 		}
 		return nil
 	},

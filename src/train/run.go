@@ -89,6 +89,10 @@ type runState struct {
 	ran           int                      // epochs this run has trained (not resumed ones)
 	spentMs       float64                  // their training and evaluation milliseconds
 	sampled       *sampledRun              // sampled mini-batches (sampled.go), set up at the first epoch
+	// spent is the ranks' mean seconds training and evaluating, and the
+	// latest evaluation's, agreed each epoch: --eval-every auto decides by
+	// them alike on every rank.
+	spent struct{ train, eval, last float64 }
 }
 
 // addStep adds one training step's counts, the difference of the
@@ -222,7 +226,8 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 		s, n := e.quantErr(id)
 		m.quantErr, m.quantN = m.quantErr+s, m.quantN+n
 	}
-	if diverged == nil && ((e.plan.Run.EvalEvery > 0 && (ep+1)%e.plan.Run.EvalEvery == 0) || ep == e.plan.Optim.Epochs-1) {
+	m.trainSec = time.Since(t0).Seconds()
+	if diverged == nil && e.plan.Run.EvalEvery.due(ep, e.plan.Optim.Epochs, r.spent.train, r.spent.eval, r.spent.last) {
 		t1, s0, n0 := time.Now(), stats.Total().BytesSent, stats.Total().Messages
 		if err := e.evaluate(ep, &m); err != nil {
 			return false, err
@@ -230,6 +235,7 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 		r.evalSent += stats.Total().BytesSent - s0
 		r.evalMsgs += stats.Total().Messages - n0
 		row.EvalMs, row.Evaluated = ms(time.Since(t1)), true
+		m.evalSec = time.Since(t1).Seconds()
 	}
 	if e.plan.Run.Stop != nil && e.plan.Run.Stop() {
 		m.stop = 1
@@ -240,6 +246,11 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 		return false, fmt.Errorf("epoch %d metrics: %w", ep+1, err)
 	}
 	e.record(&row, m, r)
+	r.spent.train += m.trainSec / float64(e.P) // the ranks' mean: the same on every rank
+	if m.evalSec > 0 {
+		r.spent.eval += m.evalSec / float64(e.P)
+		r.spent.last = m.evalSec / float64(e.P)
+	}
 	if diverged == nil {
 		diverged = e.lossDiverged(ep, r.res)
 	}
@@ -329,6 +340,17 @@ type metrics struct {
 	stop                                     float64    // a stop was requested
 	quantErr, quantN                         float64    // summed relative errors of encoded blocks
 	f1                                       [9]float64 // multi-label: tp, fp, fn of train, val, test
+	trainSec, evalSec                        float64    // this epoch's seconds training and evaluating
+}
+
+// fields are m's figures, each summed over the ranks by name.
+func (m *metrics) fields() []*float64 {
+	f := []*float64{&m.lossSum, &m.trainOK, &m.valOK, &m.testOK, &m.valLoss, &m.train, &m.val, &m.test,
+		&m.stop, &m.quantErr, &m.quantN, &m.trainSec, &m.evalSec}
+	for i := range m.f1 {
+		f = append(f, &m.f1[i])
+	}
+	return f
 }
 
 // evaluate runs the fresh, dropout-free forward pass and counts this rank's
@@ -356,18 +378,21 @@ func (e *Engine) evaluate(ep int, m *metrics) error {
 // sum adds the metrics over ranks, in rank order, so every rank gets the
 // same bits (float64: split sizes stay exact on graphs of any size).
 func (e *Engine) sum(m *metrics) error {
-	mine := append([]float64{m.lossSum, m.trainOK, m.valOK, m.testOK, m.valLoss, m.train, m.val, m.test, m.stop, m.quantErr, m.quantN}, m.f1[:]...)
+	fields := m.fields()
+	mine := make([]float64, len(fields))
+	for i, f := range fields {
+		mine[i] = *f
+	}
 	all, err := collectives.Allgather(e.c, mine)
 	if err != nil {
 		return err
 	}
-	tot := make([]float64, len(mine))
-	for r := 0; r < e.P; r++ {
-		for i := range tot {
-			tot[i] += all[r*len(mine)+i]
+	for i, f := range fields {
+		*f = 0
+		for r := 0; r < e.P; r++ {
+			*f += all[r*len(mine)+i]
 		}
 	}
-	*m = metrics{tot[0], tot[1], tot[2], tot[3], tot[4], tot[5], tot[6], tot[7], tot[8], tot[9], tot[10], [9]float64(tot[11:20])}
 	return nil
 }
 

@@ -88,7 +88,7 @@ func TestBadFlagValuesAreRefused(t *testing.T) {
 		want string
 	}{
 		{[]string{"--epochs", "0"}, "epochs must be ≥ 1"},
-		{[]string{"--eval-every", "-1"}, "eval-every must be ≥ 0"},
+		{[]string{"--eval-every", "-1"}, "a number of epochs (0: after the last only) or auto"},
 		{[]string{"--threads", "-1"}, "--threads must be ≥ 0"},
 		{[]string{"--threads", "100000"}, "kernel threads a rank on this machine"},
 		{[]string{"--ranks", "1000000"}, "start more with mpirun or srun"},

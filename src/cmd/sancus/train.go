@@ -112,7 +112,8 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.StringVar(&tf.out, "out", "", "results JSON `FILE` (default results/runs/<name>-<job id or time>.json)")
 	fs.StringVar(&tf.name, "name", "", "run name used in the default --out")
 	fs.BoolVar(&tf.quiet, "quiet", false, "no per-epoch lines")
-	fs.IntVar(&r.EvalEvery, "eval-every", r.EvalEvery, "evaluate every k epochs and after the last (0: after the last only)")
+	r.EvalEvery = train.EvalAuto
+	fs.Var(&r.EvalEvery, "eval-every", "evaluate after every k epochs and the last (0: after the last only), or auto: while evaluating has taken at most a tenth of the run's time, the first and last epoch always")
 	fs.StringVar(&tf.saveModel, "save-model", "", "write the trained model (final weights and its whole configuration, for sancus predict) to `FILE`")
 	fs.StringVar(&tf.saveWeights, "save-weights", "", "write the final weights alone (raw float32, little endian, W0 b0 W1 b1 …) to `FILE`")
 	fs.BoolVar(&r.ProfileKernels, "profile-kernels", false, "time kernel calls by class (gemm, spmm, dropout, loss, elementwise, attention) into the results' per-rank kernel_ms, with their bytes and the products' flops (sancus bench triad draws the roofline from them)")
