@@ -98,16 +98,19 @@ func Load(paths ...string) ([]*result.Run, error) {
 
 // Row is one line of the summary table.
 type Row struct {
-	Run              *result.Run
-	MsPerEpoch       float64
-	MBSentPerEpoch   float64 // per rank, mean over ranks, training traffic
-	ComputeSec       float64 // mean over ranks
-	CommWaitSec      float64 // communication not hidden by compute, mean over ranks
-	SkippedFraction  float64
-	TestAcc          float64
-	PeakRSSMB        float64 // max over ranks
-	EpochsCompleted  int
-	BroadcastsPerEpc float64
+	Run            *result.Run
+	MsPerEpoch     float64
+	MBSentPerEpoch float64 // per rank, mean over ranks, training traffic
+	// Rank 0's training traffic by purpose, per epoch: the layers' blocks
+	// and rows, and the weight-gradient allreduce.
+	ExchangeMBPerEpoch, AllreduceMBPerEpoch float64
+	ComputeSec                              float64 // mean over ranks
+	CommWaitSec                             float64 // communication not hidden by compute, mean over ranks
+	SkippedFraction                         float64
+	TestAcc                                 float64
+	PeakRSSMB                               float64 // max over ranks
+	EpochsCompleted                         int
+	BroadcastsPerEpc                        float64
 	// TimeToTarget is the training seconds (evaluation excluded) until the
 	// validation accuracy first reached its graph's Target; -1: never.
 	TimeToTarget float64
@@ -174,6 +177,8 @@ func Summarize(runs []*result.Run) []Row {
 		for _, e := range res.Curve {
 			sent += e.Sent
 			skip += e.Skipped
+			row.ExchangeMBPerEpoch += float64(e.ExchangeBytes) / 1e6 / float64(len(res.Curve))
+			row.AllreduceMBPerEpoch += float64(e.AllreduceBytes) / 1e6 / float64(len(res.Curve))
 		}
 		if sent+skip > 0 {
 			row.SkippedFraction = float64(skip) / float64(sent+skip)
@@ -200,13 +205,13 @@ func Summarize(runs []*result.Run) []Row {
 func WriteCSV(path string, rows []Row) error {
 	return atomicfile.Write(path, func(f io.Writer) error {
 		w := csv.NewWriter(f)
-		w.Write([]string{"dataset", "model", "ranks", "partitioner", "exchange", "wire", "policy", "eps", "max_stale", "batch", "seed", "epochs", "ms_per_epoch", "mb_sent_per_rank_per_epoch",
+		w.Write([]string{"dataset", "model", "ranks", "partitioner", "exchange", "wire", "policy", "eps", "max_stale", "batch", "seed", "epochs", "ms_per_epoch", "mb_sent_per_rank_per_epoch", "rank0_mb_exchange_per_epoch", "rank0_mb_allreduce_per_epoch",
 			"compute_s", "comm_wait_s", "skipped_fraction", "test_acc_at_best_val", "peak_rss_mb", "time_to_target_s", "job_id", "file"})
 		f3 := func(x float64) string { return strconv.FormatFloat(x, 'f', 4, 64) }
 		for _, r := range rows {
 			c := r.Run.Settings
 			w.Write([]string{r.Run.Dataset, c.Model, strconv.Itoa(r.Run.Result.Ranks), r.Run.Partitioner, c.Exchange, c.Wire, c.Staleness, strconv.FormatFloat(c.Eps, 'g', -1, 64),
-				strconv.Itoa(c.MaxStale), orDash(c.Batch), strconv.FormatUint(c.Seed, 10), strconv.Itoa(r.EpochsCompleted), f3(r.MsPerEpoch), f3(r.MBSentPerEpoch), f3(r.ComputeSec),
+				strconv.Itoa(c.MaxStale), orDash(c.Batch), strconv.FormatUint(c.Seed, 10), strconv.Itoa(r.EpochsCompleted), f3(r.MsPerEpoch), f3(r.MBSentPerEpoch), f3(r.ExchangeMBPerEpoch), f3(r.AllreduceMBPerEpoch), f3(r.ComputeSec),
 				f3(r.CommWaitSec), f3(r.SkippedFraction), f3(r.TestAcc), f3(r.PeakRSSMB), f3(r.TimeToTarget), r.Run.JobID, r.Run.Path})
 		}
 		w.Flush()

@@ -141,7 +141,13 @@ type Epoch struct {
 	Sent      int     `json:"bcast_sent"`
 	Skipped   int     `json:"bcast_skipped"`
 	BytesSent int64   `json:"bytes_sent"` // this rank, training traffic only
-	Messages  int64   `json:"messages"`   // point-to-point messages this rank sent in training
+	// Of BytesSent, the blocks or rows the layers exchanged (broadcasts,
+	// sparse exchanges and reductions, sampled neighbours and features) and
+	// the weight-gradient allreduce; the rest is the ranks' agreement on
+	// metrics and stops.
+	ExchangeBytes  int64 `json:"exchange_bytes"`
+	AllreduceBytes int64 `json:"allreduce_bytes"`
+	Messages       int64 `json:"messages"` // point-to-point messages this rank sent in training
 	// QuantErr is the mean relative error ‖decoded − block‖/‖block‖ of the
 	// forward blocks encoded this epoch (quantized wire only).
 	QuantErr  float64 `json:"quant_error,omitempty"`

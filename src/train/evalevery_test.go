@@ -1,6 +1,9 @@
 package train
 
-import "testing"
+import (
+	"sancus/src/result"
+	"testing"
+)
 
 // TestEvalEveryDue: every k epochs and the last; auto evaluates the first
 // epoch, then only while evaluation stays within a tenth of the time, and
@@ -63,5 +66,45 @@ func TestEvalAutoEvaluatesFirstAndLast(t *testing.T) {
 		if row.Evaluated && row.ValAcc != every.Result.Curve[i].ValAcc {
 			t.Fatalf("epoch %d: val %v, %v evaluating every epoch", i+1, row.ValAcc, every.Result.Curve[i].ValAcc)
 		}
+	}
+}
+
+// TestBytesByPurpose: each epoch's training bytes split into the layers'
+// exchange and the weight-gradient allreduce; a staleness policy that
+// skips broadcasts cuts the first and leaves the second as it was. (A
+// generated graph: Cora's training nodes all lie in rank 0's rows, whose
+// forward blocks the restricted last layer never needs elsewhere.)
+func TestBytesByPurpose(t *testing.T) {
+	ds, _ := generated(t)
+	cfg := Defaults()
+	cfg.Optim.Epochs = 4
+	fresh, err := RunInProcess(ds, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Staleness.Policy, cfg.Staleness.Eps = kind("epoch-fixed"), 3
+	stale, err := RunInProcess(ds, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range fresh.Result.Curve {
+		s := stale.Result.Curve[i]
+		for _, r := range []struct {
+			name string
+			row  result.Epoch
+		}{{"fresh", f}, {"stale", s}} {
+			if r.row.AllreduceBytes <= 0 || r.row.ExchangeBytes+r.row.AllreduceBytes > r.row.BytesSent {
+				t.Fatalf("%s epoch %d: exchange %d + allreduce %d of %d bytes", r.name, i+1, r.row.ExchangeBytes, r.row.AllreduceBytes, r.row.BytesSent)
+			}
+		}
+		if s.AllreduceBytes != f.AllreduceBytes {
+			t.Errorf("epoch %d: allreduce %d bytes with skips, %d without", i+1, s.AllreduceBytes, f.AllreduceBytes)
+		}
+		if i > 0 && s.Skipped > 0 && s.ExchangeBytes >= f.ExchangeBytes {
+			t.Errorf("epoch %d: %d blocks skipped, yet exchange %d bytes ≥ %d without skips", i+1, s.Skipped, s.ExchangeBytes, f.ExchangeBytes)
+		}
+	}
+	if stale.Result.Curve[1].Skipped == 0 {
+		t.Fatal("epoch-fixed ε 3 skipped nothing in epoch 2")
 	}
 }

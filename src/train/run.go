@@ -195,7 +195,7 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 	stats := e.c.Stats()
 	t0 := time.Now()
 	e.tally.clock = clock{}
-	sent0, msgs0 := stats.Total().BytesSent, stats.Total().Messages
+	sent0, msgs0, ops0 := stats.Total().BytesSent, stats.Total().Messages, stats.Snapshot()
 	var lossSum float64
 	var diverged error
 	c0 := e.tally.timed.Snapshot()
@@ -212,6 +212,8 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 		return false, diverged
 	}
 	row := result.Epoch{Epoch: ep + 1, Ms: ms(time.Since(t0)), BytesSent: stats.Total().BytesSent - sent0, Messages: stats.Total().Messages - msgs0}
+	by := byPurpose(ops0, stats.Snapshot())
+	row.ExchangeBytes, row.AllreduceBytes = by[forExchange], by[forAllreduce]
 	r.compute += time.Since(t0) - e.tally.clock.wait
 	r.wait += e.tally.clock.wait
 	for _, id := range e.steps(ep) {
@@ -520,7 +522,10 @@ func epochLine(r result.Epoch) string {
 	}
 	s += fmt.Sprintf("  %7.2f ms", r.Ms)
 	if r.Sent+r.Skipped > 0 {
-		s += fmt.Sprintf("  bcast %d sent %d skipped  %.2f MB sent", r.Sent, r.Skipped, float64(r.BytesSent)/1e6)
+		s += fmt.Sprintf("  blocks %d sent, %d skipped as stale", r.Sent, r.Skipped)
+	}
+	if r.BytesSent > 0 {
+		s += fmt.Sprintf("  sent %.2f MB: %.2f exchange, %.2f allreduce", float64(r.BytesSent)/1e6, float64(r.ExchangeBytes)/1e6, float64(r.AllreduceBytes)/1e6)
 	}
 	if r.QuantErr > 0 {
 		s += fmt.Sprintf("  quant err %.2f%%", 100*r.QuantErr)
