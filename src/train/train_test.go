@@ -390,7 +390,7 @@ func TestConfigErrors(t *testing.T) {
 		func(c *Config) { c.Staleness.Policy, c.Staleness.Eps = kind("epoch-fixed"), 0.5 },
 		func(c *Config) { c.Staleness.MaxStale = 0 },
 		func(c *Config) { c.Optim.Epochs = 0 },
-		func(c *Config) { c.Run.EvalEvery = -1 },
+		func(c *Config) { c.Run.EvalEvery = -2 }, // -1 is EvalAuto
 		func(c *Config) { c.Model.Dropout = math.NaN() },
 		func(c *Config) { c.Staleness.Policy, c.Staleness.Eps = kind("variation-gap"), math.NaN() },
 		func(c *Config) { c.Optim.MaxLossGrowth = -1 },
