@@ -24,15 +24,12 @@ import (
 	"sancus/src/train"
 )
 
-func init() {
-	register("bench", "benchmarks: 'bench kernels' (one rank), 'bench comm' (under mpirun), 'bench rank' (one rank of P, alone)", runBench)
-}
-
 func runBench(args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("usage: sancus bench kernels|comm|triad|rank [flags] (see --help of each)")
 	}
 	useProcs(1) // as training runs its kernels
+	blasGEMM = baselineGEMM()
 	switch args[0] {
 	case "kernels":
 		return benchKernels(args[1:])
@@ -257,7 +254,8 @@ type SpMMRow struct {
 	InL2OfTriad float64 `json:"gathers_in_l2_fraction_of_triad,omitempty"`
 }
 
-// blasGEMM is OpenBLAS's sgemm in a binary built with -tags openblas.
+// blasGEMM is OpenBLAS's sgemm in a binary built with -tags openblas
+// (baselineGEMM), named as the benchmarks start.
 var blasGEMM func(c, a, b *matrix.Dense, transA bool) error
 
 func benchKernels(args []string) error {

@@ -4,12 +4,14 @@ package main
 
 import (
 	"sancus/kernels"
+	"sancus/kernels/matrix"
 	"sancus/kernels/openblas"
 )
 
-// With -tags openblas (make bench), bench kernels sets OpenBLAS's sgemm
-// next to every GEMM it times, on as many threads as the kernels use.
-func init() {
+// baselineGEMM is OpenBLAS's sgemm, on as many threads as the kernels use:
+// with -tags openblas (make bench), bench kernels sets it next to every
+// GEMM it times.
+func baselineGEMM() func(c, a, b *matrix.Dense, transA bool) error {
 	openblas.SetThreads(kernels.Threads())
-	blasGEMM = openblas.GEMM
+	return openblas.GEMM
 }

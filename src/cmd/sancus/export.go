@@ -9,10 +9,6 @@ import (
 	"sancus/src/graph"
 )
 
-func init() {
-	register("export-metis", "write a dataset's graph as a METIS graph file (for gpmetis)", runExportMetis)
-}
-
 func runExportMetis(args []string) error {
 	fs := newFlags("export-metis", "export-metis --data DIR --out FILE")
 	data := fs.String("data", "", "dataset directory (required)")

@@ -14,8 +14,6 @@ import (
 	"sancus/src/progress"
 )
 
-func init() { register("gen", "generate a synthetic dataset directory", runGen) }
-
 func runGen(args []string) error {
 	fs := newFlags("gen", "gen --out DIR [flags]")
 	out := fs.String("out", "", "output dataset directory (required)")

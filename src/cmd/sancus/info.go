@@ -14,10 +14,6 @@ import (
 	"sancus/src/train"
 )
 
-func init() {
-	register("info", "say what a dataset, shard directory, model file or checkpoint directory holds, and check it whole", runInfo)
-}
-
 func runInfo(args []string) error {
 	fs := newFlags("info", "info PATH...   (a dataset directory or file, a shard directory, a model file, a checkpoint directory)")
 	var load graph.LoadOptions

@@ -12,10 +12,6 @@ import (
 	"sancus/launch"
 )
 
-func init() {
-	register("launch", "start sancus on N ranks with srun (inside Slurm) or mpirun, with the right flags", runLaunch)
-}
-
 func runLaunch(args []string) error {
 	fs := newFlags("launch", "launch -n N [--via srun|mpirun] -- <sancus command and flags>")
 	np := fs.IntP("ranks", "n", 1, "number of ranks")

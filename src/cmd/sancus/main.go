@@ -24,15 +24,28 @@ type command struct {
 	run           func(args []string) error
 }
 
-var commands []command
-
-func register(name, summary string, run func(args []string) error) {
-	commands = append(commands, command{name, summary, run})
+// commands are sancus's commands, in the order the help lists them: the
+// table is the whole set, named here rather than assembled by each file's
+// init.
+func commands() []command {
+	return []command{
+		{"train", "train a GNN: GCN, GraphSAGE or GAT (one process, --ranks N in-process, or as mpirun/srun ranks)", runTrain},
+		{"prepare", "split a dataset into one shard file per rank", runPrepare},
+		{"launch", "start sancus on N ranks with srun (inside Slurm) or mpirun, with the right flags", runLaunch},
+		{"predict", "full-graph inference with a saved model (one process, --ranks N, or mpirun/srun ranks)", runPredict},
+		{"info", "say what a dataset, shard directory, model file or checkpoint directory holds, and check it whole", runInfo},
+		{"report", "aggregate result JSONs into a CSV table and PNG charts (runs sancus-report)", runReport},
+		{"plan", "predict, before submitting, a cluster's epoch, bytes, messages and memory per rank for P = 1, 2, 4 …", runPlan},
+		{"gen", "generate a synthetic dataset directory", runGen},
+		{"partition-stats", "partition a graph and print edge cut, replication, balance, locality, time and memory", runPartitionStats},
+		{"export-metis", "write a dataset's graph as a METIS graph file (for gpmetis)", runExportMetis},
+		{"bench", "benchmarks: 'bench kernels' (one rank), 'bench comm' (under mpirun), 'bench rank' (one rank of P, alone)", runBench},
+	}
 }
 
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "sancus: full-graph GNN training on HPC clusters\n\nUsage: sancus <command> [flags]\n\nCommands:\n")
-	for _, c := range commands {
+	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-16s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun 'sancus <command> --help' for a command's flags.\n")
@@ -137,7 +150,7 @@ func main() {
 
 // findCommand is the command called name.
 func findCommand(name string) (command, bool) {
-	for _, c := range commands {
+	for _, c := range commands() {
 		if c.name == name {
 			return c, true
 		}
@@ -149,7 +162,7 @@ func findCommand(name string) (command, bool) {
 // an unknown name, or "".
 func closestCommand(name string) string {
 	best, dist := "", 3
-	for _, c := range commands {
+	for _, c := range commands() {
 		if d := editDistance(name, c.name); d < dist {
 			best, dist = c.name, d
 		}

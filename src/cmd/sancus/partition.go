@@ -18,10 +18,6 @@ import (
 	"sancus/src/prepare"
 )
 
-func init() {
-	register("partition-stats", "partition a graph and print edge cut, replication, balance, locality, time and memory", runPartitionStats)
-}
-
 type partFlags struct {
 	kind      partition.Kind
 	balanceBy string

@@ -20,10 +20,6 @@ import (
 	"sancus/src/train"
 )
 
-func init() {
-	register("plan", "predict, before submitting, a cluster's epoch, bytes, messages and memory per rank for P = 1, 2, 4 …", runPlan)
-}
-
 // modelFlags are the model choices plan and bench rank share with train.
 type modelFlags struct {
 	arch                  model.Arch

@@ -24,10 +24,6 @@ import (
 	"sancus/src/train"
 )
 
-func init() {
-	register("predict", "full-graph inference with a saved model (one process, --ranks N, or mpirun/srun ranks)", runPredict)
-}
-
 // PredictIndex is DIR/index.json of sancus predict: every rank writes its
 // own rows (in shard order, which a partitioner may have reordered), and
 // node_ids maps each row to its node's original id.

@@ -20,8 +20,6 @@ import (
 	"github.com/spf13/pflag"
 )
 
-func init() { register("prepare", "split a dataset into one shard file per rank", runPrepare) }
-
 func runPrepare(args []string) (err error) {
 	fs := newFlags("prepare", "prepare --data DIR --parts P --out SHARDS [flags]")
 	data := fs.String("data", "", "dataset `DIR` (or .npz file) (required)")

@@ -7,10 +7,6 @@ import (
 	"syscall"
 )
 
-func init() {
-	register("report", "aggregate result JSONs into a CSV table and PNG charts (runs sancus-report)", runReport)
-}
-
 // runReport hands over to sancus-report, built next to this binary: the
 // charts link gonum/plot, whose start-up (a dozen fonts parsed) would
 // otherwise cost every training rank 5.6 MB of resident memory.

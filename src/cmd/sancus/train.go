@@ -24,10 +24,6 @@ import (
 	"sancus/src/train"
 )
 
-func init() {
-	register("train", "train a GNN: GCN, GraphSAGE or GAT (one process, --ranks N in-process, or as mpirun/srun ranks)", runTrain)
-}
-
 type trainFlags struct {
 	data, shards, out, name string
 	ranks, threads          int
