@@ -103,4 +103,16 @@ func TestLaunchRefusesBeforeStartingRanks(t *testing.T) {
 	if err := launchable([]string{"train", "--data", "d", "--", "--ranks"}); err != nil {
 		t.Errorf("an argument after -- is not a flag: %v", err)
 	}
+	dir := filepath.Join(t.TempDir(), "shards")
+	if out, err := run(t, 0, "prepare", "--data", cora, "--parts", "2", "--out", dir); err != nil {
+		t.Fatalf("prepare: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{{"train", "--shards", dir}, {"train", "--shards=" + dir}} {
+		if err := shardsFit(args, 2); err != nil {
+			t.Errorf("%v on 2 ranks: %v", args, err)
+		}
+		if err := shardsFit(args, 3); err == nil || !strings.Contains(err.Error(), "holds 2 parts") {
+			t.Errorf("%v on 3 ranks: %v", args, err)
+		}
+	}
 }

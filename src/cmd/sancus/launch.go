@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"sancus/launch"
+	"sancus/src/shard"
 )
 
 func runLaunch(args []string) error {
@@ -23,6 +24,9 @@ func runLaunch(args []string) error {
 		return fmt.Errorf("nothing to launch: give a sancus command after --")
 	}
 	if err := launchable(fs.Args()); err != nil {
+		return err
+	}
+	if err := shardsFit(fs.Args(), *np); err != nil {
 		return err
 	}
 	self, err := os.Executable()
@@ -90,6 +94,32 @@ func launchable(args []string) error {
 		}
 		if a == "--ranks" || strings.HasPrefix(a, "--ranks=") {
 			return fmt.Errorf("drop --ranks from the %s command: launch -n sets how many ranks run", name)
+		}
+	}
+	return nil
+}
+
+// shardsFit refuses shards prepared for another rank count before any
+// rank starts: every rank would fail at once on a shard file that is not
+// there.
+func shardsFit(args []string, np int) error {
+	for i, a := range args[1:] {
+		dir, ok := strings.CutPrefix(a, "--shards=")
+		if a == "--shards" && i+2 < len(args) {
+			dir, ok = args[i+2], true
+		}
+		if a == "--" {
+			return nil
+		}
+		if !ok {
+			continue
+		}
+		m, err := shard.OpenDir(dir)
+		if err != nil {
+			return err
+		}
+		if m.Parts != np {
+			return fmt.Errorf("--shards %s holds %d parts, for %d ranks, not -n %d: launch -n %d, or sancus prepare --parts %d", dir, m.Parts, m.Parts, np, m.Parts, np)
 		}
 	}
 	return nil
