@@ -50,6 +50,12 @@ func HostCores(runs []*result.Run) map[string]Cores {
 // on its host, so sure is true; the results of an MPI run name rank 0's
 // host alone, so for one it holds only if all its ranks ran there.
 func Oversubscribed(r *result.Run, hosts map[string]Cores) (cores int, over, sure bool) {
+	if r.Result == nil {
+		return 0, false, false
+	}
+	if r.Cores > 0 && r.RanksOnHost > 0 { // the run says
+		return r.Cores, r.RanksOnHost*max(1, r.Result.Threads) > r.Cores, true
+	}
 	c, ok := hosts[r.Host]
 	if !ok || r.Result == nil || c.Hi < c.Lo {
 		return 0, false, false

@@ -118,4 +118,15 @@ func TestHostCores(t *testing.T) {
 			t.Errorf("%s P=%d: oversubscribed %v (sure %v) on %d cores, want %v (sure %v)", c.r.Host, c.r.Result.Ranks, over, sure, cores, c.over, c.sure)
 		}
 	}
+	// A run that records its host's cores and ranks there is judged by
+	// them, an MPI run included.
+	said := run("c", "openmpi", 4, 1, "sancus train --shards s")
+	said.Cores, said.RanksOnHost = 2, 4
+	if cores, over, sure := Oversubscribed(said, hosts); cores != 2 || !over || !sure {
+		t.Errorf("4 ranks recorded on a 2-core host: %d cores, oversubscribed %v, sure %v", cores, over, sure)
+	}
+	said.RanksOnHost = 2
+	if _, over, _ := Oversubscribed(said, hosts); over {
+		t.Error("2 ranks of 1 thread on 2 cores called oversubscribed")
+	}
 }

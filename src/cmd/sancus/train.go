@@ -165,6 +165,10 @@ func runTrain(args []string) error {
 	rep := &result.Run{Command: "sancus " + strings.Join(args, " "), Started: time.Now().UTC(), JobID: env.JobID, Launcher: env.Launcher,
 		Link: os.Getenv("SANCUS_LINK")}
 	rep.Host, _ = os.Hostname()
+	rep.Cores, rep.RanksOnHost = runtime.NumCPU(), env.LocalSize
+	if env.Launcher == "none" {
+		rep.RanksOnHost = tf.ranks
+	}
 	rep.Shards, rep.Partitioner = tf.shards, "contiguous"
 	if tf.shards != "" {
 		rep.Partitioner = ""
