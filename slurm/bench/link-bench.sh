@@ -11,7 +11,7 @@
 #   usage: slurm/bench/link-bench.sh OUTDIR   (root: ip netns, tc)
 #   env: RATES ("1gbit none"), PS ("2"), MODELS ("gcn"), EPOCHS and LR (by
 #        model: GCN 300 epochs at 0.05, GraphSAGE and GAT 60 at 0.01),
-#        GEN ("--model dcsbm"), CONFIGS (names of the configurations below; all),
+#        GEN ("--generator dcsbm"), CONFIGS (names of the configurations below; all),
 #        TURNS (1: each configuration runs that many times, the configurations
 #        taking turns; training is deterministic, so the turns differ in time
 #        alone, and the summary reports the median turn's times)
@@ -24,7 +24,7 @@ turns=${TURNS:-1}
 emu=slurm/emu-link.sh
 mkdir -p "$out"
 # shellcheck disable=SC2086 # GEN carries gen's flags
-"$bin" gen ${GEN:---model dcsbm} --out "$tmp/g" --quiet >/dev/null
+"$bin" gen ${GEN:---generator dcsbm} --out "$tmp/g" --quiet >/dev/null
 # name, then train flags (the configurations compared)
 # (fp32 is named: given no --wire, ranks that share no memory choose by
 # the link, and the default configuration is that choice)

@@ -10,7 +10,7 @@
 out=${1:-results/bench/partition}
 shared=${SHARED:-../shared/datasets}
 mkdir -p "$out"
-"$bin" gen --out "$tmp/rmat" --model rmat --nodes 262144 --edges 2000000 --features 16 --feature-nnz 4 --classes 8 >/dev/null
+"$bin" gen --out "$tmp/rmat" --generator rmat --nodes 262144 --edges 2000000 --features 16 --feature-nnz 4 --classes 8 >/dev/null
 graphs="$tmp/rmat"
 # The real graphs come from ../shared beside the checkout; without it the
 # table holds the generated graph alone, and says so.

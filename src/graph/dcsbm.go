@@ -8,7 +8,7 @@ import (
 )
 
 // The degree-corrected stochastic block model (Karrer and Newman 2011),
-// sancus gen --model dcsbm: node v has a weight θ_v drawn from a power law
+// sancus gen --generator dcsbm: node v has a weight θ_v drawn from a power law
 // p(θ) ∝ θ^−γ on [MinDegree, MaxDegree]; an edge picks an endpoint u with
 // probability ∝ θ_u, then, with probability Homophily, the other among u's
 // class ∝ θ, else among the other classes ∝ θ. A node's expected degree is

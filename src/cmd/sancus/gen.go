@@ -18,7 +18,11 @@ func runGen(args []string) error {
 	fs := newFlags("gen", "gen --out DIR [flags]")
 	out := fs.String("out", "", "output dataset directory (required)")
 	c := graph.GenConfig{}
-	fs.StringVar(&c.Model, "model", "planted", "planted (planted partition), rmat (Graph500 R-MAT power law) or dcsbm (degree-corrected block model: power-law degrees, communities)")
+	fs.StringVar(&c.Model, "generator", "planted", "planted (planted partition), rmat (Graph500 R-MAT power law) or dcsbm (degree-corrected block model: power-law degrees, communities)")
+	// --model names the GNN everywhere else (train, predict, plan): the
+	// generator's old name is kept for scripts, one release.
+	fs.StringVar(&c.Model, "model", "planted", "the generator (old name of --generator)")
+	fs.MarkHidden("model")
 	fs.IntVar(&c.Nodes, "nodes", 100000, "number of nodes")
 	fs.Int64Var(&c.Edges, "edges", 1000000, "number of undirected edges (dcsbm with --min-degree and no --edges: as many as the degrees ask)")
 	fs.IntVar(&c.Features, "features", 128, "feature dimension (binary features)")
@@ -47,6 +51,9 @@ func runGen(args []string) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
+	if fs.Changed("model") {
+		fmt.Fprintln(os.Stderr, "sancus gen: --model is now --generator (--model is the GNN in train); the old name goes in a later release")
+	}
 	if *out == "" {
 		return fmt.Errorf("--out is required")
 	}
@@ -55,14 +62,14 @@ func runGen(args []string) error {
 	}
 	for _, name := range []string{"degree-exponent", "min-degree", "max-degree", "homophily"} {
 		if fs.Changed(name) && c.Model != "dcsbm" {
-			return fmt.Errorf("--%s applies to --model dcsbm, not %s", name, c.Model)
+			return fmt.Errorf("--%s applies to --generator dcsbm, not %s", name, c.Model)
 		}
 	}
 	if c.Model == "dcsbm" && c.MinDegree > 0 && !fs.Changed("edges") && *like == "" {
 		c.Edges = 0 // the degree law sets it
 	}
 	if fs.Changed("p-in") && c.Model != "planted" {
-		return fmt.Errorf("--p-in applies to --model planted, not %s (dcsbm: --homophily)", c.Model)
+		return fmt.Errorf("--p-in applies to --generator planted, not %s (dcsbm: --homophily)", c.Model)
 	}
 	var degrees graph.DegreeStats
 	c.Degrees = func(d graph.DegreeStats) { degrees = d }
@@ -122,13 +129,15 @@ func applyLike(fs *pflag.FlagSet, c *graph.GenConfig, like string, scale float64
 	}
 	given := *c
 	l.Apply(c, scale)
-	if fs.Changed("model") && given.Model != "dcsbm" {
-		return fmt.Errorf("--like makes a dcsbm graph, not --model %s", given.Model)
+	generatorGiven := fs.Changed("generator") || fs.Changed("model")
+	if generatorGiven && given.Model != "dcsbm" {
+		return fmt.Errorf("--like makes a dcsbm graph, not --generator %s", given.Model)
 	}
 	for _, f := range []struct {
 		name string
 		set  func()
 	}{
+		{"generator", func() { c.Model = given.Model }},
 		{"model", func() { c.Model = given.Model }},
 		{"nodes", func() { c.Nodes = given.Nodes }},
 		{"edges", func() { c.Edges = given.Edges }},
