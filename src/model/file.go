@@ -47,8 +47,9 @@ type Spec struct {
 	SplitName string `json:"split_name,omitempty"`
 	Classes   int    `json:"classes"`
 	LabelKind string `json:"label_kind"` // "single" (softmax)
-	// Where the weights came from, for people: the run's epoch count, its
-	// final test accuracy, its configuration.
+	// Where the weights came from, for people: the epoch they are of (the
+	// last, or the best validation epoch's with train --save-model-at
+	// best), their test accuracy, the run's configuration.
 	Epochs       int             `json:"epochs"`
 	FinalTestAcc float64         `json:"final_test_acc"`
 	Training     json.RawMessage `json:"training,omitempty"`

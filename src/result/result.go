@@ -15,16 +15,16 @@ const MaxBytes = 1 << 30
 
 // Run is the results JSON of one training run.
 type Run struct {
-	Command  string    `json:"command"`
-	Started  time.Time `json:"started"`
-	Host     string    `json:"host"`
+	Command string    `json:"command"`
+	Started time.Time `json:"started"`
+	Host    string    `json:"host"`
 	// Cores is the cores rank 0's host has, and RanksOnHost how many of the
 	// run's ranks ran there: with the kernel threads a rank, whether the
 	// run oversubscribed it.
-	Cores       int `json:"cores,omitempty"`
-	RanksOnHost int `json:"ranks_on_host,omitempty"`
-	JobID    string    `json:"job_id,omitempty"`
-	Launcher string    `json:"launcher"`
+	Cores       int    `json:"cores,omitempty"`
+	RanksOnHost int    `json:"ranks_on_host,omitempty"`
+	JobID       string `json:"job_id,omitempty"`
+	Launcher    string `json:"launcher"`
 	// Link is the emulated link the ranks talked over (slurm/emu-link.sh
 	// sets SANCUS_LINK: its rate, or none), empty outside one.
 	Link string `json:"link,omitempty"`

@@ -47,8 +47,9 @@ type Engine struct {
 		out  []*matrix.Dense // layer l's output act(Z_l) + H_l (nil: no skip)
 		grad *matrix.Dense   // the gradient a skip carries down
 	}
-	batch *batchState // cluster-batch training (nil: global-batch)
-	tally tally
+	batch      *batchState // cluster-batch training (nil: global-batch)
+	bestParams [][]float32 // after the best validation epoch (BestParams)
+	tally      tally
 }
 
 // drift is where variation-gap measures drift: on a sample of rows, with
@@ -419,3 +420,23 @@ func (e *Engine) host(d *matrix.Dense) []float32 {
 
 // Params returns the model's parameter tensors (W0, b0, W1, b1, …).
 func (e *Engine) Params() [][]float32 { return e.m.Flat() }
+
+// BestParams are the parameters after the best validation epoch this run
+// evaluated (nil: none, as after a resume that evaluated no better one):
+// the weights whose test accuracy the report gives.
+func (e *Engine) BestParams() [][]float32 { return e.bestParams }
+
+// keepBest copies the parameters as the best so far: a few MB at most,
+// against reading them back from a checkpoint that may not be there.
+func (e *Engine) keepBest() {
+	flat := e.m.Flat()
+	if e.bestParams == nil {
+		e.bestParams = make([][]float32, len(flat))
+		for i, p := range flat {
+			e.bestParams[i] = make([]float32, len(p))
+		}
+	}
+	for i, p := range flat {
+		copy(e.bestParams[i], p)
+	}
+}

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -10,14 +11,14 @@ import (
 // configuration.
 type EvalEvery int
 
-// EvalAuto evaluates after an epoch only while evaluation has taken at
-// most evalShare of the run's time, the first and the last epoch always:
-// a full-graph evaluation sends every row in fp32 and can cost several
-// training epochs' bytes, which at scale would dominate the run.
+// EvalAuto evaluates the first epoch, then every k epochs, k fixed by
+// that first evaluation's cost so that evaluating takes at most a tenth of
+// the run, and the last: a full-graph evaluation sends every row in fp32
+// and can cost several training epochs' bytes, which at scale would
+// dominate the run. k comes from counts, not clocks (autoInterval), so a
+// run evaluates the same epochs, and reports the same best epoch, every
+// time it is run.
 const EvalAuto EvalEvery = -1
-
-// evalShare is the most of a run's time EvalAuto spends evaluating.
-const evalShare = 0.1
 
 // ParseEvalEvery reads "auto" or a count of epochs.
 func ParseEvalEvery(s string) (EvalEvery, error) {
@@ -51,16 +52,31 @@ func (v *EvalEvery) UnmarshalText(b []byte) (err error) {
 func (v *EvalEvery) Set(s string) error { return v.UnmarshalText([]byte(s)) }
 func (v EvalEvery) Type() string        { return "k|auto" }
 
-// due says whether epoch ep (0-based) of epochs evaluates. spent is the
-// run's agreed seconds so far, training and evaluating, and last the
-// latest evaluation's (0: none yet): every rank holds the same figures,
-// so every rank decides alike.
-func (v EvalEvery) due(ep, epochs int, train, eval, last float64) bool {
+// due says whether epoch ep (0-based) of epochs evaluates, every k
+// epochs where k is EvalAuto's interval once known (0: not yet, so
+// evaluate to learn it).
+func (v EvalEvery) due(ep, epochs, k int) bool {
 	switch {
 	case ep == epochs-1:
 		return true
+	case v == EvalAuto && k == 0:
+		return true
 	case v == EvalAuto:
-		return last == 0 || eval+last <= evalShare*(train+eval+last)
+		return (ep+1)%k == 0
 	}
 	return v > 0 && (ep+1)%int(v) == 0
+}
+
+// autoInterval is EvalAuto's k from an epoch's training bytes and its
+// evaluation's, summed over the ranks. An evaluation costs at most the
+// larger of half a training epoch (a forward pass against a forward and
+// a backward) and its bytes' share of the epoch's bytes, ρ; evaluating
+// every k epochs then takes ρ/(k+ρ) of the time, at most a tenth when
+// k ≥ 9ρ.
+func autoInterval(trainBytes, evalBytes float64) int {
+	rho := 0.5
+	if trainBytes > 0 {
+		rho = max(rho, evalBytes/trainBytes)
+	}
+	return max(1, int(math.Ceil(9*rho)))
 }

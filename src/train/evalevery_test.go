@@ -5,27 +5,43 @@ import (
 	"testing"
 )
 
-// TestEvalEveryDue: every k epochs and the last; auto evaluates the first
-// epoch, then only while evaluation stays within a tenth of the time, and
-// always the last.
+// TestEvalEveryDue: every k epochs and the last; auto evaluates the
+// first epoch, then every k epochs as the first evaluation's counts fix
+// k, so that evaluation takes at most a tenth of the run.
 func TestEvalEveryDue(t *testing.T) {
 	for _, c := range []struct {
-		v                 EvalEvery
-		ep, epochs        int
-		train, eval, last float64
-		want              bool
+		v          EvalEvery
+		ep, epochs int
+		k          int
+		want       bool
 	}{
-		{3, 2, 10, 0, 0, 0, true},
-		{3, 3, 10, 0, 0, 0, false},
-		{0, 4, 10, 0, 0, 0, false},
-		{0, 9, 10, 0, 0, 0, true},
-		{EvalAuto, 0, 10, 0, 0, 0, true},      // nothing measured yet
-		{EvalAuto, 1, 10, 1, 0.1, 0.1, false}, // 0.2 of 1.2 s: over a tenth
-		{EvalAuto, 5, 10, 5, 0.1, 0.1, true},  // 0.2 of 5.2 s
-		{EvalAuto, 9, 10, 1, 1, 1, true},      // the last epoch, always
+		{3, 2, 10, 0, true},
+		{3, 3, 10, 0, false},
+		{0, 4, 10, 0, false},
+		{0, 9, 10, 0, true},
+		{EvalAuto, 0, 10, 0, true}, // k not known yet
+		{EvalAuto, 1, 10, 5, false},
+		{EvalAuto, 4, 10, 5, true},
+		{EvalAuto, 9, 10, 7, true}, // the last epoch, always
 	} {
-		if got := c.v.due(c.ep, c.epochs, c.train, c.eval, c.last); got != c.want {
-			t.Errorf("%v at epoch %d of %d (train %g s, eval %g s, last %g s): %v, want %v", c.v, c.ep, c.epochs, c.train, c.eval, c.last, got, c.want)
+		if got := c.v.due(c.ep, c.epochs, c.k); got != c.want {
+			t.Errorf("%v at epoch %d of %d (k %d): %v, want %v", c.v, c.ep, c.epochs, c.k, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		train, eval float64
+		k           int
+	}{
+		{0, 0, 5},      // one rank: a forward against a forward and a backward
+		{100, 10, 5},   // evaluation's bytes are few: compute bounds it
+		{100, 400, 36}, // four epochs' bytes each evaluation
+	} {
+		k := autoInterval(c.train, c.eval)
+		if k != c.k {
+			t.Errorf("train %g, eval %g bytes: k %d, want %d", c.train, c.eval, k, c.k)
+		}
+		if rho := max(0.5, c.eval/max(c.train, 1e-300)); c.train > 0 && rho/(float64(k)+rho) > 0.1 {
+			t.Errorf("k %d lets evaluation take %.2f of the run", k, rho/(float64(k)+rho))
 		}
 	}
 	for _, s := range []string{"auto", "0", "7"} {
@@ -39,9 +55,9 @@ func TestEvalEveryDue(t *testing.T) {
 	}
 }
 
-// TestEvalAutoEvaluatesFirstAndLast: whatever the timings, an auto run
-// evaluates its first and last epochs, reports its best from those it
-// evaluated, and keeps the losses of a run that evaluates every epoch.
+// TestEvalAutoEvaluatesFirstAndLast: an auto run evaluates its first and
+// last epochs and every k-th between, the same epochs each time it runs,
+// and keeps the losses of a run that evaluates every epoch.
 func TestEvalAutoEvaluatesFirstAndLast(t *testing.T) {
 	ds := loadCora(t)
 	cfg := Defaults()
@@ -55,9 +71,25 @@ func TestEvalAutoEvaluatesFirstAndLast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	again, err := RunInProcess(ds, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := auto.Result.Curve
 	if !c[0].Evaluated || !c[len(c)-1].Evaluated {
 		t.Fatalf("auto evaluated the first epoch: %v, the last: %v", c[0].Evaluated, c[len(c)-1].Evaluated)
+	}
+	evaluated := 0
+	for i, row := range c {
+		if row.Evaluated != again.Result.Curve[i].Evaluated {
+			t.Fatalf("epoch %d evaluated in one run and not in the other", i+1)
+		}
+		if row.Evaluated {
+			evaluated++
+		}
+	}
+	if evaluated == len(c) {
+		t.Fatal("auto evaluated every epoch")
 	}
 	for i, row := range c {
 		if row.Loss != every.Result.Curve[i].Loss {
@@ -106,5 +138,34 @@ func TestBytesByPurpose(t *testing.T) {
 	}
 	if stale.Result.Curve[1].Skipped == 0 {
 		t.Fatal("epoch-fixed ε 3 skipped nothing in epoch 2")
+	}
+}
+
+// TestBestParamsAreTheBestEpochs: the parameters kept at the best
+// validation epoch are those of a run trained to that epoch and no
+// further.
+func TestBestParamsAreTheBestEpochs(t *testing.T) {
+	ds := loadCora(t)
+	cfg := Defaults()
+	cfg.Optim.Epochs, cfg.Optim.LR = 40, 0.05
+	long, err := RunInProcess(ds, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best := long.Result.BestEpoch
+	if best == cfg.Optim.Epochs || long.BestParams == nil {
+		t.Fatalf("best epoch %d of %d, best parameters kept: %v: the test needs a best epoch before the last", best, cfg.Optim.Epochs, long.BestParams != nil)
+	}
+	cfg.Optim.Epochs = best
+	short, err := RunInProcess(ds, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range short.Params {
+		for j, v := range short.Params[i] {
+			if long.BestParams[i][j] != v {
+				t.Fatalf("tensor %d value %d: kept %v, a run to epoch %d has %v", i, j, long.BestParams[i][j], best, v)
+			}
+		}
 	}
 }

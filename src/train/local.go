@@ -14,6 +14,9 @@ type Outcome struct {
 	Plan   Plan
 	Result *result.Result
 	Params [][]float32
+	// BestParams are rank 0's parameters after the best validation epoch
+	// (nil where the run evaluated none better since it resumed).
+	BestParams [][]float32
 }
 
 // RunShards trains already-cut shards as goroutine ranks. It takes them:
@@ -23,7 +26,7 @@ type Outcome struct {
 func RunShards(shards []*shard.Shard, cfg Config) (Outcome, error) {
 	parts := len(shards)
 	results := make([]*result.Result, parts)
-	var params [][]float32
+	var params, best [][]float32
 	var plan Plan
 	var end error // how rank 0's training ended early, if it did
 	err := collectives.NewWorld(parts, 10*time.Minute).Run(func(c collectives.Comm) error {
@@ -36,7 +39,7 @@ func RunShards(shards []*shard.Shard, cfg Config) (Outcome, error) {
 		defer e.Close()
 		results[c.Rank()], err = e.Run()
 		if c.Rank() == 0 {
-			params, plan = e.Params(), e.plan
+			params, best, plan = e.Params(), e.BestParams(), e.plan
 		}
 		// A stop request or a divergence ends every rank together with a
 		// valid report: not a failure that should abort the world.
@@ -51,5 +54,5 @@ func RunShards(shards []*shard.Shard, cfg Config) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{Plan: plan, Result: results[0], Params: params}, end
+	return Outcome{Plan: plan, Result: results[0], Params: params, BestParams: best}, end
 }

@@ -89,10 +89,9 @@ type runState struct {
 	ran           int                      // epochs this run has trained (not resumed ones)
 	spentMs       float64                  // their training and evaluation milliseconds
 	sampled       *sampledRun              // sampled mini-batches (sampled.go), set up at the first epoch
-	// spent is the ranks' mean seconds training and evaluating, and the
-	// latest evaluation's, agreed each epoch: --eval-every auto decides by
-	// them alike on every rank.
-	spent struct{ train, eval, last float64 }
+	// evalK is --eval-every auto's interval, fixed from the first epoch's
+	// agreed byte counts (0: not yet).
+	evalK int
 }
 
 // addStep adds one training step's counts, the difference of the
@@ -228,16 +227,16 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 		s, n := e.quantErr(id)
 		m.quantErr, m.quantN = m.quantErr+s, m.quantN+n
 	}
-	m.trainSec = time.Since(t0).Seconds()
-	if diverged == nil && e.plan.Run.EvalEvery.due(ep, e.plan.Optim.Epochs, r.spent.train, r.spent.eval, r.spent.last) {
+	m.trainBytes = float64(row.BytesSent)
+	if diverged == nil && e.plan.Run.EvalEvery.due(ep, e.plan.Optim.Epochs, r.evalK) {
 		t1, s0, n0 := time.Now(), stats.Total().BytesSent, stats.Total().Messages
 		if err := e.evaluate(ep, &m); err != nil {
 			return false, err
 		}
 		r.evalSent += stats.Total().BytesSent - s0
+		m.evalBytes = float64(stats.Total().BytesSent - s0)
 		r.evalMsgs += stats.Total().Messages - n0
 		row.EvalMs, row.Evaluated = ms(time.Since(t1)), true
-		m.evalSec = time.Since(t1).Seconds()
 	}
 	if e.plan.Run.Stop != nil && e.plan.Run.Stop() {
 		m.stop = 1
@@ -248,10 +247,8 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 		return false, fmt.Errorf("epoch %d metrics: %w", ep+1, err)
 	}
 	e.record(&row, m, r)
-	r.spent.train += m.trainSec / float64(e.P) // the ranks' mean: the same on every rank
-	if m.evalSec > 0 {
-		r.spent.eval += m.evalSec / float64(e.P)
-		r.spent.last = m.evalSec / float64(e.P)
+	if r.evalK == 0 && row.Evaluated { // the sums are every rank's: all fix the same k
+		r.evalK = autoInterval(m.trainBytes, m.evalBytes)
 	}
 	if diverged == nil {
 		diverged = e.lossDiverged(ep, r.res)
@@ -342,13 +339,13 @@ type metrics struct {
 	stop                                     float64    // a stop was requested
 	quantErr, quantN                         float64    // summed relative errors of encoded blocks
 	f1                                       [9]float64 // multi-label: tp, fp, fn of train, val, test
-	trainSec, evalSec                        float64    // this epoch's seconds training and evaluating
+	trainBytes, evalBytes                    float64    // this epoch's bytes sent training and evaluating
 }
 
 // fields are m's figures, each summed over the ranks by name.
 func (m *metrics) fields() []*float64 {
 	f := []*float64{&m.lossSum, &m.trainOK, &m.valOK, &m.testOK, &m.valLoss, &m.train, &m.val, &m.test,
-		&m.stop, &m.quantErr, &m.quantN, &m.trainSec, &m.evalSec}
+		&m.stop, &m.quantErr, &m.quantN, &m.trainBytes, &m.evalBytes}
 	for i := range m.f1 {
 		f = append(f, &m.f1[i])
 	}
@@ -416,6 +413,7 @@ func (e *Engine) record(row *result.Epoch, m metrics, r *runState) {
 		if row.ValAcc > r.best {
 			r.best = row.ValAcc
 			res.BestEpoch, res.BestValAcc, res.TestAtBest = row.Epoch, row.ValAcc, row.TestAcc
+			e.keepBest()
 		}
 		res.FinalTestAcc = row.TestAcc
 	}

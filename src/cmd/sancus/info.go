@@ -61,7 +61,7 @@ func info(w io.Writer, p string, load graph.LoadOptions) error {
 			if len(spec.Heads) > 0 {
 				fmt.Fprintf(w, ", heads %v", spec.Heads)
 			}
-			fmt.Fprintf(w, ", %d parameters, %s-label over %d classes\n  trained %d epochs, final test accuracy %.4f; checksum good\n",
+			fmt.Fprintf(w, ", %d parameters, %s-label over %d classes\n  weights after epoch %d, test accuracy %.4f; checksum good\n",
 				m.NumParams(), spec.LabelKind, spec.Classes, spec.Epochs, spec.FinalTestAcc)
 			return nil
 		} else if !errors.Is(err, model.ErrNotModel) {

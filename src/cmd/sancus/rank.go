@@ -102,7 +102,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 	var sideErr error
 	if rank == 0 {
 		var ferr error
-		if sideErr, ferr = finish(rep, plan, tf, e.Params()); ferr != nil {
+		if sideErr, ferr = finish(rep, plan, tf, e.Params(), e.BestParams()); ferr != nil {
 			return abort("writing results", ferr)
 		}
 	}

@@ -32,6 +32,7 @@ type trainFlags struct {
 	quiet                   bool
 	saveWeights             string
 	saveModel               string
+	saveModelAt             weightsAt
 	wireGiven               bool              // --wire or --wire-grad on the command line
 	sampled                 train.BatchConfig // --fanouts, --batch-size, --batch-draw: given to the run with --batch sampled
 }
@@ -109,8 +110,9 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.StringVar(&tf.name, "name", "", "run name used in the default --out")
 	fs.BoolVar(&tf.quiet, "quiet", false, "no per-epoch lines")
 	r.EvalEvery = train.EvalAuto
-	fs.Var(&r.EvalEvery, "eval-every", "evaluate after every k epochs and the last (0: after the last only), or auto: while evaluating has taken at most a tenth of the run's time, the first and last epoch always")
-	fs.StringVar(&tf.saveModel, "save-model", "", "write the trained model (final weights and its whole configuration, for sancus predict) to `FILE`")
+	fs.Var(&r.EvalEvery, "eval-every", "evaluate after every k epochs and the last (0: after the last only), or auto: the first epoch, then every k epochs with k fixed from its evaluation's cost (bytes, and a forward pass against a training step) so that evaluating takes at most a tenth of the run, and the last")
+	fs.StringVar(&tf.saveModel, "save-model", "", "write the trained model (its weights, as --save-model-at says, and its whole configuration, for sancus predict) to `FILE`")
+	fs.Var(&tf.saveModelAt, "save-model-at", "which weights --save-model writes: best (after the best validation epoch, whose test accuracy the run reports) or last")
 	fs.StringVar(&tf.saveWeights, "save-weights", "", "write the final weights alone (raw float32, little endian, W0 b0 W1 b1 …) to `FILE`")
 	fs.BoolVar(&r.ProfileKernels, "profile-kernels", false, "time kernel calls by class (gemm, spmm, dropout, loss, elementwise, attention) into the results' per-rank kernel_ms, with their bytes and the products' flops (sancus bench triad draws the roofline from them)")
 
@@ -229,7 +231,7 @@ func runTrain(args []string) error {
 		return err
 	}
 	rep.Config, rep.Result = res.Plan, res.Result
-	sideErr, ferr := finish(rep, res.Plan, tf, res.Params)
+	sideErr, ferr := finish(rep, res.Plan, tf, res.Params, res.BestParams)
 	if ferr != nil {
 		return ferr
 	}
@@ -297,6 +299,7 @@ var inert = []struct {
 	{[]string{"clip-scale"}, "--clip", func(c train.Config, _ trainFlags) bool { return c.Optim.Clip > 0 }},
 	{[]string{"normalize-features", "split", "split-seed", "split-name", "classes"}, "--data (shards carry how they were prepared)", func(_ train.Config, tf trainFlags) bool { return tf.data != "" }},
 	{[]string{"checkpoint-every", "resume"}, "--checkpoint-dir", func(c train.Config, _ trainFlags) bool { return c.Run.CheckpointDir != "" }},
+	{[]string{"save-model-at"}, "--save-model", func(_ train.Config, tf trainFlags) bool { return tf.saveModel != "" }},
 }
 
 // refuseInert refuses a flag given where it does nothing (inert).
@@ -328,7 +331,7 @@ func shardDataset(dir string) string {
 // results JSON, which is written whatever became of them: a side write
 // that failed is recorded in it (write_errors) and returned as sideErr,
 // after the JSON. err is a failure to write the JSON itself.
-func finish(rep *result.Run, cfg train.Plan, tf trainFlags, params [][]float32) (sideErr, err error) {
+func finish(rep *result.Run, cfg train.Plan, tf trainFlags, params, best [][]float32) (sideErr, err error) {
 	res := rep.Result
 	var side []error
 	if tf.saveWeights != "" {
@@ -343,8 +346,16 @@ func finish(rep *result.Run, cfg train.Plan, tf trainFlags, params [][]float32) 
 		}
 	}
 	if tf.saveModel != "" {
-		if err := saveModel(tf.saveModel, rep, cfg, tf, params); err != nil {
+		w, epoch, acc, which := params, len(res.Curve), res.FinalTestAcc, "the last epoch's"
+		if tf.saveModelAt == atBest && best != nil {
+			w, epoch, acc, which = best, res.BestEpoch, res.TestAtBest, "the best validation epoch's"
+		} else if tf.saveModelAt == atBest {
+			which = "the last epoch's (no epoch since the resume beat the best before it)"
+		}
+		if err := saveModel(tf.saveModel, rep, cfg, tf, w, epoch, acc); err != nil {
 			side = append(side, fmt.Errorf("--save-model: %w", err))
+		} else {
+			fmt.Printf("model: %s holds %s weights (epoch %d, test accuracy %.4f; --save-model-at)\n", tf.saveModel, which, epoch, acc)
 		}
 	}
 	for _, e := range side {
@@ -366,10 +377,11 @@ func finish(rep *result.Run, cfg train.Plan, tf trainFlags, params [][]float32) 
 	return sideErr, nil
 }
 
-// saveModel writes the final parameters with what a later predict needs to
-// run them on the same kind of data: widths, normalization, how features
-// were preprocessed and how the split was drawn.
-func saveModel(path string, rep *result.Run, cfg train.Plan, tf trainFlags, params [][]float32) error {
+// saveModel writes the parameters after epoch (whose test accuracy is
+// acc) with what a later predict needs to run them on the same kind of
+// data: widths, normalization, how features were preprocessed and how the
+// split was drawn.
+func saveModel(path string, rep *result.Run, cfg train.Plan, tf trainFlags, params [][]float32, epoch int, acc float64) error {
 	load := tf.load
 	res := rep.Result
 	m, err := model.New(cfg.Model.Arch, res.Dims, res.Heads, 0)
@@ -382,7 +394,7 @@ func saveModel(path string, rep *result.Run, cfg train.Plan, tf trainFlags, para
 	training, _ := json.Marshal(cfg)
 	spec := model.Spec{Model: cfg.Model.Arch, Layers: len(res.Dims) - 1, Dims: res.Dims, Heads: res.Heads, Residual: cfg.Model.Residual, Normalization: model.SymNorm,
 		NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName,
-		Classes: res.Dims[len(res.Dims)-1], LabelKind: map[bool]string{true: "multi", false: "single"}[res.Metric == "micro-f1"], Epochs: len(res.Curve), FinalTestAcc: res.FinalTestAcc, Training: training}
+		Classes: res.Dims[len(res.Dims)-1], LabelKind: map[bool]string{true: "multi", false: "single"}[res.Metric == "micro-f1"], Epochs: epoch, FinalTestAcc: acc, Training: training}
 	if res.Status != "completed" {
 		spec.Status = res.Status
 	}
