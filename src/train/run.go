@@ -520,7 +520,7 @@ func epochLine(r result.Epoch) string {
 	}
 	s += fmt.Sprintf("  %7.2f ms", r.Ms)
 	if r.Sent+r.Skipped > 0 {
-		s += fmt.Sprintf("  blocks %d sent, %d skipped as stale", r.Sent, r.Skipped)
+		s += fmt.Sprintf("  blocks %d sent, %d not sent", r.Sent, r.Skipped)
 	}
 	if r.BytesSent > 0 {
 		s += fmt.Sprintf("  sent %.2f MB: %.2f exchange, %.2f allreduce", float64(r.BytesSent)/1e6, float64(r.ExchangeBytes)/1e6, float64(r.AllreduceBytes)/1e6)

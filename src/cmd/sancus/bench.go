@@ -24,9 +24,23 @@ import (
 	"sancus/src/train"
 )
 
+const benchUsage = `Usage: sancus bench kernels|comm|triad|rank [flags]
+
+  kernels  this build's kernels (GEMM, SpMM, the wire codecs) on one rank
+  comm     the collectives and point-to-point messages, under mpirun
+  triad    the CPU's memory bandwidth and GEMM peak, and epochs against them
+  rank     one rank of a P-rank job replayed alone (--shards DIR --rank R)
+
+Run 'sancus bench <name> --help' for its flags.
+`
+
 func runBench(args []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("usage: sancus bench kernels|comm|triad|rank [flags] (see --help of each)")
+	}
+	if a := args[0]; a == "-h" || a == "--help" || a == "help" {
+		fmt.Print(benchUsage)
+		return nil
 	}
 	useProcs(1) // as training runs its kernels
 	blasGEMM = baselineGEMM()

@@ -104,7 +104,7 @@ func runGen(args []string) error {
 		return fmt.Errorf("--format %q: mtx or ogb", *format)
 	}
 	meter.Done()
-	fmt.Printf("generated %s graph in %s: %d nodes, %d edges, %d features, %d classes (%.1fs)\n",
+	fmt.Printf("generated %s graph in %s: %d nodes, %d edge lines (a reader drops repeats and loops), %d features, %d classes (%.1fs)\n",
 		c.Model, *out, c.Nodes, degrees.Edges, c.Features, c.Classes, time.Since(start).Seconds())
 	fmt.Printf("degrees of the edge lines: max %d, min %d, mean %.1f; the top 1%% of rows hold %.1f%% of the nonzeros\n",
 		degrees.Max, degrees.Min, degrees.Mean, 100*degrees.Top1Share)

@@ -18,6 +18,9 @@ func runLaunch(args []string) error {
 	np := fs.IntP("ranks", "n", 1, "number of ranks")
 	via := fs.String("via", "", "launcher: srun or mpirun (default: srun inside a Slurm allocation, else mpirun)")
 	if err := fs.Parse(args); err != nil {
+		if strings.HasPrefix(err.Error(), "unknown flag") {
+			return fmt.Errorf("%w: a command's flags go after -- (sancus launch -n 2 -- train --data DIR)", err)
+		}
 		return err
 	}
 	if fs.NArg() == 0 {

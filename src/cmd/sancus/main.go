@@ -49,7 +49,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-16s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun 'sancus <command> --help' for a command's flags.\n")
-	fmt.Fprintf(w, "Exit status: 0 done, 1 error, %d stopped by a signal after a checkpoint (requeue and --resume), %d training diverged.\n",
+	fmt.Fprintf(w, "Exit status: 0 done, 1 error, 2 no or an unknown command, %d stopped by a signal after a checkpoint (requeue and --resume), %d training diverged.\n",
 		launch.ExitRequeue, launch.ExitDiverged)
 }
 

@@ -230,8 +230,11 @@ func why(best *scaling.Prediction, all []scaling.Prediction) string {
 	return s
 }
 
+// printPlan prints the predictions; a rank's MB are what it sends and
+// receives in an epoch (train's "sent" counts one direction), the busiest
+// rank's and the mean.
 func printPlan(w io.Writer, rows []scaling.Prediction) {
-	fmt.Fprintf(w, "%6s %5s %5s %10s %10s %10s %10s %10s %10s %8s %10s %s\n", "P", "nodes", "wire", "epoch ms", "compute", "comm", "exposed", "MB/rank", "mean MB", "msgs", "mem MB", "(graph own act caches)")
+	fmt.Fprintf(w, "%6s %5s %5s %10s %10s %10s %10s %10s %10s %8s %10s %s\n", "P", "nodes", "wire", "epoch ms", "compute", "comm", "exposed", "MB in+out", "mean in+out", "msgs", "mem MB", "(graph own act caches)")
 	for _, r := range rows {
 		exact := ""
 		if !r.Exact {

@@ -71,6 +71,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs = g.section("Staleness (which broadcasts a rank may skip)")
 	fs.Var(&st.Policy, "staleness", "staleness policy: none, epoch-fixed, epoch-adaptive, variation-gap (or the papers' E, A, H)")
 	fs.Float64Var(&st.Eps, "eps", st.Eps, "staleness bound: epochs (ε_E, ε_A; default 1) or relative change (ε_H; default 0.03)")
+	fs.Lookup("eps").DefValue = "0" // the policy's own bound, which the text gives: not the -1 that stands for it
 	fs.IntVar(&st.MaxStale, "max-stale", st.MaxStale, "hard cap on epochs a cached block may be reused, for every policy")
 	fs.BoolVar(&st.SkipGradients, "skip-gradients", st.SkipGradients, "SkipG baseline: let the staleness policy skip gradient broadcasts too")
 	fs.BoolVar(&st.FreshDiagonal, "fresh-diagonal", st.FreshDiagonal, "multiply a rank's own block with its fresh rows instead of the shared cached copy")
