@@ -89,6 +89,7 @@ type Counts struct {
 	// own shard and fetched from other ranks.
 	LocalRows, RemoteRows int64
 	BytesSent             int64 // this rank's bytes to other ranks: requests, answers, features
+	FeatureBytes          int64 // of BytesSent, the feature rows'
 	Seconds               float64
 }
 
@@ -99,6 +100,7 @@ func (c *Counts) Add(o Counts) {
 	c.LocalRows += o.LocalRows
 	c.RemoteRows += o.RemoteRows
 	c.BytesSent += o.BytesSent
+	c.FeatureBytes += o.FeatureBytes
 	c.Seconds += o.Seconds
 }
 
@@ -287,6 +289,20 @@ func sum(v []int) int {
 // are fetched. Every rank must call it for every step.
 func (s *Sampler) Sample(step uint64, seeds []int64) (*Batch, error) {
 	start := time.Now()
+	b, err := s.blocks(step, seeds)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.fetch(step, b); err != nil {
+		return nil, err
+	}
+	b.Counts.Seconds = time.Since(start).Seconds()
+	return b, nil
+}
+
+// blocks samples step's blocks from seeds and the seeds' labels, without
+// features.
+func (s *Sampler) blocks(step uint64, seeds []int64) (*Batch, error) {
 	L, p := len(s.o.Fanouts), s.c.Size()
 	b := &Batch{Blocks: make([]Block, L)}
 	dst := slices.Clone(seeds)
@@ -363,10 +379,6 @@ func (s *Sampler) Sample(step uint64, seeds []int64) (*Batch, error) {
 		b.Counts.Edges += adj.NNZ()
 		dst = src
 	}
-	if err := s.fetch(step, b); err != nil {
-		return nil, err
-	}
-	b.Counts.Seconds = time.Since(start).Seconds()
 	return b, nil
 }
 
@@ -462,6 +474,7 @@ func (s *Sampler) fetch(step uint64, b *Batch) error {
 		}
 		s.c.Stats().Add("fetch_rows", int64(len(out)), int64(len(in)), time.Since(start))
 		b.Counts.BytesSent += int64(len(out))
+		b.Counts.FeatureBytes += int64(len(out))
 		off = 0
 		for j, n := range recvCounts {
 			if j != me {
@@ -514,6 +527,7 @@ func (s *Sampler) fetchSparse(b *Batch) error {
 		return fmt.Errorf("fetching features: %w", err)
 	}
 	b.Counts.BytesSent += sent
+	b.Counts.FeatureBytes += sent
 	nnz := -len(rows)
 	for _, a := range got {
 		nnz += len(a)
