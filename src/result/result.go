@@ -174,6 +174,28 @@ type Sampling struct {
 	// RankExposed is each rank's seconds of training waiting for its
 	// batches: all of RankSeconds, unless they were sampled ahead.
 	RankExposed []float64 `json:"rank_exposed_s"`
+	// Migration is what moving the model cost (--migrate model only).
+	Migration *Migration `json:"migration,omitempty"`
+}
+
+// Migration is an epoch of HopGNN's model migration, summed over ranks:
+// the model's bytes beside the features', the measured locality of the
+// micrographs and each rank's load in each time step.
+type Migration struct {
+	TimeSteps    int   `json:"time_steps"` // per iteration
+	Merged       int   `json:"merged"`     // time steps merged away
+	Pregather    bool  `json:"pregather"`
+	ModelBytes   int64 `json:"model_bytes"`   // weights and gradient accumulators sent between time steps
+	FeatureBytes int64 `json:"feature_bytes"` // feature rows fetched
+	// Colocated of NonRoot distinct non-root micrograph vertices live on
+	// their root's home rank: RMicro, measured from the samples.
+	Colocated int64   `json:"colocated"`
+	NonRoot   int64   `json:"non_root"`
+	RMicro    float64 `json:"r_micro"`
+	// RankStepRoots[r][t] and RankStepVertices[r][t] are the micrographs
+	// and block sources rank r trained in time step t, over the epoch.
+	RankStepRoots    [][]int64 `json:"rank_step_roots"`
+	RankStepVertices [][]int64 `json:"rank_step_vertices"`
 }
 
 // SampledCounts are the figures of sampled batches, summed over ranks.
@@ -184,6 +206,7 @@ type SampledCounts struct {
 	FeaturesLocal  int64 `json:"features_local"`  // feature rows a rank read from its own shard
 	FeaturesRemote int64 `json:"features_remote"` // feature rows fetched from other ranks
 	Bytes          int64 `json:"bytes"`           // sent in sampling and fetching
+	FeatureBytes   int64 `json:"feature_bytes"`   // of Bytes, the feature rows'
 }
 
 // Memory is what a rank holds, by component, in MB (their sum is the
@@ -319,4 +342,5 @@ func (c *SampledCounts) Add(o SampledCounts) {
 	c.FeaturesLocal += o.FeaturesLocal
 	c.FeaturesRemote += o.FeaturesRemote
 	c.Bytes += o.Bytes
+	c.FeatureBytes += o.FeatureBytes
 }

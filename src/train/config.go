@@ -127,6 +127,12 @@ type BatchConfig struct {
 	// Prefetch samples and fetches the next batch while this one trains
 	// (ByteGNN's pipeline): the same batches, less of their time exposed.
 	Prefetch bool `json:",omitempty"`
+	// Migrate: with MigrateModel the model hops to the micrographs' homes
+	// (HopGNN, migrate.go), Pregather fetching each iteration's rows in one
+	// exchange and Merge time steps merged away; Prefetch does not apply.
+	Migrate   Migrate `json:",omitempty"`
+	Pregather bool    `json:",omitempty"`
+	Merge     int     `json:",omitempty"`
 }
 
 // ExchangeConfig is which rows move and by what means.
@@ -309,10 +315,13 @@ var rules = []func(c *Config) error{
 func sampledRule(c *Config) error {
 	b := c.Batch
 	if !b.Mode.Sampled() {
-		if len(b.Fanouts) > 0 || b.Size != 0 || b.Draw != sample.DrawLocal || b.Prefetch {
-			return fmt.Errorf("--fanouts, --batch-size, --batch-draw and --sample-ahead are settings of --batch sampled, not --batch %v", b.Mode)
+		if len(b.Fanouts) > 0 || b.Size != 0 || b.Draw != sample.DrawLocal || b.Prefetch || b.Migrate != MigrateFeatures {
+			return fmt.Errorf("--fanouts, --batch-size, --batch-draw, --sample-ahead and --migrate are settings of --batch sampled, not --batch %v", b.Mode)
 		}
 		return nil
+	}
+	if !b.Migrate.Model() && (b.Pregather || b.Merge != 0) {
+		return fmt.Errorf("--pregather and --merge-micrographs are settings of --migrate model, not --migrate %v", b.Migrate)
 	}
 	switch {
 	case c.Model.Arch.Attends():
@@ -323,6 +332,12 @@ func sampledRule(c *Config) error {
 		return fmt.Errorf("--batch-size must be ≥ 1 training vertices, got %d", b.Size)
 	case b.Draw > sample.DrawGlobal:
 		return fmt.Errorf("--batch-draw: unknown draw %v (local or global)", b.Draw)
+	case b.Migrate > MigrateModel:
+		return fmt.Errorf("--migrate: unknown choice %v (features or model)", b.Migrate)
+	case b.Migrate.Model() && !b.Draw.IndependentOfP():
+		return fmt.Errorf("--migrate model trains the global batch's micrographs at their homes: give --batch-draw global, not %v", b.Draw)
+	case b.Merge < 0:
+		return fmt.Errorf("--merge-micrographs must be ≥ 0 time steps, got %d", b.Merge)
 	case c.Model.Residual:
 		return fmt.Errorf("--residual is not computed on sampled blocks: drop it, or use --batch global")
 	case c.Wire.Fwd.IsAuto():

@@ -101,6 +101,15 @@ func (e *Engine) setupSampled() (*sampledRun, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e.plan.Batch.Migrate.Model() {
+		rowBytes := float64(wire.RowBytes(e.plan.Wire.Fwd.Or(wire.FP32).Bits(), s.FeatDim))
+		if sparse {
+			rowBytes = 8 * (1 + float64(sum(nnz))/float64(s.N))
+		}
+		if err := e.migrateCheck(rowBytes); err != nil {
+			return nil, err
+		}
+	}
 	mine := make([]int64, len(s.Train))
 	for i, r := range s.Train {
 		mine[i] = int64(s.Row0()) + int64(r)
@@ -145,6 +154,9 @@ func (e *Engine) sampledEpoch(ep int, r *runState) (float64, error) {
 		}
 	}
 	sr, b := r.sampled, e.plan.Batch
+	if b.Migrate.Model() {
+		return e.migrateEpoch(ep, r)
+	}
 	draw := sr.train.Draw(b.Draw, b.Size, e.plan.Optim.Seed, ep, e.rank)
 	steps := len(draw.Mine)
 	id := func(s int) uint64 { return uint64(ep*steps + s) }
@@ -175,7 +187,7 @@ func (e *Engine) sampledEpoch(ep int, r *runState) (float64, error) {
 			go func() { ahead <- take(s + 1) }()
 		}
 		c := cur.b.Counts
-		copy(fig.counts[sampledFields*s:], []int64{int64(len(draw.Mine[s])), c.Vertices, c.Edges, c.LocalRows, c.RemoteRows, c.BytesSent})
+		copy(fig.counts[sampledFields*s:], []int64{int64(len(draw.Mine[s])), c.Vertices, c.Edges, c.LocalRows, c.RemoteRows, c.BytesSent, c.FeatureBytes})
 		fig.seconds += c.Seconds
 		loss, grads, err := minibatch.Step(e.m, cur.b, float64(draw.Total[s]), minibatch.Dropout{P: float32(e.plan.Model.Dropout), Seed: e.plan.Optim.Seed, Step: id(s)})
 		// The next batch is in before anything else travels.
@@ -206,8 +218,8 @@ func (e *Engine) sampledEpoch(ep int, r *runState) (float64, error) {
 }
 
 // sampledFields are the counts kept per step: seeds, vertices, edges,
-// feature rows read locally and fetched, bytes.
-const sampledFields = 6
+// feature rows read locally and fetched, bytes, of them the features'.
+const sampledFields = 7
 
 // epochFigures are one rank's sampling figures of an epoch.
 type epochFigures struct {
@@ -266,7 +278,7 @@ func (e *Engine) sampledFigures(r *runState, f epochFigures) error {
 		mine := all[rank*n : (rank+1)*n]
 		for s := range steps {
 			v := mine[sampledFields*s : sampledFields*(s+1)]
-			c := result.SampledCounts{Seeds: v[0], Vertices: v[1], Edges: v[2], FeaturesLocal: v[3], FeaturesRemote: v[4], Bytes: v[5]}
+			c := result.SampledCounts{Seeds: v[0], Vertices: v[1], Edges: v[2], FeaturesLocal: v[3], FeaturesRemote: v[4], Bytes: v[5], FeatureBytes: v[6]}
 			out.Batches[s].Add(c)
 			out.SampledCounts.Add(c)
 			out.RankBytes[rank] += c.Bytes

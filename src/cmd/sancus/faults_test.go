@@ -314,7 +314,8 @@ func TestInertFlagsAreRefused(t *testing.T) {
 		"heads": "2", "out-heads": "2", "att-dropout": "0.1", "clusters-per-step": "4", "boundary": "true", "eps": "1",
 		"max-stale": "5", "skip-gradients": "true", "wire-error": "0.1", "clip-scale": "2", "normalize-features": "false",
 		"split": "planetoid", "split-seed": "3", "split-name": "x", "checkpoint-every": "5", "resume": "true", "classes": "7",
-		"fanouts": "5,5", "batch-size": "10", "batch-draw": "global", "sample-ahead": "false"}
+		"fanouts": "5,5", "batch-size": "10", "batch-draw": "global", "sample-ahead": "false",
+		"migrate": "model", "pregather": "true", "merge-micrographs": "1"}
 	value["save-model-at"] = "last"
 	context := map[string][]string{"exchange-chunk": {"--dense-bcast"}, "normalize-features": {"--shards", "no-such-dir"},
 		"split": {"--shards", "no-such-dir"}, "split-seed": {"--shards", "no-such-dir"}, "split-name": {"--shards", "no-such-dir"}, "classes": {"--shards", "no-such-dir"}}

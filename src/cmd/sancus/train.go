@@ -91,6 +91,9 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.IntSliceVar(&tf.sampled.Fanouts, "fanouts", []int{25, 10}, "with --batch sampled: neighbours sampled per vertex in each layer, layer 1 first (one per --layers; at least the largest degree: every neighbour)")
 	fs.IntVar(&tf.sampled.Size, "batch-size", 1000, "with --batch sampled: training vertices in each step's global batch")
 	fs.BoolVar(&tf.sampled.Prefetch, "sample-ahead", true, "with --batch sampled: sample and fetch the next batch while this one trains (ByteGNN's pipeline; the same batches and losses)")
+	fs.Var(&tf.sampled.Migrate, "migrate", "with --batch sampled: features (each rank fetches its batch's features; the default) or model (HopGNN: the model hops around the ranks to the micrographs' homes, one time step per rank; needs --batch-draw global, the same weights)")
+	fs.BoolVar(&tf.sampled.Pregather, "pregather", false, "with --migrate model: fetch every time step's remote features once at the start of the iteration (HopGNN §5.2; fewer bytes, the same weights)")
+	fs.IntVar(&tf.sampled.Merge, "merge-micrographs", 0, "with --migrate model: time steps merged away per iteration, their micrographs trained by the same replica elsewhere (HopGNN §5.3; fewer hops, more features fetched)")
 	fs.Var(&tf.sampled.Draw, "batch-draw", "with --batch sampled: local (each rank draws its share from the training vertices it owns; the default) or global (one global batch, split evenly over the ranks: the same losses at any P)")
 
 	fs = g.section("Exchange (which rows move, and how)")
@@ -154,6 +157,7 @@ func runTrain(args []string) error {
 	}
 	if cfg.Batch.Mode.Sampled() {
 		cfg.Batch.Fanouts, cfg.Batch.Size, cfg.Batch.Draw, cfg.Batch.Prefetch = tf.sampled.Fanouts, tf.sampled.Size, tf.sampled.Draw, tf.sampled.Prefetch
+		cfg.Batch.Migrate, cfg.Batch.Pregather, cfg.Batch.Merge = tf.sampled.Migrate, tf.sampled.Pregather, tf.sampled.Merge
 	}
 	if err := checkTrainFlags(cfg, tf); err != nil {
 		return err
@@ -294,7 +298,8 @@ var inert = []struct {
 	{[]string{"exchange-chunk"}, "the sparse exchange (not --dense-bcast)", func(c train.Config, _ trainFlags) bool { return !c.Exchange.Dense }},
 	{[]string{"heads", "out-heads", "att-dropout"}, "--model gat", func(c train.Config, _ trainFlags) bool { return c.Model.Arch.Attends() }},
 	{[]string{"clusters-per-step", "boundary"}, "--batch clusters", func(c train.Config, _ trainFlags) bool { return c.Batch.Mode.Clusters() }},
-	{[]string{"fanouts", "batch-size", "batch-draw", "sample-ahead"}, "--batch sampled", func(c train.Config, _ trainFlags) bool { return c.Batch.Mode.Sampled() }},
+	{[]string{"fanouts", "batch-size", "batch-draw", "sample-ahead", "migrate"}, "--batch sampled", func(c train.Config, _ trainFlags) bool { return c.Batch.Mode.Sampled() }},
+	{[]string{"pregather", "merge-micrographs"}, "--migrate model", func(c train.Config, _ trainFlags) bool { return c.Batch.Migrate.Model() }},
 	{[]string{"eps", "max-stale", "skip-gradients"}, "a --staleness policy other than none", func(c train.Config, _ trainFlags) bool { return c.Staleness.Policy.Skips() }},
 	{[]string{"wire-error"}, "--wire auto or --wire-grad auto", func(c train.Config, _ trainFlags) bool { return c.Wire.Fwd.IsAuto() || c.Wire.Grad.IsAuto() }},
 	{[]string{"clip-scale"}, "--clip", func(c train.Config, _ trainFlags) bool { return c.Optim.Clip > 0 }},

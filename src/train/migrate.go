@@ -1,0 +1,289 @@
+package train
+
+// Model migration (HopGNN): the model moves to the features. Each
+// iteration trains the global batch of --batch-draw global, every seed the
+// root of a micrograph homed at the rank that owns it. The iteration runs
+// in time steps, one per rank: at time step t replica d sits on rank
+// (d+t) mod P and trains a 1/P share of that rank's home micrographs, so
+// each replica visits every rank and every micrograph is trained once.
+// Between time steps every rank sends the replica it holds (weights and
+// gradient accumulator, fp32) to the next rank of the ring and receives
+// the previous one's; at the end the accumulators are summed over ranks
+// and every rank takes the same Adam step. The replicas start every
+// iteration equal, so the sum is the features-move mode's over the same
+// micrographs (the draws and dropout masks are keyed by step and original
+// ids): the same weights, other bytes. The optimizer's moments, equal on
+// every rank, stay put.
+//
+// Merging (§5.3) removes the time step with the fewest roots, dealing its
+// micrographs evenly over the same replica's other time steps (trained
+// away from home: fewer hops, more features fetched); pre-gathering
+// (§5.2) fetches a rank's rows of every time step in one exchange.
+
+import (
+	"fmt"
+	"time"
+
+	"sancus/collectives"
+	"sancus/src/minibatch"
+	"sancus/src/result"
+	"sancus/src/sample"
+)
+
+// Migrate is what moves in sampled training, parsed once from a flag or a
+// configuration.
+type Migrate uint8
+
+const (
+	MigrateFeatures Migrate = iota // features come to the model (DistDGL)
+	MigrateModel                   // the model goes to the features (HopGNN)
+)
+
+var migrateNames = [...]string{MigrateFeatures: "features", MigrateModel: "model"}
+
+// ParseMigrate reads what moves: features (also "") or model.
+func ParseMigrate(s string) (Migrate, error) {
+	if s == "" {
+		return MigrateFeatures, nil
+	}
+	for m, name := range migrateNames {
+		if s == name {
+			return Migrate(m), nil
+		}
+	}
+	return MigrateFeatures, fmt.Errorf("unknown migrate %q (features or model)", s)
+}
+
+func (m Migrate) String() string {
+	if int(m) < len(migrateNames) {
+		return migrateNames[m]
+	}
+	return fmt.Sprintf("Migrate(%d)", uint8(m))
+}
+
+// MarshalText writes the choice's name.
+func (m Migrate) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText reads a choice's name.
+func (m *Migrate) UnmarshalText(b []byte) (err error) {
+	*m, err = ParseMigrate(string(b))
+	return err
+}
+
+// Set and Type make a Migrate a command-line flag.
+func (m *Migrate) Set(s string) error { return m.UnmarshalText([]byte(s)) }
+func (m Migrate) Type() string        { return "migrate" }
+
+// Model: the model hops around the ranks to the micrographs' homes.
+func (m Migrate) Model() bool { return m == MigrateModel }
+
+const tagMigrate = collectives.TagUser + 3
+
+// schedule is one iteration's plan: work[d][t] are the roots replica d
+// trains at time step t (on rank (d+t) mod P), and steps the time steps
+// kept, ascending.
+type schedule struct {
+	work  [][][]int64
+	steps []int
+}
+
+// plan splits batch (global ids) into the micrographs each replica trains
+// at each time step and merges away merge time steps.
+func plan(batch []int64, p, merge int, owner func(int64) int) schedule {
+	home := make([][]int64, p)
+	for _, v := range batch {
+		home[owner(v)] = append(home[owner(v)], v)
+	}
+	sc := schedule{work: make([][][]int64, p)}
+	for d := range p {
+		sc.work[d] = make([][]int64, p)
+	}
+	for h, vs := range home {
+		for t := range p { // rank h's t-th share goes to time step t
+			sc.work[(h-t+p)%p][t] = vs[len(vs)*t/p : len(vs)*(t+1)/p]
+		}
+	}
+	for t := range p {
+		sc.steps = append(sc.steps, t)
+	}
+	for range merge {
+		// The time step with the fewest roots goes (the first of equals).
+		low, lowN := 0, -1
+		for k, t := range sc.steps {
+			n := 0
+			for d := range p {
+				n += len(sc.work[d][t])
+			}
+			if lowN < 0 || n < lowN {
+				low, lowN = k, n
+			}
+		}
+		t := sc.steps[low]
+		sc.steps = append(sc.steps[:low:low], sc.steps[low+1:]...)
+		for d := range p {
+			vs, n := sc.work[d][t], len(sc.steps)
+			for i, u := range sc.steps {
+				sc.work[d][u] = append(sc.work[d][u][:len(sc.work[d][u]):len(sc.work[d][u])], vs[len(vs)*i/n:len(vs)*(i+1)/n]...)
+			}
+			sc.work[d][t] = nil
+		}
+	}
+	return sc
+}
+
+// migrateCheck refuses model migration where it would move more bytes an
+// iteration than fetching the batch's features is expected to: the model
+// and its gradients at every hop against the batch's remote rows.
+func (e *Engine) migrateCheck(rowBytes float64) error {
+	b, p := e.plan.Batch, e.P
+	if b.Merge >= p && p > 1 {
+		return fmt.Errorf("--merge-micrographs %d: at most %d at P = %d (one time step must stay)", b.Merge, p-1, p)
+	}
+	hops := p - 1 - min(b.Merge, p-1)
+	model := float64(p*hops) * 8 * float64(e.m.NumParams())
+	rows := float64(b.Size)
+	for _, k := range b.Fanouts {
+		rows *= float64(1 + k)
+	}
+	rows = min(rows, float64(e.s.N))
+	feats := rows * float64(p-1) / float64(p) * rowBytes
+	if model > feats {
+		return fmt.Errorf("--migrate model would move %.3g MB of model an iteration against an estimated %.3g MB of features fetched: use --migrate features (or a smaller model, larger --batch-size, or --merge-micrographs)", model/1e6, feats/1e6)
+	}
+	return nil
+}
+
+// migrateEpoch trains one epoch with the model moving (see above) and
+// returns the epoch's loss as sampledEpoch does.
+func (e *Engine) migrateEpoch(ep int, r *runState) (float64, error) {
+	sr, b, p := r.sampled, e.plan.Batch, e.P
+	glob := sr.train.Global(b.Size, e.plan.Optim.Seed, ep)
+	steps := len(glob.Mine)
+	params := e.m.Flat()
+	n := e.m.NumParams()
+	state, in, acc := make([]float32, 2*n), make([]float32, 2*n), make([]float32, n)
+	mig := &result.Migration{Pregather: b.Pregather}
+	fig := epochFigures{counts: make([]int64, sampledFields*steps)}
+	var lossSum float64
+	var seeds int
+	for s := range steps {
+		id := uint64(ep*steps + s)
+		sc := plan(glob.Mine[s], p, b.Merge, sr.s.Owner)
+		if mig.TimeSteps == 0 {
+			mig.TimeSteps = len(sc.steps)
+			mig.RankStepRoots, mig.RankStepVertices = [][]int64{make([]int64, len(sc.steps))}, [][]int64{make([]int64, len(sc.steps))}
+		}
+		mine := make([][]int64, len(sc.steps))
+		for k, t := range sc.steps {
+			mine[k] = sc.work[(e.rank-t+p)%p][t]
+		}
+		batches, err := sr.s.SampleSteps(id, mine, b.Pregather)
+		if err != nil {
+			return lossSum, fmt.Errorf("epoch %d step %d: %w", ep+1, s+1, err)
+		}
+		clear(acc)
+		var c sample.Counts
+		for k, bt := range batches {
+			if k > 0 {
+				if err := e.hop(sc.steps[k]-sc.steps[k-1], params, acc, state, in, mig); err != nil {
+					return lossSum, fmt.Errorf("epoch %d step %d: %w", ep+1, s+1, err)
+				}
+			}
+			loss, grads, err := minibatch.Step(e.m, bt, float64(glob.Total[s]), minibatch.Dropout{P: float32(e.plan.Model.Dropout), Seed: e.plan.Optim.Seed, Step: id})
+			if err != nil {
+				return lossSum, fmt.Errorf("rank %d, epoch %d step %d: %w", e.rank, ep+1, s+1, err)
+			}
+			for i, g := range grads {
+				acc[i] += g
+			}
+			lossSum += loss
+			c.Add(bt.Counts)
+			co, nr := sr.s.Locality(bt)
+			mig.Colocated, mig.NonRoot = mig.Colocated+co, mig.NonRoot+nr
+			mig.RankStepRoots[0][k] += int64(len(mine[k]))
+			mig.RankStepVertices[0][k] += bt.Counts.Vertices
+		}
+		seeds += glob.Total[s]
+		roots := 0
+		for _, m := range mine {
+			roots += len(m)
+		}
+		copy(fig.counts[sampledFields*s:], []int64{int64(roots), c.Vertices, c.Edges, c.LocalRows, c.RemoteRows, c.BytesSent, c.FeatureBytes})
+		fig.seconds += c.Seconds
+		fig.exposed += time.Duration(c.Seconds * float64(time.Second))
+		what, err := e.sampledUpdate(acc)
+		if err != nil {
+			return lossSum, err
+		}
+		if what != "" {
+			return lossSum, &divergence{epoch: ep + 1, what: what}
+		}
+	}
+	if err := e.sampledFigures(r, fig); err != nil {
+		return lossSum, err
+	}
+	if err := e.migrationFigures(r.sampled.last, mig); err != nil {
+		return lossSum, err
+	}
+	return lossSum * float64(e.s.GlobalTrain) / float64(max(1, seeds)), nil
+}
+
+// hop sends the replica this rank holds (its weights and the gradient
+// accumulator) gap ranks on along the ring and takes the one from gap
+// ranks back in its place.
+func (e *Engine) hop(gap int, params [][]float32, acc, state, in []float32, mig *result.Migration) error {
+	n := len(acc)
+	off := 0
+	for _, t := range params {
+		off += copy(state[off:], t)
+	}
+	copy(state[n:], acc)
+	start := time.Now()
+	to, from := (e.rank+gap)%e.P, (e.rank-gap+e.P)%e.P
+	rq, err := e.c.Irecv(collectives.Bytes(in), from, tagMigrate)
+	if err != nil {
+		return fmt.Errorf("model migration: %w", err)
+	}
+	sq, err := e.c.Isend(collectives.Bytes(state), to, tagMigrate)
+	if err != nil {
+		rq.Wait()
+		return fmt.Errorf("model migration: %w", err)
+	}
+	if err := collectives.WaitAll([]collectives.Request{sq, rq}); err != nil {
+		return fmt.Errorf("model migration: %w", err)
+	}
+	d := time.Since(start)
+	e.c.Stats().Add("migrate_model", int64(4*len(state)), int64(4*len(in)), d)
+	e.tally.clock.comm += d
+	e.tally.clock.wait += d
+	mig.ModelBytes += int64(4 * len(state))
+	off = 0
+	for _, t := range params {
+		off += copy(t, in[off:])
+	}
+	copy(acc, in[n:])
+	return nil
+}
+
+// migrationFigures sums every rank's migration figures into s.
+func (e *Engine) migrationFigures(s *result.Sampling, m *result.Migration) error {
+	local := append([]int64{m.ModelBytes, m.Colocated, m.NonRoot}, m.RankStepRoots[0]...)
+	local = append(local, m.RankStepVertices[0]...)
+	all, err := collectives.Allgather(e.c, local)
+	if err != nil {
+		return fmt.Errorf("migration figures: %w", err)
+	}
+	w, ts := len(local), m.TimeSteps
+	out := &result.Migration{TimeSteps: ts, Pregather: m.Pregather, Merged: e.P - ts, FeatureBytes: s.FeatureBytes,
+		RankStepRoots: make([][]int64, e.P), RankStepVertices: make([][]int64, e.P)}
+	for rank := range e.P {
+		v := all[rank*w : (rank+1)*w]
+		out.ModelBytes, out.Colocated, out.NonRoot = out.ModelBytes+v[0], out.Colocated+v[1], out.NonRoot+v[2]
+		out.RankStepRoots[rank], out.RankStepVertices[rank] = v[3:3+ts], v[3+ts:3+2*ts]
+	}
+	if out.NonRoot > 0 {
+		out.RMicro = float64(out.Colocated) / float64(out.NonRoot)
+	}
+	s.Migration = out
+	return nil
+}

@@ -1,0 +1,173 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"sancus/src/model"
+	"sancus/src/sample"
+)
+
+// An iteration's plan trains every root once: without merging at its
+// home, one share per time step; merging removes the time step with the
+// fewest roots and deals its roots over the same replica's other steps.
+func TestMigratePlanCoversTheBatch(t *testing.T) {
+	const p = 4
+	batch := make([]int64, 0, 103)
+	for v := range int64(103) {
+		batch = append(batch, v*7%400)
+	}
+	owner := func(v int64) int { return int(v / 100) }
+	for merge := range p {
+		sc := plan(batch, p, merge, owner)
+		if len(sc.steps) != p-merge {
+			t.Fatalf("merge %d: %d time steps, want %d", merge, len(sc.steps), p-merge)
+		}
+		var got []int64
+		for d := range p {
+			for t2 := range p {
+				if !slices.Contains(sc.steps, t2) && len(sc.work[d][t2]) > 0 {
+					t.Fatalf("merge %d: replica %d trains %d roots in removed time step %d", merge, d, len(sc.work[d][t2]), t2)
+				}
+				for _, v := range sc.work[d][t2] {
+					if merge == 0 && owner(v) != (d+t2)%p {
+						t.Fatalf("replica %d trains root %d (home %d) at rank %d", d, v, owner(v), (d+t2)%p)
+					}
+					got = append(got, v)
+				}
+			}
+		}
+		slices.Sort(got)
+		want := slices.Sorted(slices.Values(batch))
+		if !slices.Equal(got, want) {
+			t.Fatalf("merge %d: the plan trains %d roots, not the batch's %d once each", merge, len(got), len(want))
+		}
+	}
+}
+
+// migrateConfig is a sampled GCN small enough that moving it costs fewer
+// bytes than the batch's features.
+func migrateConfig(arch model.Arch) Config {
+	cfg := Defaults()
+	cfg.Optim.Epochs, cfg.Model.Arch, cfg.Model.Hidden = 2, arch, 4
+	return sampledConfig(cfg, 128, sample.DrawGlobal, 4, 3)
+}
+
+// Moving the model trains what moving the features does: with the same
+// seed, --migrate model at P = 1, 2 and 4 (the last on a reordering
+// partition, with a time step merged away) reaches the features-move
+// global draw's weights to 1e-5, with dropout, for GCN and GraphSAGE.
+// Pre-gathering changes bytes, never a bit of the weights. The model's
+// bytes are the replicas' hops exactly.
+func TestModelMoveTrainsAsFeaturesMove(t *testing.T) {
+	ds, _ := generated(t)
+	assign := make([]int32, ds.N)
+	for v := range assign {
+		assign[v] = int32(v*7) % 4
+	}
+	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE} {
+		cfg := migrateConfig(arch)
+		ref, err := RunInProcess(ds, 1, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ p, merge int }{{1, 0}, {2, 0}, {4, 0}, {4, 1}} {
+			mv := cfg
+			mv.Batch.Migrate, mv.Batch.Merge = MigrateModel, c.merge
+			var outs [2]Outcome
+			for i, pre := range []bool{false, true} {
+				mv.Batch.Pregather = pre
+				what := fmt.Sprintf("%v P=%d merge %d pregather %v", arch, c.p, c.merge, pre)
+				if c.p == 4 {
+					outs[i], err = RunPartitioned(ds, assign, c.p, mv)
+				} else {
+					outs[i], err = RunInProcess(ds, c.p, mv)
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				sameCurve(t, what, outs[i].Result, ref.Result, 1e-5)
+				for j, w := range ref.Params {
+					for k, v := range outs[i].Params[j] {
+						if math.Abs(float64(v-w[k])) > 1e-5*(1+math.Abs(float64(w[k]))) {
+							t.Fatalf("%s: tensor %d[%d] is %g, features-move %g", what, j, k, v, w[k])
+						}
+					}
+				}
+				s := outs[i].Result.Curve[0].Sampling
+				m := s.Migration
+				steps, ts := int64(s.Steps), int64(c.p-c.merge)
+				params := int64(0)
+				for _, w := range ref.Params {
+					params += int64(len(w))
+				}
+				if m == nil || m.TimeSteps != int(ts) || m.ModelBytes != steps*int64(c.p)*(ts-1)*8*params || s.Seeds != int64(len(ds.Train)) {
+					t.Fatalf("%s: figures %+v %+v, want %d time steps, %d model bytes", what, s.SampledCounts, m, ts, steps*int64(c.p)*(ts-1)*8*params)
+				}
+				if m.NonRoot == 0 || m.RMicro < 0 || m.RMicro > 1 || len(m.RankStepRoots) != c.p || m.FeatureBytes != s.FeatureBytes {
+					t.Fatalf("%s: locality %d of %d, R_micro %g, loads %v", what, m.Colocated, m.NonRoot, m.RMicro, m.RankStepRoots)
+				}
+				roots := int64(0)
+				for _, r := range m.RankStepRoots {
+					roots += sum(r)
+				}
+				if roots != s.Seeds {
+					t.Fatalf("%s: %d micrographs over the time steps, %d seeds", what, roots, s.Seeds)
+				}
+				if c.p > 1 && c.merge == 0 && (s.FeatureBytes == 0 || m.Colocated == 0) {
+					t.Fatalf("%s: no feature fetched or none co-located: %+v", what, m)
+				}
+			}
+			what := fmt.Sprintf("%v P=%d merge %d", arch, c.p, c.merge)
+			sameBits(t, what+": weights pre-gathered vs not", outs[1].Params, outs[0].Params)
+			plain, pre := outs[0].Result.Curve[0].Sampling, outs[1].Result.Curve[0].Sampling
+			if c.p > 1 && pre.FeatureBytes >= plain.FeatureBytes {
+				t.Fatalf("%s: %d feature bytes pre-gathered, %d not: want fewer", what, pre.FeatureBytes, plain.FeatureBytes)
+			}
+			if pre.Vertices != plain.Vertices {
+				t.Fatalf("%s: %d vertices pre-gathered, %d not", what, pre.Vertices, plain.Vertices)
+			}
+		}
+	}
+}
+
+// Moving the model is refused where it would cost more bytes than the
+// features it saves, naming both figures and the fix; its settings are
+// refused without it.
+func TestMigrateModelIsChecked(t *testing.T) {
+	ds, _ := generated(t)
+	cfg := migrateConfig(model.ArchGCN)
+	cfg.Batch.Migrate, cfg.Model.Hidden = MigrateModel, 512
+	if _, err := RunInProcess(ds, 2, cfg); err == nil || !strings.Contains(err.Error(), "MB of model") || !strings.Contains(err.Error(), "--migrate features") {
+		t.Fatalf("a wide model: want a refusal with both figures, got %v", err)
+	}
+	cfg.Model.Hidden, cfg.Batch.Merge = 4, 2
+	if _, err := RunInProcess(ds, 2, cfg); err == nil || !strings.Contains(err.Error(), "--merge-micrographs 2") {
+		t.Fatalf("merging every time step: want a refusal, got %v", err)
+	}
+	for _, c := range []struct {
+		set  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.Batch.Draw = sample.DrawLocal }, "--batch-draw global"},
+		{func(c *Config) { c.Batch.Migrate = MigrateFeatures; c.Batch.Pregather = true }, "--pregather"},
+		{func(c *Config) { c.Batch.Merge = -1 }, "--merge-micrographs"},
+	} {
+		bad := migrateConfig(model.ArchGCN)
+		bad.Batch.Migrate = MigrateModel
+		c.set(&bad)
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want a refusal naming %q, got %v", c.want, err)
+		}
+	}
+	var m Migrate
+	if err := m.Set("model"); err != nil || !m.Model() {
+		t.Fatalf("--migrate model: %v, %v", m, err)
+	}
+	if err := m.Set("both"); err == nil {
+		t.Fatal("--migrate both: want an error")
+	}
+}
