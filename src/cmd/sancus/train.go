@@ -299,7 +299,7 @@ var inert = []struct {
 	{[]string{"heads", "out-heads", "att-dropout"}, "--model gat", func(c train.Config, _ trainFlags) bool { return c.Model.Arch.Attends() }},
 	{[]string{"clusters-per-step", "boundary"}, "--batch clusters", func(c train.Config, _ trainFlags) bool { return c.Batch.Mode.Clusters() }},
 	{[]string{"fanouts", "batch-size", "batch-draw", "sample-ahead", "migrate"}, "--batch sampled", func(c train.Config, _ trainFlags) bool { return c.Batch.Mode.Sampled() }},
-	{[]string{"pregather", "merge-micrographs"}, "--migrate model", func(c train.Config, _ trainFlags) bool { return c.Batch.Migrate.Model() }},
+	{[]string{"pregather", "merge-micrographs"}, "--migrate model", func(_ train.Config, tf trainFlags) bool { return tf.sampled.Migrate.Model() }},
 	{[]string{"eps", "max-stale", "skip-gradients"}, "a --staleness policy other than none", func(c train.Config, _ trainFlags) bool { return c.Staleness.Policy.Skips() }},
 	{[]string{"wire-error"}, "--wire auto or --wire-grad auto", func(c train.Config, _ trainFlags) bool { return c.Wire.Fwd.IsAuto() || c.Wire.Grad.IsAuto() }},
 	{[]string{"clip-scale"}, "--clip", func(c train.Config, _ trainFlags) bool { return c.Optim.Clip > 0 }},
