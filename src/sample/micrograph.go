@@ -90,7 +90,11 @@ func (s *Sampler) SampleSteps(step uint64, seeds [][]int64, pregather bool) ([]*
 
 // csrRows is x's rows idx, in that order.
 func csrRows(x *matrix.CSR, idx []int) *matrix.CSR {
-	out := &matrix.CSR{Rows: len(idx), Cols: x.Cols, RowPtr: make([]int64, len(idx)+1)}
+	nnz := int64(0)
+	for _, r := range idx {
+		nnz += x.RowPtr[r+1] - x.RowPtr[r]
+	}
+	out := &matrix.CSR{Rows: len(idx), Cols: x.Cols, RowPtr: make([]int64, len(idx)+1), ColIdx: make([]int32, 0, nnz), Val: make([]float32, 0, nnz)}
 	for i, r := range idx {
 		out.ColIdx = append(out.ColIdx, x.ColIdx[x.RowPtr[r]:x.RowPtr[r+1]]...)
 		out.Val = append(out.Val, x.Val[x.RowPtr[r]:x.RowPtr[r+1]]...)
