@@ -51,6 +51,7 @@
 //	engine.go    set-up: model, input, the exchange chosen once
 //	build.go     the layers made: each kind's buffers, caches and blocks
 //	sampled.go   sampled mini-batches (src/sample, src/minibatch): set-up, epoch, update
+//	migrate.go   HopGNN's model migration: micrograph time steps, replicas hopping the ring
 //	route.go     how each cache's blocks are made, sent, dropped and multiplied,
 //	             fixed at set-up by one function that holds every feature's rule
 //	output.go    the last layer computes, and moves, only the rows the loss reads
@@ -182,4 +183,22 @@
 // epoch's row of the results holds its sampling figures (vertices, edges,
 // feature rows read locally and fetched, bytes, seconds and seconds
 // exposed per rank).
+//
+// # Moving the model
+//
+// --migrate model (HopGNN; with --batch-draw global) trains the same
+// global batch with the model moving instead of the features: each seed
+// is the root of a micrograph homed at the rank that owns it, and an
+// iteration runs one time step per rank, replica d training at rank
+// (d+t) mod P a share of that rank's home micrographs, then sending its
+// weights and gradient accumulator (fp32) one rank on. The accumulators
+// are summed at the end: the same weights as the features-move draw to
+// 1e-5 (TestModelMoveTrainsAsFeaturesMove), other bytes. --pregather
+// fetches a rank's rows of every time step in one exchange (fewer bytes,
+// the same bits); --merge-micrographs K merges away the K time steps with
+// the fewest roots (fewer hops, more rows fetched). A run whose model
+// would move more bytes than the batch's features are expected to is
+// refused, naming both. The result's sampling rows gain the model's and
+// the features' bytes, the measured R_micro and each rank's micrographs
+// per time step.
 package train
