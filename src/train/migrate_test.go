@@ -171,3 +171,11 @@ func TestMigrateModelIsChecked(t *testing.T) {
 		t.Fatal("--migrate both: want an error")
 	}
 }
+
+// A model-moving run stopped and resumed trains bit for bit as one that
+// was not: its time steps are planned from the step's keyed draw alone.
+func TestMigrateStopAndResumeIsBitIdentical(t *testing.T) {
+	cfg := migrateConfig(model.ArchGCN)
+	cfg.Batch.Migrate, cfg.Batch.Pregather = MigrateModel, true
+	checkStopResume(t, cfg)
+}
