@@ -21,7 +21,7 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: cuda test-cuda vet-cuda all deps torch build run test test-go test-short test-mpi test-slurm fuzz chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-messages bench-replay bench-emu-scaling bench-wire-choice bench-sancus bench-partition bench-powerlaw bench-link bench-ab bench-models clean
+.PHONY: cuda test-cuda vet-cuda all deps torch build run test test-go test-short test-mpi test-slurm fuzz chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-messages bench-replay bench-emu-scaling bench-wire-choice bench-sancus bench-partition bench-powerlaw bench-link bench-ab bench-models bench-hopgnn clean
 
 all: build
 
@@ -255,6 +255,10 @@ bench-strategies: build
 .PHONY: bench-sampled
 bench-sampled: build
 	MPIRUN="$(MPIRUN)" bash slurm/bench/sampled-bench.sh results/bench/sampled
+
+# HopGNN: the model moved to the micrographs against the features moved.
+bench-hopgnn: build
+	bash slurm/bench/hopgnn-bench.sh results/bench/hopgnn
 
 # Graphs shaped like the real ones: replication factors, balance by
 # nonzeros, each partitioner's bytes and accuracy on the arxiv-like graph.
