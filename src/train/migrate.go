@@ -136,7 +136,7 @@ func plan(batch []int64, p, merge int, owner func(int64) int) schedule {
 // and its gradients at every hop against the batch's remote rows.
 func (e *Engine) migrateCheck(rowBytes float64) error {
 	b, p := e.plan.Batch, e.P
-	if b.Merge >= p && p > 1 {
+	if b.Merge >= p {
 		return fmt.Errorf("--merge-micrographs %d: at most %d at P = %d (one time step must stay)", b.Merge, p-1, p)
 	}
 	hops := p - 1 - min(b.Merge, p-1)

@@ -144,9 +144,12 @@ func TestMigrateModelIsChecked(t *testing.T) {
 	if _, err := RunInProcess(ds, 2, cfg); err == nil || !strings.Contains(err.Error(), "MB of model") || !strings.Contains(err.Error(), "--migrate features") {
 		t.Fatalf("a wide model: want a refusal with both figures, got %v", err)
 	}
-	cfg.Model.Hidden, cfg.Batch.Merge = 4, 2
-	if _, err := RunInProcess(ds, 2, cfg); err == nil || !strings.Contains(err.Error(), "--merge-micrographs 2") {
-		t.Fatalf("merging every time step: want a refusal, got %v", err)
+	cfg.Model.Hidden = 4
+	for p, merge := range []int{1, 2} {
+		cfg.Batch.Merge = merge
+		if _, err := RunInProcess(ds, p+1, cfg); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("--merge-micrographs %d", merge)) {
+			t.Fatalf("merging every time step at P = %d: want a refusal, got %v", p+1, err)
+		}
 	}
 	for _, c := range []struct {
 		set  func(*Config)
