@@ -63,7 +63,7 @@ part = [l.strip() for l in open(sys.argv[6]) if l.startswith("partition")]
 o = open(sys.argv[2], "w")
 o.write(f"# GCN, products-like graph (gen --like products --scale {sys.argv[3]}), grem at P = 4, fanouts 15,10,\n")
 o.write(f"# {sys.argv[4]} epochs, seeds {sys.argv[5]}: make bench-hopgnn (slurm/bench/hopgnn-bench.sh). Per epoch, mean over seeds:\n")
-o.write("# MB of features fetched, MB of model moved, MB of all sampling traffic; R_micro measured; busiest rank's micrographs\n")
+o.write("# MB of features fetched, MB of model moved, MB of all sampling traffic (requests, answers, features; not the model);\n# R_micro measured; the busiest rank's micrographs\n")
 o.write("# in a time step over the mean; test accuracy at the best validation epoch (mean, std over seeds)\n")
 if part:
     o.write(f"# {part[0]}\n")
