@@ -396,17 +396,10 @@ func (s *Sampler) fetch(step uint64, b *Batch) error {
 	width, bits := s.g.Features.Cols, s.o.Wire.Or(wire.FP32).Bits()
 	rb := wire.RowBytes(bits, width)
 	stream := mix(s.o.Seed^0xfea7) ^ step
-	req, at := make([][]int64, p), make([][]int, p)
-	for i, v := range rows {
-		o := s.owner(v)
-		req[o], at[o] = append(req[o], v), append(at[o], i)
-	}
-	asked, sent, err := s.swap(req, "fetch_ask")
+	req, at, asked, err := s.askOwners(b, rows)
 	if err != nil {
-		return fmt.Errorf("fetching features: %w", err)
+		return err
 	}
-	b.Counts.BytesSent += sent
-	b.Counts.LocalRows, b.Counts.RemoteRows = int64(len(req[me])), int64(len(rows)-len(req[me]))
 	// rowOf writes this rank's row v of X into dst (width values).
 	f := s.g.Features
 	rowOf := func(dst []float32, v int64) {
@@ -487,23 +480,36 @@ func (s *Sampler) fetch(step uint64, b *Batch) error {
 	return nil
 }
 
+// askOwners sends each owner the rows of it that this batch reads: req
+// are those rows by owner, at their positions in rows, asked the rows each
+// rank asks of this one. It counts the request bytes and the rows read
+// locally and fetched.
+func (s *Sampler) askOwners(b *Batch, rows []int64) (req [][]int64, at [][]int, asked [][]int64, err error) {
+	p, me := s.c.Size(), s.c.Rank()
+	req, at = make([][]int64, p), make([][]int, p)
+	for i, v := range rows {
+		o := s.owner(v)
+		req[o], at[o] = append(req[o], v), append(at[o], i)
+	}
+	asked, sent, err := s.swap(req, "fetch_ask")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("fetching features: %w", err)
+	}
+	b.Counts.BytesSent += sent
+	b.Counts.LocalRows, b.Counts.RemoteRows = int64(len(req[me])), int64(len(rows)-len(req[me]))
+	return req, at, asked, nil
+}
+
 // fetchSparse fills b.XSparse with the features of the bottom layer's
 // sources, each owner sending a row as its count and its nonzeros (column
 // and value bits packed in one int64).
 func (s *Sampler) fetchSparse(b *Batch) error {
 	rows := b.Blocks[0].Src
 	p, me := s.c.Size(), s.c.Rank()
-	req := make([][]int64, p)
-	for _, v := range rows {
-		o := s.owner(v)
-		req[o] = append(req[o], v)
-	}
-	asked, sent, err := s.swap(req, "fetch_ask")
+	_, _, asked, err := s.askOwners(b, rows)
 	if err != nil {
-		return fmt.Errorf("fetching features: %w", err)
+		return err
 	}
-	b.Counts.BytesSent += sent
-	b.Counts.LocalRows, b.Counts.RemoteRows = int64(len(req[me])), int64(len(rows)-len(req[me]))
 	f := s.g.Features
 	answers := make([][]int64, p)
 	for j, vs := range asked {
