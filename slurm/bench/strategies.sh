@@ -1,24 +1,26 @@
 #!/usr/bin/env bash
 # Every training strategy on the same graph and the same shards: full-graph
 # SANCUS (the default), cluster-batch, sampled mini-batches drawn in turn
-# (DistDGL-like) and sampled ahead of training (ByteGNN-like pipeline), the
-# last three also with contiguous, METIS-like (GREM with one chunk:
+# (DistDGL-like) and sampled ahead of training (ByteGNN-like pipeline), with
+# MIGRATE also a model-centric global draw and HopGNN's model migration,
+# each but cluster-batch with contiguous, METIS-like (GREM with one chunk:
 # multilevel bisection) and ByteGNN partitions. GraphSAGE-mean 2×64 on the
 # 100k products-like graph (gen --like products --scale 0.04083), P ranks
 # over 2 emulated nodes (slurm/emu-nodes.sh) at each link rate. Columns:
 # training seconds until the validation accuracy first reached the table's
 # target (99% of the best any run reached), MB each rank sent per epoch in
 # training (mean over ranks), test accuracy at the best validation epoch.
-# Evaluation is full-graph every epoch for all, and not counted in either.
+# Every run evaluates every epoch (full-graph), counted in neither column.
 #   usage: slurm/bench/strategies.sh [OUTDIR]   (root: ip netns, tc)
-#   env: PS ("4"), RATES ("none 1gbit"), FULL_EPOCHS (100), SAMPLED_EPOCHS (12),
-#        MIGRATE (set: add HopGNN's model migration rows, where the build has it)
+#   env: PS ("4"), RATES ("none 1gbit"), FULL_EPOCHS (60), SAMPLED_EPOCHS (8),
+#        MIGRATE (set: add the model-centric global draw and HopGNN's model
+#        migration with pre-gathering, on the same global batches)
 . "$(dirname "$0")/common.sh" || exit
 out=${1:-results/bench/strategies}
 mkdir -p "$out" "$tmp/runs"
 g=$tmp/products-100k
 "$bin" gen --like products --scale 0.04083 --out "$g" --quiet >"$out/graph.txt"
-full=${FULL_EPOCHS:-100} sampled=${SAMPLED_EPOCHS:-12}
+full=${FULL_EPOCHS:-60} sampled=${SAMPLED_EPOCHS:-8}
 model=(--model sage --hidden 64)
 samp=(--batch sampled --fanouts 15,10 --batch-size 1000)
 for p in ${PS:-4}; do
@@ -38,7 +40,7 @@ for p in ${PS:-4}; do
 			echo "== P=$p $rate $name $part" >&2
 			# shellcheck disable=SC2086 # $mpirun carries its flags
 			slurm/emu-nodes.sh with --nodes 2 --rate "$rate" --name sancus-strat -- \
-				$mpirun -np "$p" "$bin" train --shards "$dir" "${model[@]}" --epochs "$epochs" "$@" \
+				$mpirun -np "$p" "$bin" train --shards "$dir" "${model[@]}" --epochs "$epochs" --eval-every 1 "$@" \
 				--quiet --out "$tmp/runs/$p|$rate|$name|$part.json" >/dev/null </dev/null
 		}
 		for part in contiguous metis-like bytegnn; do
@@ -46,7 +48,8 @@ for p in ${PS:-4}; do
 			run "sampled in turn" "$part" "${shards[$part]}" "$sampled" "${samp[@]}" --sample-ahead=false
 			run "sampled ahead" "$part" "${shards[$part]}" "$sampled" "${samp[@]}"
 			if [ -n "${MIGRATE:-}" ]; then
-				run "model migration" "$part" "${shards[$part]}" "$sampled" "${samp[@]}" --migrate model
+				run "sampled, global draw" "$part" "${shards[$part]}" "$sampled" "${samp[@]}" --batch-draw global
+				run "model migration" "$part" "${shards[$part]}" "$sampled" "${samp[@]}" --batch-draw global --migrate model --pregather
 			fi
 		done
 		run cluster-batch "grem clusters" "$tmp/clusters-$p" "$full" --batch clusters
