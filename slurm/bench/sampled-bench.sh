@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sampled mini-batches (train --batch sampled) against full-graph training.
-# 1. Accuracy: GraphSAGE on Cora, full-graph and sampled (fanouts 25,10,
+# 1. Accuracy: GraphSAGE on Cora and CiteSeer, full-graph and sampled (fanouts 25,10,
 #    batch 1000 and 32), five seeds each, 200 epochs; test accuracy at the
 #    best validation epoch, mean and std (accuracy.tsv).
 # 2. Traffic: a 2-layer GCN on a generated planted graph (NODES, default
@@ -22,10 +22,12 @@ if [[ $parts == *" accuracy "* ]]; then
 	acc=$tmp/acc.tsv
 	printf 'mode\tseed\ttest_acc\n' >"$acc"
 	while IFS='|' read -r name flags; do
-		for seed in 1 2 3 4 5; do
-			# shellcheck disable=SC2086
-			"$bin" train --data testdata/cora --model sage --seed $seed $flags --quiet --out "$tmp/r.json" >/dev/null
-			printf '%s\t%d\t%s\n' "$name" $seed "$(result "$tmp/r.json" "r['test_acc_at_best_val']")" >>"$acc"
+		for data in cora citeseer; do
+			for seed in 1 2 3 4 5; do
+				# shellcheck disable=SC2086
+				"$bin" train --data testdata/$data --model sage --seed $seed --eval-every 1 $flags --quiet --out "$tmp/r.json" >/dev/null
+				printf '%s, %s\t%d\t%s\n' "$data" "$name" $seed "$(result "$tmp/r.json" "r['test_acc_at_best_val']")" >>"$acc"
+			done
 		done
 	done <<'M'
 full-graph|--batch global
@@ -36,7 +38,7 @@ M
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 out = open(sys.argv[2], "w")
-out.write("# GraphSAGE on Cora (testdata), 200 epochs, 5 seeds: slurm/bench/sampled-bench.sh\n")
+out.write("# GraphSAGE on Cora and CiteSeer (testdata), 200 epochs evaluated each, 5 seeds: slurm/bench/sampled-bench.sh\n")
 out.write("mode\tmean_test_acc\tstd\tseeds\n")
 for m in dict.fromkeys(r["mode"] for r in rows):
     a = [float(r["test_acc"]) for r in rows if r["mode"] == m]
