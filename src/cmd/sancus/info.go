@@ -88,9 +88,8 @@ func shardInfo(w io.Writer, dir string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%s: %d shards of %s, %d nodes, %d features, %d classes, set %s\n  partitioner %s: edge cut %.1f%%, replication %.2f, rows max/mean %.2f, nonzeros max/mean %.2f, rows sent max/mean %.2f\n",
-		dir, meta.Parts, meta.Dataset, meta.Nodes, meta.Features, meta.Classes, meta.Set, meta.Partitioner,
-		100*meta.Partition.EdgeCut, meta.Partition.Replication, meta.Partition.RowBalance, meta.Partition.NNZBalance, meta.Partition.SendBalance)
+	fmt.Fprintf(w, "%s: %d shards of %s, %d nodes, %d features, %d classes, set %s\n  partitioner %s: %s\n",
+		dir, meta.Parts, meta.Dataset, meta.Nodes, meta.Features, meta.Classes, meta.Set, meta.Partitioner, partitionWords(meta.Partition))
 	for r := range meta.Parts {
 		s, err := shard.Read(dir, r, meta.Parts)
 		if err != nil {

@@ -134,10 +134,17 @@ func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
 // partition's figures describe a lopsided split, and partition-stats says so.
 const farOutOfBalance = 1.5
 
+// partitionWords says a partition's figures in words with their units,
+// alike wherever sancus prints them (prepare, partition-stats, info).
+func partitionWords(m partition.Metrics) string {
+	return fmt.Sprintf("%.1f%% of edges cut; %.2f copies of a node on average (replication); largest part over the mean: %.2fx in rows, %.2fx in nonzeros, %.2fx in rows sent",
+		100*m.EdgeCut, m.Replication, m.RowBalance, m.NNZBalance, m.SendBalance)
+}
+
 func printMetrics(k partition.Kind, m partition.Metrics) {
-	fmt.Printf("partition %v, P=%d: edge cut %.4f, replication factor %.3f, balance rows %.3f nonzeros %.3f rows sent %.3f train %.3f val %.3f test %.3f\n",
-		k, m.Parts, m.EdgeCut, m.Replication, m.RowBalance, m.NNZBalance, m.SendBalance, m.TrainBalance, m.ValBalance, m.TestBalance)
-	fmt.Printf("  locality %v, non-empty off-diagonal blocks %d of %d, rows needed from other parts %.1f%%\n",
+	fmt.Printf("partition %v, P=%d: %s; training nodes %.2fx, validation %.2fx, test %.2fx\n",
+		k, m.Parts, partitionWords(m), m.TrainBalance, m.ValBalance, m.TestBalance)
+	fmt.Printf("  each part's nonzeros inside its own rows (locality) %v; %d of %d blocks between parts non-empty; %.1f%% of rows needed from other parts\n",
 		fmtFloats(m.Locality), m.NonEmptyOffDiag, m.Parts*(m.Parts-1), 100*m.RowsNeededFrac)
 	if len(m.Fanouts) > 0 {
 		fmt.Printf("  sampled neighbours local (fanouts %v from the training nodes, expected): %.4f; micrograph vertices in their root's part (HopGNN's R_micro): %.4f\n", fmtInts(m.Fanouts), m.SampledLocal, m.MicroLocal)
