@@ -116,3 +116,21 @@ func TestLaunchRefusesBeforeStartingRanks(t *testing.T) {
 		}
 	}
 }
+
+// TestTinySplitsAreNamed: a split of a few nodes, whose accuracy moves in
+// large steps, is said before training.
+func TestTinySplitsAreNamed(t *testing.T) {
+	karate := filepath.Join(filepath.Dir(cora), "karate")
+	out, err := run(t, 0, "train", "--data", karate, "--epochs", "1", "--quiet", "--out", filepath.Join(t.TempDir(), "r.json"))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"3 training nodes", "3 validation nodes"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "test nodes") {
+		t.Errorf("karate's 28 test nodes called tiny:\n%s", out)
+	}
+}

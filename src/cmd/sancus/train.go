@@ -423,4 +423,17 @@ func noteSplits(ds *graph.Dataset) {
 	if len(ds.Test) == 0 {
 		fmt.Fprintf(os.Stderr, "sancus: %s has no test nodes: its test accuracy is not measured (reported as 0)\n", ds.Name)
 	}
+	for _, s := range []struct {
+		name string
+		n    int
+	}{{"training", len(ds.Train)}, {"validation", len(ds.Val)}, {"test", len(ds.Test)}} {
+		if s.n > 0 && s.n < tinySplit {
+			fmt.Fprintf(os.Stderr, "sancus: %s has %d %s nodes: an accuracy over so few moves in steps of %.0f%%; check the split files or --split\n",
+				ds.Name, s.n, s.name, 100/float64(s.n))
+		}
+	}
 }
+
+// tinySplit is the split size below which an accuracy over it says little
+// (one node is a step of 5% or more).
+const tinySplit = 20
