@@ -174,13 +174,17 @@ type RunConfig struct {
 	// build). A rank uses device LocalRank modulo the devices present
 	// (LocalRank < 0: its rank). Backend, when set, is used instead (a
 	// library caller's own, or a test's).
-	Device         kernels.Device  `json:"device,omitempty"`
-	Backend        kernels.Backend `json:"-"`
-	LocalRank      int             `json:"-"`
-	ProfileKernels bool            // time every kernel call by class (RankStats.KernelMs)
-	BaseRSSMB      float64         `json:"-"` // the process's resident memory before it loaded data (RankStats.BaseRSSMB)
-	Log            io.Writer       `json:"-"` // per-epoch lines on rank 0 (nil: silent)
-	Notices        io.Writer       `json:"-"` // resumes and divergence on rank 0, even when quiet (nil: stderr)
+	Device    kernels.Device  `json:"device,omitempty"`
+	Backend   kernels.Backend `json:"-"`
+	LocalRank int             `json:"-"`
+	// RanksOnHost is how many ranks share this host's memory (0: this one
+	// alone; in-process ranks: RunShards counts them): the memory check
+	// before training asks for all of theirs, not one rank's.
+	RanksOnHost    int       `json:"-"`
+	ProfileKernels bool      // time every kernel call by class (RankStats.KernelMs)
+	BaseRSSMB      float64   `json:"-"` // the process's resident memory before it loaded data (RankStats.BaseRSSMB)
+	Log            io.Writer `json:"-"` // per-epoch lines on rank 0 (nil: silent)
+	Notices        io.Writer `json:"-"` // resumes and divergence on rank 0, even when quiet (nil: stderr)
 }
 
 // Defaults are the Kipf & Welling settings.

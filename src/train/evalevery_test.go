@@ -1,7 +1,9 @@
 package train
 
 import (
+	"sancus/launch"
 	"sancus/src/result"
+	"strings"
 	"testing"
 )
 
@@ -167,5 +169,25 @@ func TestBestParamsAreTheBestEpochs(t *testing.T) {
 				t.Fatalf("tensor %d value %d: kept %v, a run to epoch %d has %v", i, j, long.BestParams[i][j], best, v)
 			}
 		}
+	}
+}
+
+// TestMemoryCheckCountsTheRanksOnTheHost: ranks sharing a host's memory
+// are checked together, so ranks that each fit alone are refused when
+// their sum does not.
+func TestMemoryCheckCountsTheRanksOnTheHost(t *testing.T) {
+	if launch.AvailableBytes() <= 0 {
+		t.Skip("this machine's free memory cannot be read: nothing is checked")
+	}
+	ds := loadCora(t)
+	cfg := Defaults()
+	cfg.Optim.Epochs = 1
+	if _, err := RunInProcess(ds, 1, cfg); err != nil {
+		t.Fatalf("one rank: %v", err)
+	}
+	cfg.Run.RanksOnHost = 1 << 30
+	_, err := RunInProcess(ds, 1, cfg)
+	if err == nil || !strings.Contains(err.Error(), "ranks on this host") {
+		t.Fatalf("2³⁰ ranks on one host: %v", err)
 	}
 }

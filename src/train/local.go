@@ -25,6 +25,9 @@ type Outcome struct {
 // it is in an MPI rank.
 func RunShards(shards []*shard.Shard, cfg Config) (Outcome, error) {
 	parts := len(shards)
+	if cfg.Run.RanksOnHost == 0 {
+		cfg.Run.RanksOnHost = parts // one process: one host's memory
+	}
 	results := make([]*result.Result, parts)
 	var params, best [][]float32
 	var plan Plan

@@ -145,9 +145,12 @@ func (e *Engine) fitsMemory(dims []int) error {
 		paths = 4
 	}
 	need := 16*params + 4*paths*widths*float64(e.rows())
-	if need > float64(avail) {
-		return fmt.Errorf("rank %d: a %d-layer %s with widths %v needs at least %.1f GB for its weights and layer buffers, more than the %.1f GB free (see --hidden, --heads)",
-			e.rank, len(dims)-1, e.plan.Model.Arch, dims, need/1e9, float64(avail)/1e9)
+	// Every rank on this host checks while the others have not allocated
+	// yet: each asks for all of theirs, its rows' share times their count.
+	here := max(1, e.plan.Run.RanksOnHost)
+	if total := need * float64(here); total > float64(avail) {
+		return fmt.Errorf("rank %d: a %d-layer %s with widths %v needs at least %.1f GB for its weights and layer buffers (%.1f GB a rank, %d ranks on this host), more than the %.1f GB free (see --hidden, --heads, or fewer ranks a node)",
+			e.rank, len(dims)-1, e.plan.Model.Arch, dims, total/1e9, need/1e9, here, float64(avail)/1e9)
 	}
 	return nil
 }

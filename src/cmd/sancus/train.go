@@ -202,7 +202,7 @@ func runTrain(args []string) error {
 		defer release()
 	}
 	if env.Parallel() {
-		cfg.Run.LocalRank = env.LocalRank // one device per rank on its node
+		cfg.Run.LocalRank, cfg.Run.RanksOnHost = env.LocalRank, env.LocalSize // one device per rank on its node; its memory shared
 		if tf.ranks != 1 {
 			return fmt.Errorf("--ranks is for single-process runs; under %s the launcher sets the rank count", env.Launcher)
 		}
