@@ -211,12 +211,8 @@ func (e *Engine) migrateEpoch(ep int, r *runState) (float64, error) {
 		copy(fig.counts[sampledFields*s:], []int64{int64(roots), c.Vertices, c.Edges, c.LocalRows, c.RemoteRows, c.BytesSent, c.FeatureBytes})
 		fig.seconds += c.Seconds
 		fig.exposed += time.Duration(c.Seconds * float64(time.Second))
-		what, err := e.sampledUpdate(acc)
-		if err != nil {
+		if err := e.sampledStep(ep, acc); err != nil {
 			return lossSum, err
-		}
-		if what != "" {
-			return lossSum, &divergence{epoch: ep + 1, what: what}
 		}
 	}
 	if err := e.sampledFigures(r, fig); err != nil {

@@ -203,12 +203,8 @@ func (e *Engine) sampledEpoch(ep int, r *runState) (float64, error) {
 			return lossSum, fmt.Errorf("rank %d, epoch %d step %d: %w", e.rank, ep+1, s+1, err)
 		}
 		lossSum, seeds = lossSum+loss, seeds+draw.Total[s]
-		what, err := e.sampledUpdate(grads)
-		if err != nil {
+		if err := e.sampledStep(ep, grads); err != nil {
 			return lossSum, err
-		}
-		if what != "" {
-			return lossSum, &divergence{epoch: ep + 1, what: what}
 		}
 	}
 	if err := e.sampledFigures(r, fig); err != nil {
@@ -256,6 +252,19 @@ func (e *Engine) sampledUpdate(grads []float32) (string, error) {
 	}
 	e.opt.Update(e.m.Flat(), g)
 	return e.nonFinite("weights after the update", func(_ int, t []float32) []float32 { return t }), nil
+}
+
+// sampledStep takes a sampled step's summed gradients: the update, or the
+// divergence it found (every rank finds the same).
+func (e *Engine) sampledStep(ep int, grads []float32) error {
+	what, err := e.sampledUpdate(grads)
+	if err != nil {
+		return err
+	}
+	if what != "" {
+		return &divergence{epoch: ep + 1, what: what}
+	}
+	return nil
 }
 
 // sampledFigures gathers every rank's figures of the epoch into
