@@ -289,8 +289,8 @@ func TestGenerateReportsFullDisk(t *testing.T) {
 	}
 }
 
-// Issue 15's rows on input: a NaN feature, an empty train.txt and a node
-// in two splits are refused before any work, with the file (and line) named.
+// Bad node data: a NaN feature, an empty train.txt and a node in two
+// splits are refused before any work, with the file (and line) named.
 func TestNonFiniteValuesAndBadSplits(t *testing.T) {
 	dir := t.TempDir()
 	for i, v := range []string{"NaN", "nan", "Inf", "-inf", "1e39"} {

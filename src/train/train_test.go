@@ -466,7 +466,7 @@ func TestDeviceCommErrors(t *testing.T) {
 	}
 }
 
-// TestDivergenceStopsWithAReport (issue 15): a learning rate that blows up
+// TestDivergenceStopsWithAReport: a learning rate that blows up
 // ends training on every rank at one epoch, names the epoch and what went
 // wrong, and still yields a report that JSON can encode.
 func TestDivergenceStopsWithAReport(t *testing.T) {

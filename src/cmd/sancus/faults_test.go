@@ -16,11 +16,10 @@ import (
 	"sancus/src/train"
 )
 
-// Issue 15's table, row by row: each case failed (lost work or misled)
-// before and must now end clearly.
+// Faults that lose work or mislead, case by case: each must end clearly.
 
-// TestDivergedRunKeepsItsReport: --lr 1e30 used to print NaN losses and
-// then fail to write JSON; --lr 1e6 exited 0 with a loss of 8e5.
+// TestDivergedRunKeepsItsReport: --lr 1e30 (NaN losses) and --lr 1e6 (a
+// loss of 8e5) end as diverged, with a report JSON can encode.
 func TestDivergedRunKeepsItsReport(t *testing.T) {
 	dir := t.TempDir()
 	for _, lr := range []string{"1e30", "1e6"} {
@@ -36,8 +35,8 @@ func TestDivergedRunKeepsItsReport(t *testing.T) {
 	}
 }
 
-// TestOutputsAreCheckedFirst: an --out that cannot be written used to be
-// found out only after training, losing the run.
+// TestOutputsAreCheckedFirst: an --out that cannot be written is found
+// out before training, not after it, which would lose the run.
 func TestOutputsAreCheckedFirst(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "plain-file")
@@ -76,8 +75,8 @@ func TestFailedPrepareLeavesNoDirectory(t *testing.T) {
 	}
 }
 
-// TestBadFlagValuesAreRefused: values that used to be accepted and then
-// report 0.0000 accuracy or nothing.
+// TestBadFlagValuesAreRefused: values that would train and then report
+// 0.0000 accuracy or nothing are refused, naming the flag.
 func TestBadFlagValuesAreRefused(t *testing.T) {
 	dir := t.TempDir()
 	overlap := writeDataset(t, filepath.Join(dir, "overlap"), map[string]string{

@@ -12,8 +12,8 @@ import (
 )
 
 // TestShardDirRefusedAlike: train and info refuse a shard directory whose
-// meta.json is missing or unsound in the same words, and info no longer
-// takes one without meta.json for a dataset.
+// meta.json is missing or unsound in the same words, and info does not
+// take one without meta.json for a dataset.
 func TestShardDirRefusedAlike(t *testing.T) {
 	good := filepath.Join(t.TempDir(), "sh")
 	if o, err := run(t, 0, "prepare", "--quiet", "--data", cora, "--parts", "2", "--out", good); err != nil {
