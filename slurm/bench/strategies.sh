@@ -5,14 +5,15 @@
 # MIGRATE also a model-centric global draw and HopGNN's model migration,
 # each but cluster-batch with contiguous, METIS-like (GREM with one chunk:
 # multilevel bisection) and ByteGNN partitions. GraphSAGE-mean 2×64 on the
-# 100k products-like graph (gen --like products --scale 0.04083), P ranks
+# 100k products-like graph (gen --like products --scale 0.04083), fp32
+# wire, P ranks
 # over 2 emulated nodes (slurm/emu-nodes.sh) at each link rate. Columns:
 # training seconds until the validation accuracy first reached the table's
 # target (99% of the best any run reached), MB each rank sent per epoch in
 # training (mean over ranks), test accuracy at the best validation epoch.
 # Every run evaluates every epoch (full-graph), counted in neither column.
 #   usage: slurm/bench/strategies.sh [OUTDIR]   (root: ip netns, tc)
-#   env: PS ("4"), RATES ("none 1gbit"), FULL_EPOCHS (60), SAMPLED_EPOCHS (8),
+#   env: PS ("4"), RATES ("none 1gbit"), FULL_EPOCHS (40), SAMPLED_EPOCHS (6),
 #        MIGRATE (set: add the model-centric global draw and HopGNN's model
 #        migration with pre-gathering, on the same global batches)
 . "$(dirname "$0")/common.sh" || exit
@@ -20,8 +21,10 @@ out=${1:-results/bench/strategies}
 mkdir -p "$out" "$tmp/runs"
 g=$tmp/products-100k
 "$bin" gen --like products --scale 0.04083 --out "$g" --quiet >"$out/graph.txt"
-full=${FULL_EPOCHS:-60} sampled=${SAMPLED_EPOCHS:-8}
-model=(--model sage --hidden 64)
+full=${FULL_EPOCHS:-40} sampled=${SAMPLED_EPOCHS:-6}
+# fp32 on every link: a run left to choose its wire by a probe of a busy
+# emulated link would send int8 in one run and int2 in the next.
+model=(--model sage --hidden 64 --wire fp32)
 samp=(--batch sampled --fanouts 15,10 --batch-size 1000)
 for p in ${PS:-4}; do
 	declare -A shards=()
