@@ -1,17 +1,23 @@
 package main
 
 import (
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sancus/launch"
 	"sancus/src/atomicfile"
+	"sancus/src/model"
 	"sancus/src/result"
+	"sancus/src/shard"
 	"sancus/src/train"
 )
 
-// A run's outputs: checked and locked before any work, and how a stop or
-// a divergence becomes the exit status once they are written.
+// A run's outputs: checked and locked before any work, written at its end
+// (the weights, the model, the results JSON), and how a stop or a
+// divergence becomes the exit status once they are.
 
 // checkOutputs creates and test-writes every output location. write says
 // whether this process writes the results (rank 0); every rank writes
@@ -95,4 +101,85 @@ func ended(err error, cfg train.Config, res *result.Result, sideErr error) error
 	}
 	exitUnlocked(launch.ExitRequeue)
 	return nil
+}
+
+// finish writes the run's side outputs (weights, model) and then its
+// results JSON, which is written whatever became of them: a side write
+// that failed is recorded in it (write_errors) and returned as sideErr,
+// after the JSON. err is a failure to write the JSON itself.
+func finish(rep *result.Run, cfg train.Plan, tf trainFlags, params, best [][]float32) (sideErr, err error) {
+	res := rep.Result
+	var side []error
+	if tf.saveWeights != "" {
+		var b []byte
+		for _, p := range params {
+			for _, v := range p {
+				b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+			}
+		}
+		if err := writeAtomic(tf.saveWeights, b); err != nil {
+			side = append(side, fmt.Errorf("--save-weights: %w", err))
+		}
+	}
+	if tf.saveModel != "" {
+		w, epoch, acc, which := params, len(res.Curve), res.FinalTestAcc, "the last epoch's"
+		if tf.saveModelAt == atBest && best != nil {
+			w, epoch, acc, which = best, res.BestEpoch, res.TestAtBest, "the best validation epoch's"
+		} else if tf.saveModelAt == atBest {
+			which = "the last epoch's (no epoch since the resume beat the best before it)"
+		}
+		if err := saveModel(tf.saveModel, rep, cfg, tf, w, epoch, acc); err != nil {
+			side = append(side, fmt.Errorf("--save-model: %w", err))
+		} else {
+			fmt.Printf("model: %s holds %s weights (epoch %d, test accuracy %.4f; --save-model-at)\n", tf.saveModel, which, epoch, acc)
+		}
+	}
+	for _, e := range side {
+		res.WriteErrors = append(res.WriteErrors, e.Error())
+	}
+	fmt.Printf("done: test accuracy %.4f at best validation epoch %d (val %.4f); final test %.4f; %.2f ms/epoch; %.1fs total\n",
+		res.TestAtBest, res.BestEpoch, res.BestValAcc, res.FinalTestAcc, res.MeanEpochMs, res.TotalSec)
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := writeAtomic(tf.out, append(b, '\n')); err != nil {
+		return nil, err
+	}
+	fmt.Printf("results: %s\n", tf.out)
+	if sideErr = errors.Join(side...); sideErr != nil {
+		fmt.Fprintf(os.Stderr, "sancus: %v (the results JSON records it)\n", sideErr)
+	}
+	return sideErr, nil
+}
+
+// saveModel writes the parameters after epoch (whose test accuracy is
+// acc) with what a later predict needs to run them on the same kind of
+// data: widths, normalization, how features were preprocessed and how the
+// split was drawn.
+func saveModel(path string, rep *result.Run, cfg train.Plan, tf trainFlags, params [][]float32, epoch int, acc float64) error {
+	load := tf.load
+	res := rep.Result
+	m, err := model.New(cfg.Model.Arch, res.Dims, res.Heads, 0)
+	if err != nil {
+		return err
+	}
+	for i, p := range m.Flat() {
+		copy(p, params[i])
+	}
+	training, _ := json.Marshal(cfg)
+	spec := model.Spec{Model: cfg.Model.Arch, Layers: len(res.Dims) - 1, Dims: res.Dims, Heads: res.Heads, Residual: cfg.Model.Residual, Normalization: model.SymNorm,
+		NormalizeFeatures: load.NormalizeFeatures, Split: load.Split, SplitSeed: load.SplitSeed, SplitName: load.SplitName,
+		Classes: res.Dims[len(res.Dims)-1], LabelKind: map[bool]string{true: "multi", false: "single"}[res.Metric == "micro-f1"], Epochs: epoch, FinalTestAcc: acc, Training: training}
+	if res.Status != "completed" {
+		spec.Status = res.Status
+	}
+	if rep.Shards != "" { // prepared shards: their preprocessing is the model's
+		if meta, err := shard.ReadMeta(rep.Shards); err == nil {
+			spec.NormalizeFeatures, spec.Split, spec.SplitSeed, spec.SplitName, spec.Data = meta.NormalizeFeatures, meta.Split, meta.SplitSeed, meta.SplitName, meta.Data
+		}
+	} else {
+		spec.Data = dataIdentity(tf.data, load)
+	}
+	return model.Save(path, spec, m)
 }
