@@ -34,7 +34,7 @@ func MeasureLink(c Comm, bytes, reps int) (float64, error) {
 		partner = (r + pairs/2) % pairs
 	}
 	send, recv := make([]byte, bytes), make([]byte, bytes)
-	best, held := time.Duration(1<<63-1), 0
+	best, held := time.Duration(0), 0 // 0: no round yet
 	for round := 0; round < maxRounds && (round < max(3, reps) || held < 2); round++ {
 		if err := c.Barrier(); err != nil {
 			return 0, fmt.Errorf("measuring the link: %w", err)
@@ -58,7 +58,7 @@ func MeasureLink(c Comm, bytes, reps int) (float64, error) {
 			slowest = max(slowest, s)
 		}
 		// A round counts as its slowest pair: ranks agree on every figure.
-		if d := time.Duration(slowest * float64(time.Second)); d < best*9/10 {
+		if d := time.Duration(slowest * float64(time.Second)); best == 0 || 10*d < 9*best {
 			best, held = d, 0
 		} else {
 			best, held = min(best, d), held+1

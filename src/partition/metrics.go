@@ -182,13 +182,17 @@ func SampledLocality(adj *matrix.CSR, parts []int32, offsets []int64, seeds []in
 func MicrographLocality(adj *matrix.CSR, parts []int32, offsets []int64, seeds []int32, fanouts []int) float64 {
 	n := adj.Rows
 	parts = Expand(parts, offsets, n)
-	byPart := map[int32][]int32{}
+	var byPart [][]int32 // the roots of each part, summed in part order: the same figure every run
 	for _, v := range seeds {
+		for int(parts[v]) >= len(byPart) {
+			byPart = append(byPart, nil)
+		}
 		byPart[parts[v]] = append(byPart[parts[v]], v)
 	}
 	w, next := make([]float64, n), make([]float64, n)
 	var local, all float64
-	for q, roots := range byPart {
+	for qi, roots := range byPart {
+		q := int32(qi)
 		clear(w)
 		for _, v := range roots {
 			w[v]++

@@ -303,6 +303,10 @@ type Result struct {
 	// went on: a checkpoint (retried at the next), a saved model.
 	Checkpoint  int      `json:"checkpoint_epoch,omitempty"`
 	WriteErrors []string `json:"write_errors,omitempty"`
+	// EvalInterval is --eval-every auto's k, fixed by the first epoch
+	// (0: not auto); a checkpoint carries it, so a resumed run evaluates
+	// the epochs the uninterrupted one does.
+	EvalInterval int `json:"eval_interval,omitempty"`
 }
 
 // JSON has no NaN or Inf: a diverged loss is written as null, so a run

@@ -179,8 +179,14 @@ func (e *Engine) setup() error {
 		return err
 	}
 	dims, heads := e.plan.Model.widths(e.s.FeatDim, e.s.Classes)
-	if err := e.fitsMemory(dims); err != nil {
-		return err
+	// Every rank learns of a rank that would not fit, before the first
+	// collective, which the others would otherwise wait on.
+	failed, comm := e.agree(e.fitsMemory(dims))
+	if comm != nil {
+		return comm
+	}
+	if failed != nil {
+		return failed
 	}
 	var err error
 	if e.m, err = model.New(e.plan.Model.Arch, dims, heads, e.plan.Optim.Seed); err != nil {

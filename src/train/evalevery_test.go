@@ -191,3 +191,12 @@ func TestMemoryCheckCountsTheRanksOnTheHost(t *testing.T) {
 		t.Fatalf("2³⁰ ranks on one host: %v", err)
 	}
 }
+
+// TestEvalAutoResumesItsInterval: a stopped run resumed with
+// --eval-every auto evaluates the epochs the uninterrupted run does (its
+// checkpoint carries k), so its curve, best epoch and saved model agree.
+func TestEvalAutoResumesItsInterval(t *testing.T) {
+	cfg := Defaults()
+	cfg.Run.EvalEvery = EvalAuto
+	checkStopResume(t, cfg)
+}

@@ -211,8 +211,8 @@ func (e *Engine) migrateEpoch(ep int, r *runState) (float64, error) {
 		copy(fig.counts[sampledFields*s:], []int64{int64(roots), c.Vertices, c.Edges, c.LocalRows, c.RemoteRows, c.BytesSent, c.FeatureBytes})
 		fig.seconds += c.Seconds
 		fig.exposed += time.Duration(c.Seconds * float64(time.Second))
-		if err := e.sampledStep(ep, acc); err != nil {
-			return lossSum, err
+		if err := e.sampledStep(ep, acc); err != nil { // the loss so far, on the scale of an epoch's
+			return lossSum * float64(e.s.GlobalTrain) / float64(max(1, seeds)), err
 		}
 	}
 	if err := e.sampledFigures(r, fig); err != nil {

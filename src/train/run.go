@@ -140,6 +140,7 @@ func (e *Engine) resume(r *runState) error {
 		return fmt.Errorf("resume: %s holds a checkpoint after epoch %d, past --epochs %d: a run cannot go back; give --epochs %d or more", dir, ck.Epoch, e.plan.Optim.Epochs, ck.Epoch)
 	}
 	*r.res, r.best, r.first = ck.Result, ck.Best, ck.Epoch
+	r.evalK = ck.Result.EvalInterval
 	r.res.Checkpoint = ep
 	if ck.Epoch == e.plan.Optim.Epochs {
 		e.notice("resumed from %s after epoch %d, the last: nothing is left to train", dir, ep)
@@ -247,8 +248,9 @@ func (e *Engine) epoch(ep int, r *runState) (bool, error) {
 		return false, fmt.Errorf("epoch %d metrics: %w", ep+1, err)
 	}
 	e.record(&row, m, r)
-	if r.evalK == 0 && row.Evaluated { // the sums are every rank's: all fix the same k
+	if e.plan.Run.EvalEvery == EvalAuto && r.evalK == 0 && row.Evaluated { // the sums are every rank's: all fix the same k
 		r.evalK = autoInterval(m.trainBytes, m.evalBytes)
+		r.res.EvalInterval = r.evalK
 	}
 	if diverged == nil {
 		diverged = e.lossDiverged(ep, r.res)

@@ -154,6 +154,7 @@ func (e *Engine) sampledEpoch(ep int, r *runState) (float64, error) {
 		}
 	}
 	sr, b := r.sampled, e.plan.Batch
+	sr.last = nil // this epoch's figures, once it has them: never the last epoch's
 	if b.Migrate.Model() {
 		return e.migrateEpoch(ep, r)
 	}
@@ -203,8 +204,8 @@ func (e *Engine) sampledEpoch(ep int, r *runState) (float64, error) {
 			return lossSum, fmt.Errorf("rank %d, epoch %d step %d: %w", e.rank, ep+1, s+1, err)
 		}
 		lossSum, seeds = lossSum+loss, seeds+draw.Total[s]
-		if err := e.sampledStep(ep, grads); err != nil {
-			return lossSum, err
+		if err := e.sampledStep(ep, grads); err != nil { // the loss so far, on the scale of an epoch's
+			return lossSum * float64(e.s.GlobalTrain) / float64(max(1, seeds)), err
 		}
 	}
 	if err := e.sampledFigures(r, fig); err != nil {

@@ -125,8 +125,10 @@ func finish(rep *result.Run, cfg train.Plan, tf trainFlags, params, best [][]flo
 		w, epoch, acc, which := params, len(res.Curve), res.FinalTestAcc, "the last epoch's"
 		if tf.saveModelAt == atBest && best != nil {
 			w, epoch, acc, which = best, res.BestEpoch, res.TestAtBest, "the best validation epoch's"
-		} else if tf.saveModelAt == atBest {
+		} else if tf.saveModelAt == atBest && res.Checkpoint > 0 {
 			which = "the last epoch's (no epoch since the resume beat the best before it)"
+		} else if tf.saveModelAt == atBest {
+			which = "the last epoch's (no epoch reached a validation accuracy above 0)"
 		}
 		if err := saveModel(tf.saveModel, rep, cfg, tf, w, epoch, acc); err != nil {
 			side = append(side, fmt.Errorf("--save-model: %w", err))

@@ -152,7 +152,7 @@ func runTrain(args []string) error {
 		return err
 	}
 	if cfg.Batch.Mode.Sampled() {
-		cfg.Batch.Fanouts, cfg.Batch.Size, cfg.Batch.Draw, cfg.Batch.Prefetch = tf.sampled.Fanouts, tf.sampled.Size, tf.sampled.Draw, tf.sampled.Prefetch
+		cfg.Batch.Fanouts, cfg.Batch.Size, cfg.Batch.Draw, cfg.Batch.Prefetch = tf.sampled.Fanouts, tf.sampled.Size, tf.sampled.Draw, tf.sampled.Prefetch && !tf.sampled.Migrate.Model()
 		cfg.Batch.Migrate, cfg.Batch.Pregather, cfg.Batch.Merge = tf.sampled.Migrate, tf.sampled.Pregather, tf.sampled.Merge
 	}
 	if err := checkTrainFlags(cfg, tf); err != nil {
@@ -296,6 +296,7 @@ var inert = []struct {
 	{[]string{"clusters-per-step", "boundary"}, "--batch clusters", func(c train.Config, _ trainFlags) bool { return c.Batch.Mode.Clusters() }},
 	{[]string{"fanouts", "batch-size", "batch-draw", "sample-ahead", "migrate"}, "--batch sampled", func(c train.Config, _ trainFlags) bool { return c.Batch.Mode.Sampled() }},
 	{[]string{"pregather", "merge-micrographs"}, "--migrate model", func(_ train.Config, tf trainFlags) bool { return tf.sampled.Migrate.Model() }},
+	{[]string{"sample-ahead"}, "--migrate features (a moving model samples each time step as it goes)", func(_ train.Config, tf trainFlags) bool { return !tf.sampled.Migrate.Model() }},
 	{[]string{"eps", "max-stale", "skip-gradients"}, "a --staleness policy other than none", func(c train.Config, _ trainFlags) bool { return c.Staleness.Policy.Skips() }},
 	{[]string{"wire-error"}, "--wire auto or --wire-grad auto", func(c train.Config, _ trainFlags) bool { return c.Wire.Fwd.IsAuto() || c.Wire.Grad.IsAuto() }},
 	{[]string{"clip-scale"}, "--clip", func(c train.Config, _ trainFlags) bool { return c.Optim.Clip > 0 }},
