@@ -17,7 +17,10 @@ type EvalEvery int
 // and can cost several training epochs' bytes, which at scale would
 // dominate the run. k comes from counts, not clocks (autoInterval), so a
 // run evaluates the same epochs, and reports the same best epoch, every
-// time it is run.
+// time it is run. The compute bound assumes a training epoch computes
+// every row, as full-graph and cluster epochs do; a sampled epoch
+// computes its batches alone, and a full-graph evaluation there can cost
+// more than half of it (give --eval-every k).
 const EvalAuto EvalEvery = -1
 
 // ParseEvalEvery reads "auto" or a count of epochs.
