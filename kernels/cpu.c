@@ -25,17 +25,7 @@
 #define SC_TARGET
 #define SC_NVMAX 1
 #include "elementwise_body.h"
-#define SC_SPMM spmm
-#define SC_WEIGHT(p) val[p] *
-#include "spmm_body.h"
-#undef SC_SPMM
-#undef SC_WEIGHT
-#include "spmm_t_body.h"
-#define SC_SPMM gather
-#define SC_WEIGHT(p)
-#include "spmm_body.h"
-#undef SC_SPMM
-#undef SC_WEIGHT
+#include "spmm_level.h"
 #undef SC_NVMAX
 #undef SC_SUFFIX
 #undef SC_TARGET
@@ -45,34 +35,14 @@
 #define SC_TARGET SC_AVX2
 #define SC_NVMAX 2
 #include "elementwise_body.h"
-#define SC_SPMM spmm
-#define SC_WEIGHT(p) val[p] *
-#include "spmm_body.h"
-#undef SC_SPMM
-#undef SC_WEIGHT
-#include "spmm_t_body.h"
-#define SC_SPMM gather
-#define SC_WEIGHT(p)
-#include "spmm_body.h"
-#undef SC_SPMM
-#undef SC_WEIGHT
+#include "spmm_level.h"
 #undef SC_NVMAX
 #undef SC_SUFFIX
 #undef SC_TARGET
 #define SC_SUFFIX avx512
 #define SC_TARGET SC_AVX512
 #define SC_NVMAX 4
-#define SC_SPMM spmm
-#define SC_WEIGHT(p) val[p] *
-#include "spmm_body.h"
-#undef SC_SPMM
-#undef SC_WEIGHT
-#include "spmm_t_body.h"
-#define SC_SPMM gather
-#define SC_WEIGHT(p)
-#include "spmm_body.h"
-#undef SC_SPMM
-#undef SC_WEIGHT
+#include "spmm_level.h"
 #undef SC_NVMAX
 #undef SC_SUFFIX
 #undef SC_TARGET
