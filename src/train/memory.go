@@ -149,8 +149,8 @@ func (e *Engine) fitsMemory(dims []int) error {
 	// yet: each asks for all of theirs, its rows' share times their count.
 	here := max(1, e.plan.Run.RanksOnHost)
 	if total := need * float64(here); total > float64(avail) {
-		return fmt.Errorf("rank %d: a %d-layer %s with widths %v needs at least %.1f GB for its weights and layer buffers (%.1f GB a rank, %d ranks on this host), more than the %.1f GB free (see --hidden, --heads, or fewer ranks a node)",
-			e.rank, len(dims)-1, e.plan.Model.Arch, dims, total/1e9, need/1e9, here, float64(avail)/1e9)
+		return fmt.Errorf("rank %d: a %d-layer %s with widths %v needs at least %.1f GB for its weights and layer buffers, more than the %.1f GB free (%.1f GB a rank, %d on this host; see --hidden, --heads, or fewer ranks a node)",
+			e.rank, len(dims)-1, e.plan.Model.Arch, dims, total/1e9, float64(avail)/1e9, need/1e9, here)
 	}
 	return nil
 }

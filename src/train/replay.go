@@ -139,7 +139,19 @@ func setupScript(plan Plan, s *shard.Shard, peers []Peer) []collectives.Answer {
 		}
 		return nil
 	}}
-	script := []collectives.Answer{same, {Name: "the block sparsity", Fill: func(recv []byte, counts []int) error {
+	// The memory check's agreement: every other rank fits (an empty
+	// message); the replayed rank's own stays as it sent it.
+	fits := collectives.Answer{Name: "the memory check", Fill: func(recv []byte, counts []int) error {
+		off := 0
+		for j, n := range counts {
+			if j != me {
+				clear(recv[off : off+n])
+			}
+			off += n
+		}
+		return nil
+	}}
+	script := []collectives.Answer{same, fits, {Name: "the block sparsity", Fill: func(recv []byte, counts []int) error {
 		return perRank("the block sparsity", recv, counts, me, 1, func(int) int { return p }, func(i int, b []byte) {
 			for j, ne := range peers[i].NonEmpty {
 				b[j] = boolByte(ne)
