@@ -34,7 +34,7 @@ func Fit(samples []Sample) (Rates, error) {
 			case 1:
 				r.GEMMGflops = 1 / x[k] / 1e9
 			case -1:
-				r.SpMMGflops, r.GEMMGflops = 1/x[k]/1e9, 1/x[k]/1e9
+				r.SpMMGflops, r.GEMMGflops, r.OneRate = 1/x[k]/1e9, 1/x[k]/1e9, true
 			case 2:
 				r.BlockUs = x[k] * 1e6
 			}

@@ -34,6 +34,10 @@ func (c Cluster) Share() float64 {
 type Rates struct {
 	SpMMGflops, GEMMGflops float64
 	BlockUs                float64
+	// OneRate: the calibration could not tell sparse from dense flops
+	// apart (too few of one kind in the replayed ranks) and fitted one
+	// rate to both.
+	OneRate bool `json:",omitempty"`
 }
 
 // Work is one rank's work of a training epoch.

@@ -1,6 +1,7 @@
 package scaling
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -148,5 +149,23 @@ func TestReplayMatchesRun(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestFitTellsRatesApartOrSaysItCannot: samples whose sparse and dense
+// flops vary apart give each its rate; samples with no sparse flops give
+// one rate for both, and say so.
+func TestFitTellsRatesApartOrSaysItCannot(t *testing.T) {
+	const sp, ge, blk = 10e9, 100e9, 20e-6 // flop/s, flop/s, s a block
+	sample := func(s, g, b float64) Sample {
+		return Sample{Work: Work{SpMM: s, GEMM: g, Blocks: b}, Seconds: s/sp + g/ge + b*blk}
+	}
+	r, err := Fit([]Sample{sample(1e9, 1e9, 2), sample(3e8, 2e9, 6), sample(2e8, 5e8, 30), sample(5e8, 8e8, 14)})
+	if err != nil || r.OneRate || math.Abs(r.SpMMGflops-10)/10 > 1e-6 || math.Abs(r.GEMMGflops-100)/100 > 1e-6 {
+		t.Fatalf("apart: %+v, %v", r, err)
+	}
+	r, err = Fit([]Sample{sample(0, 1e9, 2), sample(0, 2e9, 6), sample(0, 5e8, 30)})
+	if err != nil || !r.OneRate || r.SpMMGflops != r.GEMMGflops {
+		t.Fatalf("no sparse flops: %+v, %v", r, err)
 	}
 }

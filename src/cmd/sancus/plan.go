@@ -114,7 +114,11 @@ func runPlan(args []string) error {
 		}
 		res.RatesFrom = fmt.Sprintf("calibrated here at P = %v", *calRanks)
 	}
-	fmt.Printf("rates: sparse products %.2f GFLOP/s, GEMM %.2f GFLOP/s, %.2f µs a peer block, a rank (%s)\n", res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.Rates.BlockUs, res.RatesFrom)
+	if res.Rates.OneRate {
+		fmt.Printf("rates: %.2f GFLOP/s for sparse products and GEMMs alike (the replayed ranks' sparse flops were too few to tell the two apart; --spmm-gflops and --gemm-gflops without --calibrate set them), %.2f µs a peer block, a rank (%s)\n", res.Rates.GEMMGflops, res.Rates.BlockUs, res.RatesFrom)
+	} else {
+		fmt.Printf("rates: sparse products %.2f GFLOP/s, GEMM %.2f GFLOP/s, %.2f µs a peer block, a rank (%s)\n", res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.Rates.BlockUs, res.RatesFrom)
+	}
 	if sh := cl.Share(); sh > 1 {
 		fmt.Printf("%d ranks share %d cores on a node: compute is multiplied by %.2f\n", cl.RanksPerNode, cl.CoresPerNode, sh)
 	}
