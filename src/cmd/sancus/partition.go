@@ -124,7 +124,7 @@ func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
 			return nil, 0, err
 		}
 		if after != before {
-			fmt.Printf("balanced by nonzeros of Â: largest part %.3f → %.3f of the mean\n", before, after)
+			fmt.Printf("balanced by nonzeros of Â: the largest of %d parts %.3f → %.3f× the mean\n", p, before, after)
 		}
 	}
 	return parts, time.Since(start), nil

@@ -54,6 +54,7 @@ func runPrepare(args []string) (err error) {
 	if *clusters > 0 {
 		if !fs.Changed("partitioner") {
 			pf.kind = partition.KindGrem
+			fmt.Printf("clusters: %d cut by grem (--partitioner names another)\n", *clusters)
 		}
 		if !pf.kind.Reorders() {
 			return fmt.Errorf("--clusters needs a partitioner that finds clusters (grem, spring, random or file), not contiguous")
