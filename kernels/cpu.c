@@ -203,26 +203,9 @@ static inline int64_t renormalize(double *x) {
 
 // The loss, e^x and ELU on vexp, once per level (vexp_body.h,
 // softmax_body.h).
-#define SC_SUFFIX base
-#define SC_TARGET
-#include "vexp_body.h"
-#include "softmax_body.h"
-#undef SC_SUFFIX
-#undef SC_TARGET
-#if defined(__x86_64__) && defined(__GNUC__)
-#define SC_SUFFIX avx2
-#define SC_TARGET SC_AVX2
-#include "vexp_body.h"
-#include "softmax_body.h"
-#undef SC_SUFFIX
-#undef SC_TARGET
-#define SC_SUFFIX avx512
-#define SC_TARGET SC_AVX512
-#include "vexp_body.h"
-#include "softmax_body.h"
-#undef SC_SUFFIX
-#undef SC_TARGET
-#endif
+#define SC_BODY "vexp_body.h"
+#define SC_BODY2 "softmax_body.h"
+#include "levels.h"
 
 // sc_exp sets y = e^x for n values x ≤ 0 through vexp (the loss's
 // exponential, tested against float64 on its own).

@@ -7,23 +7,8 @@
 #include "simd.h"
 
 // drop_csr, once per level (dropout_body.h).
-#define SC_SUFFIX base
-#define SC_TARGET
-#include "dropout_body.h"
-#undef SC_SUFFIX
-#undef SC_TARGET
-#if defined(__x86_64__) && defined(__GNUC__)
-#define SC_SUFFIX avx2
-#define SC_TARGET SC_AVX2
-#include "dropout_body.h"
-#undef SC_SUFFIX
-#undef SC_TARGET
-#define SC_SUFFIX avx512
-#define SC_TARGET SC_AVX512
-#include "dropout_body.h"
-#undef SC_SUFFIX
-#undef SC_TARGET
-#endif
+#define SC_BODY "dropout_body.h"
+#include "levels.h"
 
 void sc_dropout_csr(const int64_t *rowptr, const int32_t *col, const float *val, float *out,
                     int64_t r0, int64_t r1, const sc_mask *m) {

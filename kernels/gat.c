@@ -155,26 +155,9 @@ SC_AVX512 static inline v16 spread_avx512(v8 a, int b) {
 
 // The kernels, once per level (gat_body.h, which includes the one-head
 // kernels, gat_head_body.h).
-#define SC_SUFFIX base
-#define SC_TARGET
-#include "vexp_body.h"
-#include "gat_body.h"
-#undef SC_SUFFIX
-#undef SC_TARGET
-#if defined(__x86_64__) && defined(__GNUC__)
-#define SC_SUFFIX avx2
-#define SC_TARGET SC_AVX2
-#include "vexp_body.h"
-#include "gat_body.h"
-#undef SC_SUFFIX
-#undef SC_TARGET
-#define SC_SUFFIX avx512
-#define SC_TARGET SC_AVX512
-#include "vexp_body.h"
-#include "gat_body.h"
-#undef SC_SUFFIX
-#undef SC_TARGET
-#endif
+#define SC_BODY "vexp_body.h"
+#define SC_BODY2 "gat_body.h"
+#include "levels.h"
 
 // attend folds a block's source rows (src: [U | er] per row) into the running
 // softmax (m, s) and outputs o of target rows [r0, r1). With o2 and c (a
