@@ -148,3 +148,58 @@ func (s *sendCounter) Isend(buf []byte, dst, tag int) (Request, error) {
 	}
 	return s.Comm.Isend(buf, dst, tag)
 }
+
+// MeasureLink waits for its transfers by testing them, never in a Wait
+// that a transport like MPI spins in: ranks outnumbering the cores would
+// take them from the pairs still moving bytes.
+func TestMeasureLinkWaitsByTesting(t *testing.T) {
+	const p = 4
+	tests, waits := make([]int, p), make([]int, p)
+	err := NewWorld(p, 5*time.Second).Run(func(c Comm) error {
+		tc := &testingComm{Comm: c, tests: &tests[c.Rank()], waits: &waits[c.Rank()]}
+		_, err := MeasureLink(tc, 1<<16, 3)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range p {
+		if waits[r] != 0 || tests[r] == 0 {
+			t.Errorf("rank %d: %d waits and %d tests of the probe's transfers, want only tests", r, waits[r], tests[r])
+		}
+	}
+}
+
+// testingComm hands out Testers of the probe's transfers (tags from
+// TagLink up to TagUser), counting their tests and waits.
+type testingComm struct {
+	Comm
+	tests, waits *int
+}
+
+func (c *testingComm) wrap(q Request, tag int, err error) (Request, error) {
+	if err != nil || tag < TagLink || tag >= TagUser {
+		return q, err
+	}
+	return &countedTester{q, c}, nil
+}
+
+func (c *testingComm) Isend(buf []byte, dst, tag int) (Request, error) {
+	q, err := c.Comm.Isend(buf, dst, tag)
+	return c.wrap(q, tag, err)
+}
+
+func (c *testingComm) Irecv(buf []byte, src, tag int) (Request, error) {
+	q, err := c.Comm.Irecv(buf, src, tag)
+	return c.wrap(q, tag, err)
+}
+
+// countedTester completes at its first test (the in-process transport's
+// Wait returns once the message is there).
+type countedTester struct {
+	Request
+	c *testingComm
+}
+
+func (q *countedTester) Test() (bool, error) { *q.c.tests++; return true, q.Request.Wait() }
+func (q *countedTester) Wait() error         { *q.c.waits++; return q.Request.Wait() }

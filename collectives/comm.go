@@ -21,6 +21,13 @@ type Request interface {
 	Wait() error
 }
 
+// A Tester is a Request that can say whether it has completed without
+// blocking (MPI_Test): a rank that waits by testing and sleeping leaves
+// the core to the ranks sharing it, where MPI_Wait would spin on it.
+type Tester interface {
+	Test() (done bool, err error)
+}
+
 // Comm is a group of ranks exchanging bytes. Counts are in bytes; the typed
 // helpers (Isend, Allgatherv … in typed.go) count in elements.
 type Comm interface {
@@ -62,6 +69,7 @@ const (
 	tagBarrier
 	tagBcast
 	tagLink
+	tagLinkBarrier
 	TagUser = 1000 // first tag free for callers
 )
 

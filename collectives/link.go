@@ -13,6 +13,11 @@ import (
 // the exchange. One large message per pair measures bandwidth: split over
 // P−1 peers, P = 512 would send 8 KB messages and time their latency.
 //
+// A rank waits by testing and napping, never spinning in MPI: ranks
+// outnumbering the cores would otherwise take the cores from the pairs
+// still moving bytes (TCP between hosts is work on those cores), and the
+// probe would time the ranks waiting, not the link.
+//
 // Rounds repeat until the best has held for two of them (at least 3, at
 // most maxRounds; reps raises the minimum): a busy host deschedules a rank
 // mid-round, which only slows that round, so the best round is the link's
@@ -36,7 +41,7 @@ func MeasureLink(c Comm, bytes, reps int) (float64, error) {
 	send, recv := make([]byte, bytes), make([]byte, bytes)
 	best, held := time.Duration(0), 0 // 0: no round yet
 	for round := 0; round < maxRounds && (round < max(3, reps) || held < 2); round++ {
-		if err := c.Barrier(); err != nil {
+		if err := idleBarrier(c); err != nil {
 			return 0, fmt.Errorf("measuring the link: %w", err)
 		}
 		start := time.Now()
@@ -48,6 +53,10 @@ func MeasureLink(c Comm, bytes, reps int) (float64, error) {
 		t := time.Since(start)
 		if partner < 0 {
 			t = 0 // the odd rank out times nothing
+		}
+		// Every rank is done before the allgather, which then spins little.
+		if err := idleBarrier(c); err != nil {
+			return 0, fmt.Errorf("measuring the link: %w", err)
 		}
 		all, err := Allgather(c, []float64{t.Seconds()})
 		if err != nil {
@@ -81,10 +90,57 @@ func swap(c Comm, send, recv []byte, peer int) error {
 	if err != nil {
 		return err
 	}
-	if err := rq.Wait(); err != nil {
-		return err
+	return waitIdle(rq, sq)
+}
+
+// waitIdle waits for every request, testing a Tester between naps and
+// waiting for any other.
+func waitIdle(reqs ...Request) error {
+	for _, q := range reqs {
+		t, ok := q.(Tester)
+		if !ok {
+			if err := q.Wait(); err != nil {
+				return err
+			}
+			continue
+		}
+		for {
+			done, err := t.Test()
+			if err != nil {
+				return err
+			}
+			if done {
+				break
+			}
+			time.Sleep(idleNap)
+		}
 	}
-	return sq.Wait()
+	return nil
+}
+
+// idleNap is short next to a probe's message (4 MB take 3 ms at 10
+// Gbit/s) and long next to a test's hand-off to the MPI thread.
+const idleNap = 50 * time.Microsecond
+
+// idleBarrier is a barrier whose ranks wait by waitIdle: a dissemination
+// barrier, a word to rank r+2^k and from r−2^k in round k.
+func idleBarrier(c Comm) error {
+	p, r := c.Size(), c.Rank()
+	word, got := make([]byte, 1), make([]byte, 1)
+	for k := 1; k < p; k *= 2 {
+		rq, err := c.Irecv(got, (r-k+p)%p, tagLinkBarrier)
+		if err != nil {
+			return err
+		}
+		sq, err := c.Isend(word, (r+k)%p, tagLinkBarrier)
+		if err != nil {
+			return err
+		}
+		if err := waitIdle(rq, sq); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // openAll sends every other rank a word and receives one from each.
@@ -107,10 +163,5 @@ func openAll(c Comm) error {
 		}
 		reqs = append(reqs, q)
 	}
-	for _, q := range reqs {
-		if err := q.Wait(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return waitIdle(reqs...)
 }

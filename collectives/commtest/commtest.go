@@ -25,6 +25,49 @@ var Checks = []Check{
 	{"AllgathervAndAlltoallvUneven", AllgathervAndAlltoallvUneven},
 	{"AllreduceBF16SumsAndAgreesBitwise", AllreduceBF16SumsAndAgreesBitwise},
 	{"StartAndWaitAllMoveEveryMessage", StartAndWaitAllMoveEveryMessage},
+	{"TestedTransfersComplete", TestedTransfersComplete},
+}
+
+// TestedTransfersComplete: a transfer whose request is a
+// collectives.Tester completes by testing alone, its message whole, and
+// a wait after it returns at once. Every rank sends the next one a
+// message of a megabyte, large enough to take several tests.
+func TestedTransfersComplete(c collectives.Comm) error {
+	p, me := c.Size(), c.Rank()
+	if p < 2 {
+		return nil
+	}
+	out, in := make([]byte, 1<<20), make([]byte, 1<<20)
+	for i := range out {
+		out[i] = byte(me*7 + i)
+	}
+	rq, err := c.Irecv(in, (me+p-1)%p, collectives.TagUser+8)
+	if err != nil {
+		return err
+	}
+	sq, err := c.Isend(out, (me+1)%p, collectives.TagUser+8)
+	if err != nil {
+		return err
+	}
+	for _, q := range []collectives.Request{rq, sq} {
+		if t, ok := q.(collectives.Tester); ok {
+			for done := false; !done; {
+				if done, err = t.Test(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := q.Wait(); err != nil {
+			return err
+		}
+	}
+	from := (me + p - 1) % p
+	for i := range in {
+		if in[i] != byte(from*7+i) {
+			return fmt.Errorf("rank %d: byte %d from rank %d is %d, want %d", me, i, from, in[i], byte(from*7+i))
+		}
+	}
+	return nil
 }
 
 // batchMessages is how many messages each rank sends every peer in

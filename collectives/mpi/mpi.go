@@ -359,6 +359,32 @@ func (r *mpiReq) Wait() error {
 	return nil
 }
 
+// Test reports whether the request has completed, completing it if so,
+// without blocking the MPI thread (collectives.Tester).
+func (r *mpiReq) Test() (bool, error) {
+	if r.done {
+		return true, nil
+	}
+	var flag C.int
+	err := r.m.do(r, func() C.int {
+		rc := C.sc_test(&r.req, &flag, &r.count)
+		if rc == C.MPI_SUCCESS && flag != 0 {
+			inflight--
+		}
+		return rc
+	})
+	if err != nil || flag == 0 {
+		return false, err
+	}
+	r.done = true
+	r.pin.Unpin()
+	if r.isRecv && int(r.count) != len(r.buf) {
+		return true, &collectives.Error{Rank: r.m.rank, Op: r.String(), Err: fmt.Errorf("message of %d bytes for a buffer of %d", int(r.count), len(r.buf))}
+	}
+	r.buf = nil
+	return true, nil
+}
+
 // StartBatch starts every transfer in one hand-off to the MPI thread
 // (collectives.Batcher).
 func (m *Comm) StartBatch(ts []collectives.Transfer, out []collectives.Request) error {

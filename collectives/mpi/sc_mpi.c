@@ -49,6 +49,16 @@ int sc_wait(MPI_Request *req, int *count) {
   *count = -1;
   return MPI_Get_count(&st, MPI_BYTE, count);
 }
+// sc_test completes the request if it is done (*flag 1, *count set) and
+// leaves it in flight otherwise: a caller may then sleep instead of
+// spinning in MPI_Wait.
+int sc_test(MPI_Request *req, int *flag, int *count) {
+  MPI_Status st;
+  int rc = MPI_Test(req, flag, &st);
+  if (rc != MPI_SUCCESS || !*flag) return rc;
+  *count = -1;
+  return MPI_Get_count(&st, MPI_BYTE, count);
+}
 // sc_progress lets MPI move what is in flight: a probe runs its progress
 // engine and consumes nothing.
 int sc_progress(MPI_Comm c) {

@@ -13,6 +13,7 @@ int sc_free(MPI_Comm *c);
 int sc_isend(const void *buf, int n, int dst, int tag, MPI_Comm c, MPI_Request *req);
 int sc_irecv(void *buf, int n, int src, int tag, MPI_Comm c, MPI_Request *req);
 int sc_wait(MPI_Request *req, int *count);
+int sc_test(MPI_Request *req, int *flag, int *count);
 int sc_progress(MPI_Comm c);
 int sc_barrier(MPI_Comm c);
 int sc_bcast(void *buf, int n, int root, MPI_Comm c);
