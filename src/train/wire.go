@@ -221,16 +221,19 @@ func grow[T any](b []T, n int) []T {
 
 // linkWires are the forward blocks' default widths by the rate measured
 // between ranks (GB/s per rank, all sending at once) when no --wire is
-// given: the first whose rate the link is below. Over 0.5 GB/s (10
-// Gbit/s shared by two ranks, TCP or shared memory on one host) fp32's
-// bytes cross behind the compute and keep every rank count's losses
-// equal. Below it they cost more than quantizing them: int8, at no loss
-// of accuracy. Below 0.1 GB/s (1 Gbit/s shared by two ranks, 2.5 by four,
-// next to this CPU) even int8's bytes do not fit behind the compute;
-// int2, held within a point of fp32 as int4 is (TestQuantizedAccuracy),
-// reaches the target soonest there, or nearly, for every model measured
-// (results/README.md, "Links").
-var linkWires = []linkWire{{0.1, 2}, {0.5, 8}}
+// given: the first whose rate the link is below. Below 0.25 GB/s (2
+// Gbit/s a rank: 10 Gbit/s shared by five ranks, 1 Gbit/s by one) int2,
+// held within a point of fp32 (TestQuantizedAccuracy), reached the target
+// soonest or within 1.04x of the soonest for every model measured, int8
+// included (results/README.md, "Links"). Above it fp32 keeps every rank
+// count's losses equal, at a cost of 1.03–1.28x against int8 measured at
+// 0.31 GB/s on an idle host.
+//
+// One threshold, far from the rates links give: 1 Gbit/s a rank measures
+// at most 0.125, and ranks sharing an uncapped host link measured 0.24 or
+// more even with the cores oversubscribed four times; a width between
+// would be chosen one run and not the next.
+var linkWires = []linkWire{{0.25, 2}}
 
 // linkWire is a default width and the rate a link must be below to get it.
 type linkWire struct {
