@@ -282,6 +282,9 @@ func benchKernels(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := outFile(*out, "the figures' JSON file", "kernels.json"); err != nil {
+		return err
+	}
 	dir := *data
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "sancus-bench-100k")
@@ -609,6 +612,9 @@ func benchComm(args []string) error {
 	maxMiB := fs.Int("max-mib", 64, "largest message in MiB")
 	chunk := fs.Int("chunk", 0, "ring chunk in floats (0: default)")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := outFile(*out, "the table's JSON file", "comm.json"); err != nil {
 		return err
 	}
 	env, err := launch.Detect()

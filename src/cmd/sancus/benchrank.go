@@ -20,7 +20,7 @@ func benchRank(args []string) error {
 	parts := fs.Int("parts", 0, "with --data: P")
 	rank := fs.Int("rank", -1, "the rank replayed (with --data, -1: the one with the most nonzeros of Â)")
 	epochs := fs.Int("epochs", 5, "training steps replayed, the first a warm-up")
-	out := fs.String("out", "", "also write the figures as JSON")
+	out := fs.String("out", "", "also write the figures as JSON to `FILE`")
 	var rates scaling.Rates
 	fs.Float64Var(&rates.SpMMGflops, "spmm-gflops", 0, "with --data: also predict the rank's compute at these rates (plan's)")
 	fs.Float64Var(&rates.GEMMGflops, "gemm-gflops", 0, "with --data: the GEMM rate of the prediction")
@@ -31,6 +31,9 @@ func benchRank(args []string) error {
 		return err
 	}
 	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if err := outFile(*out, "the figures' JSON file", "rank.json"); err != nil {
 		return err
 	}
 	cfg := mf.config()

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 
 	"sancus/src/atomicfile"
@@ -12,12 +13,15 @@ import (
 func runExportMetis(args []string) error {
 	fs := newFlags("export-metis", "export-metis --data DIR --out FILE")
 	data := fs.String("data", "", "dataset directory (required)")
-	out := fs.String("out", "", "METIS graph file to write (required)")
+	out := fs.String("out", "", "METIS graph `FILE` to write (required)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *data == "" || *out == "" {
 		return fmt.Errorf("--data and --out are required")
+	}
+	if err := outFile(*out, "the METIS graph file", filepath.Base(filepath.Clean(*data))+".graph"); err != nil {
+		return err
 	}
 	ds, err := graph.Load(*data, graph.LoadOptions{Classes: -1}) // the graph alone
 	if err != nil {

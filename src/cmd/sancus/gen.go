@@ -16,7 +16,7 @@ import (
 
 func runGen(args []string) error {
 	fs := newFlags("gen", "gen --out DIR [flags]")
-	out := fs.String("out", "", "output dataset directory (required)")
+	out := fs.String("out", "", "dataset `DIR` to write (required; created if missing)")
 	c := graph.GenConfig{}
 	fs.StringVar(&c.Model, "generator", "planted", "planted (planted partition), rmat (Graph500 R-MAT power law) or dcsbm (degree-corrected block model: power-law degrees, communities)")
 	// --model names the GNN everywhere else (train, predict, plan): the
@@ -56,6 +56,9 @@ func runGen(args []string) error {
 	}
 	if *out == "" {
 		return fmt.Errorf("--out is required")
+	}
+	if err := outDir(*out, "the dataset directory gen writes"); err != nil {
+		return err
 	}
 	if err := applyLike(fs, &c, *like, *scale); err != nil {
 		return err

@@ -7,17 +7,63 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"sancus/launch"
 	"sancus/src/atomicfile"
 	"sancus/src/model"
 	"sancus/src/result"
 	"sancus/src/shard"
 	"sancus/src/train"
+	"strings"
 )
 
 // A run's outputs: checked and locked before any work, written at its end
 // (the weights, the model, the results JSON), and how a stop or a
 // divergence becomes the exit status once they are.
+
+// --out is a file in train, plan, bench, partition-stats and export-metis
+// and a directory in gen, prepare and predict. A path of the other kind is
+// refused before any work, saying which was meant and what to give, rather
+// than failing at the end or writing somewhere unexpected.
+
+// outFile refuses a directory (or a path ending in /) as --out where the
+// command writes one file, what (e.g. "the results JSON file"); name is
+// the file the message suggests inside that directory.
+func outFile(path, what, name string) error {
+	if path == "" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	isDir := err == nil && fi.IsDir()
+	if !isDir && !strings.HasSuffix(path, "/") {
+		return nil
+	}
+	kind := "is a directory"
+	if !isDir {
+		kind = "ends in /, a directory"
+	}
+	return fmt.Errorf("--out names %s; %s %s: give %s", what, path, kind, filepath.Join(path, name))
+}
+
+// outDir refuses an existing file as --out where the command writes a
+// directory, what (e.g. "the shard directory").
+func outDir(path, what string) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.IsDir() {
+		return nil // missing: created later; a directory: what is meant
+	}
+	kind := "is a file, not a directory"
+	if !fi.Mode().IsRegular() {
+		kind = "is not a directory"
+	}
+	hint := "the path of a directory (created if missing)"
+	if ext := filepath.Ext(path); ext != "" && ext != filepath.Base(path) {
+		if _, err := os.Stat(strings.TrimSuffix(path, ext)); err != nil {
+			hint = "a directory, e.g. " + strings.TrimSuffix(path, ext)
+		}
+	}
+	return fmt.Errorf("--out names %s; %s %s: give %s", what, path, kind, hint)
+}
 
 // checkOutputs creates and test-writes every output location. write says
 // whether this process writes the results (rank 0); every rank writes

@@ -188,7 +188,7 @@ func runPartitionStats(args []string) error {
 	fs := newFlags("partition-stats", "partition-stats --data DIR --parts P [--partitioner NAME] [--fanouts 15,10] [--out FILE]")
 	data := fs.String("data", "", "dataset directory or graph file (required)")
 	parts := fs.Int("parts", 0, "number of parts (required)")
-	out := fs.String("out", "", "append the figures as JSON to this file")
+	out := fs.String("out", "", "append the figures as a line of JSON to `FILE`")
 	row := fs.Bool("row", false, "also print one tab-separated row: dataset partitioner P edge-cut replication row-balance nnz-balance seconds peak-MB; and a second, ROW-SPLITS: dataset partitioner P train-balance val-balance test-balance edge-cut sampled-local micrograph-local")
 	fanouts := fs.IntSlice("fanouts", []int{15, 10}, "a sampler's neighbours per hop, for the share of sampled neighbours that lie in the sampling vertex's part (expected, under uniform sampling without replacement from the training nodes)")
 	extSec := fs.Float64("external-seconds", 0, "with --partitioner file: time the external tool took (reported instead of reading the file)")
@@ -201,6 +201,9 @@ func runPartitionStats(args []string) error {
 	}
 	if *data == "" || *parts < 1 {
 		return fmt.Errorf("--data and --parts ≥ 1 are required")
+	}
+	if err := outFile(*out, "the file the figures are appended to (JSON lines)", "partition-stats.json"); err != nil {
+		return err
 	}
 	for _, f := range *fanouts {
 		if f < 1 {

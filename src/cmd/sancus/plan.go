@@ -78,7 +78,7 @@ func runPlan(args []string) error {
 	calibrate := fs.Bool("calibrate", false, "measure the rates here: replay the busiest rank (bench rank) at --calibrate-ranks and fit them")
 	calRanks := fs.IntSlice("calibrate-ranks", []int{4, 16, 64}, "with --calibrate: the P to replay at (three or more fit a cost a peer block)")
 	maxRanks := fs.Int("max-ranks", 4096, "the largest P predicted (powers of two up to it)")
-	out := fs.String("out", "", "also write the table: FILE.json or FILE.tsv")
+	out := fs.String("out", "", "also write the table to `FILE`: tab-separated if it ends in .tsv, else JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -87,6 +87,9 @@ func runPlan(args []string) error {
 	}
 	if *data == "" {
 		return fmt.Errorf("--data DIR is required: the graph to plan for")
+	}
+	if err := outFile(*out, "the table's file (.json or .tsv)", "plan.json"); err != nil {
+		return err
 	}
 	if err := cl.Check(); err != nil {
 		return err

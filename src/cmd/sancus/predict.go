@@ -96,6 +96,9 @@ func runPredict(args []string) error {
 	case pf.ranks < 1 || pf.threads < 0 || pf.timeout <= 0:
 		return fmt.Errorf("--ranks must be ≥ 1, --threads ≥ 0 and --comm-timeout > 0")
 	}
+	if err := outDir(pf.out, "the directory predict writes its .npy files and index.json in"); err != nil {
+		return err
+	}
 	spec, m, err := model.Load(pf.modelFile)
 	if err != nil {
 		return err

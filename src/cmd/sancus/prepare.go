@@ -21,10 +21,10 @@ import (
 )
 
 func runPrepare(args []string) (err error) {
-	fs := newFlags("prepare", "prepare --data DIR --parts P --out SHARDS [flags]")
+	fs := newFlags("prepare", "prepare --data DIR --parts P --out DIR [flags]")
 	data := fs.String("data", "", "dataset `DIR` (or .npz file) (required)")
 	parts := fs.Int("parts", 0, "number of ranks the shards are for (required)")
-	out := fs.String("out", "", "output shard directory (required)")
+	out := fs.String("out", "", "shard `DIR` to write, a file per rank and meta.json (required; created if missing)")
 	pre := fs.Bool("precompute", true, "store the rows of ÂX and D⁻¹AX, so layer 1 of a GCN or GraphSAGE needs no communication")
 	clusters := fs.Int("clusters", 0, "also cut the graph into `K` clusters (K ≫ ranks) for train --batch clusters, with --partitioner (grem unless given: grem, spring, random or file); every rank's rows are whole clusters")
 	quiet := fs.Bool("quiet", false, "no progress lines (on stderr: in place on a terminal, every 30 s in a log)")
@@ -39,6 +39,9 @@ func runPrepare(args []string) (err error) {
 	}
 	if *data == "" || *out == "" || *parts < 1 {
 		return fmt.Errorf("--data, --out and --parts ≥ 1 are required")
+	}
+	if err := outDir(*out, "the shard directory prepare writes"); err != nil {
+		return err
 	}
 	noteEdgeValues(*data)
 	start := time.Now()

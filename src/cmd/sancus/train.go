@@ -158,6 +158,9 @@ func runTrain(args []string) error {
 	if err := checkTrainFlags(cfg, tf); err != nil {
 		return err
 	}
+	if err := outFile(tf.out, "the results JSON file", "run.json"); err != nil {
+		return err
+	}
 	if !tf.quiet {
 		cfg.Run.Log = os.Stdout
 	}
