@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -75,5 +76,34 @@ func TestSampledUnderMPIMatchesOneRank(t *testing.T) {
 	}
 	if b.Curve[0].Sampling.FeaturesRemote == 0 {
 		t.Fatal("two MPI ranks fetched no feature row from each other")
+	}
+}
+
+// TestEpochLineETA: each epoch's line but the last says the time left, from
+// the mean epoch so far; the results JSON does not carry it. Only the form
+// is checked, never a value: timing depends on the machine.
+func TestEpochLineETA(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r.json")
+	o, err := run(t, 0, "train", "--data", cora, "--epochs", "4", "--out", out)
+	if err != nil {
+		t.Fatalf("train: %v\n%s", err, o)
+	}
+	eta := regexp.MustCompile(`  eta (\d+h)?(\d+m)?\d+(\.\d+)?s$`)
+	var epochs []string
+	for _, l := range strings.Split(o, "\n") {
+		if strings.HasPrefix(l, "epoch ") {
+			epochs = append(epochs, l)
+		}
+	}
+	if len(epochs) != 4 {
+		t.Fatalf("%d epoch lines, want 4:\n%s", len(epochs), o)
+	}
+	for i, l := range epochs {
+		if has := eta.MatchString(l); has != (i < 3) {
+			t.Errorf("epoch line %d: %q; want an eta on every line but the last", i+1, l)
+		}
+	}
+	if b, _ := os.ReadFile(out); strings.Contains(string(b), `"eta`) || strings.Contains(string(b), " eta ") {
+		t.Errorf("%s mentions the eta: it is for the progress line alone", out)
 	}
 }
