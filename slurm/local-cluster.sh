@@ -8,10 +8,11 @@
 #   slurm/local-cluster.sh start     start it; prints the SLURM_CONF to export
 #   slurm/local-cluster.sh stop      stop the daemons and remove the state
 #
-# SANCUS_SLURM_DIR (default /tmp/sancus-slurm) and SANCUS_SLURM_CPUS
-# (default 8) adjust it.
+# SANCUS_SLURM_DIR (default /tmp/sancus-slurm-$USER: one cluster a user,
+# so two users of one login node never share or remove each other's) and
+# SANCUS_SLURM_CPUS (default 8) adjust it.
 set -euo pipefail
-dir=${SANCUS_SLURM_DIR:-/tmp/sancus-slurm}
+dir=${SANCUS_SLURM_DIR:-/tmp/sancus-slurm-$(id -un)}
 cpus=${SANCUS_SLURM_CPUS:-8}
 conf=$dir/slurm.conf
 
@@ -28,6 +29,13 @@ install() {
 start() {
 	install >&2 # stdout is eval'ed by the caller: apt's chatter goes to stderr
 	stop_daemons
+	mkdir -p "$dir"
+	# A directory of another user's (made first, in /tmp) would hold our
+	# munge key and state where they can read or replace them.
+	if [ "$(stat -c %u "$dir")" != "$(id -u)" ]; then
+		echo "$dir belongs to $(stat -c %U "$dir"), not $(id -un): set SANCUS_SLURM_DIR to a directory of your own" >&2
+		exit 1
+	fi
 	mkdir -p "$dir"/{state,spool,log,run,tmp}
 	chmod 700 "$dir"
 	if [ ! -f "$dir/munge.key" ]; then
