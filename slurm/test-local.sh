@@ -51,9 +51,11 @@ gone() {
 }
 
 echo "== 1. sbatch slurm/train.sbatch, 4 tasks, Cora"
-job=$(DATA=$cora EPOCHS=60 NAME=ci-train sbatch --parsable --wait --ntasks=4 slurm/train.sbatch) || fail "train job failed: $(cat results/slurm-sancus-train-*.out 2>/dev/null | tail -20)"
+job=$(DATA=$cora EPOCHS=60 NAME=ci-train sbatch --parsable --wait --ntasks=4 slurm/train.sbatch) || fail "train job failed: $(cat results/ci-train/*/slurm-*.out 2>/dev/null | tail -20)"
 res=results/ci-train/$job/result.json
 [ -f "$res" ] || fail "no $res"
+[ -s "results/ci-train/$job/slurm-$job.out" ] && [ ! -e "results/slurm-sancus-train-$job.out" ] ||
+	fail "the job's log is not beside its results: $(ls results/ci-train/$job results/slurm-*.out 2>&1)"
 check "$res" 'r["ranks"] == 4 and d["launcher"] == "pmix" and d["job_id"] == "'"$job"'" and len(r["curve"]) == 60 and r["test_acc_at_best_val"] > 0.7'
 echo "ok: $res"
 
@@ -62,7 +64,7 @@ echo "== 2. the walltime warning (SIGUSR1 to the batch script): checkpoint, exit
 # machine of any speed: the walltime warning requeues it, and a scancel
 # then ends it CANCELLED, not requeued, with its checkpoint kept.
 job=$(DATA=$cora EPOCHS=1000000000 CHECKPOINT_EVERY=0 NAME=ci-requeue TRAIN_ARGS="--eval-every 50" sbatch --parsable --ntasks=2 slurm/train.sbatch)
-out=results/slurm-sancus-train-$job.out
+out=results/ci-requeue/$job/slurm-$job.out # one log for both starts
 started "$job" "$out" "starting from epoch"
 scancel --batch --signal=USR1 "$job" # what --signal=B:USR1@600 sends before the walltime
 started "$job" "$out" "resumed from" 360 # Slurm holds a requeued job 2 minutes before it starts again
@@ -97,6 +99,7 @@ dir=results/ci-strong/$job
 for png in scaling.png compute_vs_comm.png accuracy.png; do
 	[ -s "$dir/$png" ] || fail "no $dir/$png"
 done
+[ -s "$dir/slurm-$job.out" ] || fail "no $dir/slurm-$job.out"
 echo "ok: $dir/summary.csv and plots"
 echo "== 4. fault injection: SIGKILL to a random task of a running step, resume bit-identical"
 bash slurm/chaos-slurm.sh 1 /dev/null
