@@ -8,11 +8,17 @@
 #   slurm/local-cluster.sh start     start it; prints the SLURM_CONF to export
 #   slurm/local-cluster.sh stop      stop the daemons and remove the state
 #
-# SANCUS_SLURM_DIR (default /tmp/sancus-slurm-$USER: one cluster a user,
-# so two users of one login node never share or remove each other's) and
-# SANCUS_SLURM_CPUS (default 8) adjust it.
+# It runs as root; each user (who ran sudo, else root) gets a cluster of
+# their own, so two users of one login node never share or stop each
+# other's: SANCUS_SLURM_DIR (default /tmp/sancus-slurm-USER), SANCUS_SLURM_PORT
+# (default 6817 for root, above it by user id for others; slurmd takes the
+# next) and SANCUS_SLURM_CPUS (default 8) adjust it.
 set -euo pipefail
-dir=${SANCUS_SLURM_DIR:-/tmp/sancus-slurm-$(id -un)}
+owner=${SUDO_USER:-$(id -un)}
+dir=${SANCUS_SLURM_DIR:-/tmp/sancus-slurm-$owner}
+port=6817
+[ "$owner" = root ] || port=$((6817 + 2 * (1 + $(id -u "$owner") % 1000)))
+port=${SANCUS_SLURM_PORT:-$port}
 cpus=${SANCUS_SLURM_CPUS:-8}
 conf=$dir/slurm.conf
 
@@ -27,6 +33,12 @@ install() {
 }
 
 start() {
+	# slurmd runs as root; without it the daemons that did start are left
+	# running and the caller's eval gets nothing: say so at once instead.
+	if [ "$(id -u)" != 0 ]; then
+		echo "$0 start: the local cluster's slurmd runs as root: start it as root" >&2
+		exit 1
+	fi
 	install >&2 # stdout is eval'ed by the caller: apt's chatter goes to stderr
 	stop_daemons
 	mkdir -p "$dir"
@@ -65,8 +77,8 @@ SlurmctldPidFile=$dir/run/slurmctld.pid
 SlurmdPidFile=$dir/run/slurmd.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
-SlurmctldPort=${SANCUS_SLURM_PORT:-6817}
-SlurmdPort=$(( ${SANCUS_SLURM_PORT:-6817} + 1 ))
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
