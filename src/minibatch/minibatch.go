@@ -1,4 +1,4 @@
-// Package minibatch trains a GCN or GraphSAGE on one rank's sampled
+// Package minibatch trains a GCN, GraphSAGE or GAT on one rank's sampled
 // mini-batch (src/sample): forward and backward over the batch's
 // per-layer blocks, on the CPU kernels, with the model's replicated
 // parameters. A rank computes its whole batch locally from the features
@@ -6,9 +6,11 @@
 //
 // Layer l computes, for its block's Dst from its Src (Dst being Src's
 // prefix), Z = (A·drop(H))·W + b, GraphSAGE adding drop(H)_Dst·Root;
-// hidden layers apply ReLU. Dropout falls on each layer's input, drawn
-// as the engine draws it: keyed by (seed, step, layer, original node id),
-// so a vertex's mask is the same whichever rank computes it.
+// hidden layers apply ReLU; a GAT's layer attends over the block's edges
+// (gat.go). Dropout falls on each layer's input, drawn as the engine
+// draws it: keyed by (seed, step, layer, original node id), so a vertex's
+// mask is the same whichever rank computes it; a GAT's attention dropout
+// is keyed alike, by (seed, step, layer) and the edge's original ids.
 package minibatch
 
 import (
@@ -21,9 +23,11 @@ import (
 )
 
 // Dropout is the dropout of a step: drop probability P, masks keyed by
-// Seed and Step.
+// Seed and Step; Att is a GAT's attention dropout probability, a float64
+// as the engine holds it so that the kept fraction rounds alike.
 type Dropout struct {
 	P    float32
+	Att  float64
 	Seed uint64
 	Step uint64
 }
@@ -47,12 +51,12 @@ func Step(m *model.GCN, b *sample.Batch, norm float64, drop Dropout) (float64, [
 	if len(b.Blocks) != L {
 		return 0, nil, fmt.Errorf("minibatch: %d blocks for %d layers", len(b.Blocks), L)
 	}
-	if m.Arch() != model.ArchGCN && m.Arch() != model.ArchSAGE {
-		return 0, nil, fmt.Errorf("minibatch: %v is not trained on sampled blocks (gcn or sage)", m.Arch())
-	}
 	seeds := len(b.Blocks[L-1].Dst)
 	if seeds == 0 {
 		return 0, grads, nil
+	}
+	if m.Arch().Attends() {
+		return stepGAT(m, b, norm, drop, grads)
 	}
 	sage := m.Root != nil
 	in := make([]*matrix.Dense, L)  // each layer's dropped input
