@@ -328,8 +328,6 @@ func sampledRule(c *Config) error {
 		return fmt.Errorf("--pregather and --merge-micrographs are settings of --migrate model, not --migrate %v", b.Migrate)
 	}
 	switch {
-	case c.Model.Arch.Attends():
-		return fmt.Errorf("--batch sampled trains gcn or sage: --model %v is not computed on sampled blocks; use --batch global or clusters", c.Model.Arch)
 	case len(b.Fanouts) != c.Model.Layers:
 		return fmt.Errorf("--fanouts gives %d fanouts (%v); --layers %d needs one per layer", len(b.Fanouts), b.Fanouts, c.Model.Layers)
 	case b.Size < 1:

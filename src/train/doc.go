@@ -160,8 +160,8 @@
 //
 // # Sampled mini-batches
 //
-// --batch sampled --fanouts 25,10 --batch-size B trains GCN or GraphSAGE
-// as DistDGL does: each step every rank samples the k-hop neighbourhoods
+// --batch sampled --fanouts 25,10 --batch-size B trains GCN, GraphSAGE or
+// GAT as DistDGL does: each step every rank samples the k-hop neighbourhoods
 // of its seeds, each vertex's neighbours drawn by the rank that owns its
 // row, fetches the bottom layer's features from their owners (in
 // --wire's width; one batched exchange per layer), computes its whole
@@ -174,8 +174,9 @@
 // hash of (seed, step, layer, vertex, neighbour), original ids; a GCN's
 // edges weigh Â·d/k (self loop kept), GraphSAGE's 1/k: at fanout ≥ the
 // largest degree and B ≥ the training vertices a step is a full-graph step
-// (TestFullFanoutBatchIsGlobalStep). Dropout masks are keyed as the
-// engine's. Features travel as --wire says; in fp32 a sparse X (a bag of
+// (TestFullFanoutBatchIsGlobalStep); a GAT's edges carry no weight, its
+// softmax spanning the sampled neighbours. Dropout masks (and a GAT's
+// attention dropout) are keyed as the engine's. Features travel as --wire says; in fp32 a sparse X (a bag of
 // words) travels as its nonzeros and layer 1 multiplies them as they are.
 // --sample-ahead (default) samples and fetches batch s+1 while
 // batch s trains (ByteGNN's pipeline), the step's allreduce waiting for

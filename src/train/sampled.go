@@ -190,7 +190,7 @@ func (e *Engine) sampledEpoch(ep int, r *runState) (float64, error) {
 		c := cur.b.Counts
 		copy(fig.counts[sampledFields*s:], []int64{int64(len(draw.Mine[s])), c.Vertices, c.Edges, c.LocalRows, c.RemoteRows, c.BytesSent, c.FeatureBytes})
 		fig.seconds += c.Seconds
-		loss, grads, err := minibatch.Step(e.m, cur.b, float64(draw.Total[s]), minibatch.Dropout{P: float32(e.plan.Model.Dropout), Seed: e.plan.Optim.Seed, Step: id(s)})
+		loss, grads, err := minibatch.Step(e.m, cur.b, float64(draw.Total[s]), e.stepDropout(id(s)))
 		// The next batch is in before anything else travels.
 		t := time.Now()
 		switch {
@@ -212,6 +212,16 @@ func (e *Engine) sampledEpoch(ep int, r *runState) (float64, error) {
 		return lossSum, err
 	}
 	return lossSum * float64(e.s.GlobalTrain) / float64(max(1, seeds)), nil
+}
+
+// stepDropout is sampled step id's dropout: the engine's probabilities
+// (a GAT's attention dropout included) and seed, keyed by the step.
+func (e *Engine) stepDropout(id uint64) minibatch.Dropout {
+	d := minibatch.Dropout{P: float32(e.plan.Model.Dropout), Seed: e.plan.Optim.Seed, Step: id}
+	if e.plan.Model.Arch.Attends() {
+		d.Att = e.attDropout()
+	}
+	return d
 }
 
 // sampledFields are the counts kept per step: seeds, vertices, edges,
@@ -237,17 +247,7 @@ func (e *Engine) sampledUpdate(grads []float32) (string, error) {
 	}
 	e.tally.clock.comm += time.Since(start)
 	e.tally.clock.wait += time.Since(start)
-	if wd := float32(e.plan.Optim.WeightDecay); wd > 0 { // the first layer's weights (and root weights)
-		off := 0
-		for k, t := range e.m.Tensors(0) {
-			if k != 1 {
-				for i, v := range t {
-					g[off+i] += wd * v
-				}
-			}
-			off += len(t)
-		}
-	}
+	e.decay(g)
 	if what := e.nonFinite("gradient", func(off int, t []float32) []float32 { return g[off : off+len(t)] }); what != "" {
 		return what, nil
 	}

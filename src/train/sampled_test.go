@@ -18,14 +18,18 @@ func sampledConfig(cfg Config, size int, draw sample.Draw, fanouts ...int) Confi
 
 // At fanout ≥ the largest degree, with every training vertex in one batch,
 // a sampled step is a full-graph step: the same losses to 1e-5 and the
-// same weights, for GCN and GraphSAGE, at P = 1 and 2, with either draw,
-// and with dropout (its masks are keyed alike).
+// same weights, for GCN, GraphSAGE and GAT, at P = 1 and 2, with either
+// draw, and with dropout (its masks, and a GAT's attention dropout, are
+// keyed alike).
 func TestFullFanoutBatchIsGlobalStep(t *testing.T) {
 	ds, _ := generated(t)
-	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE} {
+	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE, model.ArchGAT} {
 		for _, dropout := range []float64{0, 0.5} {
 			cfg := Defaults()
 			cfg.Optim.Epochs, cfg.Model.Arch, cfg.Model.Dropout, cfg.Model.Precompute = 4, arch, dropout, dropout == 0
+			if arch == model.ArchGAT { // small heads, two averaged at the output: both of GATFinish's ways
+				cfg.Model.Heads, cfg.Model.Hidden, cfg.Model.OutHeads, cfg.Optim.WeightDecay = 4, 4, 2, 5e-4
+			}
 			global, err := RunInProcess(ds, 1, cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -58,16 +62,19 @@ func TestFullFanoutBatchIsGlobalStep(t *testing.T) {
 // With --batch-draw global the global batch does not depend on P, nor does
 // any vertex's sample (keyed by original ids): P = 1, 2 and 4 (the last
 // on a reordering partition) train alike, several steps an epoch, for
-// GCN and GraphSAGE, with dropout, and the batches sample less than the
-// graph; GraphSAGE's features travel as int4, rounded alike wherever a
-// vertex is read.
+// GCN, GraphSAGE and GAT, with dropout (a GAT's attention dropout too),
+// and the batches sample less than the graph; GraphSAGE's features travel
+// as int4, rounded alike wherever a vertex is read.
 func TestGlobalDrawDoesNotDependOnP(t *testing.T) {
 	ds, _ := generated(t)
-	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE} {
+	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE, model.ArchGAT} {
 		cfg := Defaults()
 		cfg.Optim.Epochs, cfg.Model.Arch = 3, arch
-		if arch == model.ArchSAGE {
+		switch arch {
+		case model.ArchSAGE:
 			cfg.Wire.Fwd = format("int4")
+		case model.ArchGAT:
+			cfg.Model.Heads, cfg.Model.Hidden, cfg.Model.AttDropout = 4, 4, 0.3
 		}
 		cfg = sampledConfig(cfg, 64, sample.DrawGlobal, 4, 3)
 		ref, err := RunInProcess(ds, 1, cfg)
@@ -140,7 +147,6 @@ func TestSampledSettingsAreChecked(t *testing.T) {
 		set  func(*Config)
 		want string
 	}{
-		{func(c *Config) { c.Model.Arch = model.ArchGAT }, "--model gat"},
 		{func(c *Config) { c.Batch.Fanouts = []int{10} }, "--fanouts gives 1"},
 		{func(c *Config) { c.Batch.Fanouts = []int{10, 0} }, "layer 2's fanout"},
 		{func(c *Config) { c.Batch.Size = 0 }, "--batch-size"},

@@ -156,28 +156,37 @@ func (e *Engine) step() (nonFinite string, err error) {
 	if err := e.reduceGradients(); err != nil {
 		return "", err
 	}
-	if wd := float32(e.plan.Optim.WeightDecay); wd > 0 { // the first layer's weights (and root weights); a GAT's every parameter
-		decayed, all := 1, e.plan.Model.Arch.DecaysAll()
-		if all {
-			decayed = len(e.layers)
-		}
-		off := 0
-		for l := range decayed {
-			for k, t := range e.m.Tensors(l) {
-				if k != 1 || all {
-					for i, v := range t {
-						e.ar.grads[off+i] += wd * v
-					}
-				}
-				off += len(t)
-			}
-		}
-	}
+	e.decay(e.ar.grads)
 	if what := e.nonFinite("gradient", func(off int, t []float32) []float32 { return e.ar.grads[off : off+len(t)] }); what != "" {
 		return what, nil // keep the last finite weights
 	}
 	e.opt.Update(e.m.Flat(), e.ar.grads)
 	return e.nonFinite("weights after the update", func(_ int, t []float32) []float32 { return t }), nil
+}
+
+// decay adds weight decay to the summed gradients g (packed in Flat
+// order): the first layer's weights (and root weights); a GAT's every
+// parameter.
+func (e *Engine) decay(g []float32) {
+	wd := float32(e.plan.Optim.WeightDecay)
+	if wd <= 0 {
+		return
+	}
+	decayed, all := 1, e.plan.Model.Arch.DecaysAll()
+	if all {
+		decayed = e.m.Layers()
+	}
+	off := 0
+	for l := range decayed {
+		for k, t := range e.m.Tensors(l) {
+			if k != 1 || all {
+				for i, v := range t {
+					g[off+i] += wd * v
+				}
+			}
+			off += len(t)
+		}
+	}
 }
 
 // nonFinite names the first parameter tensor holding a NaN or Inf, in Flat

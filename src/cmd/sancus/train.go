@@ -81,7 +81,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.Var(&w.Allreduce, "wire-allreduce", "weight-gradient allreduce: fp32, or bf16 (half the bytes, with error feedback)")
 
 	fs = g.section("Batch")
-	fs.Var(&b.Mode, "batch", "global (the whole graph every step), clusters (--clusters-per-step of the shards' clusters per step; prepare --clusters) or sampled (mini-batches of sampled neighbourhoods, DistDGL-style; gcn or sage)")
+	fs.Var(&b.Mode, "batch", "global (the whole graph every step), clusters (--clusters-per-step of the shards' clusters per step; prepare --clusters) or sampled (mini-batches of sampled neighbourhoods, DistDGL-style; gcn, sage or gat)")
 	fs.IntVar(&b.ClustersPerStep, "clusters-per-step", 10, "with --batch clusters: clusters in each step's batch")
 	fs.BoolVar(&b.Boundary, "boundary", false, "with --batch clusters: a batch's nodes also read their neighbours outside the batch (cached copies, whole-graph normalization)")
 	fs.IntSliceVar(&tf.sampled.Fanouts, "fanouts", []int{25, 10}, "with --batch sampled: neighbours sampled per vertex in each layer, layer 1 first (one per --layers; at least the largest degree: every neighbour)")

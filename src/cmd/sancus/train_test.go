@@ -30,7 +30,6 @@ func TestSampledBatchFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--model", "gat"}, "--model gat"},
 		{[]string{"--fanouts", "5"}, "--fanouts gives 1"},
 		{[]string{"--batch-size", "0"}, "--batch-size must be"},
 		{[]string{"--batch-draw", "anywhere"}, "anywhere"},
