@@ -189,7 +189,7 @@ func (e *Engine) migrateEpoch(ep int, r *runState) (float64, error) {
 					return lossSum, fmt.Errorf("epoch %d step %d: %w", ep+1, s+1, err)
 				}
 			}
-			loss, grads, err := minibatch.Step(e.m, bt, float64(glob.Total[s]), minibatch.Dropout{P: float32(e.plan.Model.Dropout), Seed: e.plan.Optim.Seed, Step: id})
+			loss, grads, err := minibatch.Step(e.m, bt, float64(glob.Total[s]), e.stepDropout(id))
 			if err != nil {
 				return lossSum, fmt.Errorf("rank %d, epoch %d step %d: %w", e.rank, ep+1, s+1, err)
 			}

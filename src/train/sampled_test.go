@@ -201,3 +201,29 @@ func TestSampleAheadTrainsAlike(t *testing.T) {
 		t.Fatal("one step an epoch: nothing to sample ahead")
 	}
 }
+
+// A GAT moves with the model as a GCN does (migrate_test.go): --migrate
+// model at P = 2 reaches the features-move weights to 1e-5, attention
+// dropout included (the step's dropout is the features-move step's).
+func TestGATModelMoveTrainsAsFeaturesMove(t *testing.T) {
+	ds, _ := generated(t)
+	cfg := migrateConfig(model.ArchGAT)
+	cfg.Model.Heads, cfg.Model.AttDropout = 2, 0.3
+	ref, err := RunInProcess(ds, 1, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Batch.Migrate = MigrateModel
+	out, err := RunInProcess(ds, 2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameCurve(t, "gat P=2 model moves", out.Result, ref.Result, 1e-5)
+	for j, w := range ref.Params {
+		for k, v := range out.Params[j] {
+			if math.Abs(float64(v-w[k])) > 1e-5*(1+math.Abs(float64(w[k]))) {
+				t.Fatalf("tensor %d[%d] is %g, features-move %g", j, k, v, w[k])
+			}
+		}
+	}
+}
