@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sampled mini-batches (train --batch sampled) against full-graph training.
-# 1. Accuracy: GraphSAGE on Cora and CiteSeer, full-graph and sampled (fanouts 25,10,
-#    batch 1000 and 32), five seeds each, 200 epochs; test accuracy at the
-#    best validation epoch, mean and std (accuracy.tsv).
+# 1. Accuracy: GraphSAGE and GAT (Cora's setting) on Cora and CiteSeer,
+#    full-graph and sampled (fanouts 25,10, batch 1000 and 32), five seeds
+#    each, 200 epochs; test accuracy at the best validation epoch, mean and
+#    std (accuracy.tsv).
 # 2. Traffic: a 2-layer GCN on a generated planted graph (NODES, default
 #    100,000; 1M edges) at P = 4 under mpirun, EPOCHS epochs (default 10)
 #    evaluated after the last only: full-graph, then sampled (fanouts 15,10,
@@ -21,24 +22,29 @@ parts=" ${PARTS:-accuracy traffic} "
 if [[ $parts == *" accuracy "* ]]; then
 	acc=$tmp/acc.tsv
 	printf 'mode\tseed\ttest_acc\n' >"$acc"
-	while IFS='|' read -r name flags; do
-		for data in cora citeseer; do
-			for seed in 1 2 3 4 5; do
-				# shellcheck disable=SC2086
-				"$bin" train --data testdata/$data --model sage --seed $seed --eval-every 1 $flags --quiet --out "$tmp/r.json" >/dev/null
-				printf '%s, %s\t%d\t%s\n' "$data" "$name" $seed "$(result "$tmp/r.json" "r['test_acc_at_best_val']")" >>"$acc"
+	while IFS='|' read -r model mflags; do
+		while IFS='|' read -r name flags; do
+			for data in cora citeseer; do
+				for seed in 1 2 3 4 5; do
+					# shellcheck disable=SC2086
+					"$bin" train --data testdata/$data $mflags --seed $seed --eval-every 1 $flags --quiet --out "$tmp/r.json" >/dev/null
+					printf '%s, %s%s\t%d\t%s\n' "$data" "$model" "$name" $seed "$(result "$tmp/r.json" "r['test_acc_at_best_val']")" >>"$acc"
+				done
 			done
-		done
-	done <<'M'
+		done <<'M'
 full-graph|--batch global
 sampled 25,10 batch 1000|--batch sampled --fanouts 25,10 --batch-size 1000
 sampled 25,10 batch 32|--batch sampled --fanouts 25,10 --batch-size 32
 M
+	done <<'A'
+|--model sage
+GAT |--model gat --hidden 8 --heads 8 --dropout 0.6 --lr 0.005
+A
 	python3 - "$acc" "$out/accuracy.tsv" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 out = open(sys.argv[2], "w")
-out.write("# GraphSAGE on Cora and CiteSeer (testdata), 200 epochs evaluated each, 5 seeds: slurm/bench/sampled-bench.sh\n")
+out.write("# GraphSAGE (rows without a model) and GAT (--hidden 8 --heads 8 --dropout 0.6 --lr 0.005) on Cora and CiteSeer (testdata), 200 epochs evaluated each, 5 seeds: slurm/bench/sampled-bench.sh\n")
 out.write("mode\tmean_test_acc\tstd\tseeds\n")
 for m in dict.fromkeys(r["mode"] for r in rows):
     a = [float(r["test_acc"]) for r in rows if r["mode"] == m]
