@@ -342,6 +342,8 @@ func sampledRule(c *Config) error {
 		return fmt.Errorf("--merge-micrographs must be ≥ 0 time steps, got %d", b.Merge)
 	case c.Model.Residual:
 		return fmt.Errorf("--residual is not computed on sampled blocks: drop it, or use --batch global")
+	case c.Optim.Clip > 0:
+		return fmt.Errorf("--clip is SANCUS's per-rank clipping of a full-graph step; a sampled step sums one gradient over ranks: drop --clip, or use --batch global")
 	case c.Wire.Fwd.IsAuto():
 		return fmt.Errorf("--batch sampled fetches features in one width: give --wire fp32, bf16, int8, int4 or int2, not auto")
 	case c.Staleness.Policy != staleness.KindNone:

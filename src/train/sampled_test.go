@@ -154,6 +154,7 @@ func TestSampledSettingsAreChecked(t *testing.T) {
 		{func(c *Config) { c.Wire.Fwd = format("auto") }, "--wire"},
 		{func(c *Config) { c.Staleness.Policy = kind("epoch-fixed") }, "--staleness"},
 		{func(c *Config) { c.Model.Layers, c.Model.Residual, c.Batch.Fanouts = 3, true, []int{2, 2, 2} }, "--residual"},
+		{func(c *Config) { c.Optim.Clip = 1 }, "--clip"},
 		{func(c *Config) { c.Batch.Mode = BatchGlobal }, "not --batch global"},
 	} {
 		cfg := ok
