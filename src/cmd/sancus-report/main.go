@@ -32,7 +32,7 @@ func run(args []string) error {
 		fmt.Fprintf(fs.Output(), "Usage: sancus report [--out DIR] RESULTS...  (files or directories of result JSONs)\n\n")
 		fs.PrintDefaults()
 	}
-	out := fs.String("out", "", "output directory for summary.csv and the PNGs (default: the first argument if a directory)")
+	out := fs.String("out", "", "`DIR` to write summary.csv and the PNGs (default: the first argument if a directory)")
 	fs.SetOutput(io.Discard) // an error is printed once, by main
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) { // help on stdout, status 0
