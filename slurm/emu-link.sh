@@ -32,6 +32,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 case $name in sancus-*) ;; *) echo "emu-link: a namespace name starts with sancus- (got $name)" >&2; exit 2 ;; esac
+# Namespaces, veths and qdiscs are root's: say so before the first fails.
+[ "$(id -u)" = 0 ] || { echo "emu-link: needs root (ip netns, tc): run it with sudo" >&2; exit 2; }
 
 # burst is what tbf lets through at once, at loopback speed: a message
 # under it crosses faster than the rate would carry it, so it is kept

@@ -41,6 +41,8 @@ done
 # The prefix names namespaces (PREFIX-n12 must fit a host name) and is
 # matched by down: a fixed shape keeps down from removing anything else.
 [[ $prefix =~ ^sancus-[a-z0-9-]{1,40}$ ]] || { echo "emu-nodes: a name is sancus- then a-z, 0-9 or - (got $prefix)" >&2; exit 2; }
+# Namespaces, veths and qdiscs are root's: say so before the first fails.
+[ "$(id -u)" = 0 ] || { echo "emu-nodes: needs root (ip netns, tc): run it with sudo" >&2; exit 2; }
 
 subnet=10.99.0
 addr() { echo "$subnet.$(($1 + 1))"; }
