@@ -121,12 +121,14 @@ const trainImbalance = 1.5
 
 // noteTrainBalance warns, on stderr, when the training nodes crowd into
 // some parts (a contiguous cut of a dataset whose training nodes come
-// first, as Cora's do): the ranks then do unequal work each step.
+// first, as Cora's do). A full-graph step's work follows rows and
+// nonzeros, which the cut balances; a sampled step's follows the training
+// nodes a rank draws from, and a rank with none idles.
 func noteTrainBalance(m partition.Metrics) {
 	if m.TrainBalance <= trainImbalance {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "sancus prepare: the training nodes are unbalanced across the parts (%v a part; the largest %.2fx the mean): the ranks do unequal work each step; --partitioner random, spring, grem or bytegnn spreads them\n",
+	fmt.Fprintf(os.Stderr, "sancus prepare: the training nodes are unbalanced across the parts (%v a part; the largest %.2fx the mean): full-graph training is not slowed by it, but with train --batch sampled the ranks draw unequal batches; --partitioner bytegnn balances training, validation and test nodes across the parts\n",
 		m.Trains, m.TrainBalance)
 }
 
