@@ -18,8 +18,8 @@ import (
 // still moving bytes (TCP between hosts is work on those cores), and the
 // probe would time the ranks waiting, not the link.
 //
-// Rounds repeat until the best has held for two of them (at least 3, at
-// most maxRounds; reps raises the minimum): a busy host deschedules a rank
+// Rounds repeat until the best has held for three of them (at least 5,
+// at most maxRounds; reps raises the minimum): a busy host deschedules a rank
 // mid-round, which only slows that round, so the best round is the link's
 // rate and the same link gives the same figure from run to run. Before
 // timing, every rank sends every other a word, so each connection the
@@ -40,7 +40,7 @@ func MeasureLink(c Comm, bytes, reps int) (float64, error) {
 	}
 	send, recv := make([]byte, bytes), make([]byte, bytes)
 	best, held := time.Duration(0), 0 // 0: no round yet
-	for round := 0; round < maxRounds && (round < max(3, reps) || held < 2); round++ {
+	for round := 0; round < maxRounds && (round < max(5, reps) || held < 3); round++ {
 		if err := idleBarrier(c); err != nil {
 			return 0, fmt.Errorf("measuring the link: %w", err)
 		}
@@ -76,9 +76,9 @@ func MeasureLink(c Comm, bytes, reps int) (float64, error) {
 	return float64(bytes) / best.Seconds() / 1e9, nil
 }
 
-// maxRounds bounds the link's measurement on a host too busy to give two
-// rounds alike.
-const maxRounds = 12
+// maxRounds bounds the link's measurement on a host too busy to give
+// three rounds alike: about 2 s of 4 MB rounds at 1 Gbit/s shared by two.
+const maxRounds = 24
 
 // swap sends send to peer and receives recv from it at once.
 func swap(c Comm, send, recv []byte, peer int) error {
