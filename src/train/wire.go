@@ -221,19 +221,20 @@ func grow[T any](b []T, n int) []T {
 
 // linkWires are the forward blocks' default widths by the rate measured
 // between ranks (GB/s per rank, all sending at once) when no --wire is
-// given: the first whose rate the link is below. Below 0.25 GB/s (2
-// Gbit/s a rank: 10 Gbit/s shared by five ranks, 1 Gbit/s by one) int2,
-// held within a point of fp32 (TestQuantizedAccuracy), reached the target
-// soonest or within 1.04x of the soonest for every model measured, int8
-// included (results/README.md, "Links"). Above it fp32 keeps every rank
-// count's losses equal, at a cost of 1.03–1.28x against int8 measured at
-// 0.31 GB/s on an idle host.
+// given: the first whose rate the link is below. Below 0.2 GB/s (1.6
+// Gbit/s a rank: 1 Gbit/s for one or two ranks, 10 Gbit/s shared by
+// eight) int2, held within a point of fp32 (TestQuantizedAccuracy),
+// reached the target soonest or within 1.04x of the soonest for every
+// model measured, int8 included (results/README.md, "Links"). Above it
+// fp32 keeps every rank count's losses equal, at a cost of 1.03–1.28x
+// against int8 measured at 0.31 GB/s on an idle host.
 //
-// One threshold, far from the rates links give: 1 Gbit/s a rank measures
-// at most 0.125, and ranks sharing an uncapped host link measured 0.24 or
-// more even with the cores oversubscribed four times; a width between
-// would be chosen one run and not the next.
-var linkWires = []linkWire{{0.25, 2}}
+// One threshold, between the rates links give: 1 Gbit/s a rank measures
+// at most 0.125, 10 Gbit/s shared by four 0.31, and ranks sharing an
+// uncapped host link measured 0.24 or more with the cores oversubscribed
+// fifteen times (results/scaling/wire-choice.tsv); a width between would
+// be chosen one run and not the next.
+var linkWires = []linkWire{{0.2, 2}}
 
 // linkWire is a default width and the rate a link must be below to get it.
 type linkWire struct {

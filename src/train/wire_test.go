@@ -132,14 +132,15 @@ func TestWireForLink(t *testing.T) {
 		wire  string
 		below float64
 	}{
-		{0, "fp32", 0},         // not measured: shared memory
-		{1.5, "fp32", 0},       // TCP on one host
-		{0.8, "fp32", 0},       // 10 Gbit/s shared by two ranks
-		{0.25, "fp32", 0},      // the first rate that is not slow
-		{0.24, "int2", 0.25},   // an oversubscribed host's uncapped link
-		{0.125, "int2", 0.25},  // 1 Gbit/s a rank
-		{0.0625, "int2", 0.25}, // 1 Gbit/s shared by two
-		{0.02, "int2", 0.25},   // 0.5 Gbit/s shared by four
+		{0, "fp32", 0},        // not measured: shared memory
+		{1.5, "fp32", 0},      // TCP on one host
+		{0.8, "fp32", 0},      // 10 Gbit/s shared by two ranks
+		{0.31, "fp32", 0},     // 10 Gbit/s shared by four
+		{0.2, "fp32", 0},      // the first rate that is not slow
+		{0.156, "int2", 0.2},  // 10 Gbit/s shared by eight
+		{0.125, "int2", 0.2},  // 1 Gbit/s a rank
+		{0.0625, "int2", 0.2}, // 1 Gbit/s shared by two
+		{0.02, "int2", 0.2},   // 0.5 Gbit/s shared by four
 	} {
 		if w, b := WireForLink(c.gbs); w.String() != c.wire || b != c.below {
 			t.Errorf("WireForLink(%g) = %s under %g, want %s under %g", c.gbs, w, b, c.wire, c.below)
