@@ -210,12 +210,31 @@ type SampledCounts struct {
 }
 
 // Memory is what a rank holds, by component, in MB (their sum is the
-// rank's compulsory memory).
+// rank's compulsory memory), and what the engine estimated of it before
+// it built its layers.
 type Memory struct {
-	GraphMB       float64 `json:"graph_mb"`       // its shard: features, ÂX, Â's blocks, labels
+	GraphMB       float64 `json:"graph_mb"`       // Â's blocks (and a layer's copies of them), labels, splits
+	OwnMB         float64 `json:"own_mb"`         // its rows of the input: X, ÂX as the engine holds them
 	ActivationsMB float64 `json:"activations_mb"` // every layer's buffers
 	CachesMB      float64 `json:"caches_mb"`      // the blocks of other ranks, as held
+	ExchangeMB    float64 `json:"exchange_mb"`    // the sparse exchange's pack buffers
 	ModelMB       float64 `json:"model_mb"`       // weights, gradients, optimizer moments
+	// Estimate is the pre-allocation estimate (train.EstimateMemory): the
+	// same components, the working memory beyond them, and the peak.
+	Estimate MemoryEstimate `json:"estimate"`
+}
+
+// MemoryEstimate is a rank's estimated memory by component, in MB.
+type MemoryEstimate struct {
+	GraphMB       float64 `json:"graph_mb"`
+	OwnMB         float64 `json:"own_mb"`
+	ActivationsMB float64 `json:"activations_mb"`
+	CachesMB      float64 `json:"caches_mb"`
+	ExchangeMB    float64 `json:"exchange_mb"`
+	ModelMB       float64 `json:"model_mb"`
+	WorkingMB     float64 `json:"working_mb"` // the base process, dropout's copies
+	LoadMB        float64 `json:"load_mb"`    // the peak while the shard is read whole
+	PeakMB        float64 `json:"peak_mb"`    // training's or the load's, the larger
 }
 
 // RankStats is one rank's share of the run (SANCUS Table 5).

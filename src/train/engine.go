@@ -75,6 +75,8 @@ type tally struct {
 	clipped    int            // gradient blocks clipped
 	timed      *kernels.Timed // with --profile-kernels: e.be, timing each call
 	inputBytes int64          // ÂX as the engine holds it: its operand when layer 1 reads it, else the shard's
+	estimate   MemoryEstimate // what fitsMemory estimated before the layers were built
+	stored     int64          // the shard as read, before openInput let go of what layer 1 does not read
 }
 
 // view is what this rank multiplies with root j's cached block: Â_ij with
@@ -175,6 +177,7 @@ func sameShardSet(c collectives.Comm, s *shard.Shard) error {
 // setup builds the model, chooses the exchange and builds the layers on the
 // opened backend.
 func (e *Engine) setup() error {
+	e.tally.stored = storedBytes(e.s)
 	if err := e.openInput(); err != nil {
 		return err
 	}

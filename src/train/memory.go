@@ -9,60 +9,75 @@ package train
 import (
 	"fmt"
 	"reflect"
+	"strings"
 
 	"sancus/kernels/matrix"
 	"sancus/launch"
 	"sancus/src/result"
+	"sancus/src/shard"
 )
 
-// memoryParts is this rank's compulsory memory by component, in bytes:
-// the graph (its shard: features, ÂX as the engine holds it, Â's blocks,
-// labels and the transposed blocks a reduction reads), the activations
-// (every layer's buffers and the output's gradient), the block caches
-// (with a reduction's), and the model (weights, gradients, Adam's moments).
+// memoryParts is this rank's compulsory memory by component, in MB, and
+// what fitsMemory estimated of it.
 func (e *Engine) memoryParts() result.Memory {
-	graph, act, caches, model := e.memoryBytes()
+	m := e.memoryBytes()
 	mb := func(n int64) float64 { return float64(n) / (1 << 20) }
-	return result.Memory{GraphMB: mb(graph), ActivationsMB: mb(act), CachesMB: mb(caches), ModelMB: mb(model)}
+	x := e.tally.estimate
+	return result.Memory{GraphMB: mb(m.Graph), OwnMB: mb(m.Own), ActivationsMB: mb(m.Activations), CachesMB: mb(m.Caches), ExchangeMB: mb(m.Exchange), ModelMB: mb(m.Model),
+		Estimate: result.MemoryEstimate{GraphMB: mb(x.Graph), OwnMB: mb(x.Own), ActivationsMB: mb(x.Activations), CachesMB: mb(x.Caches),
+			ExchangeMB: mb(x.Exchange), ModelMB: mb(x.Model), WorkingMB: mb(x.Working), LoadMB: mb(x.Load), PeakMB: mb(x.Peak())}}
 }
 
-// memoryBytes is memoryParts in bytes.
-func (e *Engine) memoryBytes() (graph, act, caches, model int64) {
+// memoryBytes is what this rank holds, by component, as built: the graph
+// (Â's blocks, labels, splits, the transposed blocks a reduction reads and
+// GraphSAGE's values of D⁻¹A and A), its input rows (X, ÂX as the engine
+// holds it), the activations (every layer's buffers and the output's
+// gradient), the block caches (with a reduction's), the sparse exchange's
+// pack buffers and the model (weights, the allreduce's gradient, Adam's
+// moments). Working is left zero: it is what the peak adds.
+func (e *Engine) memoryBytes() (m MemoryEstimate) {
 	s := e.s
-	graph = s.Features.Bytes() + e.tally.inputBytes + s.Multi.Bytes()
+	m.Own = s.Features.Bytes() + e.tally.inputBytes + s.Multi.Bytes()
 	for _, b := range s.Blocks {
-		graph += b.Bytes()
+		m.Graph += b.Bytes()
 	}
-	graph += 4 * int64(len(s.Labels)+len(s.Train)+len(s.Val)+len(s.Test)+len(s.NodeIDs)+len(s.Clusters))
+	m.Graph += 4 * int64(len(s.Labels)+len(s.Train)+len(s.Val)+len(s.Test)+len(s.NodeIDs)+len(s.Clusters))
 	for _, b := range e.part.blockT {
 		if b != nil {
-			graph += b.Bytes()
+			m.Graph += b.Bytes()
 		}
 	}
+	for _, b := range append(append([]*matrix.CSR{}, e.part.sage.mean...), e.part.sage.adj...) {
+		m.Graph += 4 * int64(len(b.Val)) // the pattern is Â's
+	}
 	for _, L := range e.layers {
-		act += bufferBytes(reflect.ValueOf(L).Elem())
+		m.Activations += bufferBytes(reflect.ValueOf(L).Elem())
 		if x, ok := L.(reducer); ok {
-			caches += x.reduced().bytes()
+			m.Caches += x.reduced().bytes()
 		}
 		for _, c := range L.base().caches() {
-			caches += c.bytes()
+			m.Caches += c.bytes()
 		}
 		if x, ok := L.(restricter); ok {
-			act += x.restrictedBytes(e.part.blockT)
+			m.Activations += x.restrictedBytes(e.part.blockT)
 		}
 	}
 	if e.out.lossGrad != nil { // the output's gradient, where the loss cannot write it over the logits
-		act += 4 * int64(len(e.out.lossGrad.Data))
+		m.Activations += 4 * int64(len(e.out.lossGrad.Data))
 	}
-	model = 4 * int64(e.m.NumParams()) * 4 // weights, gradients, Adam's two moments
-	return graph, act, caches, model
+	if x, ok := e.net.x.(*sparseExchange); ok {
+		for _, bufs := range x.packed {
+			for _, b := range bufs {
+				m.Exchange += int64(len(b))
+			}
+		}
+	}
+	m.Model = 4 * int64(e.m.NumParams()) * 4 // weights, the allreduce's gradient, Adam's two moments
+	return m
 }
 
 // compulsoryBytes is this rank's compulsory memory, every component.
-func (e *Engine) compulsoryBytes() int64 {
-	graph, act, caches, model := e.memoryBytes()
-	return graph + act + caches + model
-}
+func (e *Engine) compulsoryBytes() int64 { return e.memoryBytes().Compulsory() }
 
 // bytes is what a cache holds: its copies of the blocks, packed copies, its
 // restricted blocks and its masking and decoding buffers.
@@ -125,32 +140,126 @@ func bufferBytes(v reflect.Value) int64 {
 	return n
 }
 
-// fitsMemory refuses, before allocating, widths whose least memory (the
-// weights with their gradient and Adam's two moments; each layer's output
-// and its gradient at every row, twice for a GraphSAGE or GAT layer's
-// second path) exceeds what the machine has free: a mistyped --hidden
-// would otherwise swap or be killed minutes later.
+// footprint is this rank's counts as the estimate reads them, from its
+// shard before any collective: its graph and input as held (exact), and
+// the rows each of its caches will hold, read off Â's blocks as the
+// sparse exchange will choose them (sparseView: a peer's rows its block
+// references, or all of them past wholeBlockShare; Â is symmetric, so the
+// rows a peer needs of this rank are those its block with the peer has
+// entries in).
+func (e *Engine) footprint() Footprint {
+	s := e.s
+	f := Footprint{P: e.P, Rank: e.rank, Rows: e.rows(), Train: len(s.Train), GlobalTrain: int64(s.GlobalTrain), N: int64(s.N), StoredBytes: e.tally.stored,
+		Features: s.FeatDim, Classes: s.Classes, InputBytes: s.Features.Bytes() + e.tally.inputBytes + s.Multi.Bytes()}
+	f.GraphBytes = 4 * int64(len(s.Labels)+len(s.Train)+len(s.Val)+len(s.Test)+len(s.NodeIDs)+len(s.Clusters))
+	if s.Features != nil {
+		f.InputValues = 4 * int64(len(s.Features.Val))
+	}
+	f.MostRows = f.Rows
+	sparse := !e.plan.Exchange.Dense && e.P > 1
+	for j, b := range s.Blocks {
+		f.NNZ += b.NNZ()
+		if j == e.rank {
+			f.Diag = b.NNZ()
+			f.GraphBytes += b.Bytes()
+			continue
+		}
+		cols, read, rows := make([]bool, b.Cols), make([]bool, b.Cols), 0
+		for r := range b.Rows {
+			if b.RowPtr[r+1] > b.RowPtr[r] {
+				rows++
+			}
+			for p := b.RowPtr[r]; p < b.RowPtr[r+1]; p++ {
+				cols[b.ColIdx[p]] = true
+			}
+		}
+		for _, r := range s.Train {
+			for p := b.RowPtr[r]; p < b.RowPtr[r+1]; p++ {
+				read[b.ColIdx[p]] = true
+			}
+		}
+		recv, send := int64(b.Cols), int64(f.Rows)
+		if sparse {
+			recv, send = int64(count(cols)), int64(rows)
+			if recv*100 >= int64(wholeBlockShare)*int64(b.Cols) {
+				recv = int64(b.Cols)
+			}
+			if send*100 >= int64(wholeBlockShare)*int64(f.Rows) {
+				send = int64(f.Rows)
+			} else {
+				f.Packed += send
+			}
+		}
+		// The view's compacted block: the same entries, its columns renumbered.
+		f.GraphBytes += b.Bytes()
+		f.MostRows = max(f.MostRows, int(recv))
+		f.Recv[ViewRows] += recv
+		f.Send[ViewRows] += send
+		if recv > 0 {
+			f.RecvPeers++
+		}
+		if send > 0 {
+			f.SendPeers++
+		}
+		f.Recv[ReadByTraining] += int64(count(read))
+		// j's training rows among those held: as many as its share of the
+		// graph's (the shard does not know which of j's rows train).
+		f.Recv[TrainingRows] += recv * f.GlobalTrain / max(1, f.N)
+	}
+	return f
+}
+
+// count is how many of v are set.
+func count(v []bool) int {
+	n := 0
+	for _, x := range v {
+		if x {
+			n++
+		}
+	}
+	return n
+}
+
+// storedBytes is a shard as read: its blocks, lists, X and products.
+func storedBytes(s *shard.Shard) int64 {
+	n := s.Features.Bytes() + s.Multi.Bytes() + 4*int64(len(s.Labels)+len(s.Train)+len(s.Val)+len(s.Test)+len(s.NodeIDs)+len(s.Clusters))
+	for _, b := range s.Blocks {
+		n += b.Bytes()
+	}
+	for _, a := range []shard.Aggregate{s.AX, s.MX} {
+		n += a.CSR.Bytes()
+		if a.Dense != nil {
+			n += 4 * int64(len(a.Dense.Data))
+		}
+	}
+	return n
+}
+
+// fitsMemory refuses, before the layers are built, a plan whose estimated
+// peak (EstimateMemory) exceeds what the machine has free: a mistyped
+// --hidden would otherwise swap or be killed minutes later.
 func (e *Engine) fitsMemory(dims []int) error {
-	avail := launch.AvailableBytes()
+	est, err := e.plan.Config.EstimateMemory(e.footprint())
+	if err != nil {
+		return err
+	}
+	e.tally.estimate = est
+	avail, bound := launch.Available()
 	if avail <= 0 {
 		return nil
 	}
-	var params, widths float64
-	for l := 0; l+1 < len(dims); l++ {
-		params += float64(dims[l]) * float64(dims[l+1])
-		widths += float64(dims[l+1])
-	}
-	paths := 2.0
-	if e.plan.Model.Arch.HasRoot() || e.plan.Model.Arch.Attends() {
-		paths = 4
-	}
-	need := 16*params + 4*paths*widths*float64(e.rows())
 	// Every rank on this host checks while the others have not allocated
-	// yet: each asks for all of theirs, its rows' share times their count.
+	// yet: each asks for all of theirs, its rows' share times their count,
+	// unless what bounds it is its own process's limit (ulimit).
+	// The graph and input are already held, and counted in what is free.
 	here := max(1, e.plan.Run.RanksOnHost)
-	if total := need * float64(here); total > float64(avail) {
-		return fmt.Errorf("rank %d: a %d-layer %s with widths %v needs at least %.1f GB for its weights and layer buffers, more than the %.1f GB free (%.1f GB a rank, %d on this host; see --hidden, --heads, or fewer ranks a node)",
-			e.rank, len(dims)-1, e.plan.Model.Arch, dims, total/1e9, float64(avail)/1e9, need/1e9, here)
+	if strings.HasPrefix(bound, "ulimit") {
+		here = 1
+	}
+	need := est.Training() - est.Graph - est.Own
+	if total := float64(need) * float64(here); total > float64(avail) {
+		return fmt.Errorf("rank %d: a %d-layer %s with widths %v needs %.1f GB for its weights and layer buffers, more than the %.1f GB free (with its caches, exchange buffers and working copies; %.1f GB a rank, %d on this host, beyond the graph it holds; its estimate: %s; see --hidden, --heads, or more ranks on more nodes)",
+			e.rank, len(dims)-1, e.plan.Model.Arch, dims, total/1e9, float64(avail)/1e9, float64(need)/1e9, here, est)
 	}
 	return nil
 }

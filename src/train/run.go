@@ -655,6 +655,17 @@ var (
 		func(s *result.RankStats) *float64 { return &s.Memory.ActivationsMB },
 		func(s *result.RankStats) *float64 { return &s.Memory.CachesMB },
 		func(s *result.RankStats) *float64 { return &s.Memory.ModelMB },
+		func(s *result.RankStats) *float64 { return &s.Memory.OwnMB },
+		func(s *result.RankStats) *float64 { return &s.Memory.ExchangeMB },
+		func(s *result.RankStats) *float64 { return &s.Memory.Estimate.GraphMB },
+		func(s *result.RankStats) *float64 { return &s.Memory.Estimate.OwnMB },
+		func(s *result.RankStats) *float64 { return &s.Memory.Estimate.ActivationsMB },
+		func(s *result.RankStats) *float64 { return &s.Memory.Estimate.CachesMB },
+		func(s *result.RankStats) *float64 { return &s.Memory.Estimate.ExchangeMB },
+		func(s *result.RankStats) *float64 { return &s.Memory.Estimate.ModelMB },
+		func(s *result.RankStats) *float64 { return &s.Memory.Estimate.WorkingMB },
+		func(s *result.RankStats) *float64 { return &s.Memory.Estimate.LoadMB },
+		func(s *result.RankStats) *float64 { return &s.Memory.Estimate.PeakMB },
 	}
 	// kernelMaps are the per-kernel-class figures, shared class by class
 	// (kernels.TimedClasses) where --profile-kernels made them.
