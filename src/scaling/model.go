@@ -53,6 +53,22 @@ type Model struct {
 	// Params is what the gradient allreduce sums, in Allreduce's format.
 	Params    int
 	Allreduce wire.Format
+	// Memory is what a rank's memory estimate reads beyond the counts
+	// (train.EstimateMemory); without it no memory is predicted.
+	Memory *MemoryInputs
+}
+
+// MemoryInputs are the run and the graph as the memory estimate reads
+// them: the configuration, the input's nonzeros a row (X's, and the
+// precomputed product's) and the graph's training nodes.
+type MemoryInputs struct {
+	Config            train.Config
+	Features, Classes int
+	XPerRow           float64 // X's nonzeros a row
+	ProductPerRow     float64 // ÂX's (or D⁻¹AX's) nonzeros a row
+	GlobalTrain, N    int64
+	Reordered         bool // the partition renumbers nodes: every rank keeps their ids
+	Precomputed       bool // the shards hold ÂX and D⁻¹AX (prepare --precompute)
 }
 
 // WorkOf is rank r's epoch: every flow's product with its block row of Â
@@ -97,9 +113,10 @@ type Prediction struct {
 	Exact    bool        `json:"bytes_exact"`
 }
 
-// Memory is the largest rank's estimated memory, in MB.
+// Memory is the largest rank's estimated memory by component, in MB
+// (train.MemoryEstimate): Peak is what MemoryMB reports.
 type Memory struct {
-	Graph, Own, Activations, Caches float64
+	Graph, Own, Activations, Caches, Exchange, Model, Working, Load, Peak float64
 }
 
 // Predict is the epoch of counts' partition for m on cluster at rates:
@@ -139,9 +156,8 @@ func Predict(c Counts, m Model, cl Cluster, rates Rates) Prediction {
 		total += mb
 		pr.Messages = max(pr.Messages, t.Messages)
 		pr.Exact = pr.Exact && t.Exact
-		mem := memoryOf(rk, m)
-		if sum := mem.Graph + mem.Own + mem.Activations + mem.Caches; sum > pr.MemoryMB {
-			pr.MemoryMB, pr.Memory = sum, mem
+		if mem, ok := memoryOf(c, r, m); ok && mem.Peak > pr.MemoryMB {
+			pr.MemoryMB, pr.Memory = mem.Peak, mem
 		}
 	}
 	pr.MeanMB = total / float64(p)
@@ -167,31 +183,41 @@ func allreduceSeconds(p, nodes, rpn int, sent int64, params int, bw, lat float64
 	return t
 }
 
-// memoryOf estimates one rank's memory: Â's block row (CSR, 8 bytes a
-// nonzero, 8 a row), its own rows of the input and of every layer (four
-// buffers a layer: output, product, their gradients), the caches of the
-// rows it receives (float32, training and evaluation).
-func memoryOf(r Rank, m Model) Memory {
-	const mb = 1 << 20
-	var mem Memory
-	mem.Graph = float64(r.NNZ*8+int64(r.Rows)*8) / mb
-	mem.Own = float64(r.Rows) * float64(m.Dims[0]) * 4 / mb
-	var widths float64
-	for _, d := range m.Dims[1:] {
-		widths += float64(d)
+// memoryOf is rank r's memory as the engine estimates it before it
+// allocates (train.EstimateMemory), from the partition's counts: the
+// rows each cache holds are the row sets the exchange moves.
+func memoryOf(c Counts, r int, m Model) (Memory, bool) {
+	in := m.Memory
+	if in == nil {
+		return Memory{}, false
 	}
-	mem.Activations = 4 * float64(r.Rows) * widths * 4 / mb
-	for _, f := range m.Flows {
-		rows := r.Sets[f.Rows].RecvRows
-		if f.Reverse {
-			rows = r.Sets[f.Rows].SendRows
-		}
-		mem.Caches += float64(rows) * float64(f.Width) * 4 / mb
-		if f.Name == "forward" { // its evaluation cache holds the view's rows
-			mem.Caches += float64(r.Sets[train.ViewRows].RecvRows) * float64(f.Width) * 4 / mb
-		}
+	rk := c.Ranks[r]
+	f := train.Footprint{P: c.P, Rank: r, Rows: rk.Rows, Train: rk.Train, NNZ: rk.NNZ, Diag: rk.Diag,
+		GlobalTrain: in.GlobalTrain, N: in.N, Features: in.Features, Classes: in.Classes, MostRows: rk.Rows}
+	for s := range rk.Sets {
+		f.Recv[s], f.Send[s] = rk.Sets[s].RecvRows, rk.Sets[s].SendRows
 	}
-	return mem
+	f.RecvPeers, f.SendPeers = rk.Sets[train.ViewRows].RecvPeers, rk.Sets[train.ViewRows].SendPeers
+	// Peers that ask for all of this rank's rows take them unpacked: where
+	// they ask, on average, for the share past which a peer asks for all.
+	if share := int64(train.WholeBlockShare()); 100*f.Send[train.ViewRows] < share*int64(max(1, f.SendPeers))*int64(rk.Rows) {
+		f.Packed = f.Send[train.ViewRows]
+	}
+	if f.RecvPeers > 0 {
+		f.MostRows = max(f.MostRows, int(f.Recv[train.ViewRows]/int64(f.RecvPeers)))
+	}
+	f.GraphBytes = train.GraphBytes(rk.Rows, rk.NNZ, c.P, rk.Train, in.Reordered)
+	rows := float64(rk.Rows)
+	xnnz, pnnz := int64(in.XPerRow*rows), int64(in.ProductPerRow*rows)
+	f.InputBytes, f.InputValues = train.InputBytes(in.Config, rk.Rows, in.Features, xnnz, pnnz)
+	f.StoredBytes = train.StoredBytes(f.GraphBytes, rk.Rows, in.Features, xnnz, pnnz, in.Precomputed)
+	est, err := in.Config.EstimateMemory(f)
+	if err != nil {
+		return Memory{}, false
+	}
+	mb := func(n int64) float64 { return float64(n) / (1 << 20) }
+	return Memory{Graph: mb(est.Graph), Own: mb(est.Own), Activations: mb(est.Activations), Caches: mb(est.Caches),
+		Exchange: mb(est.Exchange), Model: mb(est.Model), Working: mb(est.Working), Load: mb(est.Load), Peak: mb(est.Peak())}, true
 }
 
 // Check reports the first unusable cluster setting, naming its flag.

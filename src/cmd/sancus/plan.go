@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -151,6 +152,7 @@ func runPlan(args []string) error {
 			if err != nil {
 				return err
 			}
+			m.Memory = memoryInputs(c, ds, pf.kind.Reorders())
 			pr := scaling.Predict(counts, m, cl, res.Rates)
 			pr.Wire = w
 			if k == 0 {
@@ -189,6 +191,23 @@ func shapeOf(cfg train.Config, ds *graph.Dataset) (scaling.Model, error) {
 		dims = append(dims, h)
 	}
 	return scaling.Model{Dims: append(dims, ds.Classes), Flows: flows, Params: params, Allreduce: cfg.Wire.Allreduce}, nil
+}
+
+// memoryInputs is what the memory estimate reads of ds beyond the
+// partition's counts. The precomputed product's nonzeros a row are those
+// of the sum of a row's deg+1 rows of X, each of XPerRow ones placed at
+// random among the columns.
+func memoryInputs(cfg train.Config, ds *graph.Dataset, reordered bool) *scaling.MemoryInputs {
+	n, f := ds.N, ds.Features.Cols
+	// As prepare's default: ÂX and D⁻¹AX stored, whichever the model reads.
+	in := &scaling.MemoryInputs{Config: cfg, Features: f, Classes: ds.Classes, N: int64(n), Reordered: reordered, Precomputed: true}
+	in.GlobalTrain = int64(len(ds.Train))
+	if n > 0 && f > 0 {
+		in.XPerRow = float64(ds.Features.NNZ()) / float64(n)
+		deg := float64(ds.Adj.NNZ())/float64(n) + 1
+		in.ProductPerRow = float64(f) * (1 - math.Pow(1-in.XPerRow/float64(f), deg))
+	}
+	return in
 }
 
 // recommend is the configuration to run: the fewest ranks within 5% of
@@ -241,14 +260,14 @@ func why(best *scaling.Prediction, all []scaling.Prediction) string {
 // receives in an epoch (train's "sent" counts one direction), the busiest
 // rank's and the mean.
 func printPlan(w io.Writer, rows []scaling.Prediction) {
-	fmt.Fprintf(w, "%6s %5s %5s %10s %10s %10s %10s %10s %10s %8s %10s %s\n", "P", "nodes", "wire", "epoch ms", "compute", "comm", "exposed", "MB in+out", "mean in+out", "msgs", "mem MB", "(graph own act caches)")
+	fmt.Fprintf(w, "%6s %5s %5s %10s %10s %10s %10s %10s %10s %8s %10s %s\n", "P", "nodes", "wire", "epoch ms", "compute", "comm", "exposed", "MB in+out", "mean in+out", "msgs", "peak MB", "(graph own act caches exchange model working)")
 	for _, r := range rows {
 		exact := ""
 		if !r.Exact {
 			exact = " ~bytes"
 		}
-		fmt.Fprintf(w, "%6d %5d %5v %10.2f %10.2f %10.2f %10.2f %10.3f %10.3f %8d %10.1f (%.1f %.1f %.1f %.1f)%s\n", r.P, r.Nodes, r.Wire, r.EpochMs, r.Compute, r.Comm, r.Exposed, r.BytesMB, r.MeanMB, r.Messages, r.MemoryMB,
-			r.Memory.Graph, r.Memory.Own, r.Memory.Activations, r.Memory.Caches, exact)
+		fmt.Fprintf(w, "%6d %5d %5v %10.2f %10.2f %10.2f %10.2f %10.3f %10.3f %8d %10.1f (%.1f %.1f %.1f %.1f %.1f %.1f %.1f)%s\n", r.P, r.Nodes, r.Wire, r.EpochMs, r.Compute, r.Comm, r.Exposed, r.BytesMB, r.MeanMB, r.Messages, r.MemoryMB,
+			r.Memory.Graph, r.Memory.Own, r.Memory.Activations, r.Memory.Caches, r.Memory.Exchange, r.Memory.Model, r.Memory.Working, exact)
 	}
 }
 
@@ -256,9 +275,11 @@ func writePlan(path string, res planOut) error {
 	return atomicfile.Write(path, func(w io.Writer) error {
 		if strings.HasSuffix(path, ".tsv") {
 			fmt.Fprintf(w, "# %s\n# rates %s: spmm %.3f gemm %.3f GFLOP/s, %.3f µs a peer block\n", res.Command, res.RatesFrom, res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.Rates.BlockUs)
-			fmt.Fprintln(w, "ranks\tnodes\twire\tepoch_ms\tcompute_ms\tcomm_ms\texposed_ms\tmb_per_rank\tmean_mb_per_rank\tmessages_per_rank\tmemory_mb_per_rank\tbytes_exact")
+			fmt.Fprintln(w, "ranks\tnodes\twire\tepoch_ms\tcompute_ms\tcomm_ms\texposed_ms\tmb_per_rank\tmean_mb_per_rank\tmessages_per_rank\tmemory_mb_per_rank\tbytes_exact\tgraph_mb\town_mb\tactivations_mb\tcaches_mb\texchange_mb\tmodel_mb\tworking_mb")
 			for _, r := range res.Rows {
-				fmt.Fprintf(w, "%d\t%d\t%v\t%.3f\t%.3f\t%.3f\t%.3f\t%.4f\t%.4f\t%d\t%.2f\t%v\n", r.P, r.Nodes, r.Wire, r.EpochMs, r.Compute, r.Comm, r.Exposed, r.BytesMB, r.MeanMB, r.Messages, r.MemoryMB, r.Exact)
+				m := r.Memory
+				fmt.Fprintf(w, "%d\t%d\t%v\t%.3f\t%.3f\t%.3f\t%.3f\t%.4f\t%.4f\t%d\t%.2f\t%v\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\n", r.P, r.Nodes, r.Wire, r.EpochMs, r.Compute, r.Comm, r.Exposed, r.BytesMB, r.MeanMB, r.Messages, r.MemoryMB, r.Exact,
+					m.Graph, m.Own, m.Activations, m.Caches, m.Exchange, m.Model, m.Working)
 			}
 			_, err := fmt.Fprintf(w, "# recommended: %s\n", res.Recommend)
 			return err
