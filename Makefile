@@ -21,7 +21,7 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: cuda test-cuda vet-cuda all deps torch build run test test-go test-short test-mpi test-slurm fuzz chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-messages bench-replay bench-emu-scaling bench-wire-choice bench-sancus bench-partition bench-powerlaw bench-link bench-ab bench-models bench-hopgnn clean
+.PHONY: cuda test-cuda vet-cuda all deps torch build run test test-go test-short test-mpi test-slurm fuzz chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-messages bench-replay bench-emu-scaling bench-wire-choice bench-sancus bench-partition bench-memory bench-powerlaw bench-link bench-ab bench-models bench-hopgnn clean
 
 all: build
 
@@ -165,6 +165,12 @@ bench-epoch: build torch $(DATA)/test.txt
 # Graphs from 100k/1M to 4M/40M nodes/edges, 10 epochs at P = 1 and 2.
 bench-scale: build
 	bash slurm/bench/scale-bench.sh data/scale results/bench/scale "$(MPIRUN)"
+
+# The pre-training memory estimate against peak RSS: a 1M-node graph (GCN,
+# GraphSAGE, GAT at hidden 16 and 256, P = 1, 2) and a products-shaped one
+# (3-layer GCN-256 at P = 1, 2, 4, with sancus plan's prediction).
+bench-memory: build
+	bash slurm/bench/memory-bench.sh data/memory results/memory "$(MPIRUN)"
 
 # The epoch time of this tree against revision OLD (default: HEAD~1), the
 # two binaries taking turns on the 100k graph: GCN, GraphSAGE and GAT at
