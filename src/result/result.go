@@ -193,9 +193,13 @@ type Migration struct {
 	NonRoot   int64   `json:"non_root"`
 	RMicro    float64 `json:"r_micro"`
 	// RankStepRoots[r][t] and RankStepVertices[r][t] are the micrographs
-	// and block sources rank r trained in time step t, over the epoch.
+	// and block sources rank r trained in time step t, over the epoch's
+	// iterations that moved the model.
 	RankStepRoots    [][]int64 `json:"rank_step_roots"`
 	RankStepVertices [][]int64 `json:"rank_step_vertices"`
+	// Fallback iterations moved no model: it would have moved more bytes
+	// than their features, so every rank fetched its slice's features.
+	Fallback int `json:"fallback_batches"`
 }
 
 // SampledCounts are the figures of sampled batches, summed over ranks.

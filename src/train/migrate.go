@@ -15,6 +15,12 @@ package train
 // ids): the same weights, other bytes. The optimizer's moments, equal on
 // every rank, stay put.
 //
+// An iteration whose model would move more bytes than the features it
+// saves falls back: every rank trains its slice of the global batch,
+// fetching the features, as --migrate features does (the same weights
+// again). The choice is made per iteration before it is sampled, from its
+// roots, as HopGNN §5.3 estimates a time step's vertices by its roots.
+//
 // Merging (§5.3) removes the time step with the fewest roots, dealing its
 // micrographs evenly over the same replica's other time steps (trained
 // away from home: fewer hops, more features fetched); pre-gathering
@@ -131,26 +137,28 @@ func plan(batch []int64, p, merge int, owner func(int64) int) schedule {
 	return sc
 }
 
-// migrateCheck refuses model migration where it would move more bytes an
-// iteration than fetching the batch's features is expected to: the model
-// and its gradients at every hop against the batch's remote rows.
-func (e *Engine) migrateCheck(rowBytes float64) error {
-	b, p := e.plan.Batch, e.P
-	if b.Merge >= p {
-		return fmt.Errorf("--merge-micrographs %d: at most %d at P = %d (one time step must stay)", b.Merge, p-1, p)
+// migrateCheck refuses a fixed merging that leaves no time step.
+func (e *Engine) migrateCheck() error {
+	if m := e.plan.Batch.Merge; m >= e.P {
+		return fmt.Errorf("--merge-micrographs %d: at most %d at P = %d (one time step must stay)", m, e.P-1, e.P)
 	}
-	hops := p - 1 - min(b.Merge, p-1)
-	model := float64(p*hops) * 8 * float64(e.m.NumParams())
-	rows := float64(b.Size)
-	for _, k := range b.Fanouts {
+	return nil
+}
+
+// migrateBytes estimates an iteration of roots micrographs before it is
+// sampled: the bytes of model it moves in hops time steps (every
+// replica's weights and gradients at every hop) and of the features that
+// fetching them instead would move (each root's k-hop neighbourhood, at
+// most every vertex, (P-1)/P of its rows remote, rowBytes each).
+func (e *Engine) migrateBytes(roots, hops int, rowBytes float64) (model, feats float64) {
+	p := e.P
+	model = float64(p*hops) * 8 * float64(e.m.NumParams())
+	rows := float64(roots)
+	for _, k := range e.plan.Batch.Fanouts {
 		rows *= float64(1 + k)
 	}
 	rows = min(rows, float64(e.s.N))
-	feats := rows * float64(p-1) / float64(p) * rowBytes
-	if model > feats {
-		return fmt.Errorf("--migrate model would move %.3g MB of model an iteration against an estimated %.3g MB of features fetched: use --migrate features (or a smaller model, larger --batch-size, or --merge-micrographs)", model/1e6, feats/1e6)
-	}
-	return nil
+	return model, rows * float64(p-1) / float64(p) * rowBytes
 }
 
 // migrateEpoch trains one epoch with the model moving (see above) and
@@ -158,56 +166,71 @@ func (e *Engine) migrateCheck(rowBytes float64) error {
 func (e *Engine) migrateEpoch(ep int, r *runState) (float64, error) {
 	sr, b, p := r.sampled, e.plan.Batch, e.P
 	glob := sr.train.Global(b.Size, e.plan.Optim.Seed, ep)
+	// A fallen-back iteration's slice: the features-move global draw's.
+	draw := sr.train.Draw(sample.DrawGlobal, b.Size, e.plan.Optim.Seed, ep, e.rank)
 	steps := len(glob.Mine)
 	params := e.m.Flat()
 	n := e.m.NumParams()
 	state, in, acc := make([]float32, 2*n), make([]float32, 2*n), make([]float32, n)
-	mig := &result.Migration{Pregather: b.Pregather}
+	merge := b.Merge
+	ts := p - merge
+	mig := &result.Migration{Pregather: b.Pregather, TimeSteps: ts,
+		RankStepRoots: [][]int64{make([]int64, ts)}, RankStepVertices: [][]int64{make([]int64, ts)}}
 	fig := epochFigures{counts: make([]int64, sampledFields*steps)}
 	var lossSum float64
 	var seeds int
 	for s := range steps {
 		id := uint64(ep*steps + s)
-		sc := plan(glob.Mine[s], p, b.Merge, sr.s.Owner)
-		if mig.TimeSteps == 0 {
-			mig.TimeSteps = len(sc.steps)
-			mig.RankStepRoots, mig.RankStepVertices = [][]int64{make([]int64, len(sc.steps))}, [][]int64{make([]int64, len(sc.steps))}
-		}
-		mine := make([][]int64, len(sc.steps))
-		for k, t := range sc.steps {
-			mine[k] = sc.work[(e.rank-t+p)%p][t]
-		}
-		batches, err := sr.s.SampleSteps(id, mine, b.Pregather)
-		if err != nil {
-			return lossSum, fmt.Errorf("epoch %d step %d: %w", ep+1, s+1, err)
-		}
-		clear(acc)
+		drop := e.stepDropout(id)
+		sc := plan(glob.Mine[s], p, merge, sr.s.Owner)
 		var c sample.Counts
-		for k, bt := range batches {
-			if k > 0 {
-				if err := e.hop(sc.steps[k]-sc.steps[k-1], params, acc, state, in, mig); err != nil {
-					return lossSum, fmt.Errorf("epoch %d step %d: %w", ep+1, s+1, err)
-				}
+		roots := 0
+		if model, feats := e.migrateBytes(glob.Total[s], len(sc.steps)-1, sr.rowBytes); model > feats {
+			bt, err := sr.s.Sample(id, draw.Mine[s])
+			if err != nil {
+				return lossSum, fmt.Errorf("epoch %d step %d: %w", ep+1, s+1, err)
 			}
-			loss, grads, err := minibatch.Step(e.m, bt, float64(glob.Total[s]), e.stepDropout(id))
+			loss, grads, err := minibatch.Step(e.m, bt, float64(draw.Total[s]), drop)
 			if err != nil {
 				return lossSum, fmt.Errorf("rank %d, epoch %d step %d: %w", e.rank, ep+1, s+1, err)
 			}
-			for i, g := range grads {
-				acc[i] += g
-			}
+			copy(acc, grads)
 			lossSum += loss
-			c.Add(bt.Counts)
-			co, nr := sr.s.Locality(bt)
-			mig.Colocated, mig.NonRoot = mig.Colocated+co, mig.NonRoot+nr
-			mig.RankStepRoots[0][k] += int64(len(mine[k]))
-			mig.RankStepVertices[0][k] += bt.Counts.Vertices
+			c, roots = bt.Counts, len(draw.Mine[s])
+			mig.Fallback++
+		} else {
+			mine := make([][]int64, len(sc.steps))
+			for k, t := range sc.steps {
+				mine[k] = sc.work[(e.rank-t+p)%p][t]
+				roots += len(mine[k])
+			}
+			batches, err := sr.s.SampleSteps(id, mine, b.Pregather)
+			if err != nil {
+				return lossSum, fmt.Errorf("epoch %d step %d: %w", ep+1, s+1, err)
+			}
+			clear(acc)
+			for k, bt := range batches {
+				if k > 0 {
+					if err := e.hop(sc.steps[k]-sc.steps[k-1], params, acc, state, in, mig); err != nil {
+						return lossSum, fmt.Errorf("epoch %d step %d: %w", ep+1, s+1, err)
+					}
+				}
+				loss, grads, err := minibatch.Step(e.m, bt, float64(glob.Total[s]), drop)
+				if err != nil {
+					return lossSum, fmt.Errorf("rank %d, epoch %d step %d: %w", e.rank, ep+1, s+1, err)
+				}
+				for i, g := range grads {
+					acc[i] += g
+				}
+				lossSum += loss
+				c.Add(bt.Counts)
+				co, nr := sr.s.Locality(bt)
+				mig.Colocated, mig.NonRoot = mig.Colocated+co, mig.NonRoot+nr
+				mig.RankStepRoots[0][k] += int64(len(mine[k]))
+				mig.RankStepVertices[0][k] += bt.Counts.Vertices
+			}
 		}
 		seeds += glob.Total[s]
-		roots := 0
-		for _, m := range mine {
-			roots += len(m)
-		}
 		copy(fig.counts[sampledFields*s:], []int64{int64(roots), c.Vertices, c.Edges, c.LocalRows, c.RemoteRows, c.BytesSent, c.FeatureBytes})
 		fig.seconds += c.Seconds
 		fig.exposed += time.Duration(c.Seconds * float64(time.Second))
@@ -270,7 +293,7 @@ func (e *Engine) migrationFigures(s *result.Sampling, m *result.Migration) error
 		return fmt.Errorf("migration figures: %w", err)
 	}
 	w, ts := len(local), m.TimeSteps
-	out := &result.Migration{TimeSteps: ts, Pregather: m.Pregather, Merged: e.P - ts, FeatureBytes: s.FeatureBytes,
+	out := &result.Migration{TimeSteps: ts, Pregather: m.Pregather, Merged: e.P - ts, Fallback: m.Fallback, FeatureBytes: s.FeatureBytes,
 		RankStepRoots: make([][]int64, e.P), RankStepVertices: make([][]int64, e.P)}
 	for rank := range e.P {
 		v := all[rank*w : (rank+1)*w]

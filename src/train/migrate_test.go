@@ -104,7 +104,7 @@ func TestModelMoveTrainsAsFeaturesMove(t *testing.T) {
 				for _, w := range ref.Params {
 					params += int64(len(w))
 				}
-				if m == nil || m.TimeSteps != int(ts) || m.ModelBytes != steps*int64(c.p)*(ts-1)*8*params || s.Seeds != int64(len(ds.Train)) {
+				if m == nil || m.Fallback != 0 || m.TimeSteps != int(ts) || m.ModelBytes != steps*int64(c.p)*(ts-1)*8*params || s.Seeds != int64(len(ds.Train)) {
 					t.Fatalf("%s: figures %+v %+v, want %d time steps, %d model bytes", what, s.SampledCounts, m, ts, steps*int64(c.p)*(ts-1)*8*params)
 				}
 				if m.NonRoot == 0 || m.RMicro < 0 || m.RMicro > 1 || len(m.RankStepRoots) != c.p || m.FeatureBytes != s.FeatureBytes {
@@ -134,15 +134,21 @@ func TestModelMoveTrainsAsFeaturesMove(t *testing.T) {
 	}
 }
 
-// Moving the model is refused where it would cost more bytes than the
-// features it saves, naming both figures and the fix; its settings are
-// refused without it.
+// Moving the model is refused where a fixed merging leaves no time step
+// and its settings are refused without it; a model wider than every
+// batch's features is no refusal: every iteration falls back.
 func TestMigrateModelIsChecked(t *testing.T) {
 	ds, _ := generated(t)
 	cfg := migrateConfig(model.ArchGCN)
 	cfg.Batch.Migrate, cfg.Model.Hidden = MigrateModel, 512
-	if _, err := RunInProcess(ds, 2, cfg); err == nil || !strings.Contains(err.Error(), "MB of model") || !strings.Contains(err.Error(), "--migrate features") {
-		t.Fatalf("a wide model: want a refusal with both figures, got %v", err)
+	out, err := RunInProcess(ds, 2, cfg)
+	if err != nil {
+		t.Fatalf("a wide model: %v", err)
+	}
+	for _, row := range out.Result.Curve {
+		if m := row.Sampling.Migration; m.Fallback != row.Sampling.Steps || m.ModelBytes != 0 || m.FeatureBytes == 0 {
+			t.Fatalf("a wide model, epoch %d: want every one of %d iterations fallen back, got %+v", row.Epoch, row.Sampling.Steps, m)
+		}
 	}
 	cfg.Model.Hidden = 4
 	for p, merge := range []int{1, 2} {
@@ -181,4 +187,58 @@ func TestMigrateStopAndResumeIsBitIdentical(t *testing.T) {
 	cfg := migrateConfig(model.ArchGCN)
 	cfg.Batch.Migrate, cfg.Batch.Pregather = MigrateModel, true
 	checkStopResume(t, cfg)
+}
+
+// Where moving the model costs more bytes than an iteration's features,
+// that iteration fetches them instead and the run goes on: with global
+// batches of 90, 90 and 20 roots and a model between them (P = 4, one
+// time step merged or none, pre-gathered or not), the two full batches
+// move the model and the last one falls back, every epoch, and the
+// weights are still the features-move global draw's to 1e-5.
+func TestMigrateFallsBackPerIteration(t *testing.T) {
+	ds, _ := generated(t)
+	assign := make([]int32, ds.N)
+	for v := range assign {
+		assign[v] = int32(v*7) % 4
+	}
+	cfg := migrateConfig(model.ArchGCN)
+	cfg.Model.Hidden, cfg.Batch.Size, cfg.Model.Dropout = 12, 90, 0.5
+	ref, err := RunInProcess(ds, 1, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := int64(0)
+	for _, w := range ref.Params {
+		params += int64(len(w))
+	}
+	for _, merge := range []int{0, 1} {
+		for _, pre := range []bool{false, true} {
+			what := fmt.Sprintf("merge %d pregather %v", merge, pre)
+			mv := cfg
+			mv.Batch.Migrate, mv.Batch.Merge, mv.Batch.Pregather = MigrateModel, merge, pre
+			out, err := RunPartitioned(ds, assign, 4, mv)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			sameCurve(t, what, out.Result, ref.Result, 1e-5)
+			for j, w := range ref.Params {
+				for k, v := range out.Params[j] {
+					if math.Abs(float64(v-w[k])) > 1e-5*(1+math.Abs(float64(w[k]))) {
+						t.Fatalf("%s: tensor %d[%d] is %g, features-move %g", what, j, k, v, w[k])
+					}
+				}
+			}
+			for _, row := range out.Result.Curve {
+				s := row.Sampling
+				m, ts := s.Migration, int64(4-merge)
+				roots := s.Batches[len(s.Batches)-1].Seeds
+				for _, r := range m.RankStepRoots {
+					roots += sum(r)
+				}
+				if s.Steps != 3 || m.Fallback != 1 || m.ModelBytes != 2*4*(ts-1)*8*params || roots != s.Seeds || s.Batches[2].Seeds != 20 {
+					t.Fatalf("%s epoch %d: want the last of 3 iterations fallen back, got %+v, %+v", what, row.Epoch, s.SampledCounts, m)
+				}
+			}
+		}
+	}
 }

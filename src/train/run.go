@@ -532,6 +532,9 @@ func epochLine(r result.Epoch) string {
 	}
 	if m := r.Sampling; m != nil {
 		s += fmt.Sprintf("  %d steps: %d vertices sampled, feature rows %d local %d fetched, %.2f MB", m.Steps, m.Vertices, m.FeaturesLocal, m.FeaturesRemote, float64(m.Bytes)/1e6)
+		if g := m.Migration; g != nil {
+			s += fmt.Sprintf("; model moved %.2f MB in %d time steps, %d steps fell back to fetching features", float64(g.ModelBytes)/1e6, g.TimeSteps, g.Fallback)
+		}
 	}
 	return s
 }

@@ -29,6 +29,8 @@ type sampledRun struct {
 	s     *sample.Sampler
 	train sample.TrainSet
 	last  *result.Sampling // the last epoch's figures, for its row
+	// rowBytes is a fetched feature row's bytes (--migrate model's estimate).
+	rowBytes float64
 }
 
 // setupSampled makes the sampler over this rank's rows: Â's row with its
@@ -101,12 +103,12 @@ func (e *Engine) setupSampled() (*sampledRun, error) {
 	if err != nil {
 		return nil, err
 	}
+	rowBytes := float64(wire.RowBytes(e.plan.Wire.Fwd.Or(wire.FP32).Bits(), s.FeatDim))
+	if sparse {
+		rowBytes = 8 * (1 + float64(sum(nnz))/float64(s.N))
+	}
 	if e.plan.Batch.Migrate.Model() {
-		rowBytes := float64(wire.RowBytes(e.plan.Wire.Fwd.Or(wire.FP32).Bits(), s.FeatDim))
-		if sparse {
-			rowBytes = 8 * (1 + float64(sum(nnz))/float64(s.N))
-		}
-		if err := e.migrateCheck(rowBytes); err != nil {
+		if err := e.migrateCheck(); err != nil {
 			return nil, err
 		}
 	}
@@ -133,7 +135,7 @@ func (e *Engine) setupSampled() (*sampledRun, error) {
 	if orig != nil {
 		ts.Orig = func(g int64) int64 { return orig[g] }
 	}
-	return &sampledRun{s: smp, train: ts}, nil
+	return &sampledRun{s: smp, train: ts, rowBytes: rowBytes}, nil
 }
 
 // sampledEpoch trains one epoch of sampled mini-batches and returns the
