@@ -200,6 +200,9 @@ type Migration struct {
 	// Fallback iterations moved no model: it would have moved more bytes
 	// than their features, so every rank fetched its slice's features.
 	Fallback int `json:"fallback_batches"`
+	// Seconds is the epoch's training on the slowest rank, which
+	// --merge-micrographs auto compares from epoch to epoch.
+	Seconds float64 `json:"seconds"`
 }
 
 // SampledCounts are the figures of sampled batches, summed over ranks.

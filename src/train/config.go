@@ -129,10 +129,11 @@ type BatchConfig struct {
 	Prefetch bool `json:",omitempty"`
 	// Migrate: with MigrateModel the model hops to the micrographs' homes
 	// (HopGNN, migrate.go), Pregather fetching each iteration's rows in one
-	// exchange and Merge time steps merged away; Prefetch does not apply.
+	// exchange and Merge time steps merged away (a count, or auto);
+	// Prefetch does not apply.
 	Migrate   Migrate `json:",omitempty"`
 	Pregather bool    `json:",omitempty"`
-	Merge     int     `json:",omitempty"`
+	Merge     Merging `json:",omitempty"`
 }
 
 // ExchangeConfig is which rows move and by what means.
@@ -338,8 +339,8 @@ func sampledRule(c *Config) error {
 		return fmt.Errorf("--migrate: unknown choice %v (features or model)", b.Migrate)
 	case b.Migrate.Model() && !b.Draw.IndependentOfP():
 		return fmt.Errorf("--migrate model trains the global batch's micrographs at their homes: give --batch-draw global, not %v", b.Draw)
-	case b.Merge < 0:
-		return fmt.Errorf("--merge-micrographs must be ≥ 0 time steps, got %d", b.Merge)
+	case b.Merge < MergeAuto:
+		return fmt.Errorf("--merge-micrographs must be auto or ≥ 0 time steps, got %d", int(b.Merge))
 	case c.Model.Residual:
 		return fmt.Errorf("--residual is not computed on sampled blocks: drop it, or use --batch global")
 	case c.Optim.Clip > 0:

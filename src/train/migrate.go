@@ -25,9 +25,13 @@ package train
 // micrographs evenly over the same replica's other time steps (trained
 // away from home: fewer hops, more features fetched); pre-gathering
 // (§5.2) fetches a rank's rows of every time step in one exchange.
+// --merge-micrographs auto is §5.3's examination period: each epoch from
+// the second merges one more time step while the epoch gets faster.
 
 import (
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"sancus/collectives"
@@ -82,6 +86,88 @@ func (m Migrate) Type() string        { return "migrate" }
 
 // Model: the model hops around the ranks to the micrographs' homes.
 func (m Migrate) Model() bool { return m == MigrateModel }
+
+// Merging is --merge-micrographs, parsed once: a fixed number of time
+// steps merged away every iteration (0, the default: none), or MergeAuto,
+// HopGNN §5.3's examination period. Auto follows the epochs' measured
+// times, so two runs may merge differently: their weights agree to
+// rounding, not bit for bit, while a fixed count repeats bit for bit.
+type Merging int
+
+// MergeAuto: merge one more time step each epoch from the second while
+// the epoch's training gets faster, then keep the last count that did.
+const MergeAuto Merging = -1
+
+// ParseMerging reads auto or a count of time steps (also "": 0).
+func ParseMerging(s string) (Merging, error) {
+	switch s {
+	case "":
+		return 0, nil
+	case "auto":
+		return MergeAuto, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("unknown merging %q (auto or a count of time steps ≥ 0)", s)
+	}
+	return Merging(n), nil
+}
+
+func (m Merging) String() string {
+	if m == MergeAuto {
+		return "auto"
+	}
+	return strconv.Itoa(int(m))
+}
+
+// MarshalJSON writes a count as a number (as the setting always was) and
+// auto as a string.
+func (m Merging) MarshalJSON() ([]byte, error) {
+	if m == MergeAuto {
+		return []byte(`"auto"`), nil
+	}
+	return []byte(strconv.Itoa(int(m))), nil
+}
+
+// UnmarshalJSON reads either.
+func (m *Merging) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) != nil {
+		s = string(b)
+	}
+	v, err := ParseMerging(s)
+	*m = v
+	return err
+}
+
+// Set and Type make a Merging a command-line flag.
+func (m *Merging) Set(s string) (err error) { *m, err = ParseMerging(s); return err }
+func (m Merging) Type() string              { return "merging" }
+
+// Auto: §5.3's examination chooses the count epoch by epoch.
+func (m Merging) Auto() bool { return m == MergeAuto }
+
+// autoMerge is §5.3's examination period: given the agreed training
+// seconds of the epochs so far, each run at the count this rule chose for
+// it, the time steps the next epoch merges away. The first epoch merges
+// none; each later one tries one more than the last kept count, kept
+// while its epoch ran faster than the epoch before; the first that did
+// not, or reaching most, ends the examination and the kept count stays.
+func autoMerge(secs []float64, most int) int {
+	kept := 0
+	for k := 1; k < len(secs); k++ {
+		if !(secs[k] < secs[k-1]) {
+			return kept
+		}
+		if kept++; kept >= most {
+			return most
+		}
+	}
+	if len(secs) == 0 {
+		return 0
+	}
+	return min(kept+1, most)
+}
 
 const tagMigrate = collectives.TagUser + 3
 
@@ -139,7 +225,7 @@ func plan(batch []int64, p, merge int, owner func(int64) int) schedule {
 
 // migrateCheck refuses a fixed merging that leaves no time step.
 func (e *Engine) migrateCheck() error {
-	if m := e.plan.Batch.Merge; m >= e.P {
+	if m := e.plan.Batch.Merge; !m.Auto() && int(m) >= e.P {
 		return fmt.Errorf("--merge-micrographs %d: at most %d at P = %d (one time step must stay)", m, e.P-1, e.P)
 	}
 	return nil
@@ -161,9 +247,29 @@ func (e *Engine) migrateBytes(roots, hops int, rowBytes float64) (model, feats f
 	return model, rows * float64(p-1) / float64(p) * rowBytes
 }
 
+// merging is the time steps this epoch merges away: the fixed count, or
+// auto's choice from the epochs so far (their agreed seconds are in the
+// curve, which a checkpoint keeps: a resumed run goes on choosing as it
+// would have).
+func (e *Engine) merging(curve []result.Epoch) int {
+	m := e.plan.Batch.Merge
+	if !m.Auto() {
+		return int(m)
+	}
+	secs := make([]float64, 0, len(curve))
+	for _, row := range curve {
+		if row.Sampling == nil || row.Sampling.Migration == nil {
+			break
+		}
+		secs = append(secs, row.Sampling.Migration.Seconds)
+	}
+	return autoMerge(secs, e.P-1)
+}
+
 // migrateEpoch trains one epoch with the model moving (see above) and
 // returns the epoch's loss as sampledEpoch does.
 func (e *Engine) migrateEpoch(ep int, r *runState) (float64, error) {
+	start := time.Now()
 	sr, b, p := r.sampled, e.plan.Batch, e.P
 	glob := sr.train.Global(b.Size, e.plan.Optim.Seed, ep)
 	// A fallen-back iteration's slice: the features-move global draw's.
@@ -172,7 +278,7 @@ func (e *Engine) migrateEpoch(ep int, r *runState) (float64, error) {
 	params := e.m.Flat()
 	n := e.m.NumParams()
 	state, in, acc := make([]float32, 2*n), make([]float32, 2*n), make([]float32, n)
-	merge := b.Merge
+	merge := e.merging(r.res.Curve)
 	ts := p - merge
 	mig := &result.Migration{Pregather: b.Pregather, TimeSteps: ts,
 		RankStepRoots: [][]int64{make([]int64, ts)}, RankStepVertices: [][]int64{make([]int64, ts)}}
@@ -238,6 +344,7 @@ func (e *Engine) migrateEpoch(ep int, r *runState) (float64, error) {
 			return lossSum * float64(e.s.GlobalTrain) / float64(max(1, seeds)), err
 		}
 	}
+	mig.Seconds = time.Since(start).Seconds()
 	if err := e.sampledFigures(r, fig); err != nil {
 		return lossSum, err
 	}
@@ -286,7 +393,8 @@ func (e *Engine) hop(gap int, params [][]float32, acc, state, in []float32, mig 
 
 // migrationFigures sums every rank's migration figures into s.
 func (e *Engine) migrationFigures(s *result.Sampling, m *result.Migration) error {
-	local := append([]int64{m.ModelBytes, m.Colocated, m.NonRoot}, m.RankStepRoots[0]...)
+	// The slowest rank's seconds, in µs: every rank agrees on the epoch's time.
+	local := append([]int64{m.ModelBytes, m.Colocated, m.NonRoot, int64(m.Seconds * 1e6)}, m.RankStepRoots[0]...)
 	local = append(local, m.RankStepVertices[0]...)
 	all, err := collectives.Allgather(e.c, local)
 	if err != nil {
@@ -298,7 +406,8 @@ func (e *Engine) migrationFigures(s *result.Sampling, m *result.Migration) error
 	for rank := range e.P {
 		v := all[rank*w : (rank+1)*w]
 		out.ModelBytes, out.Colocated, out.NonRoot = out.ModelBytes+v[0], out.Colocated+v[1], out.NonRoot+v[2]
-		out.RankStepRoots[rank], out.RankStepVertices[rank] = v[3:3+ts], v[3+ts:3+2*ts]
+		out.Seconds = max(out.Seconds, float64(v[3])/1e6)
+		out.RankStepRoots[rank], out.RankStepVertices[rank] = v[4:4+ts], v[4+ts:4+2*ts]
 	}
 	if out.NonRoot > 0 {
 		out.RMicro = float64(out.Colocated) / float64(out.NonRoot)

@@ -1,10 +1,13 @@
 package train
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"sancus/src/model"
@@ -76,7 +79,7 @@ func TestModelMoveTrainsAsFeaturesMove(t *testing.T) {
 		}
 		for _, c := range []struct{ p, merge int }{{1, 0}, {2, 0}, {4, 0}, {4, 1}} {
 			mv := cfg
-			mv.Batch.Migrate, mv.Batch.Merge = MigrateModel, c.merge
+			mv.Batch.Migrate, mv.Batch.Merge = MigrateModel, Merging(c.merge)
 			var outs [2]Outcome
 			for i, pre := range []bool{false, true} {
 				mv.Batch.Pregather = pre
@@ -151,7 +154,7 @@ func TestMigrateModelIsChecked(t *testing.T) {
 		}
 	}
 	cfg.Model.Hidden = 4
-	for p, merge := range []int{1, 2} {
+	for p, merge := range []Merging{1, 2} {
 		cfg.Batch.Merge = merge
 		if _, err := RunInProcess(ds, p+1, cfg); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("--merge-micrographs %d", merge)) {
 			t.Fatalf("merging every time step at P = %d: want a refusal, got %v", p+1, err)
@@ -163,7 +166,8 @@ func TestMigrateModelIsChecked(t *testing.T) {
 	}{
 		{func(c *Config) { c.Batch.Draw = sample.DrawLocal }, "--batch-draw global"},
 		{func(c *Config) { c.Batch.Migrate = MigrateFeatures; c.Batch.Pregather = true }, "--pregather"},
-		{func(c *Config) { c.Batch.Merge = -1 }, "--merge-micrographs"},
+		{func(c *Config) { c.Batch.Merge = -2 }, "--merge-micrographs"},
+		{func(c *Config) { c.Batch.Migrate, c.Batch.Merge = MigrateFeatures, MergeAuto }, "--merge-micrographs"},
 	} {
 		bad := migrateConfig(model.ArchGCN)
 		bad.Batch.Migrate = MigrateModel
@@ -178,6 +182,22 @@ func TestMigrateModelIsChecked(t *testing.T) {
 	}
 	if err := m.Set("both"); err == nil {
 		t.Fatal("--migrate both: want an error")
+	}
+	var g Merging
+	for s, want := range map[string]Merging{"auto": MergeAuto, "2": 2, "": 0} {
+		if err := g.Set(s); err != nil || g != want {
+			t.Fatalf("--merge-micrographs %q: %v, %v", s, g, err)
+		}
+		b, _ := json.Marshal(g)
+		var back Merging
+		if err := json.Unmarshal(b, &back); err != nil || back != want {
+			t.Fatalf("--merge-micrographs %q through JSON %s: %v, %v", s, b, back, err)
+		}
+	}
+	for _, s := range []string{"-1", "some", "1.5"} {
+		if err := g.Set(s); err == nil {
+			t.Fatalf("--merge-micrographs %q: want an error", s)
+		}
 	}
 }
 
@@ -211,7 +231,7 @@ func TestMigrateFallsBackPerIteration(t *testing.T) {
 	for _, w := range ref.Params {
 		params += int64(len(w))
 	}
-	for _, merge := range []int{0, 1} {
+	for _, merge := range []Merging{0, 1} {
 		for _, pre := range []bool{false, true} {
 			what := fmt.Sprintf("merge %d pregather %v", merge, pre)
 			mv := cfg
@@ -241,4 +261,97 @@ func TestMigrateFallsBackPerIteration(t *testing.T) {
 			}
 		}
 	}
+}
+
+// --merge-micrographs auto is HopGNN §5.3's examination period: the first
+// epoch merges nothing, each later one merges one more time step while the
+// epoch before it got faster, and the first epoch that did not (or the
+// last time step) ends it with the last count that paid.
+func TestAutoMergeFollowsTheExamination(t *testing.T) {
+	for _, c := range []struct {
+		secs []float64
+		most int
+		want int
+	}{
+		{nil, 3, 0},
+		{[]float64{5}, 3, 1},
+		{[]float64{5, 4}, 3, 2},          // merging one paid: try two
+		{[]float64{5, 4, 3}, 3, 3},       // and three, the most
+		{[]float64{5, 4, 3, 9}, 3, 2},    // three did not pay: two
+		{[]float64{5, 4, 3, 2, 9}, 3, 3}, // three paid and is the most: it stays
+		{[]float64{5, 6}, 3, 0},          // merging one did not pay: none
+		{[]float64{5, 6, 1, 0.5}, 3, 0},  // and the examination is over
+		{[]float64{5, 4, 4}, 3, 1},       // no faster is not faster
+		{[]float64{5, 4, 4.5, 1}, 3, 1},
+		{[]float64{5}, 1, 1},
+		{[]float64{5, 4, 3}, 1, 1},
+		{[]float64{5, 9}, 1, 0},
+		{[]float64{5, 4}, 0, 0}, // P = 1: nothing to merge
+	} {
+		if got := autoMerge(c.secs, c.most); got != c.want {
+			t.Errorf("after epochs of %v s (at most %d): merges %d, want %d", c.secs, c.most, got, c.want)
+		}
+	}
+}
+
+// A run with --merge-micrographs auto merges, epoch by epoch, what the
+// examination says of the agreed times before it (the second epoch always
+// tries one), a resumed run going on from its checkpoint's times, and
+// trains the features-move global draw's weights to 1e-5 whatever it
+// merged.
+func TestAutoMergeTrainsAsFeaturesMove(t *testing.T) {
+	ds, _ := generated(t)
+	assign := make([]int32, ds.N)
+	for v := range assign {
+		assign[v] = int32(v*7) % 4
+	}
+	cfg := migrateConfig(model.ArchGCN)
+	cfg.Optim.Epochs, cfg.Model.Dropout = 6, 0.5
+	ref, err := RunInProcess(ds, 1, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mv := cfg
+	mv.Batch.Migrate, mv.Batch.Merge, mv.Batch.Pregather = MigrateModel, MergeAuto, true
+	check := func(what string, out Outcome) {
+		t.Helper()
+		sameCurve(t, what, out.Result, ref.Result, 1e-5)
+		for j, w := range ref.Params {
+			for k, v := range out.Params[j] {
+				if math.Abs(float64(v-w[k])) > 1e-5*(1+math.Abs(float64(w[k]))) {
+					t.Fatalf("%s: tensor %d[%d] is %g, features-move %g", what, j, k, v, w[k])
+				}
+			}
+		}
+		var secs []float64
+		for e, row := range out.Result.Curve {
+			m := row.Sampling.Migration
+			if want := autoMerge(secs, 3); m.Merged != want || m.TimeSteps != 4-want || m.Seconds <= 0 {
+				t.Fatalf("%s epoch %d: merged %d in %v s, want %d after epochs of %v s", what, e+1, m.Merged, m.Seconds, want, secs)
+			}
+			secs = append(secs, m.Seconds)
+		}
+		if out.Result.Curve[1].Sampling.Migration.Merged != 1 {
+			t.Fatalf("%s: the second epoch merged %d time steps, want 1", what, out.Result.Curve[1].Sampling.Migration.Merged)
+		}
+	}
+	full, err := RunPartitioned(ds, assign, 4, mv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("auto", full)
+
+	dir := t.TempDir()
+	mv.Run.CheckpointDir, mv.Run.CheckpointEvery = dir, 1
+	var calls atomic.Int32
+	mv.Run.Stop = func() bool { return calls.Add(1) > 4*3 } // during the fourth epoch
+	if _, err := RunPartitioned(ds, assign, 4, mv); !errors.Is(err, ErrStopped) {
+		t.Fatalf("want ErrStopped, got %v", err)
+	}
+	mv.Run.Stop, mv.Run.Resume = nil, true
+	resumed, err := RunPartitioned(ds, assign, 4, mv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("auto, resumed", resumed)
 }

@@ -89,7 +89,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.BoolVar(&tf.sampled.Prefetch, "sample-ahead", true, "with --batch sampled: sample and fetch the next batch while this one trains (ByteGNN's pipeline; the same batches and losses)")
 	fs.Var(&tf.sampled.Migrate, "migrate", "with --batch sampled: features (each rank fetches its batch's features; the default) or model (HopGNN: the model hops around the ranks to the micrographs' homes, one time step per rank; an iteration whose model would move more bytes than its features fetches them instead; needs --batch-draw global, the same weights)")
 	fs.BoolVar(&tf.sampled.Pregather, "pregather", false, "with --migrate model: fetch every time step's remote features once at the start of the iteration (HopGNN §5.2; fewer bytes, the same weights)")
-	fs.IntVar(&tf.sampled.Merge, "merge-micrographs", 0, "with --migrate model: time steps merged away per iteration, their micrographs trained by the same replica elsewhere (HopGNN §5.3; fewer hops, more features fetched)")
+	fs.Var(&tf.sampled.Merge, "merge-micrographs", "with --migrate model: time steps merged away per iteration, their micrographs trained by the same replica elsewhere (HopGNN §5.3; fewer hops, more features fetched), or auto: one more each epoch from the second while the epoch gets faster (the weights agree with a fixed count's to rounding, not bit for bit)")
 	fs.Var(&tf.sampled.Draw, "batch-draw", "with --batch sampled: local (each rank draws its share from the training vertices it owns; the default) or global (one global batch, split evenly over the ranks: the same losses at any P)")
 
 	fs = g.section("Exchange (which rows move, and how)")
