@@ -266,6 +266,13 @@ bench-sampled: build
 bench-hopgnn: build
 	bash slurm/bench/hopgnn-bench.sh results/bench/hopgnn
 
+# HopGNN's model migration against both feature-moving draws: test
+# accuracy over three seeds, after 2 and after 10 epochs.
+.PHONY: bench-hopgnn-accuracy
+bench-hopgnn-accuracy: build
+	EPOCHS=2 bash slurm/bench/hopgnn-accuracy.sh results/bench/hopgnn
+	EPOCHS=10 bash slurm/bench/hopgnn-accuracy.sh results/bench/hopgnn
+
 # Graphs shaped like the real ones: replication factors, balance by
 # nonzeros, each partitioner's bytes and accuracy on the arxiv-like graph.
 bench-powerlaw: build
