@@ -1,6 +1,7 @@
 package minibatch
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -72,35 +73,41 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		if c.sparse {
 			b.X, b.XSparse = nil, sparseOf(b.X)
 		}
-		drop := Dropout{P: 0.3, Seed: 5, Step: 2}
-		const norm = 4.0
-		_, grads, err := Step(m, b, norm, drop)
+		checkGradients(t, m, b, Dropout{P: 0.3, Seed: 5, Step: 2}, fmt.Sprintf("%v %v sparse %v", c.arch, c.sizes, c.sparse))
+	}
+}
+
+// checkGradients holds Step's gradients of m on b to central differences
+// of its loss, parameter by parameter, the masks fixed by drop.
+func checkGradients(t *testing.T, m *model.GCN, b *sample.Batch, drop Dropout, what string) {
+	t.Helper()
+	const norm = 4.0
+	_, grads, err := Step(m, b, norm, drop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loss := func() float64 {
+		l, _, err := Step(m, b, norm, drop)
 		if err != nil {
 			t.Fatal(err)
 		}
-		loss := func() float64 {
-			l, _, err := Step(m, b, norm, drop)
-			if err != nil {
-				t.Fatal(err)
+		return l / norm
+	}
+	i := 0
+	for _, p := range m.Flat() {
+		for k := range p {
+			v := p[k]
+			const h = 1e-3
+			p[k] = v + h
+			up := loss()
+			p[k] = v - h
+			down := loss()
+			p[k] = v
+			num := (up - down) / (2 * h)
+			if math.Abs(num-float64(grads[i])) > 2e-3+0.02*math.Abs(num) {
+				t.Fatalf("%s: parameter %d: gradient %g, central difference %g", what, i, grads[i], num)
 			}
-			return l / norm
-		}
-		i := 0
-		for _, p := range m.Flat() {
-			for k := range p {
-				v := p[k]
-				const h = 1e-3
-				p[k] = v + h
-				up := loss()
-				p[k] = v - h
-				down := loss()
-				p[k] = v
-				num := (up - down) / (2 * h)
-				if math.Abs(num-float64(grads[i])) > 2e-3+0.02*math.Abs(num) {
-					t.Fatalf("%v %v sparse %v: parameter %d: gradient %g, central difference %g", c.arch, c.sizes, c.sparse, i, grads[i], num)
-				}
-				i++
-			}
+			i++
 		}
 	}
 }
@@ -198,36 +205,7 @@ func TestGATGradientsMatchFiniteDifferences(t *testing.T) {
 		if c.sparse {
 			b.X, b.XSparse = nil, sparseOf(b.X)
 		}
-		drop := Dropout{P: 0.3, Att: 0.3, Seed: 5, Step: 2}
-		const norm = 4.0
-		_, grads, err := Step(m, b, norm, drop)
-		if err != nil {
-			t.Fatal(err)
-		}
-		loss := func() float64 {
-			l, _, err := Step(m, b, norm, drop)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return l / norm
-		}
-		i := 0
-		for _, p := range m.Flat() {
-			for k := range p {
-				v := p[k]
-				const h = 1e-3
-				p[k] = v + h
-				up := loss()
-				p[k] = v - h
-				down := loss()
-				p[k] = v
-				num := (up - down) / (2 * h)
-				if math.Abs(num-float64(grads[i])) > 2e-3+0.02*math.Abs(num) {
-					t.Fatalf("GAT %v heads %v sparse %v: parameter %d: gradient %g, central difference %g", c.sizes, c.heads, c.sparse, i, grads[i], num)
-				}
-				i++
-			}
-		}
+		checkGradients(t, m, b, Dropout{P: 0.3, Att: 0.3, Seed: 5, Step: 2}, fmt.Sprintf("GAT %v heads %v sparse %v", c.sizes, c.heads, c.sparse))
 	}
 }
 
