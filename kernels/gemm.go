@@ -160,7 +160,17 @@ func checkRows(shapes error, what string, rows []int32, n int) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	// In C: layer 1's lists are as long as the rows, checked every product.
+	// In C: layer 1's lists are as long as the rows, checked every product;
+	// a short list (a block's few occupied rows) is checked here, cheaper
+	// than the call.
+	if len(rows) <= 64 {
+		for i, r := range rows {
+			if r < 0 || int(r) >= n {
+				return fmt.Errorf("%s: row list entry %d is %d, outside 0..%d", what, i, r, n-1)
+			}
+		}
+		return nil
+	}
 	if i := int(C.sc_first_bad_row((*C.int32_t)(&rows[0]), C.int64_t(len(rows)), C.int64_t(n))); i >= 0 {
 		return fmt.Errorf("%s: row list entry %d is %d, outside 0..%d", what, i, rows[i], n-1)
 	}

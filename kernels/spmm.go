@@ -99,6 +99,12 @@ func spmm(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool, rows
 	rowp := (*C.int64_t)(unsafe.Pointer(&a.RowPtr[0]))
 	bp, cp, lp := f32p(b.Data), f32p(c.Data), i32p(rows)
 	n := C.int64_t(b.Cols)
+	if spmmSerial(a, rows) {
+		// One piece either way: called here, with no cut points or closure
+		// made, since a rank's block products are mostly a few rows each.
+		C.sc_spmm(rowp, colp, valp, bp, C.int64_t(b.Rows), cp, n, 0, C.int64_t(rowsIn(rows, a.Rows)), acc, lp)
+		return
+	}
 	var cuts []int
 	if rows != nil {
 		cuts = evenCuts(len(rows), pieces(), 256)
@@ -108,6 +114,18 @@ func spmm(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool, rows
 	forRanges(cuts, func(lo, hi int) {
 		C.sc_spmm(rowp, colp, valp, bp, C.int64_t(b.Rows), cp, n, C.int64_t(lo), C.int64_t(hi), acc, lp)
 	})
+}
+
+// spmmSerial reports whether spmm's cut is a single range (evenCuts' for a
+// list, nnzCuts' for every row): too little work to hand to a thread.
+func spmmSerial(a *matrix.CSR, rows []int32) bool {
+	if pieces() == 1 {
+		return true
+	}
+	if rows != nil {
+		return len(rows) < 2*256
+	}
+	return a.RowPtr[a.Rows]+int64(a.Rows) < 4096
 }
 
 // SIMD reports which instruction set the kernels use on this CPU.
