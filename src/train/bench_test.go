@@ -10,6 +10,7 @@ import (
 	"sancus/kernels"
 	"sancus/kernels/matrix"
 	"sancus/src/graph"
+	"sancus/src/prepare"
 )
 
 var (
@@ -64,60 +65,113 @@ func BenchmarkEpoch100k(b *testing.B) {
 
 // BenchmarkBlockProducts sets a rank's P block products (its block row of
 // Â cut into P column blocks, each multiplied as it arrives) against one
-// product over the same nonzeros, at P = 8, 64 and 512 of the 100k graph,
-// 16 columns: every row of every block, and each block's occupied rows
-// alone (cache.occupied). Reported as times one product.
+// product over the same nonzeros, 16 columns: every row of every block,
+// and each block's occupied rows alone (cache.occupied), as training does.
+// Reported as times one product. The 100k graph's first rows/P rows at
+// P = 8, 64 and 512; with SANCUS_BENCH_1M naming a generated 1M-node
+// graph (gen --nodes 1000000 --edges 10000000), also the busiest rank of
+// its contiguous partition (what rank replay runs) at P = 64 and 512.
 func BenchmarkBlockProducts(b *testing.B) {
 	ahat := graph.Normalize(benchGraph(b).Adj)
+	for _, p := range []int{8, 64, 512} {
+		off := make([]int64, p+1)
+		for j := range off {
+			off[j] = int64(j * ahat.Cols / p)
+		}
+		blockProducts(b, "100k", ahat, off, 0)
+	}
+	dir := os.Getenv("SANCUS_BENCH_1M")
+	if dir == "" {
+		return
+	}
+	ds, err := graph.Load(dir, graph.LoadOptions{Classes: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ahat = graph.Normalize(ds.Adj)
+	for _, p := range []int{64, 512} {
+		off, err := prepare.BalancedRanges(ahat, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		busiest := 0
+		for r := range p {
+			if nnzIn(ahat, off[r], off[r+1]) > nnzIn(ahat, off[busiest], off[busiest+1]) {
+				busiest = r
+			}
+		}
+		blockProducts(b, "1M", ahat, off, busiest)
+	}
+}
+
+// blockProducts times rank r's block row of ahat, cut at off, as one
+// product and as its P column blocks, own block first.
+func blockProducts(b *testing.B, name string, ahat *matrix.CSR, off []int64, r int) {
 	const width = 16
+	p := len(off) - 1
 	h := matrix.NewDense(ahat.Cols, width)
 	for i := range h.Data {
 		h.Data[i] = float32(i%7) - 3
 	}
-	for _, p := range []int{8, 64, 512} {
-		rows := ahat.Rows / p
-		row := rowBlock(ahat, rows)
-		blocks, hs := make([]*matrix.CSR, p), make([]*matrix.Dense, p)
-		for j := range p {
-			lo, hi := j*ahat.Cols/p, (j+1)*ahat.Cols/p
-			blocks[j] = columnBlock(row, lo, hi)
-			hs[j] = &matrix.Dense{Rows: hi - lo, Cols: width, Data: h.Data[lo*width : hi*width]}
-		}
-		occ := occupiedRows(blocks)
-		out := matrix.NewDense(rows, width)
-		one := bestOf(15, func() { kernels.SpMM(out, row, h, false) })
-		all := bestOf(15, func() {
-			for j := range p {
-				kernels.SpMM(out, blocks[j], hs[j], j > 0)
-			}
-		})
-		compact := bestOf(15, func() {
-			for j := range p {
-				if j > 0 && occ[j] != nil {
-					kernels.SpMMRows(out, blocks[j], hs[j], occ[j], true)
-				} else {
-					kernels.SpMM(out, blocks[j], hs[j], j > 0)
-				}
-			}
-		})
-		b.Logf("P = %4d: one product %8.1f µs; %d block products %.2fx it, over occupied rows %.2fx", p, one.Seconds()*1e6, p, all.Seconds()/one.Seconds(), compact.Seconds()/one.Seconds())
+	row := rowRange(ahat, int(off[r]), int(off[r+1]))
+	blocks, hs := make([]*matrix.CSR, p), make([]*matrix.Dense, p)
+	for j := range p {
+		lo, hi := int(off[j]), int(off[j+1])
+		blocks[j] = columnBlock(row, lo, hi)
+		hs[j] = &matrix.Dense{Rows: hi - lo, Cols: width, Data: h.Data[lo*width : hi*width]}
 	}
+	occ := occupiedRows(blocks)
+	order := ownFirst(r, p)
+	out := matrix.NewDense(row.Rows, width)
+	// The three take turns, best of 15 each: on a shared machine a load
+	// that comes and goes then weighs on all of them alike.
+	t := bestOfTurns(15, func() { kernels.SpMM(out, row, h, false) }, func() {
+		for k, j := range order {
+			kernels.SpMM(out, blocks[j], hs[j], k > 0)
+		}
+	}, func() {
+		for k, j := range order {
+			switch {
+			case blocks[j].NNZ() == 0:
+			case k > 0 && occ[j] != nil:
+				kernels.SpMMRows(out, blocks[j], hs[j], occ[j], true)
+			default:
+				kernels.SpMM(out, blocks[j], hs[j], k > 0)
+			}
+		}
+	})
+	one, all, compact := t[0], t[1], t[2]
+	b.Logf("%s P = %4d: rank %d, %d rows, %d nonzeros; one product %8.1f µs; %d block products %.2fx it, over occupied rows %.2fx",
+		name, p, r, row.Rows, row.NNZ(), one.Seconds()*1e6, p, all.Seconds()/one.Seconds(), compact.Seconds()/one.Seconds())
 }
 
-func bestOf(n int, f func()) time.Duration {
-	best := time.Duration(1 << 62)
+// nnzIn is the nonzeros of a's rows lo..hi.
+func nnzIn(a *matrix.CSR, lo, hi int64) int64 { return a.RowPtr[hi] - a.RowPtr[lo] }
+
+// bestOfTurns runs fs in turn n times and returns each one's best time.
+func bestOfTurns(n int, fs ...func()) []time.Duration {
+	best := make([]time.Duration, len(fs))
+	for i := range best {
+		best[i] = time.Duration(1 << 62)
+	}
 	for range n {
-		t := time.Now()
-		f()
-		best = min(best, time.Since(t))
+		for i, f := range fs {
+			t := time.Now()
+			f()
+			best[i] = min(best[i], time.Since(t))
+		}
 	}
 	return best
 }
 
-// rowBlock is a's first rows rows.
-func rowBlock(a *matrix.CSR, rows int) *matrix.CSR {
-	end := a.RowPtr[rows]
-	return &matrix.CSR{Rows: rows, Cols: a.Cols, RowPtr: a.RowPtr[:rows+1], ColIdx: a.ColIdx[:end], Val: a.Val[:end]}
+// rowRange is a's rows lo..hi.
+func rowRange(a *matrix.CSR, lo, hi int) *matrix.CSR {
+	ptr := make([]int64, hi-lo+1)
+	for i := range ptr {
+		ptr[i] = a.RowPtr[lo+i] - a.RowPtr[lo]
+	}
+	s, e := a.RowPtr[lo], a.RowPtr[hi]
+	return &matrix.CSR{Rows: hi - lo, Cols: a.Cols, RowPtr: ptr, ColIdx: a.ColIdx[s:e], Val: a.Val[s:e]}
 }
 
 // columnBlock is a's columns lo..hi, numbered from 0.
