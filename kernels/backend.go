@@ -150,6 +150,16 @@ func optionalInput[T any](in Input) (T, bool) {
 	return got, ok
 }
 
+// Occupier is what a backend may add: a product at a block's occupied
+// rows through their own pointers (SpMMOccupied). Find it with OccupiedOf;
+// a backend without it takes the rows' list alone (RowOps.SpMMRows).
+type Occupier interface {
+	SpMMOccupied(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, o OccupiedRows, accumulate bool) error
+}
+
+// OccupiedOf returns be's Occupier, if it has one (not through Timed).
+func OccupiedOf(be Backend) (Occupier, bool) { return optional[Occupier](be) }
+
 // RowsOf returns be's row operations, if it has them (through Timed too).
 func RowsOf(be Backend) (RowOps, bool) { return optional[RowOps](be) }
 
@@ -216,6 +226,9 @@ func (CPU) GEMMTN(c, a, b *matrix.Dense) error         { return GEMMTN(c, a, b) 
 func (CPU) GEMMNT(c, a, b *matrix.Dense) error         { return GEMMNT(c, a, b) }
 func (CPU) SpMMRows(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, rows []int32, acc bool) error {
 	return SpMMRows(c, a, b, rows, acc)
+}
+func (CPU) SpMMOccupied(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, o OccupiedRows, acc bool) error {
+	return SpMMOccupied(c, a, b, o, acc)
 }
 func (CPU) GEMMRows(c, a, b *matrix.Dense, rows []int32) error     { return GEMMRows(c, a, b, rows) }
 func (CPU) GEMMNTRows(c, a, b *matrix.Dense, rows []int32) error   { return GEMMNTRows(c, a, b, rows) }

@@ -17,6 +17,11 @@
 // NARROW_B is the largest B (bytes) that spmm treats as resident in L1.
 #define NARROW_B (32 << 10)
 
+// spmm_arow is the row of A (rowptr's index) at position i of an SpMM
+// forming row r of C: i where rowptr is indexed by list position (a
+// block's occupied rows with their pointers alone), else r.
+static inline int64_t spmm_arow(int64_t i, int64_t r, int compact) { return compact ? i : r; }
+
 // Once per level: the elementwise kernels (elementwise_body.h; none at
 // AVX-512), the SpMM (spmm_body.h) and its transpose (spmm_t_body.h), and
 // gather, the SpMM's gathers without the products (the kernel
@@ -69,7 +74,12 @@ void sc_limit_simd(int l) { (void)l; }
 void sc_spmm(const int64_t *rowptr, const int32_t *col, const float *val,
              const float *B, int64_t kb, float *C, int64_t n, int64_t r0, int64_t r1, int acc,
              const int32_t *rows) {
-  FLUSH_DENORMALS(PICK3(spmm, rowptr, col, val, B, kb, C, n, r0, r1, acc, rows));
+  FLUSH_DENORMALS(PICK3(spmm, rowptr, col, val, B, kb, C, n, r0, r1, acc, rows, 0));
+}
+void sc_spmm_compact(const int64_t *ptr, const int32_t *col, const float *val, const float *B,
+                     int64_t kb, float *C, int64_t n, int64_t r0, int64_t r1, int acc,
+                     const int32_t *rows) {
+  FLUSH_DENORMALS(PICK3(spmm, ptr, col, val, B, kb, C, n, r0, r1, acc, rows, 1));
 }
 void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1, int relu,
                   const int32_t *rows) {
@@ -180,7 +190,7 @@ void sc_triad(float *a, const float *b, const float *c, float s, int64_t i0, int
 void sc_add(float *a, const float *b, int64_t i0, int64_t i1) { PICK(add, a, b, i0, i1); }
 void sc_gather_sum(const int64_t *rowptr, const int32_t *col, const float *B, float *C, int64_t n,
                    int64_t r0, int64_t r1) {
-  FLUSH_DENORMALS(PICK3(gather, rowptr, col, NULL, B, 0, C, n, r0, r1, 0, NULL));
+  FLUSH_DENORMALS(PICK3(gather, rowptr, col, NULL, B, 0, C, n, r0, r1, 0, NULL, 0));
 }
 double sc_sum(const float *a, int64_t i0, int64_t i1, int64_t reps) {
   double s;

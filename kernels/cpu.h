@@ -25,6 +25,11 @@ typedef struct {
 void sc_spmm(const int64_t *rowptr, const int32_t *col, const float *val,
              const float *B, int64_t kb, float *C, int64_t n, int64_t r0, int64_t r1, int acc,
              const int32_t *rows);
+// sc_spmm at rows' positions [r0, r1), row rows[i]'s nonzeros being
+// [ptr[i], ptr[i+1]): the rows' own pointers, not every row's.
+void sc_spmm_compact(const int64_t *ptr, const int32_t *col, const float *val, const float *B,
+                     int64_t kb, float *C, int64_t n, int64_t r0, int64_t r1, int acc,
+                     const int32_t *rows);
 // C (m×n, A's columns × B's) = Aᵀ·B over A's rows [r0, r1), without Aᵀ.
 void sc_spmm_t(const int64_t *rowptr, const int32_t *col, const float *val, const float *B,
                float *C, int64_t m, int64_t n, int64_t r0, int64_t r1);

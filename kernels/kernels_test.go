@@ -132,6 +132,45 @@ func TestSpMMMatchesDense(t *testing.T) {
 	SetThreads(2)
 }
 
+// TestSpMMOccupied: a product at a sparse block's occupied rows, through
+// their own pointers, writes what SpMMRows writes at them, bit for bit
+// (B in L1 and not, widths with and without whole vectors, lists long
+// enough to split), and refuses pointers that fall or run past the end.
+func TestSpMMOccupied(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	defer SetThreads(Threads())
+	for _, sh := range []struct{ rows, k, n int }{{300, 120, 16}, {300, 1000, 16}, {3000, 1000, 16}, {300, 120, 7}, {2000, 500, 33}} {
+		for _, th := range []int{1, 2} {
+			SetThreads(th)
+			a := randCSR(r, sh.rows, sh.k, 0.0015)
+			b := randDense(r, sh.k, sh.n)
+			o := Occupied(a)
+			for _, acc := range []bool{false, true} {
+				want, got := randDense(r, sh.rows, sh.n), matrix.NewDense(sh.rows, sh.n)
+				copy(got.Data, want.Data)
+				if err := SpMMRows(want, a, b, o.Rows, acc); err != nil {
+					t.Fatal(err)
+				}
+				if err := SpMMOccupied(got, a, b, o, acc); err != nil {
+					t.Fatal(err)
+				}
+				for i := range want.Data {
+					if got.Data[i] != want.Data[i] {
+						t.Fatalf("%v, %d threads, accumulate %v: element %d is %g, SpMMRows's %g", sh, th, acc, i, got.Data[i], want.Data[i])
+					}
+				}
+			}
+		}
+	}
+	a := &matrix.CSR{Rows: 3, Cols: 2, RowPtr: []int64{0, 1, 1, 2}, ColIdx: []int32{0, 1}, Val: []float32{1, 2}}
+	c, b := matrix.NewDense(3, 2), matrix.NewDense(2, 2)
+	for _, o := range []OccupiedRows{{Rows: []int32{0, 2}, Ptr: []int64{0, 1, 3}}, {Rows: []int32{0, 2}, Ptr: []int64{1, 0, 2}}, {Rows: []int32{0, 2}, Ptr: []int64{0, 1}}} {
+		if err := SpMMOccupied(c, a, b, o, true); err == nil {
+			t.Fatalf("pointers %v for rows %v taken", o.Ptr, o.Rows)
+		}
+	}
+}
+
 func TestGEMMShapes(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	// Inner widths: narrow, several scratch blocks, one row per block; then

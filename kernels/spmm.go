@@ -83,9 +83,61 @@ func SpMMRows(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, rows []int32, acc
 	return nil
 }
 
+// OccupiedRows are a sparse matrix's nonempty rows with their nonzeros'
+// pointers alone. A block of a rank's row at many ranks has entries in a
+// few of its rows: a product at those reads their pointers in order, where
+// through the block's own it would miss on a line of them for each row.
+type OccupiedRows struct {
+	Rows []int32 // ascending
+	Ptr  []int64 // row Rows[i]'s nonzeros are Ptr[i]..Ptr[i+1]
+}
+
+// Occupied lists a's nonempty rows.
+func Occupied(a *matrix.CSR) OccupiedRows {
+	var o OccupiedRows
+	for r := range a.Rows {
+		if a.RowPtr[r+1] > a.RowPtr[r] {
+			o.Rows = append(o.Rows, int32(r))
+			o.Ptr = append(o.Ptr, a.RowPtr[r])
+		}
+	}
+	if o.Rows != nil {
+		o.Ptr = append(o.Ptr, a.RowPtr[o.Rows[len(o.Rows)-1]+1])
+	}
+	return o
+}
+
+// SpMMOccupied is SpMMRows at o.Rows, o being Occupied(a) (or listing
+// some of a's rows with their own spans of its nonzeros).
+func SpMMOccupied(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, o OccupiedRows, accumulate bool) error {
+	const what = "spmm at occupied rows"
+	if err := checkRows(CheckMul(what, c, a.Rows, a.Cols, b), what, o.Rows, a.Rows); err != nil {
+		return err
+	}
+	if len(o.Rows) == 0 {
+		return nil
+	}
+	if len(o.Ptr) != len(o.Rows)+1 || o.Ptr[0] < 0 || o.Ptr[len(o.Rows)] > a.NNZ() {
+		return fmt.Errorf("%s: %d row pointers for %d rows, or past the %d nonzeros", what, len(o.Ptr), len(o.Rows), a.NNZ())
+	}
+	for i := range o.Rows {
+		if o.Ptr[i+1] < o.Ptr[i] {
+			return fmt.Errorf("%s: row pointer %d falls", what, i+1)
+		}
+	}
+	spmmAt(c, a, b, accumulate, o.Rows, o.Ptr)
+	return nil
+}
+
 // spmm runs the kernel at the listed rows (nil: every row), split by
 // nonzeros (listed rows: by count).
 func spmm(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool, rows []int32) {
+	spmmAt(c, a, b, accumulate, rows, nil)
+}
+
+// spmmAt is spmm with, where ptr is set, the listed rows' nonzeros found
+// through ptr (OccupiedRows) rather than a.RowPtr.
+func spmmAt(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool, rows []int32, ptr []int64) {
 	if rowsIn(rows, a.Rows) == 0 || b.Cols == 0 {
 		return
 	}
@@ -99,10 +151,19 @@ func spmm(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool, rows
 	rowp := (*C.int64_t)(unsafe.Pointer(&a.RowPtr[0]))
 	bp, cp, lp := f32p(b.Data), f32p(c.Data), i32p(rows)
 	n := C.int64_t(b.Cols)
+	if ptr != nil {
+		rowp = (*C.int64_t)(unsafe.Pointer(&ptr[0]))
+	}
+	compact := ptr != nil
 	if spmmSerial(a, rows) {
 		// One piece either way: called here, with no cut points or closure
 		// made, since a rank's block products are mostly a few rows each.
-		C.sc_spmm(rowp, colp, valp, bp, C.int64_t(b.Rows), cp, n, 0, C.int64_t(rowsIn(rows, a.Rows)), acc, lp)
+		lo, hi := C.int64_t(0), C.int64_t(rowsIn(rows, a.Rows))
+		if compact {
+			C.sc_spmm_compact(rowp, colp, valp, bp, C.int64_t(b.Rows), cp, n, lo, hi, acc, lp)
+		} else {
+			C.sc_spmm(rowp, colp, valp, bp, C.int64_t(b.Rows), cp, n, lo, hi, acc, lp)
+		}
 		return
 	}
 	var cuts []int
@@ -112,7 +173,11 @@ func spmm(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, accumulate bool, rows
 		cuts = nnzCuts(a.RowPtr, pieces())
 	}
 	forRanges(cuts, func(lo, hi int) {
-		C.sc_spmm(rowp, colp, valp, bp, C.int64_t(b.Rows), cp, n, C.int64_t(lo), C.int64_t(hi), acc, lp)
+		if compact {
+			C.sc_spmm_compact(rowp, colp, valp, bp, C.int64_t(b.Rows), cp, n, C.int64_t(lo), C.int64_t(hi), acc, lp)
+		} else {
+			C.sc_spmm(rowp, colp, valp, bp, C.int64_t(b.Rows), cp, n, C.int64_t(lo), C.int64_t(hi), acc, lp)
+		}
 	})
 }
 

@@ -52,41 +52,43 @@ SC_TARGET static inline void SPMM_PART(pair)(const int32_t *restrict col,
 
 // spmm: rows [r0, r1) of C = (or +=) A·B, or rows list[r0..r1), B n wide:
 // tiles of up to SC_NVMAX vectors per pass over a row's nonzeros, leftover
-// columns (n % 16) plain.
+// columns (n % 16) plain. With compact, rowptr is indexed by list position
+// (spmm_arow): the listed rows' pointers alone, read in order.
 SC_TARGET static void SC_FN(SC_SPMM)(const int64_t *rowptr, const int32_t *col, const float *val,
                                      const float *B, int64_t kb, float *C, int64_t n, int64_t r0,
-                                     int64_t r1, int acc_in, const int32_t *list) {
+                                     int64_t r1, int acc_in, const int32_t *list, int compact) {
   if (r1 <= r0) return;
   if (n == VW && kb * VW * (int64_t)sizeof(float) <= NARROW_B) {
     int64_t i = r0;
     for (; i + 1 < r1; i += 2) {
       const int64_t r = list ? list[i] : i, q = list ? list[i + 1] : i + 1;
-      SPMM_PART(pair)(col, val, rowptr[r], rowptr[r + 1], rowptr[q], rowptr[q + 1], B,
+      const int64_t a = spmm_arow(i, r, compact), b = spmm_arow(i + 1, q, compact);
+      SPMM_PART(pair)(col, val, rowptr[a], rowptr[a + 1], rowptr[b], rowptr[b + 1], B,
                       C + r * VW, C + q * VW, acc_in);
     }
     if (i < r1) {
-      const int64_t r = list ? list[i] : i;
-      SPMM_PART(tile1)(col, val, rowptr[r], rowptr[r + 1], rowptr[r + 1], B, VW, 0, C + r * VW, acc_in);
+      const int64_t r = list ? list[i] : i, a = spmm_arow(i, r, compact);
+      SPMM_PART(tile1)(col, val, rowptr[a], rowptr[a + 1], rowptr[a + 1], B, VW, 0, C + r * VW, acc_in);
     }
     return;
   }
   // Prefetches run ahead over the nonzeros up to the last row's end: with
   // an ascending list past empty rows, the next listed rows'.
-  const int64_t pf_end = rowptr[(list ? list[r1 - 1] : r1 - 1) + 1];
+  const int64_t pf_end = rowptr[spmm_arow(r1 - 1, list ? list[r1 - 1] : r1 - 1, compact) + 1];
   // One row of B per vector tile (the hidden width 16): the row stride a
   // constant, so no multiply per gathered row.
   if (n == VW) {
     for (int64_t i = r0; i < r1; i++) {
-      const int64_t r = list ? list[i] : i;
-      SPMM_PART(tile1)(col, val, rowptr[r], rowptr[r + 1], pf_end, B, VW, 0, C + r * VW, acc_in);
+      const int64_t r = list ? list[i] : i, a = spmm_arow(i, r, compact);
+      SPMM_PART(tile1)(col, val, rowptr[a], rowptr[a + 1], pf_end, B, VW, 0, C + r * VW, acc_in);
     }
     return;
   }
   const int64_t nv = n / VW * VW;
   for (int64_t i = r0; i < r1; i++) {
-    const int64_t r = list ? list[i] : i;
+    const int64_t r = list ? list[i] : i, a = spmm_arow(i, r, compact);
     float *c = C + r * n;
-    const int64_t p0 = rowptr[r], p1 = rowptr[r + 1];
+    const int64_t p0 = rowptr[a], p1 = rowptr[a + 1];
     int64_t t = 0;
     if (SC_NVMAX >= 4)
       for (; t + 4 * VW <= nv; t += 4 * VW) SPMM_PART(tile4)(col, val, p0, p1, pf_end, B, n, t, c, acc_in);
