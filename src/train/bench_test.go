@@ -133,8 +133,8 @@ func blockProducts(b *testing.B, name string, ahat *matrix.CSR, off []int64, r i
 		for k, j := range order {
 			switch {
 			case blocks[j].NNZ() == 0:
-			case k > 0 && occ[j] != nil:
-				kernels.SpMMRows(out, blocks[j], hs[j], occ[j], true)
+			case k > 0 && occ[j].Rows != nil:
+				kernels.SpMMOccupied(out, blocks[j], hs[j], occ[j], true)
 			default:
 				kernels.SpMM(out, blocks[j], hs[j], k > 0)
 			}

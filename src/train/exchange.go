@@ -60,8 +60,9 @@ type cache struct {
 	// multiplied): a product that adds to the output runs over those
 	// alone. At P ranks a rank's block row splits into P blocks, most rows
 	// of which are empty past a few dozen ranks; a product over every row
-	// would stream the whole output P times.
-	occupied [][]int32
+	// would stream the whole output P times. Each list comes with its
+	// rows' pointers alone (kernels.OccupiedRows).
+	occupied []kernels.OccupiedRows
 
 	// With --cache-bits, other roots' blocks stay as they arrived (packed
 	// in wire.packed) and are decoded into decoded, one at a time, when
@@ -91,10 +92,10 @@ func newCache(be kernels.Backend, name string, width int, rows []int, blocks []*
 	return c
 }
 
-// occupiedRows is occupied for blocks: nil for a block that holds entries
-// in half of its rows or more.
-func occupiedRows(blocks []*matrix.CSR) [][]int32 {
-	occ := make([][]int32, len(blocks))
+// occupiedRows is occupied for blocks: no rows listed for a block that
+// holds entries in half of its rows or more.
+func occupiedRows(blocks []*matrix.CSR) []kernels.OccupiedRows {
+	occ := make([]kernels.OccupiedRows, len(blocks))
 	for j, b := range blocks {
 		n := 0
 		for r := range b.Rows {
@@ -102,14 +103,8 @@ func occupiedRows(blocks []*matrix.CSR) [][]int32 {
 				n++
 			}
 		}
-		if 2*n >= b.Rows {
-			continue
-		}
-		occ[j] = make([]int32, 0, n)
-		for r := range b.Rows {
-			if b.RowPtr[r+1] > b.RowPtr[r] {
-				occ[j] = append(occ[j], int32(r))
-			}
+		if 2*n < b.Rows {
+			occ[j] = kernels.Occupied(b)
 		}
 	}
 	return occ
@@ -117,9 +112,9 @@ func occupiedRows(blocks []*matrix.CSR) [][]int32 {
 
 // rowsOf is the occupied rows of block j where the cache multiplies the
 // whole graph's blocks (not a cluster batch's), made at the first call.
-func (c *cache) rowsOf(j int) []int32 {
+func (c *cache) rowsOf(j int) kernels.OccupiedRows {
 	if len(c.blocks) == 0 || len(c.full) == 0 || &c.blocks[0] != &c.full[0] {
-		return nil
+		return kernels.OccupiedRows{}
 	}
 	if c.occupied == nil {
 		c.occupied = occupiedRows(c.full)

@@ -74,14 +74,15 @@ func TestMessagesAreCounted(t *testing.T) {
 	}
 }
 
-// TestOccupiedRows: a block lists its rows with entries where fewer than
-// half of them hold any, and none where half or more do.
+// TestOccupiedRows: a block lists its rows with entries, and where their
+// nonzeros start, where fewer than half of them hold any, and none where
+// half or more do.
 func TestOccupiedRows(t *testing.T) {
 	sparse := &matrix.CSR{Rows: 5, Cols: 2, RowPtr: []int64{0, 0, 1, 1, 1, 2}, ColIdx: []int32{0, 1}, Val: []float32{1, 2}}
 	dense := &matrix.CSR{Rows: 2, Cols: 2, RowPtr: []int64{0, 1, 1}, ColIdx: []int32{0}, Val: []float32{1}}
 	occ := occupiedRows([]*matrix.CSR{sparse, dense})
-	if fmt.Sprint(occ[0]) != "[1 4]" || occ[1] != nil {
-		t.Fatalf("occupied rows %v, want [[1 4] []]", occ)
+	if fmt.Sprint(occ[0].Rows, occ[0].Ptr) != "[1 4] [0 1 2]" || occ[1].Rows != nil {
+		t.Fatalf("occupied rows %v, want rows [1 4] at nonzeros [0 1 2], and none", occ)
 	}
 }
 

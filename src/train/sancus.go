@@ -187,8 +187,12 @@ func (e *Engine) multiply(c *cache, out *matrix.Dense, own *ownRows, j int, mask
 	switch {
 	case c.outRows != nil:
 		err = e.out.rowOps.SpMMRows(out, c.blocks[j], b, c.outRows, accumulate)
-	case accumulate && rowsOK && c.rowsOf(j) != nil: // an empty row adds nothing
-		err = ro.SpMMRows(out, c.blocks[j], b, c.rowsOf(j), true)
+	case accumulate && rowsOK && c.rowsOf(j).Rows != nil: // an empty row adds nothing
+		if oc, ok := kernels.OccupiedOf(e.be); ok {
+			err = oc.SpMMOccupied(out, c.blocks[j], b, c.rowsOf(j), true)
+		} else {
+			err = ro.SpMMRows(out, c.blocks[j], b, c.rowsOf(j).Rows, true)
+		}
 	default:
 		err = e.be.SpMM(out, c.blocks[j], b, accumulate)
 	}
