@@ -203,3 +203,24 @@ type countedTester struct {
 
 func (q *countedTester) Test() (bool, error) { *q.c.tests++; return true, q.Request.Wait() }
 func (q *countedTester) Wait() error         { *q.c.waits++; return q.Request.Wait() }
+
+// MeasureLatency: every rank gets one positive time, the same on every
+// rank; one rank measures nothing.
+func TestMeasureLatency(t *testing.T) {
+	for _, p := range []int{1, 2, 3, 4} {
+		us := make([]float64, p)
+		err := NewWorld(p, 5*time.Second).Run(func(c Comm) error {
+			u, err := MeasureLatency(c, 3)
+			us[c.Rank()] = u
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r, u := range us {
+			if (p == 1) != (u == 0) || u < 0 || u != us[0] {
+				t.Fatalf("P=%d: rank %d measured %v µs, rank 0 %v", p, r, u, us[0])
+			}
+		}
+	}
+}

@@ -76,6 +76,71 @@ func MeasureLink(c Comm, bytes, reps int) (float64, error) {
 	return float64(bytes) / best.Seconds() / 1e9, nil
 }
 
+// MeasureLatency is the time, in µs, a word takes between the pairs of
+// MeasureLink, every pair at once: the least over rounds of the slowest
+// pair's mean over a round of exchanges. It is measured apart from the
+// rate, which large messages time: at P = 512 an exchange's messages are
+// small and their count, not their bytes, sets its time. Ranks wait in
+// Wait here, since a nap would be longer than the word. Every rank gets
+// the same figure; one rank gets 0.
+func MeasureLatency(c Comm, rounds int) (float64, error) {
+	p := c.Size()
+	if p < 2 {
+		return 0, nil
+	}
+	r, pairs := c.Rank(), p/2*2
+	word, got := make([]byte, 8), make([]byte, 8)
+	best := 0.0
+	for range max(1, rounds) {
+		if err := idleBarrier(c); err != nil {
+			return 0, fmt.Errorf("measuring the latency: %w", err)
+		}
+		start := time.Now()
+		if r < pairs {
+			for range latencyWords {
+				if err := swapWait(c, word, got, (r+pairs/2)%pairs); err != nil {
+					return 0, fmt.Errorf("measuring the latency: %w", err)
+				}
+			}
+		}
+		us := time.Since(start).Seconds() * 1e6 / latencyWords
+		if r >= pairs {
+			us = 0
+		}
+		all, err := Allgather(c, []float64{us})
+		if err != nil {
+			return 0, fmt.Errorf("measuring the latency: %w", err)
+		}
+		slowest := 0.0
+		for _, u := range all {
+			slowest = max(slowest, u)
+		}
+		if best == 0 || slowest < best {
+			best = slowest
+		}
+	}
+	return best, nil
+}
+
+// latencyWords is how many exchanges of a word a latency round times.
+const latencyWords = 32
+
+// swapWait is swap waiting in Wait.
+func swapWait(c Comm, send, recv []byte, peer int) error {
+	rq, err := c.Irecv(recv, peer, tagLink)
+	if err != nil {
+		return err
+	}
+	sq, err := c.Isend(send, peer, tagLink)
+	if err != nil {
+		return err
+	}
+	if err := rq.Wait(); err != nil {
+		return err
+	}
+	return sq.Wait()
+}
+
 // maxRounds bounds the link's measurement on a host too busy to give
 // three rounds alike: about 2 s of 4 MB rounds at 1 Gbit/s shared by two.
 const maxRounds = 24

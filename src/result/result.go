@@ -33,8 +33,11 @@ type Run struct {
 	// WireChosen says what it chose, if it changed the default.
 	LinkGBs    float64 `json:"link_gbs,omitempty"`
 	WireChosen string  `json:"wire_chosen,omitempty"`
-	Dataset    string  `json:"dataset"`
-	Shards     string  `json:"shards,omitempty"` // the shard directory trained on, if any
+	// LinkLatencyUs is a word's time between ranks, measured beside the
+	// rate: what sancus plan's --latency-us stands for.
+	LinkLatencyUs float64 `json:"link_latency_us,omitempty"`
+	Dataset       string  `json:"dataset"`
+	Shards        string  `json:"shards,omitempty"` // the shard directory trained on, if any
 	// Partitioner is what cut the graph into the ranks' rows: the shards'
 	// (their meta.json), or contiguous for a run on a whole dataset.
 	Partitioner string `json:"partitioner,omitempty"`

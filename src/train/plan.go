@@ -36,7 +36,8 @@ type Plan struct {
 
 // LinkChoice is the measured link and the forward wire it chose.
 type LinkChoice struct {
-	GBs float64 `json:"gbs,omitempty"` // GB/s per rank, every rank sending at once (0: not measured)
+	GBs       float64 `json:"gbs,omitempty"`        // GB/s per rank, every rank sending at once (0: not measured)
+	LatencyUs float64 `json:"latency_us,omitempty"` // a word's time between ranks, every pair at once
 	// Chosen says what the link chose and why, if it changed the default
 	// or a kept choice was read back.
 	Chosen string `json:"chosen,omitempty"`
@@ -122,6 +123,9 @@ func (p *Plan) chooseWire(c collectives.Comm) error {
 	}
 	gbs, err := collectives.MeasureLink(c, 4<<20, 3)
 	if err != nil {
+		return err
+	}
+	if p.Link.LatencyUs, err = collectives.MeasureLatency(c, 5); err != nil {
 		return err
 	}
 	// The measurement grows each connection's congestion window; Linux

@@ -688,9 +688,9 @@ func TestEmulatedLink(t *testing.T) {
 	r := readReport(t, chosen)
 	f, _ := train.WireForLink(r.LinkGBs)
 	want := f.String()
-	if !(r.LinkGBs > 0 && r.LinkGBs < 0.2) || want == "fp32" || !strings.Contains(r.WireChosen, "--wire "+want) || !strings.Contains(r.Link, "1Gbit") ||
+	if !(r.LinkGBs > 0 && r.LinkGBs < 0.2) || r.LinkLatencyUs <= 0 || want == "fp32" || !strings.Contains(r.WireChosen, "--wire "+want) || !strings.Contains(r.Link, "1Gbit") ||
 		!strings.Contains(string(o), "blocks go as --wire "+want) {
-		t.Fatalf("results JSON: link %q measured %v GB/s, chose %q; want %s:\n%s", r.Link, r.LinkGBs, r.WireChosen, want, o)
+		t.Fatalf("results JSON: link %q measured %v GB/s and %v µs, chose %q; want %s:\n%s", r.Link, r.LinkGBs, r.LinkLatencyUs, r.WireChosen, want, o)
 	}
 	if r := readReport(t, free); r.LinkGBs != 0 || r.WireChosen != "" {
 		t.Fatalf("on shared memory the link was measured (%v GB/s) or the wire chosen (%q)", r.LinkGBs, r.WireChosen)

@@ -70,7 +70,7 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 	if err != nil {
 		return abort("setting up", err)
 	}
-	rep.LinkGBs, rep.WireChosen = plan.Link.GBs, plan.Link.Chosen
+	rep.LinkGBs, rep.LinkLatencyUs, rep.WireChosen = plan.Link.GBs, plan.Link.LatencyUs, plan.Link.Chosen
 	if rank != 0 {
 		cfg.Run.Log = nil
 	} else {
