@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"sancus/collectives/wire"
+	"sancus/kernels"
 	"sancus/src/atomicfile"
 	"sancus/src/graph"
 	"sancus/src/model"
@@ -73,8 +74,8 @@ func runPlan(args []string) error {
 	fs.Float64Var(&cl.LinkGBs, "link-gbs", 12.5, "each node's network bandwidth, GB/s each way (12.5: 100 Gb/s)")
 	fs.Float64Var(&cl.LatencyUs, "latency-us", 2, "latency a message, µs")
 	var rates scaling.Rates
-	fs.Float64Var(&rates.SpMMGflops, "spmm-gflops", 0, "one rank's sparse-product rate, GFLOP/s (or --calibrate)")
-	fs.Float64Var(&rates.GEMMGflops, "gemm-gflops", 0, "one rank's GEMM rate, GFLOP/s (or --calibrate)")
+	fs.Float64Var(&rates.SpMMGflops, "spmm-gflops", 0, "one rank's sparse-product rate on one core, GFLOP/s (or --calibrate)")
+	fs.Float64Var(&rates.GEMMGflops, "gemm-gflops", 0, "one rank's GEMM rate on one core, GFLOP/s (or --calibrate)")
 	fs.Float64Var(&rates.BlockUs, "block-us", 0, "what each peer's block costs a rank beyond its flops, µs (or --calibrate)")
 	calibrate := fs.Bool("calibrate", false, "measure the rates here: replay the busiest rank (bench rank) at --calibrate-ranks and fit them")
 	calRanks := fs.IntSlice("calibrate-ranks", []int{4, 16, 64}, "with --calibrate: the P to replay at (three or more fit a cost a peer block)")
@@ -116,7 +117,7 @@ func runPlan(args []string) error {
 		if res.Rates, err = calibrateRates(ds, cfg, partOf, *calRanks); err != nil {
 			return err
 		}
-		res.RatesFrom = fmt.Sprintf("calibrated here at P = %v", *calRanks)
+		res.RatesFrom = fmt.Sprintf("calibrated here at P = %v, one kernel thread", *calRanks)
 	}
 	if res.Rates.OneRate {
 		fmt.Printf("rates: %.2f GFLOP/s for sparse products and GEMMs alike (the replayed ranks' sparse flops were too few to tell the two apart; --spmm-gflops and --gemm-gflops without --calibrate set them), %.2f µs a peer block, a rank (%s)\n", res.Rates.GEMMGflops, res.Rates.BlockUs, res.RatesFrom)
@@ -298,6 +299,11 @@ func calibrateRates(ds *graph.Dataset, cfg train.Config, partOf func(int) (scali
 	if err != nil {
 		return scaling.Rates{}, err
 	}
+	// Rates are one core's (Cluster.Share divides cores among ranks):
+	// replayed on all of this machine's kernel threads, a rank would be
+	// timed on every core and the shared cores counted twice.
+	defer kernels.SetThreads(kernels.Threads())
+	kernels.SetThreads(1)
 	var samples []scaling.Sample
 	for _, p := range ranks {
 		if p < 1 || p > ds.N {
