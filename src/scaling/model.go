@@ -11,21 +11,37 @@ import (
 
 // Cluster is the machine a job would run on.
 type Cluster struct {
-	Nodes        int     // at most this many nodes
-	RanksPerNode int     // ranks placed on a node, in rank order
-	CoresPerNode int     // cores a node's ranks share (0: one a rank)
-	LinkGBs      float64 // each node's network bandwidth, GB/s each way
-	LatencyUs    float64 // per message
+	Nodes        int // at most this many nodes
+	RanksPerNode int // ranks placed on a node, in rank order
+	CoresPerNode int // cores a node's ranks share (0: one a rank)
+	// HostCores: every node is the same host (nodes emulated on one
+	// machine), so all ranks of all nodes share its cores; 0: each node
+	// has cores of its own (CoresPerNode).
+	HostCores int     `json:",omitempty"`
+	LinkGBs   float64 // each node's network bandwidth, GB/s each way
+	LatencyUs float64 // per message
 }
 
-// Share is how many ranks one core serves: where ranks outnumber a
-// node's cores they take turns, so compute time is multiplied by it
-// (memory bandwidth shared among a node's ranks is not modelled).
-func (c Cluster) Share() float64 {
-	if c.CoresPerNode <= 0 || c.RanksPerNode <= c.CoresPerNode {
+// ShareAt is how many ranks one core serves when p ranks run rpn to a
+// node: where ranks outnumber the cores they share they take turns, so
+// compute time is multiplied by it (memory bandwidth shared among them is
+// not modelled). The cores shared are a node's, or, with HostCores, the
+// one host's that all p ranks run on. Never below 1: Rates are one core's,
+// and spare cores are not counted as speeding a rank up.
+func (c Cluster) ShareAt(p, rpn int) float64 {
+	ranks, cores := rpn, c.CoresPerNode
+	if c.HostCores > 0 {
+		ranks, cores = p, c.HostCores
+	}
+	if cores <= 0 || ranks <= cores {
 		return 1
 	}
-	return float64(c.RanksPerNode) / float64(c.CoresPerNode)
+	return float64(ranks) / float64(cores)
+}
+
+// Share is ShareAt for the whole cluster: every node full.
+func (c Cluster) Share() float64 {
+	return c.ShareAt(c.Nodes*c.RanksPerNode, c.RanksPerNode)
 }
 
 // Rates are one rank's effective compute rates (one core): sparse
@@ -120,7 +136,8 @@ type Memory struct {
 }
 
 // Predict is the epoch of counts' partition for m on cluster at rates:
-// every rank computes its work (times the cluster's Share), sends its
+// every rank computes its work (times the cluster's ShareAt for P ranks
+// rpn to a node), sends its
 // rows over its node's link (the node's ranks' bytes to other nodes, the
 // larger way, over LinkGBs) and pays LatencyUs a message; the exchange
 // hides behind the product with its own block (its share of Â's
@@ -140,10 +157,11 @@ func Predict(c Counts, m Model, cl Cluster, rates Rates) Prediction {
 	}
 	bw := cl.LinkGBs * 1e9
 	lat := cl.LatencyUs * 1e-6
+	share := cl.ShareAt(p, rpn) // this P's placement, not the full cluster's
 	var total float64
 	for r := range p {
 		t, rk := traffic[r], c.Ranks[r]
-		compute := m.WorkOf(rk).Seconds(rates) * cl.Share()
+		compute := m.WorkOf(rk).Seconds(rates) * share
 		exch := math.Max(nodeOut[r/rpn], nodeIn[r/rpn])/bw + float64(t.Messages)*lat
 		ar := allreduceSeconds(p, nodes, rpn, t.AllreduceSent, m.Params, bw, lat)
 		hide := compute * float64(rk.Diag) / float64(max(1, rk.NNZ))
@@ -231,6 +249,10 @@ func (cl Cluster) Check() error {
 		return fmt.Errorf("--link-gbs must be > 0 (each node's network bandwidth, GB/s), got %g", cl.LinkGBs)
 	case cl.LatencyUs < 0:
 		return fmt.Errorf("--latency-us must be ≥ 0, got %g", cl.LatencyUs)
+	case cl.CoresPerNode < 0 || cl.HostCores < 0:
+		return fmt.Errorf("--cores-per-node and --host-cores must be ≥ 0, got %d and %d", cl.CoresPerNode, cl.HostCores)
+	case cl.CoresPerNode > 0 && cl.HostCores > 0:
+		return fmt.Errorf("give --cores-per-node (each node its own cores) or --host-cores (every node one host's), not both")
 	}
 	return nil
 }

@@ -169,3 +169,58 @@ func TestFitTellsRatesApartOrSaysItCannot(t *testing.T) {
 		t.Fatalf("no sparse flops: %+v, %v", r, err)
 	}
 }
+
+// Ranks outnumbering the cores they share take turns: a node's cores, or,
+// with HostCores, one host's shared by every node's ranks; a row below
+// the full cluster is charged its own placement's share.
+func TestShareCountsTheCoresRanksShare(t *testing.T) {
+	for _, tc := range []struct {
+		cl     Cluster
+		p, rpn int
+		want   float64
+	}{
+		{Cluster{Nodes: 4, RanksPerNode: 2, HostCores: 2}, 8, 2, 4}, // 8 ranks on one 2-core host
+		{Cluster{Nodes: 4, RanksPerNode: 2, HostCores: 2}, 4, 1, 2},
+		{Cluster{Nodes: 2, RanksPerNode: 1, HostCores: 2}, 2, 1, 1},
+		{Cluster{Nodes: 2, RanksPerNode: 8, CoresPerNode: 4}, 16, 8, 2},
+		{Cluster{Nodes: 2, RanksPerNode: 8, CoresPerNode: 4}, 2, 2, 1}, // P = 2 fits one node's cores
+		{Cluster{Nodes: 2, RanksPerNode: 8}, 16, 8, 1},                 // a core a rank
+	} {
+		if got := tc.cl.ShareAt(tc.p, tc.rpn); got != tc.want {
+			t.Errorf("%+v at P = %d, %d a node: share %g, want %g", tc.cl, tc.p, tc.rpn, got, tc.want)
+		}
+	}
+	if got := (Cluster{Nodes: 4, RanksPerNode: 2, HostCores: 2}).Share(); got != 4 {
+		t.Errorf("full cluster: share %g, want 4", got)
+	}
+	if err := (Cluster{Nodes: 2, RanksPerNode: 2, CoresPerNode: 2, HostCores: 2, LinkGBs: 1}).Check(); err == nil {
+		t.Error("--cores-per-node with --host-cores accepted")
+	}
+
+	// Predict multiplies each row's compute by its own share: P = 1 of a
+	// cluster of 8-rank nodes on 4 cores computes alone.
+	ds := generated(t)
+	g := GraphOf(ds)
+	cfg := train.Defaults()
+	flows, err := cfg.Flows(ds.Features.Cols, ds.Classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Model{Dims: []int{ds.Features.Cols, cfg.Model.Hidden, ds.Classes}, Flows: flows}
+	rates := Rates{SpMMGflops: 1, GEMMGflops: 10}
+	for _, p := range []int{1, 4} {
+		part, err := Contiguous(g, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Count(g, part, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone := Predict(c, m, Cluster{Nodes: 2, RanksPerNode: 8, LinkGBs: 1}, rates).Compute
+		host := Predict(c, m, Cluster{Nodes: 2, RanksPerNode: 8, HostCores: 2, LinkGBs: 1}, rates).Compute
+		if want := alone * max(1, float64(p)/2); math.Abs(host-want) > 1e-9*want {
+			t.Errorf("P = %d on a 2-core host: compute %g ms, want %g (alone %g × %d/2)", p, host, want, alone, p)
+		}
+	}
+}

@@ -71,6 +71,7 @@ func runPlan(args []string) error {
 	fs.IntVar(&cl.Nodes, "nodes", 1, "nodes the job may use")
 	fs.IntVar(&cl.RanksPerNode, "ranks-per-node", 1, "ranks on a node")
 	fs.IntVar(&cl.CoresPerNode, "cores-per-node", 0, "cores a node has (0: one a rank); more ranks than cores multiplies compute by ranks/cores")
+	fs.IntVar(&cl.HostCores, "host-cores", 0, "every node is one host with this many cores (emulated nodes): more ranks, all nodes' together, than cores multiplies compute by ranks/cores")
 	fs.Float64Var(&cl.LinkGBs, "link-gbs", 12.5, "each node's network bandwidth, GB/s each way (12.5: 100 Gb/s)")
 	fs.Float64Var(&cl.LatencyUs, "latency-us", 2, "latency a message, µs")
 	var rates scaling.Rates
@@ -124,7 +125,9 @@ func runPlan(args []string) error {
 	} else {
 		fmt.Printf("rates: sparse products %.2f GFLOP/s, GEMM %.2f GFLOP/s, %.2f µs a peer block, a rank (%s)\n", res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.Rates.BlockUs, res.RatesFrom)
 	}
-	if sh := cl.Share(); sh > 1 {
+	if sh := cl.Share(); sh > 1 && cl.HostCores > 0 {
+		fmt.Printf("%d ranks share the host's %d cores (every node's ranks on one host): compute is multiplied by ranks/cores, %.2f at P = %d\n", cl.Nodes*cl.RanksPerNode, cl.HostCores, sh, cl.Nodes*cl.RanksPerNode)
+	} else if sh > 1 {
 		fmt.Printf("%d ranks share %d cores on a node: compute is multiplied by %.2f\n", cl.RanksPerNode, cl.CoresPerNode, sh)
 	}
 	top := min(*maxRanks, cl.Nodes*cl.RanksPerNode, ds.N)
@@ -299,7 +302,7 @@ func calibrateRates(ds *graph.Dataset, cfg train.Config, partOf func(int) (scali
 	if err != nil {
 		return scaling.Rates{}, err
 	}
-	// Rates are one core's (Cluster.Share divides cores among ranks):
+	// Rates are one core's (Cluster.ShareAt divides cores among ranks):
 	// replayed on all of this machine's kernel threads, a rank would be
 	// timed on every core and the shared cores counted twice.
 	defer kernels.SetThreads(kernels.Threads())
