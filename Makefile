@@ -21,7 +21,7 @@ EPOCHS  ?= 200
 MPIRUN_FLAGS ?= --oversubscribe $(shell [ "$$(id -u)" = 0 ] && echo --allow-run-as-root)
 MPIRUN       ?= mpirun $(MPIRUN_FLAGS)
 
-.PHONY: cuda test-cuda vet-cuda all deps torch build run test test-go test-short test-mpi test-slurm fuzz chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-messages bench-replay bench-emu-scaling bench-wire-choice bench-sancus bench-partition bench-memory bench-powerlaw bench-link bench-ab bench-models bench-hopgnn clean
+.PHONY: cuda test-cuda vet-cuda all deps torch build run test test-go test-short test-mpi test-slurm fuzz chaos vet bench bench-kernels bench-epoch bench-scale openblas bench-comm bench-messages bench-replay bench-emu-scaling bench-plan-vs-emulated bench-wire-choice bench-sancus bench-partition bench-memory bench-powerlaw bench-link bench-ab bench-models bench-hopgnn clean
 
 all: build
 
@@ -200,6 +200,12 @@ bench-replay: build
 # NODES, PS, RATES, WIRES, RUNS, EPOCHS narrow it.
 bench-emu-scaling: build
 	bash slurm/bench/emu-scaling.sh results/scaling/emulated.tsv
+
+# sancus plan's epoch beside the measured one over emulated nodes (root: ip
+# netns, tc): P = 2, 4, 8 on 2 and 4 nodes, 1 Gbit/s and uncapped, fp32, 3
+# rounds, each calibrating plan's rates and probing the links first.
+bench-plan-vs-emulated: build
+	bash slurm/bench/plan-vs-emulated.sh results/scaling/plan-vs-emulated.tsv
 
 # The wire chosen over 2 emulated nodes, 5 runs a rate, beside two busy loops.
 bench-wire-choice: build
