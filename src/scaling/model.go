@@ -60,6 +60,11 @@ type Rates struct {
 type Work struct {
 	SpMM, GEMM float64 // flops
 	Blocks     float64 // peer blocks sent and received, every flow
+	// OwnSpMM is the part of SpMM with the rank's own block of Â: the
+	// only work that needs none of the rows in flight, so the only work
+	// an exchange can hide behind (the GEMMs wait for the rows, or come
+	// before they are sent).
+	OwnSpMM float64
 }
 
 // Model is a model's shape as the cost model reads it.
@@ -94,6 +99,7 @@ func (m Model) WorkOf(r Rank) Work {
 	var w Work
 	for _, f := range m.Flows {
 		w.SpMM += 2 * float64(r.NNZ) * float64(f.Width)
+		w.OwnSpMM += 2 * float64(r.Diag) * float64(f.Width)
 		s := r.Sets[f.Rows]
 		w.Blocks += float64(s.SendPeers + s.RecvPeers)
 	}
@@ -137,11 +143,11 @@ type Memory struct {
 
 // Predict is the epoch of counts' partition for m on cluster at rates:
 // every rank computes its work (times the cluster's ShareAt for P ranks
-// rpn to a node), sends its
-// rows over its node's link (the node's ranks' bytes to other nodes, the
-// larger way, over LinkGBs) and pays LatencyUs a message; the exchange
-// hides behind the product with its own block (its share of Â's
-// nonzeros), the allreduce hides behind nothing. The epoch is the
+// rpn to a node), sends its rows over its node's link (the node's ranks'
+// bytes to other nodes, the larger way, over LinkGBs) and pays LatencyUs
+// a message; the exchange
+// hides behind the product with its own block (Work.OwnSpMM, shared as
+// the compute is), the allreduce hides behind nothing. The epoch is the
 // slowest rank's: every layer waits for every root.
 func Predict(c Counts, m Model, cl Cluster, rates Rates) Prediction {
 	p := c.P
@@ -161,10 +167,11 @@ func Predict(c Counts, m Model, cl Cluster, rates Rates) Prediction {
 	var total float64
 	for r := range p {
 		t, rk := traffic[r], c.Ranks[r]
-		compute := m.WorkOf(rk).Seconds(rates) * share
+		w := m.WorkOf(rk)
+		compute := w.Seconds(rates) * share
 		exch := math.Max(nodeOut[r/rpn], nodeIn[r/rpn])/bw + float64(t.Messages)*lat
 		ar := allreduceSeconds(p, nodes, rpn, t.AllreduceSent, m.Params, bw, lat)
-		hide := compute * float64(rk.Diag) / float64(max(1, rk.NNZ))
+		hide := w.OwnSpMM / rates.SpMMGflops / 1e9 * share
 		exposed := math.Max(0, exch-hide) + ar
 		if epoch := (compute + exposed) * 1e3; epoch > pr.EpochMs {
 			pr.EpochMs, pr.Compute, pr.Comm, pr.Exposed = epoch, compute*1e3, (exch+ar)*1e3, exposed*1e3

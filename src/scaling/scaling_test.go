@@ -224,3 +224,35 @@ func TestShareCountsTheCoresRanksShare(t *testing.T) {
 		}
 	}
 }
+
+// An exchange hides only behind the product with the rank's own block:
+// slower GEMMs lengthen the compute, not the part of it that the rows in
+// flight can overlap, so the exposed communication stays as it was.
+func TestExchangeHidesBehindOwnBlockOnly(t *testing.T) {
+	ds := generated(t)
+	g := GraphOf(ds)
+	cfg := train.Defaults()
+	flows, err := cfg.Flows(ds.Features.Cols, ds.Classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Model{Dims: []int{ds.Features.Cols, cfg.Model.Hidden, ds.Classes}, Flows: flows}
+	part, err := Contiguous(g, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Count(g, part, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := Cluster{Nodes: 2, RanksPerNode: 1, LinkGBs: 0.001} // a slow link: the exchange outlasts any product
+	fast := Predict(c, m, cl, Rates{SpMMGflops: 1, GEMMGflops: 10})
+	slow := Predict(c, m, cl, Rates{SpMMGflops: 1, GEMMGflops: 0.01})
+	if !(slow.Compute > 100*fast.Compute) || math.Abs(slow.Exposed-fast.Exposed) > 1e-9*fast.Exposed || !(fast.Exposed > 0) {
+		t.Errorf("GEMMs 1000× slower: compute %.3f → %.3f ms, exposed %.3f → %.3f ms (want it unchanged)", fast.Compute, slow.Compute, fast.Exposed, slow.Exposed)
+	}
+	w := m.WorkOf(c.Ranks[0])
+	if !(w.OwnSpMM > 0 && w.OwnSpMM < w.SpMM) {
+		t.Errorf("own-block flops %g of %g sparse", w.OwnSpMM, w.SpMM)
+	}
+}
