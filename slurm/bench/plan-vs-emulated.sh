@@ -18,7 +18,10 @@
 #   env: NODES ("2 4"), PS ("2 4 8"; a P below N is skipped), RATES
 #        ("1gbit none"), RUNS (3), EPOCHS (20), CAL_RANKS ("2,4,8"),
 #        KEEP (a directory to keep the graph, runs, rates and links in),
-#        PREDICT_ONLY (1: measure nothing, predict again from KEEP's)
+#        PREDICT_ONLY (1: measure nothing, predict again from KEEP's),
+#        HOST_AWARE (1: tell the ranks that every node is this host, as
+#        emu-nodes.sh does not: MPI yields while it waits, and a rank runs
+#        cores/P kernel threads, at least one, not cores/ranks-on-its-node)
 . "$(dirname "$0")/common.sh" || exit
 out=${1:-results/scaling/plan-vs-emulated.tsv}
 nodes=${NODES:-2 4} ps=${PS:-2 4 8} rates=${RATES:-1gbit none}
@@ -29,6 +32,10 @@ d=${KEEP:-$tmp/runs} g=${KEEP:-$tmp}/g
 mkdir -p "$(dirname "$out")" "$d"
 [ -f "$g/test.txt" ] || "$bin" gen --out "$g" "${gen[@]}" --quiet >/dev/null
 emu() { slurm/emu-nodes.sh with --name sancus-pve "$@"; }
+aware() { # mpirun's and train's flags for P ranks under HOST_AWARE
+	[ "${HOST_AWARE:-0}" = 1 ] || return 0
+	echo "--mca mpi_yield_when_idle 1 --threads $(($1 < cores ? cores / $1 : 1))"
+}
 [ "${PREDICT_ONLY:-0}" = 1 ] || rm -f "$d"/*.json "$d"/load-*
 [ "${PREDICT_ONLY:-0}" = 1 ] && runs=0
 for run in $(seq "$runs"); do
@@ -45,10 +52,11 @@ for run in $(seq "$runs"); do
 			for rate in $rates; do
 				echo "== N=$n P=$p $rate (run $run)" >&2
 				uptime >>"$d/load-$run"
+				read -r -a a <<<"$(aware "$p")"
 				# shellcheck disable=SC2086 # $mpirun carries its flags
 				emu --nodes "$n" --rate "$rate" -- \
-					$mpirun -np "$p" "$bin" train --data "$g" --epochs "$epochs" --eval-every 0 --wire fp32 \
-					--quiet --out "$d/$n-$p-$rate-$run.json" >/dev/null
+					$mpirun "${a[@]:0:3}" -np "$p" "$bin" train --data "$g" --epochs "$epochs" --eval-every 0 --wire fp32 \
+					"${a[@]:3}" --quiet --out "$d/$n-$p-$rate-$run.json" >/dev/null
 			done
 		done
 	done
@@ -74,7 +82,7 @@ done
 python3 - "$d" "$cores" "$*" "${gen[*]}" "$epochs" "$cal" >"$out" <<'EOF'
 import collections, glob, json, os, re, statistics as st, sys
 d, cores, args, gen, epochs, cal = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
-env = " ".join(f"{k}={os.environ[k]!r}" for k in ("NODES", "PS", "RATES", "RUNS", "EPOCHS", "CAL_RANKS") if k in os.environ)
+env = " ".join(f"{k}={os.environ[k]!r}" for k in ("NODES", "PS", "RATES", "RUNS", "EPOCHS", "CAL_RANKS", "KEEP", "PREDICT_ONLY", "HOST_AWARE") if k in os.environ)
 loads = [float(m) for f in glob.glob(os.path.join(d, "load-*")) for m in re.findall(r"load average: ([0-9.]+)", open(f).read())]
 rates = [json.load(open(f))["rates"] for f in sorted(glob.glob(os.path.join(d, "rates-*.json")))]
 print(f"# {env + ' ' if env else ''}slurm/bench/plan-vs-emulated.sh {args}".rstrip() + "   (root)")
@@ -82,9 +90,9 @@ print(f"# sancus gen {gen}; sancus train --epochs {epochs} --eval-every 0 --wire
 print(f"# sancus plan --wire fp32 --nodes N --ranks-per-node P/N --host-cores {cores} --link-gbs (bench comm: MPI_Bcast at 1 MiB, 2 ranks on 2 nodes) "
       f"--latency-us (bench comm: a small message one by one); rates from plan --calibrate --calibrate-ranks {cal} (one core) each round: "
       + "; ".join(f"sparse {r['SpMMGflops']:.2f} GEMM {r['GEMMGflops']:.2f} GFLOP/s, {r['BlockUs']:.2f} us a block" for r in rates))
-print(f"# 1-minute load average during the runs: {min(loads):.2f} to {max(loads):.2f} (mean {st.mean(loads):.2f})" if loads else "# load: not recorded")
+print(f"# 1-minute load average before each run, the previous runs' ranks included: {min(loads):.2f} to {max(loads):.2f} (mean {st.mean(loads):.2f})" if loads else "# load: not recorded")
 print("\t".join(["nodes", "ranks", "ranks_per_node", "rate", "runs", "measured_ms", "measured_min_ms", "measured_max_ms",
-                 "predicted_ms", "ratio", "pred_compute_ms", "pred_exposed_ms", "train_compute_ms", "train_wait_ms", "share", "link_gbs",
+                 "least_epoch_ms", "predicted_ms", "ratio", "pred_compute_ms", "pred_exposed_ms", "train_compute_ms", "train_wait_ms", "share", "link_gbs",
                  "latency_us", "mb_sent_per_rank_epoch"]))
 rows = collections.defaultdict(list)
 for f in glob.glob(os.path.join(d, "[0-9]*-*-*-*.json")):
@@ -101,12 +109,13 @@ for (n, p, rate), rs in sorted(rows.items()):
     mid = min(preds, key=lambda pr: abs(pr["epoch_ms"] - pred))  # the median round's terms
     sent = st.mean(st.mean(x["bytes_sent"] for x in r["result"]["per_rank"]) / len(r["result"]["curve"]) for r, _, _ in rs)
     m = med(meas)
+    least = min(e["ms"] for r, _, _ in rs for e in r["result"]["curve"][1:])
     ep = lambda r: len(r["result"]["curve"])
     tc = med([max(x["compute_s"] for x in r["result"]["per_rank"]) / ep(r) * 1e3 for r, _, _ in rs])
     tw = med([max(x["comm_wait_s"] for x in r["result"]["per_rank"]) / ep(r) * 1e3 for r, _, _ in rs])
     cl = rs[0][2]
     share = max(1.0, p / cores)
-    print("\t".join(map(str, [n, p, p // n, rate, len(rs), f"{m:.1f}", f"{min(meas):.1f}", f"{max(meas):.1f}", f"{pred:.1f}",
+    print("\t".join(map(str, [n, p, p // n, rate, len(rs), f"{m:.1f}", f"{min(meas):.1f}", f"{max(meas):.1f}", f"{least:.1f}", f"{pred:.1f}",
                               f"{pred / m:.2f}", f"{mid['compute_ms']:.1f}", f"{mid['exposed_ms']:.1f}", f"{tc:.1f}", f"{tw:.1f}", f"{share:g}",
                               f"{med([c['LinkGBs'] for _, _, c in rs]):.3f}", f"{med([c['LatencyUs'] for _, _, c in rs]):.0f}", f"{sent / 1e6:.3f}"])))
 EOF
