@@ -15,25 +15,93 @@ type BalanceBy uint8
 const (
 	// BalanceAuto is BalanceNNZ where a partition equal in rows is more
 	// than 10% unequal in nonzeros (skewed degrees), else BalanceRows.
-	BalanceAuto BalanceBy = iota
-	BalanceRows           // nodes (β bounds the largest part)
-	BalanceNNZ            // nonzeros of Â: a row's degree + 1
+	BalanceAuto  BalanceBy = iota
+	BalanceRows            // nodes (β bounds the largest part)
+	BalanceNNZ             // nonzeros of Â: a row's degree + 1
+	BalanceTrain           // training nodes, the rows kept (BalanceTraining)
 )
 
-// ParseBalanceBy reads auto, rows or nnz.
+var balanceNames = [...]string{BalanceAuto: "auto", BalanceRows: "rows", BalanceNNZ: "nnz", BalanceTrain: "train"}
+
+// ParseBalanceBy reads auto, rows, nnz or train.
 func ParseBalanceBy(s string) (BalanceBy, error) {
-	switch s {
-	case "auto", "":
-		return BalanceAuto, nil
-	case "rows":
-		return BalanceRows, nil
-	case "nnz":
-		return BalanceNNZ, nil
+	for b, name := range balanceNames {
+		if s == name {
+			return BalanceBy(b), nil
+		}
 	}
-	return 0, fmt.Errorf("balance by %q: auto, rows or nnz", s)
+	if s == "" {
+		return BalanceAuto, nil
+	}
+	return 0, fmt.Errorf("balance by %q: auto, rows, nnz or train", s)
 }
 
-func (b BalanceBy) String() string { return [...]string{"auto", "rows", "nnz"}[b] }
+func (b BalanceBy) String() string { return balanceNames[b] }
+
+// Set and Type make a BalanceBy a command-line flag.
+func (b *BalanceBy) Set(s string) (err error) { *b, err = ParseBalanceBy(s); return err }
+func (b BalanceBy) Type() string              { return "balance" }
+
+// BalanceTraining swaps training nodes of parts holding more than their
+// share of train for other nodes of parts holding fewer, one for one, so
+// that every part holds ⌊T/P⌋ or ⌈T/P⌉ of the T training nodes and the
+// same rows as before. A sampled step's work follows the training nodes a
+// rank draws from (a full-graph step's follows its rows, which stay). The
+// last training nodes of a part leave first, the first other nodes of a
+// part come first: on a dataset whose training nodes come first, as
+// Cora's do, the swapped nodes are each part's ends. It reports the
+// largest part's training nodes over the mean before and after.
+func BalanceTraining(parts []int32, p int, train []int32) (before, after float64) {
+	if len(train) == 0 {
+		return 0, 0
+	}
+	isTrain := make([]bool, len(parts))
+	count := make([]int, p)
+	for _, v := range train {
+		isTrain[v] = true
+		count[parts[v]]++
+	}
+	mean := float64(len(train)) / float64(p)
+	ratio := func() float64 { return float64(slices.Max(count)) / mean }
+	before = ratio()
+	// The ⌈T/P⌉ shares go to the parts holding most already.
+	quota := make([]int, p)
+	order := make([]int, p)
+	for q := range order {
+		order[q] = q
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(count[b], count[a]) })
+	for i, q := range order {
+		quota[q] = len(train) / p
+		if i < len(train)%p {
+			quota[q]++
+		}
+	}
+	var out, in []int32 // training nodes to leave their parts; other nodes to take their places
+	for v := len(parts) - 1; v >= 0; v-- {
+		if q := parts[v]; isTrain[v] && count[q] > quota[q] {
+			out = append(out, int32(v))
+			count[q]--
+		}
+	}
+	for v := range parts {
+		if q := parts[v]; !isTrain[v] && count[q] < quota[q] {
+			in = append(in, int32(v))
+			count[q]++
+		}
+	}
+	for i := range min(len(out), len(in)) {
+		parts[out[i]], parts[in[i]] = parts[in[i]], parts[out[i]]
+	}
+	// Training nodes that found no place stay where they were.
+	for _, v := range out[min(len(out), len(in)):] {
+		count[parts[v]]++
+	}
+	for _, v := range in[min(len(out), len(in)):] {
+		count[parts[v]]--
+	}
+	return before, ratio()
+}
 
 // autoNNZ is where BalanceAuto turns to nonzeros: max/mean above it.
 const autoNNZ = 1.10

@@ -487,3 +487,48 @@ func TestEdgePartitionersKeepBalanceOnASortedSkewedStream(t *testing.T) {
 		}
 	}
 }
+
+// BalanceTraining leaves every part ⌊T/P⌋ or ⌈T/P⌉ training nodes and
+// the rows it had, moving only training nodes and the nodes swapped for
+// them; training nodes all in part 0 (Cora's order) are spread.
+func TestBalanceTrainingKeepsRows(t *testing.T) {
+	const n, p = 1000, 3
+	parts := make([]int32, n)
+	for v := range parts {
+		parts[v] = int32(v * p / n)
+	}
+	train := make([]int32, 140) // nodes 0..139, in part 0
+	for i := range train {
+		train[i] = int32(i)
+	}
+	was := slices.Clone(parts)
+	before, after := BalanceTraining(parts, p, train)
+	rows, trains := make([]int, p), make([]int, p)
+	for v, q := range parts {
+		rows[q]++
+		if v < len(train) {
+			trains[q]++
+		}
+	}
+	for q := range p {
+		if rows[q] != n/p+btoi(q < n%p) || trains[q] < len(train)/p || trains[q] > (len(train)+p-1)/p {
+			t.Errorf("part %d: %d rows, %d training nodes", q, rows[q], trains[q])
+		}
+	}
+	moved := 0
+	for v := range parts {
+		if parts[v] != was[v] {
+			moved++
+		}
+	}
+	if want := 2 * (len(train) - (len(train)+p-1)/p); moved != want || before != 3 || after > 1.03 {
+		t.Errorf("moved %d nodes (want %d); largest part %.3f → %.3f× the mean", moved, want, before, after)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -429,16 +430,21 @@ func TestLoadFlagsRefusedEverywhere(t *testing.T) {
 
 // TestPrepareWarnsOfUnbalancedTraining: Cora cut contiguously puts all its
 // training nodes on part 0, which prepare says, naming the fix; a random
-// cut spreads them and draws no warning.
+// cut spreads them and draws no warning, and so does the contiguous cut
+// with --balance-by train, 70 training nodes a part.
 func TestPrepareWarnsOfUnbalancedTraining(t *testing.T) {
 	dir := t.TempDir()
-	for _, c := range []struct {
-		partitioner string
-		warns       bool
-	}{{"contiguous", true}, {"random", false}} {
-		o, err := run(t, 0, "prepare", "--data", cora, "--parts", "2", "--partitioner", c.partitioner, "--out", filepath.Join(dir, c.partitioner))
+	for i, c := range []struct {
+		flags []string
+		warns bool
+	}{{[]string{"--partitioner", "contiguous"}, true}, {[]string{"--partitioner", "random"}, false}, {[]string{"--balance-by", "train"}, false}} {
+		o, err := run(t, 0, append([]string{"prepare", "--data", cora, "--parts", "2", "--out", filepath.Join(dir, fmt.Sprint(i))}, c.flags...)...)
 		if err != nil || strings.Contains(o, "training nodes are unbalanced") != c.warns || (c.warns && !strings.Contains(o, "[140 0]")) {
-			t.Errorf("prepare --partitioner %s: %v, warned %v, want %v:\n%s", c.partitioner, err, !c.warns, c.warns, o)
+			t.Errorf("prepare %v: %v, warned %v, want %v:\n%s", c.flags, err, !c.warns, c.warns, o)
 		}
+	}
+	info, err := run(t, 0, "info", filepath.Join(dir, "2"))
+	if err != nil || strings.Count(info, ": rows ") != 2 || strings.Count(info, "(1354), 70 training nodes") != 2 {
+		t.Errorf("info of the shards prepared with --balance-by train: %v\n%s", err, info)
 	}
 }

@@ -20,7 +20,7 @@ import (
 
 type partFlags struct {
 	kind      partition.Kind
-	balanceBy string
+	balanceBy partition.BalanceBy
 	opt       partition.Options
 	chunkFrac float64
 	edgeRF    float64 // dbh, hdrf: the edge partition's replication factor
@@ -36,7 +36,8 @@ func addPartitionFlags(fs *pflag.FlagSet) *partFlags {
 	fs.Var(&pf.kind, "partitioner", "contiguous, random, spring, grem, dbh, hdrf (edge partitioners: a node goes where most of its edges are), bytegnn (ByteGNN's multi-hop blocks around the training, validation and test nodes, each split's count equal across parts), or file")
 	fs.StringVar(&pf.opt.File, "parts-file", "", "with --partitioner file: one part id per line (e.g. gpmetis output)")
 	fs.Float64Var(&pf.opt.Balance, "balance", pf.opt.Balance, "β: a part holds at most β·|V|/P nodes (spring, grem, dbh, hdrf, bytegnn)")
-	fs.StringVar(&pf.balanceBy, "balance-by", "auto", "what parts are equal in: rows, or nnz (nonzeros of Â within 3%, rows kept within β, moving the nodes least attached to their part); auto: nnz where equal rows are over 10% unequal in nonzeros (contiguous ranges: always nnz; bytegnn: rows, keeping its split counts equal)")
+	fs.Var(&pf.balanceBy, "balance-by", "what parts are equal in: rows; nnz (nonzeros of Â within 3%, rows kept within β, moving the nodes least attached to their part); train (training nodes, swapped one for one so rows stay: what a sampled step's work follows; contiguous: equal row ranges first); auto: nnz where equal rows are over 10% unequal in nonzeros (contiguous ranges: always nnz; bytegnn: rows, keeping its split counts equal)")
+	fs.Lookup("balance-by").DefValue = "auto"
 	fs.IntVar(&pf.opt.ChunkEdges, "chunk-edges", pf.opt.ChunkEdges, "grem: edges per in-memory chunk, seeded by multilevel bisection (more: better cut, more memory)")
 	fs.Float64Var(&pf.chunkFrac, "chunk-frac", 0, "grem: chunk as a fraction of the graph's edges (the paper uses 0.01-0.1); overrides --chunk-edges")
 	fs.IntVar(&pf.opt.Refine, "refine", pf.opt.Refine, "spring, grem, bytegnn: passes of label-propagation refinement afterwards (streaming; bytegnn: within its split bounds)")
@@ -78,7 +79,8 @@ func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
 		}
 		pf.opt.ChunkEdges = max(1000, int(pf.chunkFrac*float64(edges)))
 	}
-	if pf.kind.BalancesSplits() {
+	by := pf.balanceBy
+	if pf.kind.BalancesSplits() || by == partition.BalanceTrain {
 		// The split is read as prepare reads it (the same flags).
 		if pf.nodes, err = graph.LoadNodeData(data, s.N, pf.load); err != nil {
 			return nil, 0, fmt.Errorf("--partitioner %v reads the split: %w", pf.kind, err)
@@ -105,19 +107,19 @@ func (pf *partFlags) run(data string, p int) ([]int32, time.Duration, error) {
 			return nil, 0, fmt.Errorf("%v partition: %w", pf.kind, err)
 		}
 	}
-	by, err := partition.ParseBalanceBy(pf.balanceBy)
-	if err != nil {
-		return nil, 0, fmt.Errorf("--balance-by: %w", err)
-	}
 	if by == partition.BalanceAuto && pf.kind.BalancesSplits() {
 		by = partition.BalanceRows // moving nodes for nonzeros would unbalance the splits
 	}
-	switch {
-	case parts == nil && by == partition.BalanceRows: // equal row ranges
+	if parts == nil && (by == partition.BalanceRows || by == partition.BalanceTrain) { // equal row ranges
 		parts = make([]int32, s.N)
 		for v := range parts {
 			parts[v] = int32(int64(v) * int64(p) / int64(s.N))
 		}
+	}
+	switch {
+	case by == partition.BalanceTrain:
+		before, after := partition.BalanceTraining(parts, p, pf.nodes.Train)
+		fmt.Printf("balanced by training nodes: the largest of %d parts %.3f → %.3f× the mean, rows unchanged\n", p, before, after)
 	case parts != nil:
 		before, after, err := partition.BalanceNonzeros(s, parts, p, by, 0.03, rowBound)
 		if err != nil {

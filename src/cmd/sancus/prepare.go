@@ -128,7 +128,7 @@ func noteTrainBalance(m partition.Metrics) {
 	if m.TrainBalance <= trainImbalance {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "sancus prepare: the training nodes are unbalanced across the parts (%v a part; the largest %.2fx the mean): full-graph training is not slowed by it, but with train --batch sampled the ranks draw unequal batches; --partitioner bytegnn balances training, validation and test nodes across the parts\n",
+	fmt.Fprintf(os.Stderr, "sancus prepare: the training nodes are unbalanced across the parts (%v a part; the largest %.2fx the mean): full-graph training is not slowed by it, but with train --batch sampled the ranks draw unequal batches: --balance-by train evens them (the rows stay), --partitioner bytegnn evens training, validation and test nodes\n",
 		m.Trains, m.TrainBalance)
 }
 
