@@ -106,6 +106,9 @@ CONF
 	done
 	echo "local Slurm did not come up; logs in $dir/log:" >&2
 	tail -n 20 "$dir"/log/*.log >&2 || true
+	if grep -qs "Address already in use" "$dir"/log/*.log; then
+		echo "local-cluster: port $port or $((port + 1)) is taken (another local cluster?): stop it, or start with SANCUS_SLURM_PORT=$((port + 100))" >&2
+	fi
 	exit 1
 }
 

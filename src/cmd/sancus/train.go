@@ -74,6 +74,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 
 	fs = g.section("Wire (blocks in fewer bits)")
 	fs.Var(&w.Fwd, "wire", "forward blocks on the wire: fp32, bf16, int8, int4, int2 (per-row offset and step, stochastic rounding) or auto (default: fp32 on shared memory; between hosts fp32, or int2 where the link measured at start moves under 0.2 GB/s a rank: a block then decodes within about a third of its norm, not within --wire-error; the run says which it chose)")
+	fs.Lookup("wire").DefValue = "" // the text says the default: not the fp32 that stands for "the link's choice"
 	fs.Var(&w.Grad, "wire-grad", "gradient blocks on the wire (default: as --wire; GAT's gradient rows send their score sums in fp32 beside G)")
 	fs.Float64Var(&w.Error, "wire-error", w.Error, "--wire auto: the largest relative error ‖decoded − block‖/‖block‖ a block may get (the link's default choice keeps no such bound)")
 	fs.BoolVar(&w.Delta, "wire-delta", false, "a refreshed root sends its change against the copy every rank holds, not its block")
