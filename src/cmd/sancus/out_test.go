@@ -32,6 +32,7 @@ func TestOutKindIsRefused(t *testing.T) {
 		{[]string{"export-metis", "--data", cora, "--out", dir}, "--out names the METIS graph file; " + dir + " is a directory: give " + filepath.Join(dir, "cora.graph")},
 		{[]string{"gen", "--nodes", "100", "--edges", "300", "--out", file}, "--out names the dataset directory gen writes; " + file + " is a file, not a directory: give a directory, e.g. " + strings.TrimSuffix(file, ".json")},
 		{[]string{"prepare", "--data", cora, "--parts", "2", "--out", file}, "--out names the shard directory prepare writes; " + file + " is a file, not a directory"},
+		{[]string{"prepare", "--data", cora, "--parts", "2", "--out", filepath.Join(dir, "shards.json")}, "--out names the shard directory prepare writes; " + filepath.Join(dir, "shards.json") + " is named as a file: give a directory, e.g. " + filepath.Join(dir, "shards")},
 		{[]string{"predict", "--model-file", filepath.Join(dir, "none.sancus"), "--data", cora, "--out", file}, "--out names the directory predict writes its .npy files and index.json in; " + file + " is a file"},
 	}
 	for _, c := range cases {

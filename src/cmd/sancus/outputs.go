@@ -49,6 +49,11 @@ func outFile(path, what, name string) error {
 // directory, what (e.g. "the shard directory").
 func outDir(path, what string) error {
 	fi, err := os.Stat(path)
+	if err != nil && fileExt[strings.ToLower(filepath.Ext(path))] {
+		// Missing, but named as the files sancus writes are: a
+		// directory of that name would surprise whoever meant a file.
+		return fmt.Errorf("--out names %s; %s is named as a file: give a directory, e.g. %s", what, path, strings.TrimSuffix(path, filepath.Ext(path)))
+	}
 	if err != nil || fi.IsDir() {
 		return nil // missing: created later; a directory: what is meant
 	}
@@ -64,6 +69,9 @@ func outDir(path, what string) error {
 	}
 	return fmt.Errorf("--out names %s; %s %s: give %s", what, path, kind, hint)
 }
+
+// fileExt are the endings of the files sancus reads and writes.
+var fileExt = map[string]bool{".json": true, ".tsv": true, ".csv": true, ".txt": true, ".mtx": true, ".npz": true, ".npy": true, ".graph": true, ".png": true}
 
 // checkOutputs creates and test-writes every output location. write says
 // whether this process writes the results (rank 0); every rank writes
