@@ -46,7 +46,7 @@ func MeasureLink(c Comm, bytes, reps int) (float64, error) {
 		}
 		start := time.Now()
 		if partner >= 0 {
-			if err := swap(c, send, recv, partner); err != nil {
+			if err := swap(c, send, recv, partner, waitIdle); err != nil {
 				return 0, fmt.Errorf("measuring the link: %w", err)
 			}
 		}
@@ -98,7 +98,7 @@ func MeasureLatency(c Comm, rounds int) (float64, error) {
 		start := time.Now()
 		if r < pairs {
 			for range latencyWords {
-				if err := swapWait(c, word, got, (r+pairs/2)%pairs); err != nil {
+				if err := swap(c, word, got, (r+pairs/2)%pairs, waitAll); err != nil {
 					return 0, fmt.Errorf("measuring the latency: %w", err)
 				}
 			}
@@ -125,28 +125,13 @@ func MeasureLatency(c Comm, rounds int) (float64, error) {
 // latencyWords is how many exchanges of a word a latency round times.
 const latencyWords = 32
 
-// swapWait is swap waiting in Wait.
-func swapWait(c Comm, send, recv []byte, peer int) error {
-	rq, err := c.Irecv(recv, peer, tagLink)
-	if err != nil {
-		return err
-	}
-	sq, err := c.Isend(send, peer, tagLink)
-	if err != nil {
-		return err
-	}
-	if err := rq.Wait(); err != nil {
-		return err
-	}
-	return sq.Wait()
-}
-
 // maxRounds bounds the link's measurement on a host too busy to give
 // three rounds alike: about 2 s of 4 MB rounds at 1 Gbit/s shared by two.
 const maxRounds = 24
 
-// swap sends send to peer and receives recv from it at once.
-func swap(c Comm, send, recv []byte, peer int) error {
+// swap sends send to peer and receives recv from it at once, waiting by
+// wait (waitIdle, or waitAll where a nap would outlast the message).
+func swap(c Comm, send, recv []byte, peer int, wait func(...Request) error) error {
 	rq, err := c.Irecv(recv, peer, tagLink)
 	if err != nil {
 		return err
@@ -155,7 +140,17 @@ func swap(c Comm, send, recv []byte, peer int) error {
 	if err != nil {
 		return err
 	}
-	return waitIdle(rq, sq)
+	return wait(rq, sq)
+}
+
+// waitAll waits for every request in Wait.
+func waitAll(reqs ...Request) error {
+	for _, q := range reqs {
+		if err := q.Wait(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitIdle waits for every request, testing a Tester between naps and
