@@ -98,7 +98,7 @@ func MeasureLatency(c Comm, rounds int) (float64, error) {
 		start := time.Now()
 		if r < pairs {
 			for range latencyWords {
-				if err := swap(c, word, got, (r+pairs/2)%pairs, waitAll); err != nil {
+				if err := swap(c, word, got, (r+pairs/2)%pairs, WaitAll); err != nil {
 					return 0, fmt.Errorf("measuring the latency: %w", err)
 				}
 			}
@@ -130,8 +130,8 @@ const latencyWords = 32
 const maxRounds = 24
 
 // swap sends send to peer and receives recv from it at once, waiting by
-// wait (waitIdle, or waitAll where a nap would outlast the message).
-func swap(c Comm, send, recv []byte, peer int, wait func(...Request) error) error {
+// wait (waitIdle, or WaitAll where a nap would outlast the message).
+func swap(c Comm, send, recv []byte, peer int, wait func([]Request) error) error {
 	rq, err := c.Irecv(recv, peer, tagLink)
 	if err != nil {
 		return err
@@ -140,22 +140,12 @@ func swap(c Comm, send, recv []byte, peer int, wait func(...Request) error) erro
 	if err != nil {
 		return err
 	}
-	return wait(rq, sq)
-}
-
-// waitAll waits for every request in Wait.
-func waitAll(reqs ...Request) error {
-	for _, q := range reqs {
-		if err := q.Wait(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return wait([]Request{rq, sq})
 }
 
 // waitIdle waits for every request, testing a Tester between naps and
 // waiting for any other.
-func waitIdle(reqs ...Request) error {
+func waitIdle(reqs []Request) error {
 	for _, q := range reqs {
 		t, ok := q.(Tester)
 		if !ok {
@@ -196,7 +186,7 @@ func idleBarrier(c Comm) error {
 		if err != nil {
 			return err
 		}
-		if err := waitIdle(rq, sq); err != nil {
+		if err := waitIdle([]Request{rq, sq}); err != nil {
 			return err
 		}
 	}
@@ -223,5 +213,5 @@ func openAll(c Comm) error {
 		}
 		reqs = append(reqs, q)
 	}
-	return waitIdle(reqs...)
+	return waitIdle(reqs)
 }
