@@ -170,6 +170,9 @@ func sum(xs []int) int {
 func RingBcastAllRootsUnevenSizes(c collectives.Comm) error {
 	for _, n := range []int{0, 1, 5, 4097, 100003} {
 		for _, chunk := range []int{7, 1000, collectives.DefaultChunk} {
+			if chunk == 7 && n > 4097 {
+				continue // 14,287 messages a hop: odd chunks are checked on the sizes below
+			}
 			for root := 0; root < c.Size(); root++ {
 				buf := make([]float32, n)
 				for i := range buf {
