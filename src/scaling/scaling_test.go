@@ -199,14 +199,7 @@ func TestShareCountsTheCoresRanksShare(t *testing.T) {
 
 	// Predict multiplies each row's compute by its own share: P = 1 of a
 	// cluster of 8-rank nodes on 4 cores computes alone.
-	ds := generated(t)
-	g := GraphOf(ds)
-	cfg := train.Defaults()
-	flows, err := cfg.Flows(ds.Features.Cols, ds.Classes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := Model{Dims: []int{ds.Features.Cols, cfg.Model.Hidden, ds.Classes}, Flows: flows}
+	g, m := defaultModel(t)
 	rates := Rates{SpMMGflops: 1, GEMMGflops: 10}
 	for _, p := range []int{1, 4} {
 		part, err := Contiguous(g, p)
@@ -225,18 +218,23 @@ func TestShareCountsTheCoresRanksShare(t *testing.T) {
 	}
 }
 
-// An exchange hides only behind the product with the rank's own block:
-// slower GEMMs lengthen the compute, not the part of it that the rows in
-// flight can overlap, so the exposed communication stays as it was.
-func TestExchangeHidesBehindOwnBlockOnly(t *testing.T) {
+// defaultModel is the generated graph and train's default model on it.
+func defaultModel(t *testing.T) (Graph, Model) {
+	t.Helper()
 	ds := generated(t)
-	g := GraphOf(ds)
 	cfg := train.Defaults()
 	flows, err := cfg.Flows(ds.Features.Cols, ds.Classes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := Model{Dims: []int{ds.Features.Cols, cfg.Model.Hidden, ds.Classes}, Flows: flows}
+	return GraphOf(ds), Model{Dims: []int{ds.Features.Cols, cfg.Model.Hidden, ds.Classes}, Flows: flows}
+}
+
+// An exchange hides only behind the product with the rank's own block:
+// slower GEMMs lengthen the compute, not the part of it that the rows in
+// flight can overlap, so the exposed communication stays as it was.
+func TestExchangeHidesBehindOwnBlockOnly(t *testing.T) {
+	g, m := defaultModel(t)
 	part, err := Contiguous(g, 2)
 	if err != nil {
 		t.Fatal(err)
