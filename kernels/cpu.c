@@ -81,6 +81,11 @@ void sc_spmm_compact(const int64_t *ptr, const int32_t *col, const float *val, c
                      const int32_t *rows) {
   FLUSH_DENORMALS(PICK3(spmm, ptr, col, val, B, kb, C, n, r0, r1, acc, rows, 1));
 }
+void sc_spmm_cols(const int64_t *ptr, const int32_t *col, const float *val, const float *B,
+                  int64_t lo, int64_t hi, float *C, int64_t n, int64_t r0, int64_t r1, int acc,
+                  const int32_t *rows, int compact, int64_t *cur, int first) {
+  FLUSH_DENORMALS(PICK3(spmm_cols, ptr, col, val, B, lo, hi, C, n, r0, r1, acc, rows, compact, cur, first));
+}
 void sc_bias_relu(float *z, const float *bias, int64_t n, int64_t r0, int64_t r1, int relu,
                   const int32_t *rows) {
   PICK(bias_relu, z, bias, n, r0, r1, relu, rows);

@@ -30,6 +30,12 @@ void sc_spmm(const int64_t *rowptr, const int32_t *col, const float *val,
 void sc_spmm_compact(const int64_t *ptr, const int32_t *col, const float *val, const float *B,
                      int64_t kb, float *C, int64_t n, int64_t r0, int64_t r1, int acc,
                      const int32_t *rows);
+// sc_spmm (sc_spmm_compact with compact) over B's rows [lo, hi) alone, B
+// holding those: row i's nonzeros from cur[i] (its first, with first) up
+// to the first of column hi or more, where cur[i] is left.
+void sc_spmm_cols(const int64_t *ptr, const int32_t *col, const float *val, const float *B,
+                  int64_t lo, int64_t hi, float *C, int64_t n, int64_t r0, int64_t r1, int acc,
+                  const int32_t *rows, int compact, int64_t *cur, int first);
 // C (m×n, A's columns × B's) = Aᵀ·B over A's rows [r0, r1), without Aᵀ.
 void sc_spmm_t(const int64_t *rowptr, const int32_t *col, const float *val, const float *B,
                float *C, int64_t m, int64_t n, int64_t r0, int64_t r1);

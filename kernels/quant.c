@@ -123,7 +123,7 @@ static void quant_base(const float *restrict x, const float *restrict ref, int64
   for (int64_t p = r0; p < r1; p++) {
     const int64_t r = row_at(rows, p);
     const float *restrict xr = x + r * width, *restrict fr = ref + r * width;
-    float *restrict d = dec + r * width;
+    float *restrict d = dec ? dec + r * width : NULL;
     uint8_t *restrict o = dst + r * rb;
     float lo = INFINITY, hi = -INFINITY, off, step;
     for (int64_t i = 0; i < width; i++) {
@@ -148,7 +148,7 @@ static void quant_base(const float *restrict x, const float *restrict ref, int64
           e8[i & 7] += dd * dd;
           f8[i & 7] += fr[i] * fr[i];
         }
-        d[i] = add ? d[i] + y : y;
+        if (d) d[i] = add ? d[i] + y : y;
       }
       pack_codes(q, n, bits, o + 4 + c0 * bits / 8);
     }
@@ -300,7 +300,7 @@ AVX2 static inline void quant_row_avx2(const float *restrict xr, const float *re
       *ev = _mm256_add_ps(*ev, _mm256_mul_ps(dd, dd));
       *fv = _mm256_add_ps(*fv, _mm256_mul_ps(rv, rv));
     }
-    _mm256_storeu_ps(d + i, add ? _mm256_add_ps(_mm256_loadu_ps(d + i), y) : y);
+    if (d) _mm256_storeu_ps(d + i, add ? _mm256_add_ps(_mm256_loadu_ps(d + i), y) : y);
     const __m256i sh = _mm256_sllv_epi32(q, shift);
     uint8_t *b = body + i * bits / 8;
     if (bits == 8) {
@@ -359,10 +359,10 @@ AVX2 static void quant_avx2(const float *restrict x, const float *restrict ref, 
       const __m256 off = _mm256_set1_ps(offs[j]), step = _mm256_set1_ps(steps[j]);
       const __m256 inv = _mm256_set1_ps(invs[j]);
       if (p % err_every == 0)
-        quant_row_avx2(x + r * width, ref + r * width, dec + r * width, dst + r * rb + 4, width,
+        quant_row_avx2(x + r * width, ref + r * width, dec ? dec + r * width : NULL, dst + r * rb + 4, width,
                        bits, k, off, step, inv, add, 1, &ev, &fv);
       else
-        quant_row_avx2(x + r * width, ref + r * width, dec + r * width, dst + r * rb + 4, width,
+        quant_row_avx2(x + r * width, ref + r * width, dec ? dec + r * width : NULL, dst + r * rb + 4, width,
                        bits, k, off, step, inv, add, 0, &ev, &fv);
     }
   }

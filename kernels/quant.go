@@ -21,7 +21,9 @@ const quantBlock = 2048
 // decoded rows stand for; x itself unless x is a delta) over the rows
 // whose index is a multiple of errEvery (1: all of them; a sample costs
 // less). With rows set it encodes those rows alone, leaving the others of
-// dst and dec as they are, and samples every errEvery-th of them.
+// dst and dec as they are, and samples every errEvery-th of them. With dec
+// nil (and add unset) it writes no decoded rows: an owner that keeps its
+// rows encoded decodes them where it reads them, as its receivers do.
 func QuantizeRows(dst []byte, dec, x, ref []float32, width, bits int, key uint64, rowHash []uint64, rows []int32, add bool, errEvery int) (errSq, refSq float64) {
 	n := len(rowHash)
 	var rp *C.int32_t

@@ -260,3 +260,97 @@ func SumRepeated(x []float32, reps int) float64 {
 	}
 	return s
 }
+
+// ColumnRange is one range of B's rows, [Lo, Hi), for SpMMColumns: the
+// rows of C it forms (Rows; nil: every row of A), with, where Ptr is set,
+// their own pointers (OccupiedRows), and Cursor, one a row formed, where
+// each row's nonzeros for the next range start (First: at the row's
+// first).
+type ColumnRange struct {
+	Lo, Hi int
+	Rows   []int32
+	Ptr    []int64
+	Cursor []int64
+	First  bool
+}
+
+// SpMMColumns is SpMM (SpMMRows, SpMMOccupied with r.Ptr) over the rows
+// [r.Lo, r.Hi) of B alone, b holding those rows: each row of C adds the
+// products of its nonzeros whose columns fall in the range. Over
+// successive ranges, the first with r.First and accumulate as SpMM's
+// (the others accumulating), it leaves C as one SpMM over all of B does,
+// bit for bit, where each of A's rows lists its columns ascending: each
+// row sums its nonzeros in their order. A product of a block kept encoded
+// decodes one range of its rows at a time into a small buffer.
+func SpMMColumns(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, r ColumnRange, accumulate bool) error {
+	const what = "spmm over a range of B's rows"
+	if r.Lo < 0 || r.Hi < r.Lo || r.Hi > a.Cols || b.Rows != r.Hi-r.Lo || b.Cols != c.Cols || c.Rows != a.Rows {
+		return fmt.Errorf("%s: rows [%d, %d) of %d in a %d×%d B, C %d×%d for A %d×%d", what, r.Lo, r.Hi, a.Cols, b.Rows, b.Cols, c.Rows, c.Cols, a.Rows, a.Cols)
+	}
+	if err := checkRows(nil, what, r.Rows, a.Rows); err != nil {
+		return err
+	}
+	n := rowsIn(r.Rows, a.Rows)
+	if r.Rows != nil && r.Ptr != nil && len(r.Ptr) != len(r.Rows)+1 {
+		return fmt.Errorf("%s: %d row pointers for %d rows", what, len(r.Ptr), len(r.Rows))
+	}
+	if len(r.Cursor) < n {
+		return fmt.Errorf("%s: %d cursors for %d rows", what, len(r.Cursor), n)
+	}
+	if n == 0 || b.Cols == 0 {
+		return nil
+	}
+	var colp *C.int32_t
+	var valp *C.float
+	if len(a.ColIdx) > 0 {
+		colp, valp = (*C.int32_t)(unsafe.Pointer(&a.ColIdx[0])), f32p(a.Val)
+	}
+	rowp, compact := (*C.int64_t)(unsafe.Pointer(&a.RowPtr[0])), C.int(0)
+	if r.Ptr != nil {
+		rowp, compact = (*C.int64_t)(unsafe.Pointer(&r.Ptr[0])), 1
+	}
+	bp, cp, lp, curp := f32p(b.Data), f32p(c.Data), i32p(r.Rows), (*C.int64_t)(unsafe.Pointer(&r.Cursor[0]))
+	lo, hi, w, acc, first := C.int64_t(r.Lo), C.int64_t(r.Hi), C.int64_t(b.Cols), cBool(accumulate), cBool(r.First)
+	run := func(i0, i1 int) {
+		C.sc_spmm_cols(rowp, colp, valp, bp, lo, hi, cp, w, C.int64_t(i0), C.int64_t(i1), acc, lp, compact, curp, first)
+	}
+	if spmmSerial(a, r.Rows) {
+		run(0, n)
+		return nil
+	}
+	var cuts []int
+	if r.Rows != nil {
+		cuts = evenCuts(n, pieces(), 256)
+	} else {
+		cuts = nnzCuts(a.RowPtr, pieces())
+	}
+	forRanges(cuts, run)
+	return nil
+}
+
+// SortedColumns reports whether each of a's rows lists its columns
+// ascending, as SpMMColumns needs to sum in SpMM's order.
+func SortedColumns(a *matrix.CSR) bool {
+	for r := range a.Rows {
+		for p := a.RowPtr[r] + 1; p < a.RowPtr[r+1]; p++ {
+			if a.ColIdx[p] < a.ColIdx[p-1] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Columner is what a backend may add: a product over a range of B's rows
+// (SpMMColumns). Find it with ColumnsOf; a backend without it multiplies
+// a block kept encoded decoded whole.
+type Columner interface {
+	SpMMColumns(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, r ColumnRange, accumulate bool) error
+}
+
+// ColumnsOf returns be's Columner, if it has one (not through Timed).
+func ColumnsOf(be Backend) (Columner, bool) { return optional[Columner](be) }
+
+func (CPU) SpMMColumns(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, r ColumnRange, accumulate bool) error {
+	return SpMMColumns(c, a, b, r, accumulate)
+}

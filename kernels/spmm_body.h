@@ -103,4 +103,42 @@ SC_TARGET static void SC_FN(SC_SPMM)(const int64_t *rowptr, const int32_t *col, 
   }
 }
 
+#ifdef SC_SPMM_COLS
+// spmm_cols: spmm with B holding one range of its rows, [lo, hi), and each
+// row's nonzeros taken from cur[i] (the row's first, with first) up to the
+// first whose column is hi or more, where cur[i] is left for the next
+// range. Over successive ranges (acc_in after the first) each row of C
+// sums its nonzeros in their order, as one spmm over all of B does, where
+// a row's columns ascend: the same values, bit for bit, from a buffer of a
+// range's rows. A row with nothing in the range is left as it is.
+SC_TARGET static void SC_FN(spmm_cols)(const int64_t *rowptr, const int32_t *col, const float *val,
+                                       const float *B, int64_t lo, int64_t hi, float *C, int64_t n,
+                                       int64_t r0, int64_t r1, int acc_in, const int32_t *list,
+                                       int compact, int64_t *cur, int first) {
+  // Rows of B are found by their columns, counted from lo.
+  const float *Bz = (const float *)((uintptr_t)B - (uintptr_t)(lo * n) * sizeof(float));
+  const int64_t nv = n / VW * VW;
+  for (int64_t i = r0; i < r1; i++) {
+    const int64_t r = list ? list[i] : i, a = spmm_arow(i, r, compact);
+    const int64_t p0 = first ? rowptr[a] : cur[i], pe = rowptr[a + 1];
+    int64_t p1 = p0;
+    while (p1 < pe && col[p1] < hi) p1++;
+    cur[i] = p1;
+    if (p1 == p0 && acc_in) continue;
+    float *c = C + r * n;
+    int64_t t = 0;
+    if (SC_NVMAX >= 4)
+      for (; t + 4 * VW <= nv; t += 4 * VW) SPMM_PART(tile4)(col, val, p0, p1, p1, Bz, n, t, c, acc_in);
+    if (SC_NVMAX >= 2)
+      for (; t + 2 * VW <= nv; t += 2 * VW) SPMM_PART(tile2)(col, val, p0, p1, p1, Bz, n, t, c, acc_in);
+    for (; t < nv; t += VW) SPMM_PART(tile1)(col, val, p0, p1, p1, Bz, n, t, c, acc_in);
+    for (; t < n; t++) {
+      float s = acc_in ? c[t] : 0.0f;
+      for (int64_t p = p0; p < p1; p++) s += SC_WEIGHT(p) Bz[(int64_t)col[p] * n + t];
+      c[t] = s;
+    }
+  }
+}
+#endif
+
 #undef SPMM_PART

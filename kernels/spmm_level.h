@@ -4,7 +4,9 @@
 // once per instruction set.
 #define SC_SPMM spmm
 #define SC_WEIGHT(p) val[p] *
+#define SC_SPMM_COLS
 #include "spmm_body.h"
+#undef SC_SPMM_COLS
 #undef SC_SPMM
 #undef SC_WEIGHT
 #include "spmm_t_body.h"
