@@ -73,10 +73,13 @@ func (e *Engine) addCachesOver(c *conv, fw, gw, gradBits int, gradPolicy stalene
 		return wireState{bits: bits, delta: e.plan.Wire.Delta, maxErr: e.plan.Wire.Error, stream: wireStream(c.l, dir),
 			keepPacked: e.plan.Wire.CacheBits && bits != wire.FP32}
 	}
-	c.fwd = newCache(e.be, name+" forward", fw, e.view.rows, fwd, e.plan.policy, w(e.plan.Wire.Fwd.Bits(), dirForward), e.rank)
-	c.eval = newCache(e.be, name+" eval", fw, e.view.rows, fwd, staleness.None{}, w(wire.FP32, dirEval), e.rank)
+	if e.plan.Wire.CacheBits && e.packed == nil {
+		e.packed = &packedScratch{}
+	}
+	c.fwd = newCache(e.be, name+" forward", fw, e.view.rows, fwd, e.plan.policy, w(e.plan.Wire.Fwd.Bits(), dirForward), e.rank, e.packed)
+	c.eval = newCache(e.be, name+" eval", fw, e.view.rows, fwd, staleness.None{}, w(wire.FP32, dirEval), e.rank, nil)
 	if gw > 0 {
-		c.grad = newCache(e.be, name+" gradient", gw, e.view.rows, grad, gradPolicy, w(gradBits, dirGradient), e.rank)
+		c.grad = newCache(e.be, name+" gradient", gw, e.view.rows, grad, gradPolicy, w(gradBits, dirGradient), e.rank, e.packed)
 	}
 }
 

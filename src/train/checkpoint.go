@@ -91,10 +91,13 @@ func restoreCache(be kernels.Backend, c *cache, s ckptLayer) error {
 	}
 	for j := range c.host {
 		if c.host[j] == nil { // kept packed
-			if len(s.Packed) != len(c.host) || len(s.PackedBits) != len(c.host) {
-				return fmt.Errorf("%s: checkpoint has no packed copy of block %d", c.name, j)
+			if len(s.Packed) != len(c.host) || len(s.PackedBits) != len(c.host) || len(s.Packed[j]) == 0 && len(s.Bufs[j]) > 0 {
+				return fmt.Errorf("%s: checkpoint has no packed copy of block %d (written by a sancus that kept its own block as floats: resume with that build, or start afresh)", c.name, j)
 			}
 			c.wire.packed[j], c.wire.packedBits[j] = s.Packed[j], s.PackedBits[j]
+			if j == c.me { // this rank's encoding, which it sends from
+				c.wire.own = s.Packed[j]
+			}
 			continue
 		}
 		buf := s.Bufs[j]

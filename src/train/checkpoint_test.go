@@ -148,7 +148,7 @@ func TestRestoreIntoHeldSlots(t *testing.T) {
 		{Rows: 1, Cols: 1, RowPtr: []int64{0, 1}, ColIdx: []int32{0}, Val: []float32{1}},
 		{Rows: 1, Cols: 5, RowPtr: []int64{0, 2}, ColIdx: []int32{1, 3}, Val: []float32{1, 1}},
 	}
-	c := newCache(be, "test", width, []int{1, 5}, slices.Clone(blocks), staleness.None{}, wireState{}, 0)
+	c := newCache(be, "test", width, []int{1, 5}, slices.Clone(blocks), staleness.None{}, wireState{}, 0, nil)
 	if err := c.hold(be, [][]int32{nil, {1, 3}}, [][]int64{{0}, {10, 11, 12, 13, 14}}); err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,8 @@ type Engine struct {
 	batch      *batchState // cluster-batch training (nil: global-batch)
 	bestParams [][]float32 // after the best validation epoch (BestParams)
 	tally      tally
+
+	packed *packedScratch // --cache-bits: the one buffer packed blocks are decoded into (exchange.go)
 }
 
 // drift is where variation-gap measures drift: on a sample of rows, with

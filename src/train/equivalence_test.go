@@ -507,19 +507,47 @@ func quantizedRows() []equivalence {
 	return rows
 }
 
-// Packed caches = float caches: blocks kept as they arrived, decoded where
-// they are read, train bit for bit what blocks decoded on arrival train
-// (bytes not compared: a packed cache holds every row of a block, and the
-// last layer then computes every row).
+// Packed caches = float caches: blocks kept as they arrived (its own as
+// the owner encoded it), decoded where they are read, a range of rows at
+// a time (here 37 rows, so every block takes several), train bit for bit
+// what blocks decoded on arrival train (bytes not compared: a packed
+// cache holds every row of a block, and the last layer then computes
+// every row): at P = 1, 2 and 3, 2 and 3 layers, the forward and the
+// gradient quantized or the gradient alone, and with variation-gap,
+// whose receivers drop the rows they decode.
 func cacheBitsRows() []equivalence {
+	small := func(run func()) {
+		defer func(b int) { decodeRangeBytes = b }(decodeRangeBytes)
+		decodeRangeBytes = 37 * 4 * 16
+		run()
+	}
+	packed := func(p int) way {
+		return way{name: "--cache-bits", p: p, set: func(c *Config) { c.Wire.CacheBits = true }, around: small}
+	}
 	var rows []equivalence
 	for _, w := range []string{"int8", "int4", "int2"} {
-		w := w
 		rows = append(rows, equivalence{rule: "packed caches equal float caches/" + w, data: generated,
 			base: func(c *Config) {
 				c.Optim.Epochs, c.Wire.Fwd, c.Wire.Grad, c.Run.EvalEvery = 10, format(w), format(w), 2
 			},
-			ref: onP(3), alt: way{name: "--cache-bits", p: 3, set: func(c *Config) { c.Wire.CacheBits = true }}})
+			ref: onP(3), alt: packed(3)})
+	}
+	for _, layers := range []int{2, 3} {
+		for _, p := range []int{1, 2, 3} {
+			for _, v := range []struct{ name, fwd, grad, staleness string }{
+				{"int2", "int2", "int2", "none"}, {"gradient int2", "fp32", "int2", "none"}, {"int4 variation-gap", "int4", "int4", "variation-gap"},
+			} {
+				if v.staleness != "none" && p == 1 {
+					continue // no peer to skip
+				}
+				rows = append(rows, equivalence{rule: fmt.Sprintf("packed caches equal float caches/%s P=%d %d layers", v.name, p, layers), data: generated,
+					base: func(c *Config) {
+						c.Optim.Epochs, c.Model.Layers, c.Run.EvalEvery = 6, layers, 2
+						c.Wire.Fwd, c.Wire.Grad, c.Staleness.Policy = format(v.fwd), format(v.grad), kind(v.staleness)
+					},
+					ref: onP(p), alt: packed(p)})
+			}
+		}
 	}
 	return rows
 }

@@ -179,15 +179,31 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 	restricted := !c.Exchange.FullOutput && c.Batch.Mode == BatchGlobal
 	held := !c.Wire.Delta && !c.Wire.CacheBits && sparse
 	view := f.Recv[ViewRows]
-	// cache is one cache's slots: its peers' rows (packed only, with
-	// --cache-bits) and its own slot unless the layer's rows are read where
-	// they are (route.direct).
-	cache := func(width int, recv int64, bits int, fresh bool) int64 {
+	// cache is one cache's slots: its peers' rows and its own slot unless
+	// the layer's rows are read where they are (route.direct). With
+	// --cache-bits every block, its own included, is held packed alone: a
+	// product decodes a range of a block's rows at a time into the rank's
+	// one buffer (rangeFloats), but a GAT layer's attention (whole) reads a
+	// block decoded whole, and a gradient row with a bf16 tail is encoded
+	// beside a decoded copy (tail).
+	var rangeFloats int64
+	ranges := false
+	cache := func(width int, recv int64, bits int, fresh, whole, tail bool) int64 {
 		floats := bits == wire.FP32
 		var n int64
 		switch {
 		case c.Wire.CacheBits && !floats:
-			n = recv*int64(wire.RowBytes(bits, width)) + d(int64(f.MostRows), width)
+			n = (recv + r) * int64(wire.RowBytes(bits, width))
+			if whole {
+				n += d(int64(f.MostRows), width)
+			} else {
+				ranges = true
+				rangeFloats = max(rangeFloats, int64(min(f.MostRows, rangeRows(width))*width))
+			}
+			if tail {
+				n += d(r, width)
+			}
+			return n
 		case !floats:
 			n = recv*int64(wire.RowBytes(bits, width)) + d(recv, width)
 		default:
@@ -200,14 +216,14 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 	}
 	// caches are a communicating layer's three: forward (fw wide), its
 	// evaluation twin (float32, fresh) and gradient (gw wide; 0: none).
-	caches := func(fw, gw int, last bool) int64 {
+	caches := func(fw, gw int, last, attends bool) int64 {
 		fr, gr := view, view
 		if last && restricted && held {
 			fr, gr = f.Recv[ReadByTraining], f.Recv[TrainingRows]
 		}
-		n := cache(fw, fr, fwdBits, never) + cache(fw, view, wire.FP32, true)
+		n := cache(fw, fr, fwdBits, never, attends, false) + cache(fw, view, wire.FP32, true, attends, false)
 		if gw > 0 {
-			n += cache(gw, gr, gradBits, gradNever)
+			n += cache(gw, gr, gradBits, gradNever, attends, attends)
 		}
 		return n
 	}
@@ -271,7 +287,7 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 		case arch.HasRoot():
 			m.Activations += 3*d(r, dout) + d(int64(din), dout) + 4*r // U, ∂U, D⁻¹g; ∇Root; 1/deg
 			hidden()
-			m.Caches += caches(dout, dout, last)
+			m.Caches += caches(dout, dout, last, false)
 			layerPack(dout, last, false)
 			if !sageBlocks { // M = D⁻¹A and A: values of their own, made once
 				m.Graph += 8 * f.NNZ
@@ -289,7 +305,7 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 			hidden()
 			reduces := f.P > 1 && sparse && gradNever && !c.Wire.Delta && c.Batch.Mode == BatchGlobal
 			if reduces {
-				m.Caches += caches(hf+h, 0, false)
+				m.Caches += caches(hf+h, 0, false, true)
 				m.Caches += d(view, hf+h) // the sums formed for the peers
 				if rb := int64(wire.RowBytes(gradBits, hf) + wire.RowBytes(gradBits, h)); gradBits != wire.FP32 {
 					m.Caches += (view+f.Send[ViewRows])*rb + 8*view // encoded both ways, each row's rounding key
@@ -300,7 +316,7 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 					m.Graph += 8*(f.NNZ-f.Diag) + 8*(view+int64(f.P-1))
 				}
 			} else {
-				m.Caches += caches(hf+h, hf+3*h, false)
+				m.Caches += caches(hf+h, hf+3*h, false, true)
 			}
 			switch {
 			case !last || !restricted:
@@ -316,7 +332,7 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 		case first || din > dout:
 			m.Activations += 2 * d(r, dout) // U, ∂U
 			hidden()
-			m.Caches += caches(dout, dout, last)
+			m.Caches += caches(dout, dout, last, false)
 			layerPack(dout, last, false)
 		default:
 			m.Activations += 3 * d(r, din) // T, ∂T, ∂H
@@ -332,7 +348,7 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 			default:
 				m.Caches += d(int64(f.MostRows), din)
 			}
-			m.Caches += caches(din, din, last)
+			m.Caches += caches(din, din, last, false)
 			layerPack(din, last, never) // the sender drops its rows as it packs them
 		}
 	}
@@ -340,6 +356,9 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 	// write it over the logits: where every row is computed.
 	if !restricted {
 		m.Activations += d(r, f.Classes)
+	}
+	if ranges { // the range buffer, and each output row's place in its nonzeros
+		m.Caches += 4*rangeFloats + 8*r
 	}
 	for _, n := range rowBytes {
 		m.Exchange += n

@@ -15,7 +15,7 @@ import (
 // TestEstimateMatchesEngine: the estimate fitsMemory makes before the
 // layers are built agrees, component by component, with what the built
 // engine holds after training, for every model on one and two ranks, with
-// float32 rows and rows kept packed (--cache-bits).
+// float32 rows and rows kept packed (--cache-bits), the gradients too.
 func TestEstimateMatchesEngine(t *testing.T) {
 	ds, _ := generated(t)
 	type variant struct {
@@ -26,6 +26,9 @@ func TestEstimateMatchesEngine(t *testing.T) {
 		{"fp32", func(*Config) {}},
 		{"cache-bits int8", func(c *Config) { c.Wire.Fwd, c.Wire.CacheBits = wire.Format(8), true }},
 		{"3 layers", func(c *Config) { c.Model.Layers = 3 }},
+		{"cache-bits int2 3 layers", func(c *Config) {
+			c.Wire.Fwd, c.Wire.Grad, c.Wire.CacheBits, c.Model.Layers = wire.Format(2), wire.Format(2), true, 3
+		}},
 	}
 	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE, model.ArchGAT} {
 		for _, hidden := range []int{4, 16, 64} { // 4: layer 2 aggregates first (7 classes)

@@ -64,13 +64,19 @@ type cache struct {
 	// rows' pointers alone (kernels.OccupiedRows).
 	occupied []kernels.OccupiedRows
 
-	// With --cache-bits, other roots' blocks stay as they arrived (packed
-	// in wire.packed) and are decoded into decoded, one at a time, when
-	// they are multiplied: host[j] and dev[j] are nil for those roots.
+	// With --cache-bits, every root's block stays as it arrived (packed in
+	// wire.packed; this rank's own as it encoded it, wire.go): host[j] and
+	// dev[j] are nil. A product decodes a range of a block's rows at a
+	// time into the rank's one buffer (packedScratch); where it cannot (a
+	// GAT layer's attention, a backend without kernels.Columner, a block
+	// whose rows list their columns out of order) the block is decoded
+	// whole into decoded, made at the first such use.
 	decoded *matrix.Dense
+	ranges  *packedScratch
+	sorted  []int8 // sorted[j]: 0 not known yet, 1 blocks[j]'s rows list their columns ascending, -1 not
 }
 
-func newCache(be kernels.Backend, name string, width int, rows []int, blocks []*matrix.CSR, p staleness.Policy, w wireState, me int) *cache {
+func newCache(be kernels.Backend, name string, width int, rows []int, blocks []*matrix.CSR, p staleness.Policy, w wireState, me int, ranges *packedScratch) *cache {
 	c := &cache{name: name, width: width, rows: rows, policy: p, blocks: blocks, full: blocks, host: make([][]float32, len(rows)),
 		dev: make([]*matrix.Dense, len(rows)), last: make([]int, len(rows)), log: make([][]int, len(rows)), wire: w, me: me}
 	c.wire.used, c.wire.add, c.wire.packed = make([]int, len(rows)), make([]bool, len(rows)), make([][]byte, len(rows))
@@ -79,7 +85,7 @@ func newCache(be kernels.Backend, name string, width int, rows []int, blocks []*
 	for j, r := range rows {
 		c.last[j] = -1
 		most = max(most, r)
-		if w.keepPacked && j != me {
+		if w.keepPacked {
 			continue
 		}
 		c.host[j] = matrix.Make[float32](r * width)
@@ -87,9 +93,95 @@ func newCache(be kernels.Backend, name string, width int, rows []int, blocks []*
 	}
 	c.mostRows = most
 	if w.keepPacked {
-		c.decoded = be.Mirror(make([]float32, most*width), most, width)
+		c.ranges, c.sorted = ranges, make([]int8, len(rows))
 	}
 	return c
+}
+
+// decodeRangeBytes bounds the buffer a packed block's rows are decoded
+// into for a product: a range of this many bytes of float32 rows at a
+// time (kernels.SpMMColumns), so the buffer stays the same size however
+// large the blocks grow. Each range costs a pass over the output's rows,
+// so ranges far smaller than a block cost time; 4 MB is 4,096 rows of 256.
+var decodeRangeBytes = 4 << 20
+
+// packedScratch is a rank's one buffer for products over blocks kept
+// packed, which its caches share (one product runs at a time): a range
+// of a block's rows decoded, and, for each row of the output, where its
+// nonzeros for the next range start.
+type packedScratch struct {
+	rows   []float32
+	cursor []int64
+}
+
+// rangeRows is how many rows of the given width a range decodes.
+func rangeRows(width int) int { return max(1, decodeRangeBytes/(4*max(1, width))) }
+
+// bytes is what the buffer holds.
+func (s *packedScratch) bytes() int64 {
+	if s == nil {
+		return 0
+	}
+	return 4*int64(len(s.rows)) + 8*int64(len(s.cursor))
+}
+
+// inRanges reports whether root j's product can run over its block a
+// range of rows at a time: the block is kept packed, the backend has the
+// kernel, the block's rows list their columns ascending, and no mask is
+// drawn at rows listed apart (read).
+func (c *cache) inRanges(be kernels.Backend, j int, masked bool) bool {
+	if c.ranges == nil || c.dev[j] != nil || masked && c.read != nil {
+		return false
+	}
+	if _, ok := kernels.ColumnsOf(be); !ok {
+		return false
+	}
+	if c.sorted[j] == 0 {
+		c.sorted[j] = -1
+		if kernels.SortedColumns(c.blocks[j]) {
+			c.sorted[j] = 1
+		}
+	}
+	return c.sorted[j] > 0
+}
+
+// productInRanges sets out (adds to it, with accumulate) a · M(B_j), a
+// being c.blocks[j] at the output rows r (nil: every row; with ptr, their
+// own pointers), B_j root j's block kept packed and M the mask m (P = 0:
+// none): decoded, masked and multiplied a range of rows at a time, the
+// same values bit for bit as the product over the block decoded whole.
+func (c *cache) productInRanges(be kernels.Backend, out *matrix.Dense, a *matrix.CSR, j int, rows []int32, ptr []int64, m matrix.Mask, accumulate bool) error {
+	cols, _ := kernels.ColumnsOf(be)
+	s, n, w := c.ranges, c.rows[j], c.width
+	step := min(max(n, 1), rangeRows(w))
+	s.rows = grow(s.rows, max(len(s.rows), step*w))
+	if len(s.cursor) < a.Rows { // a list of rows is some of a's
+		s.cursor = make([]int64, a.Rows)
+	}
+	rb := c.wire.codec(c.wire.packedBits[j]).RowBytes(w)
+	for lo := 0; lo < n || lo == 0; lo += step {
+		hi := min(n, lo+step)
+		part := &matrix.Dense{Rows: hi - lo, Cols: w, Data: s.rows[:(hi-lo)*w]}
+		if c.last[j] < 0 { // never received: zeros, as a fresh slot holds
+			clear(part.Data)
+		} else {
+			c.wire.decode(part.Data, c.wire.packed[j][lo*rb:hi*rb], w, c.wire.packedBits[j], false)
+		}
+		if m.P > 0 {
+			rm := m
+			if rm.IDs != nil {
+				rm.IDs = rm.IDs[lo:hi]
+			} else {
+				rm.Row0 += lo
+			}
+			be.Dropout(rm, part, part)
+		}
+		r := kernels.ColumnRange{Lo: lo, Hi: hi, Rows: rows, Ptr: ptr, Cursor: s.cursor, First: lo == 0}
+		if err := cols.SpMMColumns(out, a, part, r, accumulate || lo > 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // occupiedRows is occupied for blocks: no rows listed for a block that
@@ -134,12 +226,24 @@ func (c *cache) maskScratch(be kernels.Backend, rows int) *matrix.Dense {
 	return c.scratch.Prefix(rows)
 }
 
+// spmm sets out (adds to it, with accumulate) a · B_j, a being rows of
+// c.blocks[j]: over a packed block a range of rows at a time where it can.
+func (c *cache) spmm(be kernels.Backend, out *matrix.Dense, a *matrix.CSR, j int, accumulate bool) error {
+	if c.inRanges(be, j, false) {
+		return c.productInRanges(be, out, a, j, nil, nil, matrix.Mask{}, accumulate)
+	}
+	return be.SpMM(out, a, c.block(be, j), accumulate)
+}
+
 // block is root j's cached block where the backend computes: its slot, or,
 // for a block kept packed, the block decoded into c.decoded (valid until
 // the next call).
 func (c *cache) block(be kernels.Backend, j int) *matrix.Dense {
 	if c.dev[j] != nil {
 		return c.dev[j]
+	}
+	if c.decoded == nil {
+		c.decoded = be.Mirror(make([]float32, c.mostRows*c.width), c.mostRows, c.width)
 	}
 	h := c.decoded.Data[:c.rows[j]*c.width]
 	if c.last[j] < 0 { // never received: zeros, as a fresh slot holds

@@ -275,7 +275,7 @@ func (L *aggregateLayer) cleanOutput(s layerSite, c *cache) (*matrix.Dense, erro
 		if blk.NNZ() == 0 {
 			continue
 		}
-		if err := be.SpMM(tClean, s.sampleRowsOf(blk), c.block(be, j), !first); err != nil {
+		if err := c.spmm(be, tClean, s.sampleRowsOf(blk), j, !first); err != nil {
 			return nil, err
 		}
 		first = false

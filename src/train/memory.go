@@ -62,6 +62,7 @@ func (e *Engine) memoryBytes() (m MemoryEstimate) {
 			m.Activations += x.restrictedBytes(e.part.blockT)
 		}
 	}
+	m.Caches += e.packed.bytes()
 	if e.out.lossGrad != nil { // the output's gradient, where the loss cannot write it over the logits
 		m.Activations += 4 * int64(len(e.out.lossGrad.Data))
 	}
@@ -95,8 +96,11 @@ func (c *cache) bytes() int64 {
 }
 
 // copyBytes is what a cache's copies of the blocks take: float32 slots,
-// packed copies (receive buffers, or --cache-bits' only copies) and a
-// packed cache's one-block decoding buffer. A rank's own slot that is
+// packed copies (receive buffers, or --cache-bits' only copies, its own
+// included) and a packed cache's buffers of its own: the one-block
+// decoding buffer of a layer that reads blocks whole (GAT), decoded rows
+// of its own encoding where the codec writes them. The range buffer the
+// packed caches share is the engine's (packedScratch). A rank's own slot that is
 // never written (route.direct) is not counted: its pages are never touched.
 func (c *cache) copyBytes() int64 {
 	var n int64
@@ -108,6 +112,9 @@ func (c *cache) copyBytes() int64 {
 	}
 	if c.decoded != nil {
 		n += 4 * int64(len(c.decoded.Data))
+	}
+	if c.wire.keepPacked { // an encoding's decoded rows, where its codec writes them
+		n += 4 * int64(len(c.wire.trial))
 	}
 	return n
 }

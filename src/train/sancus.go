@@ -163,6 +163,13 @@ func (e *Engine) ownBlock(c *cache, j int, own *matrix.Dense) *matrix.Dense {
 // being root j's cached block (with --fresh-diagonal, this rank's own fresh
 // rows instead of the shared copy).
 func (e *Engine) multiply(c *cache, out *matrix.Dense, own *ownRows, j int, mask matrix.Mask, accumulate bool) error {
+	fresh := j == e.rank && (e.plan.Staleness.FreshDiagonal || own.dropped != nil)
+	if masked := mask.P > 0 && (j == e.rank || own.send.P == 0); !fresh && c.inRanges(e.be, j, masked) {
+		if !masked {
+			mask = matrix.Mask{}
+		}
+		return e.multiplyInRanges(c, out, j, mask, accumulate)
+	}
 	b := own.rows
 	if j != e.rank || !e.plan.Staleness.FreshDiagonal {
 		b = e.ownBlock(c, j, own.rows)
@@ -197,6 +204,26 @@ func (e *Engine) multiply(c *cache, out *matrix.Dense, own *ownRows, j int, mask
 		err = e.be.SpMM(out, c.blocks[j], b, accumulate)
 	}
 	if err != nil {
+		return fmt.Errorf("block %d: %w", j, err)
+	}
+	return nil
+}
+
+// multiplyInRanges is multiply for a block kept packed, decoded a range
+// of rows at a time (cache.productInRanges), at the rows multiply forms.
+func (e *Engine) multiplyInRanges(c *cache, out *matrix.Dense, j int, mask matrix.Mask, accumulate bool) error {
+	var rows []int32
+	var ptr []int64
+	switch occ := c.rowsOf(j); {
+	case c.outRows != nil:
+		rows = c.outRows
+	case accumulate && occ.Rows != nil:
+		rows, ptr = occ.Rows, occ.Ptr
+	}
+	if mask.P > 0 {
+		mask = e.maskFor(mask, c, j)
+	}
+	if err := c.productInRanges(e.be, out, c.blocks[j], j, rows, ptr, mask, accumulate); err != nil {
 		return fmt.Errorf("block %d: %w", j, err)
 	}
 	return nil

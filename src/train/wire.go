@@ -143,13 +143,18 @@ func (e *Engine) encodeOwn(c *cache, epoch int, own []float32, active []bool) er
 			w.used[me] = w.choose(x, own, c.width, key)
 		}
 		if e.batch == nil {
-			w.epochErr = w.encode(c.host[me], x, own, c.width, w.used[me], key, w.add[me], sampleEvery)
+			w.epochErr = w.encode(w.ownDecoded(c.host[me], len(x), w.used[me]), x, own, c.width, w.used[me], key, w.add[me], sampleEvery)
+			if w.keepPacked {
+				w.packed[me], w.packedBits[me] = w.own, w.used[me]
+			}
 		} else { // a cluster batch refreshes its own rows only
 			w.trial = grow(w.trial, len(x))
 			w.epochErr = w.encode(w.trial, x, own, c.width, w.used[me], key, false, sampleEvery)
 			e.copyBatchRows(c.host[me], w.trial, c.width)
 		}
-		e.be.Upload(c.dev[me])
+		if c.dev[me] != nil {
+			e.be.Upload(c.dev[me])
+		}
 		w.bitsSum += float64(w.used[me])
 		w.errSum += w.epochErr
 		w.sends++
@@ -165,6 +170,21 @@ func (e *Engine) encodeOwn(c *cache, epoch int, own []float32, active []bool) er
 		w.used[j] = int(b)
 	}
 	return nil
+}
+
+// ownDecoded is where an encoding of this rank's n values writes them
+// decoded: its slot; for a block kept packed, nowhere where the codec
+// writes none (the C integer codec: the owner decodes its rows where it
+// multiplies them, as its receivers do), else scratch rows.
+func (w *wireState) ownDecoded(slot []float32, n, bits int) []float32 {
+	if slot != nil {
+		return slot
+	}
+	if _, ok := w.codec(bits).(kernels.IntCodec); ok {
+		return nil
+	}
+	w.trial = grow(w.trial, n)
+	return w.trial
 }
 
 // sampleEvery is the row stride of the reported quantization error: an
