@@ -11,6 +11,11 @@ import "unsafe"
 // reported error does not depend on the thread count.
 const quantBlock = 2048
 
+// EncodeBlock is quantBlock for callers: rows encoded in calls of this
+// many (the last fewer), their sums added in order, report the sums one
+// call over them all does.
+const EncodeBlock = quantBlock
+
 // QuantizeRows is collectives/wire's integer row codec (2, 4 or 8 bits) in
 // C, split over the kernel threads: the same bytes as wire.Encode, which
 // stays the reference, with row r's rounding keyed by

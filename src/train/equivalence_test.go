@@ -508,8 +508,9 @@ func quantizedRows() []equivalence {
 }
 
 // Packed caches = float caches: blocks kept as they arrived (its own as
-// the owner encoded it), decoded where they are read, a range of rows at
-// a time (here 37 rows, so every block takes several), train bit for bit
+// the owner encoded it, its rows dropped as they are encoded), decoded
+// where they are read, a range of rows at a time (here 37 rows, and 296
+// dropped and encoded, so every block takes several), train bit for bit
 // what blocks decoded on arrival train (bytes not compared: a packed
 // cache holds every row of a block, and the last layer then computes
 // every row): at P = 1, 2 and 3, 2 and 3 layers, the forward and the
@@ -517,8 +518,8 @@ func quantizedRows() []equivalence {
 // whose receivers drop the rows they decode.
 func cacheBitsRows() []equivalence {
 	small := func(run func()) {
-		defer func(b int) { decodeRangeBytes = b }(decodeRangeBytes)
-		decodeRangeBytes = 37 * 4 * 16
+		defer func(b, e int) { decodeRangeBytes, encodeRows = b, e }(decodeRangeBytes, encodeRows)
+		decodeRangeBytes, encodeRows = 37*4*16, 296
 		run()
 	}
 	packed := func(p int) way {

@@ -345,6 +345,14 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 			case c.Model.Dropout <= 0:
 			case copied:
 				m.Activations += d(r, din)
+			case c.Wire.CacheBits && fwdBits >= 2 && fwdBits <= 8 && !c.Staleness.FreshDiagonal:
+				// Packed, a block is dropped a range at a time as it is
+				// decoded, or, where no root is stale, by its owner as it
+				// encodes it (dropsAsEncoded): no block's copy.
+				if never {
+					ranges = true
+					rangeFloats = max(rangeFloats, int64(min(f.Rows, encodeRows)*din))
+				}
 			default:
 				m.Caches += d(int64(f.MostRows), din)
 			}

@@ -49,11 +49,17 @@ import (
 // needs drift.
 func (e *Engine) aggregate(c *cache, epoch int, out *matrix.Dense, own ownRows, ref *matrix.Dense, mask matrix.Mask) error {
 	if mask.P > 0 && c.route.encodesDropped { // every block arrives dropped
-		if own.dropped == nil {
+		switch {
+		case own.dropped == nil && e.dropsAsEncoded(c): // a block of rows at a time, as encoded (wire.go)
+			c.wire.drop = e.maskFor(mask, c, e.rank)
+		case own.dropped == nil:
 			own.dropped = c.maskScratch(e.be, own.rows.Rows)
 			e.be.Dropout(e.maskFor(mask, c, e.rank), own.dropped, own.rows)
+			fallthrough
+		default:
+			own.rows, own.dropped = own.dropped, nil
 		}
-		own.rows, own.dropped, mask = own.dropped, nil, matrix.Mask{}
+		mask = matrix.Mask{}
 	}
 	own.send = e.senderMask(c, mask)
 	first := true

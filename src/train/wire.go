@@ -18,6 +18,7 @@ import (
 	"sancus/collectives"
 	"sancus/collectives/wire"
 	"sancus/kernels"
+	"sancus/kernels/matrix"
 )
 
 // wireState is a cache's encoding: how wide, and what the current exchange
@@ -41,8 +42,12 @@ type wireState struct {
 	rows   []float32 // a cluster batch's received rows, decoded before they are placed
 	packed [][]byte  // packed[j]: root j's rows as received
 
-	keepPacked bool  // --cache-bits: other roots' blocks stay packed until used
-	packedBits []int // the width packed[j] was received in
+	keepPacked bool  // --cache-bits: every root's block stays packed until used
+	packedBits []int // the width packed[j] was received (or encoded) in
+	// drop, when set, is the mask this rank's rows are dropped with as
+	// they are encoded, a block of rows at a time (dropsAsEncoded), for
+	// the exchange under way.
+	drop matrix.Mask
 
 	// tail is how many values at the end of each row travel as bf16
 	// where the rest travels narrower than float32 (wire.Tailed; GAT's
@@ -142,12 +147,16 @@ func (e *Engine) encodeOwn(c *cache, epoch int, own []float32, active []bool) er
 		if w.bits == wire.Auto {
 			w.used[me] = w.choose(x, own, c.width, key)
 		}
-		if e.batch == nil {
+		switch {
+		case w.drop.P > 0:
+			w.epochErr = w.encodeDropped(c.ranges, own, c.width, w.used[me], key)
+			w.packed[me], w.packedBits[me] = w.own, w.used[me]
+		case e.batch == nil:
 			w.epochErr = w.encode(w.ownDecoded(c.host[me], len(x), w.used[me]), x, own, c.width, w.used[me], key, w.add[me], sampleEvery)
 			if w.keepPacked {
 				w.packed[me], w.packedBits[me] = w.own, w.used[me]
 			}
-		} else { // a cluster batch refreshes its own rows only
+		default: // a cluster batch refreshes its own rows only
 			w.trial = grow(w.trial, len(x))
 			w.epochErr = w.encode(w.trial, x, own, c.width, w.used[me], key, false, sampleEvery)
 			e.copyBatchRows(c.host[me], w.trial, c.width)
@@ -159,6 +168,7 @@ func (e *Engine) encodeOwn(c *cache, epoch int, own []float32, active []bool) er
 		w.errSum += w.epochErr
 		w.sends++
 	}
+	w.drop = matrix.Mask{} // this exchange's alone
 	if w.bits != wire.Auto {
 		return nil
 	}
@@ -170,6 +180,50 @@ func (e *Engine) encodeOwn(c *cache, epoch int, own []float32, active []bool) er
 		w.used[j] = int(b)
 	}
 	return nil
+}
+
+// dropsAsEncoded reports whether c's owner can drop its rows as it
+// encodes them, a block of rows at a time into the range buffer, rather
+// than into a copy of its whole block first: a block kept packed, encoded
+// at a fixed integer width, on the CPU's kernels, and no product reading
+// the dropped rows themselves (--fresh-diagonal).
+func (e *Engine) dropsAsEncoded(c *cache) bool {
+	w := &c.wire
+	_, cpu := kernels.ColumnsOf(e.be)
+	return c.ranges != nil && cpu && w.bits >= 2 && w.bits <= 8 && w.tail == 0 && !w.delta && w.enc == nil && e.batch == nil && !e.plan.Staleness.FreshDiagonal
+}
+
+// encodeRows is how many rows encodeDropped drops and encodes at a time.
+var encodeRows = kernels.EncodeBlock
+
+// encodeDropped encodes this rank's rows x dropped with w.drop into
+// w.own, dropping encodeRows at a time into s's buffer: the bytes, and
+// the error sums, of dropping the block whole and encoding it.
+func (w *wireState) encodeDropped(s *packedScratch, x []float32, width, bits int, key uint64) float64 {
+	codec := w.codec(bits)
+	rb, n := codec.RowBytes(width), len(w.rowHash)
+	w.own = grow(w.own, n*rb)
+	step := min(max(n, 1), encodeRows)
+	s.rows = grow(s.rows, max(len(s.rows), step*width))
+	var errSq, refSq float64
+	for lo := 0; lo < n; lo += step {
+		hi := min(n, lo+step)
+		m := w.drop // keyed by node id: a block's rows draw as they would in the whole
+		if m.IDs != nil {
+			m.IDs = m.IDs[lo:hi]
+		} else {
+			m.Row0 += lo
+		}
+		buf := &matrix.Dense{Rows: hi - lo, Cols: width, Data: s.rows[:(hi-lo)*width]}
+		kernels.Dropout(m, buf, &matrix.Dense{Rows: hi - lo, Cols: width, Data: x[lo*width : hi*width]})
+		e, r := codec.Encode(w.own[lo*rb:hi*rb], nil, buf.Data, buf.Data, width, key, w.rowHash[lo:hi], false, sampleEvery)
+		errSq += e
+		refSq += r
+	}
+	if refSq == 0 {
+		return math.Sqrt(errSq)
+	}
+	return math.Sqrt(errSq / refSq)
 }
 
 // ownDecoded is where an encoding of this rank's n values writes them
