@@ -27,7 +27,7 @@ type modelFlags struct {
 	arch                  model.Arch
 	hidden, layers, heads int
 	wire                  wire.Format
-	fullOutput            bool
+	fullOutput, cacheBits bool
 }
 
 func addModelFlags(fs *pflag.FlagSet) *modelFlags {
@@ -39,13 +39,14 @@ func addModelFlags(fs *pflag.FlagSet) *modelFlags {
 	fs.IntVar(&m.heads, "heads", d.Model.Heads, "GAT: attention heads of the hidden layers")
 	fs.Var(&m.wire, "wire", "how rows travel: fp32, bf16, int8, int4 or int2")
 	fs.BoolVar(&m.fullOutput, "full-output", false, "compute (and send) every row of the last layer in training, as train --full-output")
+	fs.BoolVar(&m.cacheBits, "cache-bits", false, "keep the caches in --wire's bits, as train --cache-bits (the memory estimate)")
 	return m
 }
 
 func (m *modelFlags) config() train.Config {
 	c := train.Defaults()
 	c.Model.Arch, c.Model.Hidden, c.Model.Layers, c.Model.Heads = m.arch, m.hidden, m.layers, m.heads
-	c.Wire.Fwd, c.Exchange.FullOutput = m.wire, m.fullOutput
+	c.Wire.Fwd, c.Exchange.FullOutput, c.Wire.CacheBits = m.wire, m.fullOutput, m.cacheBits
 	return c
 }
 
@@ -151,7 +152,7 @@ func runPlan(args []string) error {
 			}
 			seen[w] = true
 			c := cfg
-			c.Wire.Fwd = w
+			c.Wire.Fwd, c.Wire.CacheBits = w, cfg.Wire.CacheBits && w.Quantized()
 			m, err := shapeOf(c, ds)
 			if err != nil {
 				return err
