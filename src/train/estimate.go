@@ -186,12 +186,22 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 	// one buffer (rangeFloats), but a GAT layer's attention (whole) reads a
 	// block decoded whole, and a gradient row with a bf16 tail is encoded
 	// beside a decoded copy (tail).
-	var rangeFloats int64
+	// One rank whose blocks are never stale encodes its own rows a range
+	// at a time as its product reads them, and keeps no encoding (fused:
+	// fusesOwn), dropping them into a buffer of a range (dropFloats).
+	var rangeFloats, dropFloats int64
 	ranges := false
+	fuses := func(bits int, fresh bool) bool {
+		return f.P == 1 && fresh && bits >= 2 && bits <= 8 && !c.Staleness.FreshDiagonal
+	}
 	cache := func(width int, recv int64, bits int, fresh, whole, tail bool) int64 {
 		floats := bits == wire.FP32
 		var n int64
 		switch {
+		case c.Wire.CacheBits && !floats && !whole && fuses(bits, fresh):
+			ranges = true
+			rangeFloats = max(rangeFloats, int64(min(f.Rows, fusedRows(width))*width))
+			return recv*int64(wire.RowBytes(bits, width)) + int64(min(f.Rows, encodeRows)*wire.RowBytes(bits, width))
 		case c.Wire.CacheBits && !floats:
 			n = (recv + r) * int64(wire.RowBytes(bits, width))
 			if whole {
@@ -349,7 +359,10 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 				// Packed, a block is dropped a range at a time as it is
 				// decoded, or, where no root is stale, by its owner as it
 				// encodes it (dropsAsEncoded): no block's copy.
-				if never {
+				switch {
+				case fuses(fwdBits, never):
+					dropFloats = max(dropFloats, int64(min(f.Rows, fusedRows(din))*din))
+				case never:
 					ranges = true
 					rangeFloats = max(rangeFloats, int64(min(f.Rows, encodeRows)*din))
 				}
@@ -366,7 +379,7 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 		m.Activations += d(r, f.Classes)
 	}
 	if ranges { // the range buffer, and each output row's place in its nonzeros
-		m.Caches += 4*rangeFloats + 8*r
+		m.Caches += 4*(rangeFloats+dropFloats) + 8*r
 	}
 	for _, n := range rowBytes {
 		m.Exchange += n

@@ -110,8 +110,8 @@ var decodeRangeBytes = 4 << 20
 // of a block's rows decoded, and, for each row of the output, where its
 // nonzeros for the next range start.
 type packedScratch struct {
-	rows   []float32
-	cursor []int64
+	rows, drop []float32 // drop: a fused own range's rows dropped (fusesOwn)
+	cursor     []int64
 }
 
 // rangeRows is how many rows of the given width a range decodes.
@@ -122,7 +122,7 @@ func (s *packedScratch) bytes() int64 {
 	if s == nil {
 		return 0
 	}
-	return 4*int64(len(s.rows)) + 8*int64(len(s.cursor))
+	return 4*int64(len(s.rows)+len(s.drop)) + 8*int64(len(s.cursor))
 }
 
 // inRanges reports whether root j's product can run over its block a
@@ -153,8 +153,16 @@ func (c *cache) inRanges(be kernels.Backend, j int, masked bool) bool {
 func (c *cache) productInRanges(be kernels.Backend, out *matrix.Dense, a *matrix.CSR, j int, rows []int32, ptr []int64, m matrix.Mask, accumulate bool) error {
 	cols, _ := kernels.ColumnsOf(be)
 	s, n, w := c.ranges, c.rows[j], c.width
-	step := min(max(n, 1), rangeRows(w))
+	fused := j == c.me && c.wire.fused != nil // encoded here, range by range (fusesOwn)
+	step := rangeRows(w)
+	if fused {
+		step = fusedRows(w)
+	}
+	step = min(max(n, 1), step)
 	s.rows = grow(s.rows, max(len(s.rows), step*w))
+	if fused && c.wire.fusedDrop.P > 0 {
+		s.drop = grow(s.drop, max(len(s.drop), step*w))
+	}
 	if len(s.cursor) < a.Rows { // a list of rows is some of a's
 		s.cursor = make([]int64, a.Rows)
 	}
@@ -162,26 +170,43 @@ func (c *cache) productInRanges(be kernels.Backend, out *matrix.Dense, a *matrix
 	for lo := 0; lo < n || lo == 0; lo += step {
 		hi := min(n, lo+step)
 		part := &matrix.Dense{Rows: hi - lo, Cols: w, Data: s.rows[:(hi-lo)*w]}
-		if c.last[j] < 0 { // never received: zeros, as a fresh slot holds
+		switch {
+		case fused:
+			x := c.wire.fused[lo*w : hi*w]
+			if m := c.wire.fusedDrop; m.P > 0 {
+				dropped := &matrix.Dense{Rows: hi - lo, Cols: w, Data: s.drop[:(hi-lo)*w]}
+				kernels.Dropout(offsetMask(m, lo, hi), dropped, &matrix.Dense{Rows: hi - lo, Cols: w, Data: x})
+				x = dropped.Data
+			}
+			c.wire.encodeFused(part.Data, x, lo, hi, w, c.wire.packedBits[j])
+		case c.last[j] < 0: // never received: zeros, as a fresh slot holds
 			clear(part.Data)
-		} else {
+		default:
 			c.wire.decode(part.Data, c.wire.packed[j][lo*rb:hi*rb], w, c.wire.packedBits[j], false)
 		}
 		if m.P > 0 {
-			rm := m
-			if rm.IDs != nil {
-				rm.IDs = rm.IDs[lo:hi]
-			} else {
-				rm.Row0 += lo
-			}
-			be.Dropout(rm, part, part)
+			be.Dropout(offsetMask(m, lo, hi), part, part)
 		}
 		r := kernels.ColumnRange{Lo: lo, Hi: hi, Rows: rows, Ptr: ptr, Cursor: s.cursor, First: lo == 0}
 		if err := cols.SpMMColumns(out, a, part, r, accumulate || lo > 0); err != nil {
 			return err
 		}
 	}
+	if fused {
+		c.wire.fusedDone()
+	}
 	return nil
+}
+
+// offsetMask is m at rows [lo, hi) of the rows it keys: the same draws,
+// keyed by node id.
+func offsetMask(m matrix.Mask, lo, hi int) matrix.Mask {
+	if m.IDs != nil {
+		m.IDs = m.IDs[lo:hi]
+	} else {
+		m.Row0 += lo
+	}
+	return m
 }
 
 // occupiedRows is occupied for blocks: no rows listed for a block that

@@ -113,8 +113,8 @@ func (c *cache) copyBytes() int64 {
 	if c.decoded != nil {
 		n += 4 * int64(len(c.decoded.Data))
 	}
-	if c.wire.keepPacked { // an encoding's decoded rows, where its codec writes them
-		n += 4 * int64(len(c.wire.trial))
+	if c.wire.keepPacked { // an encoding's decoded rows where its codec writes them; a fused block's encoded rows
+		n += 4*int64(len(c.wire.trial)) + int64(len(c.wire.fusedBytes))
 	}
 	return n
 }

@@ -19,6 +19,7 @@ import (
 	"sancus/collectives/wire"
 	"sancus/kernels"
 	"sancus/kernels/matrix"
+	"sancus/src/staleness"
 )
 
 // wireState is a cache's encoding: how wide, and what the current exchange
@@ -48,6 +49,16 @@ type wireState struct {
 	// they are encoded, a block of rows at a time (dropsAsEncoded), for
 	// the exchange under way.
 	drop matrix.Mask
+	// fused, when set, are this rank's rows (on the host) for its own
+	// product to encode a range at a time as it multiplies them, dropped
+	// with fusedDrop, the encoding kept nowhere (fusesOwn). fusedKey keys
+	// their rounding, fusedErr sums their error as encode does, and
+	// fusedBytes holds one block of rows encoded.
+	fused      []float32
+	fusedDrop  matrix.Mask
+	fusedKey   uint64
+	fusedErr   [2]float64
+	fusedBytes []byte
 
 	// tail is how many values at the end of each row travel as bf16
 	// where the rest travels narrower than float32 (wire.Tailed; GAT's
@@ -147,7 +158,11 @@ func (e *Engine) encodeOwn(c *cache, epoch int, own []float32, active []bool) er
 		if w.bits == wire.Auto {
 			w.used[me] = w.choose(x, own, c.width, key)
 		}
+		fused := e.fusesOwn(c)
 		switch {
+		case fused: // encoded as its own product reads it (productInRanges)
+			w.fused, w.fusedDrop, w.fusedKey, w.fusedErr = own, w.drop, key, [2]float64{}
+			w.packed[me], w.packedBits[me] = nil, w.used[me]
 		case w.drop.P > 0:
 			w.epochErr = w.encodeDropped(c.ranges, own, c.width, w.used[me], key)
 			w.packed[me], w.packedBits[me] = w.own, w.used[me]
@@ -165,7 +180,9 @@ func (e *Engine) encodeOwn(c *cache, epoch int, own []float32, active []bool) er
 			e.be.Upload(c.dev[me])
 		}
 		w.bitsSum += float64(w.used[me])
-		w.errSum += w.epochErr
+		if !fused { // else when the product has encoded every row
+			w.errSum += w.epochErr
+		}
 		w.sends++
 	}
 	w.drop = matrix.Mask{} // this exchange's alone
@@ -193,6 +210,47 @@ func (e *Engine) dropsAsEncoded(c *cache) bool {
 	return c.ranges != nil && cpu && w.bits >= 2 && w.bits <= 8 && w.tail == 0 && !w.delta && w.enc == nil && e.batch == nil && !e.plan.Staleness.FreshDiagonal
 }
 
+// fusesOwn reports whether c's owner encodes its rows a range at a time
+// as its own product reads them, keeping no encoding of its block: one
+// rank, whose block no peer reads, encoding it afresh every exchange (no
+// root is ever stale), where its product runs over ranges of rows.
+func (e *Engine) fusesOwn(c *cache) bool {
+	_, never := c.policy.(staleness.None)
+	return e.P == 1 && never && e.dropsAsEncoded(c) && !e.plan.Model.Arch.Attends() && c.inRanges(e.be, e.rank, false)
+}
+
+// fusedRows is how many rows of the given width a range of a fused own
+// product encodes: a multiple of encodeRows, so that its error sums are
+// encode's.
+func fusedRows(width int) int { return max(encodeRows, rangeRows(width)/encodeRows*encodeRows) }
+
+// encodeFused encodes rows [lo, hi) of this rank's fused rows x (dropped
+// already where they are dropped) and writes them decoded into dec,
+// encodeRows at a time, summing their error.
+func (w *wireState) encodeFused(dec, x []float32, lo, hi, width, bits int) {
+	codec := w.codec(bits)
+	rb := codec.RowBytes(width)
+	w.fusedBytes = grow(w.fusedBytes, max(len(w.fusedBytes), min(encodeRows, hi-lo)*rb))
+	for a := lo; a < hi; a += encodeRows {
+		b := min(hi, a+encodeRows)
+		d, v := dec[(a-lo)*width:(b-lo)*width], x[(a-lo)*width:(b-lo)*width]
+		e, r := codec.Encode(w.fusedBytes[:(b-a)*rb], d, v, v, width, w.fusedKey, w.rowHash[a:b], false, sampleEvery)
+		w.fusedErr[0] += e
+		w.fusedErr[1] += r
+	}
+}
+
+// fusedDone ends a fused own product: its error, as encode reports it.
+func (w *wireState) fusedDone() {
+	errSq, refSq := w.fusedErr[0], w.fusedErr[1]
+	w.epochErr = math.Sqrt(errSq)
+	if refSq != 0 {
+		w.epochErr = math.Sqrt(errSq / refSq)
+	}
+	w.errSum += w.epochErr
+	w.fused = nil
+}
+
 // encodeRows is how many rows encodeDropped drops and encodes at a time.
 var encodeRows = kernels.EncodeBlock
 
@@ -208,12 +266,7 @@ func (w *wireState) encodeDropped(s *packedScratch, x []float32, width, bits int
 	var errSq, refSq float64
 	for lo := 0; lo < n; lo += step {
 		hi := min(n, lo+step)
-		m := w.drop // keyed by node id: a block's rows draw as they would in the whole
-		if m.IDs != nil {
-			m.IDs = m.IDs[lo:hi]
-		} else {
-			m.Row0 += lo
-		}
+		m := offsetMask(w.drop, lo, hi)
 		buf := &matrix.Dense{Rows: hi - lo, Cols: width, Data: s.rows[:(hi-lo)*width]}
 		kernels.Dropout(m, buf, &matrix.Dense{Rows: hi - lo, Cols: width, Data: x[lo*width : hi*width]})
 		e, r := codec.Encode(w.own[lo*rb:hi*rb], nil, buf.Data, buf.Data, width, key, w.rowHash[lo:hi], false, sampleEvery)
