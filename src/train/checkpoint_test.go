@@ -41,6 +41,17 @@ func TestStopAndResumeIsBitIdentical(t *testing.T) {
 	checkStopResume(t, cfg)
 }
 
+// TestStopAndResumeCacheBits: blocks kept packed, the rank's own included,
+// resume bit for bit, stale ones too (a root broadcasts every other
+// epoch, so the epoch after the checkpoint reads the copies it holds), at
+// 3 layers.
+func TestStopAndResumeCacheBits(t *testing.T) {
+	cfg := Defaults()
+	cfg.Staleness.Policy, cfg.Staleness.Eps, cfg.Model.Layers = kind("epoch-fixed"), 1, 3
+	cfg.Wire.Fwd, cfg.Wire.CacheBits = format("int4"), true
+	checkStopResume(t, cfg)
+}
+
 // TestStopAndResumeWithoutTrainingRows: on Cora's planetoid split every
 // training node is in rank 0's half, so rank 1's loss writes no row of the
 // logits it reads, and its gradient must be zero from the first epoch a
