@@ -124,9 +124,10 @@
 // each owner pick, per block and epoch, the fewest bits whose relative
 // error stays under e. --wire-delta sends a refreshed root's change
 // against the copy every rank holds. --wire-allreduce bf16 halves the
-// weight-gradient allreduce, with error feedback. --cache-bits keeps other
-// ranks' cached blocks in their wire bits, decoding each when multiplied
-// (same results, less memory; not with --wire-delta). Staleness decides
+// weight-gradient allreduce, with error feedback. --cache-bits keeps the
+// cached blocks, a rank's own too, in their wire bits, decoding a range of
+// rows at a time where they are multiplied (same results, less memory;
+// not with --wire-delta). Staleness decides
 // whether a root sends, the width how much: a receiver's copy is off by
 // the root's drift since its last send plus that send's quantization
 // error (quant_error per epoch, wire_bits per layer in the results).

@@ -141,8 +141,9 @@ func (c *cache) recvBuf(j, n int) []byte {
 // encodeOwn is the owner's half of a quantized exchange: it encodes this
 // rank's block own (on the host) — the whole block, or its change against
 // the copy every rank holds when delta is on and a copy exists — keeps the
-// decoded values in its own slot, and shares the widths the owners chose
-// when they choose them.
+// decoded values in its own slot (with --cache-bits, the encoding itself,
+// or, where fusesOwn, nothing: the product encodes it), and shares the
+// widths the owners chose when they choose them.
 func (e *Engine) encodeOwn(c *cache, epoch int, own []float32, active []bool) error {
 	me, w := e.rank, &c.wire
 	if active[me] {

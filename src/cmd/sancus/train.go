@@ -78,7 +78,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.Var(&w.Grad, "wire-grad", "gradient blocks on the wire (default: as --wire; GAT's gradient rows send their score sums in fp32 beside G)")
 	fs.Float64Var(&w.Error, "wire-error", w.Error, "--wire auto: the largest relative error ‖decoded − block‖/‖block‖ a block may get (the link's default choice keeps no such bound)")
 	fs.BoolVar(&w.Delta, "wire-delta", false, "a refreshed root sends its change against the copy every rank holds, not its block")
-	fs.BoolVar(&w.CacheBits, "cache-bits", false, "keep other ranks' cached blocks in the wire's bits, decoding each when it is multiplied (less memory, same results; not with --wire-delta)")
+	fs.BoolVar(&w.CacheBits, "cache-bits", false, "keep the cached blocks, this rank's own too, in the wire's bits, decoding a range of rows at a time where they are multiplied (less memory, same results; not with --wire-delta)")
 	fs.Var(&w.Allreduce, "wire-allreduce", "weight-gradient allreduce: fp32, or bf16 (half the bytes, with error feedback)")
 
 	fs = g.section("Batch")
