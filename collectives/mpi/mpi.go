@@ -175,6 +175,19 @@ func (m *Comm) SetProgress(every time.Duration) error {
 	})
 }
 
+// SetNap sets how the MPI thread waits for transfers and collectives: in
+// MPI's blocking calls (0), which spin, or by testing and sleeping nap
+// between tests, with the nonblocking collectives. Spinning answers a
+// message soonest while each rank has a core; where ranks outnumber the
+// cores a spinning rank holds one that the peer it waits for needs, for
+// as long as the scheduler lets it (launch.Wait chooses).
+func (m *Comm) SetNap(nap time.Duration) error {
+	return m.do(opName("wait policy"), func() C.int {
+		C.sc_set_nap(C.long(nap.Nanoseconds()))
+		return C.MPI_SUCCESS
+	})
+}
+
 // progressEvery is short next to the time a link drains a socket's buffer
 // (a megabyte takes 8 ms at 1 Gbit/s) and long next to a probe's cost.
 const progressEvery = 200 * time.Microsecond
@@ -294,7 +307,7 @@ type mpiReq struct {
 func (r *mpiReq) call() C.int {
 	if r.started {
 		inflight--
-		return C.sc_wait(&r.req, &r.count)
+		return C.sc_waitall(1, &r.req, &r.count)
 	}
 	r.started = true
 	var rc C.int
@@ -444,17 +457,22 @@ func (m *Comm) WaitBatch(reqs []collectives.Request) error {
 		return first
 	}
 	// Every request is waited for, even past a failed one: the caller's
-	// buffers must be free when this returns.
+	// buffers must be free when this returns. One sc_waitall, so that a
+	// napping thread tests the batch between naps, not one request a nap.
 	waited := 0
 	err := m.do(batchOp{"wait", rs}, func() C.int {
-		first := C.int(C.MPI_SUCCESS)
+		waitReqs, waitCounts = waitReqs[:0], waitCounts[:0]
 		for _, r := range rs {
-			if rc := r.call(); rc != C.MPI_SUCCESS && first == C.MPI_SUCCESS {
-				first = rc
-			}
-			waited++
+			waitReqs = append(waitReqs, r.req)
+			waitCounts = append(waitCounts, 0)
 		}
-		return first
+		rc := C.sc_waitall(C.int(len(rs)), &waitReqs[0], &waitCounts[0])
+		for i, r := range rs {
+			r.req, r.count = waitReqs[i], waitCounts[i]
+		}
+		inflight -= len(rs)
+		waited = len(rs)
+		return rc
 	})
 	for _, r := range rs[:waited] {
 		r.done = true
@@ -469,6 +487,13 @@ func (m *Comm) WaitBatch(reqs []collectives.Request) error {
 	}
 	return first
 }
+
+// waitReqs and waitCounts are WaitBatch's requests and byte counts in the
+// arrays MPI takes, kept for the next batch; only the MPI thread touches them.
+var (
+	waitReqs   []C.MPI_Request
+	waitCounts []C.int
+)
 
 // batchOp names a batch in errors.
 type batchOp struct {

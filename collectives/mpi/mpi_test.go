@@ -62,16 +62,34 @@ func TestConformance(t *testing.T) {
 		t.Skip("needs mpirun (make test-mpi)")
 	}
 	// With probes while transfers are in flight, and with none: messages
-	// then move only inside the waits.
-	for _, every := range []time.Duration{200 * time.Microsecond, 0} {
-		if err := mpiComm.SetProgress(every); err != nil {
+	// then move only inside the waits; waiting in MPI's blocking calls, and
+	// testing and napping with the nonblocking collectives.
+	defer mpiComm.SetNap(0)
+	for _, nap := range []time.Duration{0, 50 * time.Microsecond} {
+		if err := mpiComm.SetNap(nap); err != nil {
 			t.Fatal(err)
 		}
-		for _, ck := range commtest.Checks {
-			if err := ck.Run(mpiComm); err != nil {
-				t.Fatalf("%s, probing every %v: MPI P=%d rank %d: %v", ck.Name, every, mpiComm.Size(), mpiComm.Rank(), err)
+		for _, every := range []time.Duration{200 * time.Microsecond, 0} {
+			if err := mpiComm.SetProgress(every); err != nil {
+				t.Fatal(err)
+			}
+			for _, ck := range commtest.Checks {
+				if err := ck.Run(mpiComm); err != nil {
+					t.Fatalf("%s, napping %v, probing every %v: MPI P=%d rank %d: %v", ck.Name, nap, every, mpiComm.Size(), mpiComm.Rank(), err)
+				}
 			}
 		}
+	}
+}
+
+// napping runs f with the MPI thread spinning, then napping between tests.
+func napping(t *testing.T, f func(t *testing.T)) {
+	defer mpiComm.SetNap(0)
+	for _, nap := range []time.Duration{0, 50 * time.Microsecond} {
+		if err := mpiComm.SetNap(nap); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(fmt.Sprintf("nap=%v", nap), f)
 	}
 }
 
@@ -204,6 +222,10 @@ func TestOneHandoffPerBatch(t *testing.T) {
 	if mpiComm == nil {
 		t.Skip("needs mpirun (make test-mpi)")
 	}
+	napping(t, oneHandoffPerBatch)
+}
+
+func oneHandoffPerBatch(t *testing.T) {
 	p, me := mpiComm.Size(), mpiComm.Rank()
 	if p < 2 {
 		t.Skip("needs 2 or more ranks")
@@ -241,6 +263,10 @@ func TestFailedBatchWaitWaitsTheRest(t *testing.T) {
 	if mpiComm == nil {
 		t.Skip("needs mpirun (make test-mpi)")
 	}
+	napping(t, failedBatchWaitWaitsTheRest)
+}
+
+func failedBatchWaitWaitsTheRest(t *testing.T) {
 	if mpiComm.Size() < 2 {
 		t.Skip("needs 2 or more ranks")
 	}

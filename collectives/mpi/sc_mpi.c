@@ -1,5 +1,7 @@
 #include "sc_mpi.h"
 
+#include <time.h>
+
 int sc_init(int *provided) {
   int on = 0;
   MPI_Initialized(&on);
@@ -42,13 +44,6 @@ int sc_isend(const void *buf, int n, int dst, int tag, MPI_Comm c, MPI_Request *
 int sc_irecv(void *buf, int n, int src, int tag, MPI_Comm c, MPI_Request *req) {
   return MPI_Irecv(buf, n, MPI_BYTE, src, tag, c, req);
 }
-int sc_wait(MPI_Request *req, int *count) {
-  MPI_Status st;
-  int rc = MPI_Wait(req, &st);
-  if (rc != MPI_SUCCESS) return rc;
-  *count = -1;
-  return MPI_Get_count(&st, MPI_BYTE, count);
-}
 // sc_test completes the request if it is done (*flag 1, *count set) and
 // leaves it in flight otherwise: a caller may then sleep instead of
 // spinning in MPI_Wait.
@@ -65,16 +60,124 @@ int sc_progress(MPI_Comm c) {
   int flag;
   return MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, c, &flag, MPI_STATUS_IGNORE);
 }
-int sc_barrier(MPI_Comm c) { return MPI_Barrier(c); }
-int sc_bcast(void *buf, int n, int root, MPI_Comm c) { return MPI_Bcast(buf, n, MPI_BYTE, root, c); }
-int sc_allreduce_sum(float *buf, int n, MPI_Comm c) {
+// How the MPI thread waits, chosen once (sc_set_nap) before the calls that
+// wait: spin inside MPI's blocking calls, the least latency where each
+// rank has a core; or test and nap, where ranks outnumber the cores and a
+// rank spinning in MPI would hold a core the peer it waits for needs.
+static long nap_ns;
+
+// finish_spin waits for n requests in MPI_Wait, each in turn; finish_nap
+// tests those not done and sleeps nap_ns between rounds. Both complete
+// every request, past a failed one, set counts[i] (bytes of a receive) and
+// return the first error.
+static int finish_spin(int n, MPI_Request *reqs, int *counts) {
+  int first = MPI_SUCCESS;
+  for (int i = 0; i < n; i++) {
+    MPI_Status st;
+    counts[i] = -1;
+    int rc = MPI_Wait(&reqs[i], &st);
+    if (rc == MPI_SUCCESS) rc = MPI_Get_count(&st, MPI_BYTE, &counts[i]);
+    if (rc != MPI_SUCCESS && first == MPI_SUCCESS) first = rc;
+  }
+  return first;
+}
+
+static int finish_nap(int n, MPI_Request *reqs, int *counts) {
+  int first = MPI_SUCCESS, from = 0;
+  struct timespec nap = {nap_ns / 1000000000L, nap_ns % 1000000000L};
+  for (int i = 0; i < n; i++) counts[i] = -1;
+  for (;;) {
+    // Requests before from are done; a test completes one (or fails it,
+    // which frees it too) and MPI_Test on a null request says done.
+    while (from < n) {
+      MPI_Status st;
+      int flag = 0, rc = MPI_Test(&reqs[from], &flag, &st);
+      if (rc == MPI_SUCCESS && !flag) break;
+      if (rc == MPI_SUCCESS) rc = MPI_Get_count(&st, MPI_BYTE, &counts[from]);
+      if (rc != MPI_SUCCESS && first == MPI_SUCCESS) first = rc;
+      from++;
+    }
+    if (from == n) return first;
+    nanosleep(&nap, NULL);
+  }
+}
+
+// The collectives: blocking ones when spinning (OpenMPI's tuned
+// algorithms), nonblocking ones finished by finish_nap when napping.
+// A table chosen once, not a test of the policy in each call.
+struct colls {
+  int (*barrier)(MPI_Comm);
+  int (*bcast)(void *, int, int, MPI_Comm);
+  int (*allreduce)(float *, int, MPI_Comm);
+  int (*allgatherv)(const void *, int, void *, const int *, const int *, MPI_Comm);
+  int (*alltoallv)(const void *, const int *, const int *, void *, const int *, const int *, MPI_Comm);
+};
+
+// one finishes the collective a nonblocking call started (rc its code).
+static int one(MPI_Request *r, int rc) {
+  int count;
+  return rc != MPI_SUCCESS ? rc : finish_nap(1, r, &count);
+}
+
+static int barrier_spin(MPI_Comm c) { return MPI_Barrier(c); }
+static int bcast_spin(void *buf, int n, int root, MPI_Comm c) { return MPI_Bcast(buf, n, MPI_BYTE, root, c); }
+static int allreduce_spin(float *buf, int n, MPI_Comm c) {
   return MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_FLOAT, MPI_SUM, c);
 }
-int sc_allgatherv(const void *send, int n, void *recv, const int *counts, const int *displs, MPI_Comm c) {
+static int allgatherv_spin(const void *send, int n, void *recv, const int *counts, const int *displs, MPI_Comm c) {
   return MPI_Allgatherv(send, n, MPI_BYTE, recv, counts, displs, MPI_BYTE, c);
 }
-int sc_alltoallv(const void *send, const int *sc, const int *sd, void *recv, const int *rc, const int *rd, MPI_Comm c) {
+static int alltoallv_spin(const void *send, const int *sc, const int *sd, void *recv, const int *rc, const int *rd, MPI_Comm c) {
   return MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rc, rd, MPI_BYTE, c);
+}
+
+static int barrier_nap(MPI_Comm c) {
+  MPI_Request r;
+  int rc = MPI_Ibarrier(c, &r);
+  return one(&r, rc);
+}
+static int bcast_nap(void *buf, int n, int root, MPI_Comm c) {
+  MPI_Request r;
+  int rc = MPI_Ibcast(buf, n, MPI_BYTE, root, c, &r);
+  return one(&r, rc);
+}
+static int allreduce_nap(float *buf, int n, MPI_Comm c) {
+  MPI_Request r;
+  int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, n, MPI_FLOAT, MPI_SUM, c, &r);
+  return one(&r, rc);
+}
+static int allgatherv_nap(const void *send, int n, void *recv, const int *counts, const int *displs, MPI_Comm c) {
+  MPI_Request r;
+  int rc = MPI_Iallgatherv(send, n, MPI_BYTE, recv, counts, displs, MPI_BYTE, c, &r);
+  return one(&r, rc);
+}
+static int alltoallv_nap(const void *send, const int *sc, const int *sd, void *recv, const int *rcs, const int *rd, MPI_Comm c) {
+  MPI_Request r;
+  int rc = MPI_Ialltoallv(send, sc, sd, MPI_BYTE, recv, rcs, rd, MPI_BYTE, c, &r);
+  return one(&r, rc);
+}
+
+static const struct colls spin = {barrier_spin, bcast_spin, allreduce_spin, allgatherv_spin, alltoallv_spin};
+static const struct colls nap = {barrier_nap, bcast_nap, allreduce_nap, allgatherv_nap, alltoallv_nap};
+
+static int (*finish)(int, MPI_Request *, int *) = finish_spin;
+static const struct colls *colls = &spin;
+
+void sc_set_nap(long ns) {
+  nap_ns = ns;
+  finish = ns > 0 ? finish_nap : finish_spin;
+  colls = ns > 0 ? &nap : &spin;
+}
+
+int sc_waitall(int n, MPI_Request *reqs, int *counts) { return finish(n, reqs, counts); }
+int sc_barrier(MPI_Comm c) { return colls->barrier(c); }
+int sc_bcast(void *buf, int n, int root, MPI_Comm c) { return colls->bcast(buf, n, root, c); }
+int sc_allreduce_sum(float *buf, int n, MPI_Comm c) { return colls->allreduce(buf, n, c); }
+int sc_allgatherv(const void *send, int n, void *recv, const int *counts, const int *displs, MPI_Comm c) {
+  return colls->allgatherv(send, n, recv, counts, displs, c);
+}
+int sc_alltoallv(const void *send, const int *sc, const int *sd, void *recv, const int *rc, const int *rd, MPI_Comm c) {
+  return colls->alltoallv(send, sc, sd, recv, rc, rd, c);
 }
 void sc_abort(MPI_Comm c, int code) { MPI_Abort(c, code); }
 void sc_error_string(int code, char *buf, int len) {
