@@ -126,11 +126,14 @@ func TasksOnNode() int {
 }
 
 // PrepareMPI adjusts the environment before MPI starts: when more ranks
-// than cores share a node, OpenMPI must yield the CPU while it waits, or
-// spinning ranks starve the ones doing work (mpirun --oversubscribe does
-// this itself; srun does not).
+// than cores share a node (or the host, under HostCoresVar), OpenMPI must
+// yield the CPU while it waits, or spinning ranks starve the ones doing
+// work (mpirun --oversubscribe does this itself where it sees more ranks
+// than slots; srun does not).
 func PrepareMPI(cores int) {
-	if t := TasksOnNode(); t > cores && os.Getenv("OMPI_MCA_mpi_yield_when_idle") == "" {
+	size, _ := strconv.Atoi(os.Getenv("OMPI_COMM_WORLD_SIZE"))
+	h, err := sharing(os.Getenv(HostCoresVar), TasksOnNode(), size, cores)
+	if err == nil && h.Ranks > h.Cores && os.Getenv("OMPI_MCA_mpi_yield_when_idle") == "" {
 		os.Setenv("OMPI_MCA_mpi_yield_when_idle", "1")
 	}
 }

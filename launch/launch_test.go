@@ -222,3 +222,50 @@ func TestSrunWithoutSlurmSaysHowToGetOne(t *testing.T) {
 		t.Fatalf("srun with no Slurm: %v", err)
 	}
 }
+
+func TestWait(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		flag string
+		host Host
+		want Wait
+	}{
+		{"a core a rank spins", "", Host{Ranks: 2, Cores: 2}, WaitSpin},
+		{"ranks outnumbering cores nap", "auto", Host{Ranks: 8, Cores: 2}, WaitNap},
+		{"spin as asked", "spin", Host{Ranks: 8, Cores: 2}, WaitSpin},
+		{"nap as asked", "nap", Host{Ranks: 1, Cores: 16}, WaitNap},
+	} {
+		w, err := ParseWait(tc.flag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := w.Resolve(tc.host); got != tc.want {
+			t.Errorf("%s: %v resolves to %v, want %v", tc.name, w, got, tc.want)
+		}
+	}
+	if WaitSpin.Nap() != 0 || WaitNap.Nap() <= 0 {
+		t.Errorf("naps: spin %v, nap %v", WaitSpin.Nap(), WaitNap.Nap())
+	}
+	if _, err := ParseWait("yield"); err == nil || !strings.Contains(err.Error(), "spin") {
+		t.Errorf("ParseWait(yield): %v, want an error naming the choices", err)
+	}
+}
+
+func TestSharing(t *testing.T) {
+	for _, tc := range []struct {
+		name, hostCores    string
+		onNode, size, cpus int
+		want               Host
+	}{
+		{"a node's ranks share its cores", "", 4, 16, 8, Host{Ranks: 4, Cores: 8}},
+		{"emulated nodes share the host", "2", 2, 8, 2, Host{Ranks: 8, Cores: 2}},
+	} {
+		got, err := sharing(tc.hostCores, tc.onNode, tc.size, tc.cpus)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %+v, %v; want %+v", tc.name, got, err, tc.want)
+		}
+	}
+	if _, err := sharing("two", 1, 2, 2); err == nil || !strings.Contains(err.Error(), HostCoresVar) {
+		t.Errorf("a bad %s: %v, want an error naming it", HostCoresVar, err)
+	}
+}

@@ -119,7 +119,7 @@ func runPredict(args []string) error {
 	if env.Parallel() {
 		return predictMPI(pf, spec, m)
 	}
-	setThreads(pf.threads, pf.ranks, nil)
+	setThreads(pf.threads, pf.ranks, 0)
 	pf.phase(0, "reading %s", dataName(pf))
 	shards, err := predictShards(pf, spec, pf.ranks, -1)
 	if err != nil {
@@ -159,8 +159,11 @@ func predictMPI(pf predictFlags, spec model.Spec, m *model.GCN) error {
 	if err != nil {
 		return err
 	}
-	setThreads(pf.threads, 0, c)
-	shared, err := train.OneHostSharedMemory(c)
+	_, err = shareHost(c, pf.threads, launch.WaitAuto)
+	var shared bool
+	if err == nil {
+		shared, err = train.OneHostSharedMemory(c)
+	}
 	if err == nil {
 		_, err = setProgress(c, shared)
 	}

@@ -29,12 +29,15 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 		return err
 	}
 	cfg.Run.BaseRSSMB = launch.RSSMB()
-	setThreads(tf.threads, 0, c)
 	rank, size := c.Rank(), c.Size()
 	abort := func(what string, err error) error {
 		unlock() // MPI_Abort ends the process: no deferred call runs after it
 		c.Abort(fmt.Errorf("%s: %w", what, err))
 		return err
+	}
+	wait, err := shareHost(c, tf.threads, tf.mpiWait)
+	if err != nil {
+		return abort("sharing the host's cores", err)
 	}
 	shared, err := train.OneHostSharedMemory(c)
 	if err != nil {
@@ -74,10 +77,11 @@ func trainMPI(cfg train.Config, tf trainFlags, rep *result.Run) error {
 	if rank != 0 {
 		cfg.Run.Log = nil
 	} else {
-		transport := "MPI (" + rep.Launcher + ")"
+		transport := "MPI (" + rep.Launcher + "; waits " + wait.String()
 		if !probes {
-			transport = "MPI (" + rep.Launcher + "; shared memory, one core a rank: messages move in the waits)"
+			transport += "; shared memory, one core a rank: messages move in the waits"
 		}
+		transport += ")"
 		printStart(cfg, size, rep.Dataset, s.N, transport)
 		if rep.WireChosen != "" {
 			fmt.Fprintf(os.Stderr, "sancus: %s (--wire fp32 keeps every rank count's losses equal)\n", rep.WireChosen)
@@ -134,14 +138,24 @@ func runInProcess(ds *graph.Dataset, parts int, cfg train.Config) (train.Outcome
 }
 
 // setThreads sets the kernel threads of this process (launch.Threads
-// chooses; c: the MPI communicator, nil for in-process ranks).
-func setThreads(flag, inProcessRanks int, c *mpi.Comm) {
-	onNode := 0
-	if c != nil {
-		onNode = max(1, c.LocalSize())
-	}
-	kernels.SetThreads(launch.Threads(flag, inProcessRanks, onNode))
+// chooses; onHost: the MPI ranks sharing its cores, launch.Sharing's, 0
+// for in-process ranks).
+func setThreads(flag, inProcessRanks, onHost int) {
+	kernels.SetThreads(launch.Threads(flag, inProcessRanks, onHost))
 	useProcs(max(1, inProcessRanks))
+}
+
+// shareHost sets this rank's kernel threads (flag: --threads) and how its
+// MPI thread waits (w, resolved) for the ranks that share its cores
+// (launch.Sharing), and returns the wait.
+func shareHost(c *mpi.Comm, flag int, w launch.Wait) (launch.Wait, error) {
+	host, err := launch.Sharing(c.LocalSize(), c.Size())
+	if err != nil {
+		return w, err
+	}
+	setThreads(flag, 0, host.Ranks)
+	w = w.Resolve(host)
+	return w, c.SetNap(w.Nap())
 }
 
 // useProcs sets GOMAXPROCS past the goroutines that ranks (in this

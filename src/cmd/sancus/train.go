@@ -23,6 +23,7 @@ import (
 type trainFlags struct {
 	data, shards, out, name string
 	ranks, threads          int
+	mpiWait                 launch.Wait
 	load                    graph.LoadOptions
 	timeout                 time.Duration
 	quiet                   bool
@@ -119,7 +120,8 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 
 	fs = g.section("Ranks and devices")
 	fs.IntVar(&tf.ranks, "ranks", 1, "run this many ranks as goroutines in one process (without mpirun)")
-	fs.IntVar(&tf.threads, "threads", 0, "kernel threads per rank (0: GOMAXPROCS / in-process ranks)")
+	fs.IntVar(&tf.threads, "threads", 0, "kernel threads per rank (0: GOMAXPROCS / in-process ranks; under MPI, the node's cores / its ranks, or with SANCUS_HOST_CORES=C, which slurm/emu-nodes.sh sets, C / all ranks)")
+	fs.Var(&tf.mpiWait, "mpi-wait", "how an MPI rank waits for messages: spin (in MPI's blocking calls, a core a rank), nap (test, then sleep 50 µs; nonblocking collectives) or auto: nap where the ranks sharing the node's cores, or SANCUS_HOST_CORES's, outnumber them")
 	fs.Var(&r.Device, "device", "kernels backend: cpu, or cuda in a binary built with make cuda (one GPU per local rank)")
 	fs.Var(&x.DeviceComm, "device-comm", "move dense blocks device to device: nccl (in a binary built with make cuda; needs --dense-bcast), or host; default: through the rank transport")
 	return g.done()
@@ -208,7 +210,7 @@ func runTrain(args []string) error {
 		}
 		return trainMPI(cfg, tf, rep)
 	}
-	setThreads(tf.threads, tf.ranks, nil)
+	setThreads(tf.threads, tf.ranks, 0)
 	cfg.Run.BaseRSSMB = launch.RSSMB()
 	var res train.Outcome
 	if tf.data != "" {
