@@ -21,8 +21,14 @@
 # agent that runs OpenMPI's daemon in their namespace where ssh would log
 # in. Ranks on one node share memory (vader); between nodes they talk TCP
 # over the capped veths. Every node is this machine's cores: ranks of all
-# nodes share them, and each node offers that many slots (past them
-# mpirun wants --oversubscribe). Needs root (ip netns, tc, unshare).
+# nodes share them, so each node offers its share as slots (cores/N, at
+# least one; past them mpirun wants --oversubscribe, and then has MPI
+# yield while it waits), and SANCUS_HOST_CORES tells sancus that all of
+# the job's ranks share this host's cores: a rank runs cores/P kernel
+# threads (at least one) and, with more ranks than cores, its MPI thread
+# naps between tests instead of spinning (train --mpi-wait auto). sancus
+# plan --host-cores models the same sharing. Needs root (ip netns, tc,
+# unshare).
 set -euo pipefail
 usage() { sed -n '9,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 1 ] || usage
@@ -145,7 +151,8 @@ agent() {
 		EOF
 	} >"$dir/agent"
 	chmod +x "$dir/agent"
-	for i in $(seq 0 $((nodes - 1))); do echo "$(addr "$i") slots=$(nproc)"; done >"$dir/hosts"
+	local slots=$(($(nproc) / nodes))
+	for i in $(seq 0 $((nodes - 1))); do echo "$(addr "$i") slots=$((slots > 0 ? slots : 1))"; done >"$dir/hosts"
 }
 
 # job sets cmd: CMD in node 0 under its host name, mpirun's own runtime
@@ -164,6 +171,7 @@ job() {
 		OMPI_MCA_orte_default_hostfile="$dir/hosts"
 		OMPI_MCA_rmaps_base_mapping_policy=node OMPI_MCA_rmaps_base_ranking_policy=slot
 		OMPI_MCA_hwloc_base_binding_policy=none
+		SANCUS_HOST_CORES="$(nproc)"
 		SANCUS_LINK="emulated: $nodes nodes, each uplink ${rate/none/uncapped} each way, TCP between nodes, shared memory within"
 		"$@")
 }
