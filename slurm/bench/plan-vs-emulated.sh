@@ -4,7 +4,9 @@
 # whose uplinks are capped at each rate ("none": no cap), on the generated
 # 100k-node graph of emu-scaling.sh, --wire fp32 (the wire is not the
 # variable), 20 epochs, no evaluation. Every node is this machine, so all
-# ranks share its cores: plan is told so (--host-cores). The runs take
+# ranks share its cores: emu-nodes.sh tells the ranks so (a rank runs
+# cores/P kernel threads and, past P = cores, its MPI thread naps between
+# tests instead of spinning) and plan is told so (--host-cores). The runs take
 # turns in rounds; each round first calibrates plan's compute rates here
 # (plan --calibrate: the busiest rank replayed alone on one core at
 # CAL_RANKS) and measures the link as the ranks see it (bench comm, two
@@ -19,9 +21,8 @@
 #        ("1gbit none"), RUNS (3), EPOCHS (20), CAL_RANKS ("2,4,8"),
 #        KEEP (a directory to keep the graph, runs, rates and links in),
 #        PREDICT_ONLY (1: measure nothing, predict again from KEEP's),
-#        HOST_AWARE (1: tell the ranks that every node is this host, as
-#        emu-nodes.sh does not: MPI yields while it waits, and a rank runs
-#        cores/P kernel threads, at least one, not cores/ranks-on-its-node)
+#        WAIT (train --mpi-wait: auto, spin or nap; default auto),
+#        EMU_NAME (the namespaces' prefix, sancus-pve)
 . "$(dirname "$0")/common.sh" || exit
 out=${1:-results/scaling/plan-vs-emulated.tsv}
 nodes=${NODES:-2 4} ps=${PS:-2 4 8} rates=${RATES:-1gbit none}
@@ -31,11 +32,7 @@ gen=(--nodes 100000 --edges 1000000 --features 128 --classes 16)
 d=${KEEP:-$tmp/runs} g=${KEEP:-$tmp}/g
 mkdir -p "$(dirname "$out")" "$d"
 [ -f "$g/test.txt" ] || "$bin" gen --out "$g" "${gen[@]}" --quiet >/dev/null
-emu() { slurm/emu-nodes.sh with --name sancus-pve "$@"; }
-aware() { # mpirun's and train's flags for P ranks under HOST_AWARE
-	[ "${HOST_AWARE:-0}" = 1 ] || return 0
-	echo "--mca mpi_yield_when_idle 1 --threads $(($1 < cores ? cores / $1 : 1))"
-}
+emu() { slurm/emu-nodes.sh with --name "${EMU_NAME:-sancus-pve}" "$@"; }
 [ "${PREDICT_ONLY:-0}" = 1 ] || rm -f "$d"/*.json "$d"/load-*
 [ "${PREDICT_ONLY:-0}" = 1 ] && runs=0
 for run in $(seq "$runs"); do
@@ -52,11 +49,10 @@ for run in $(seq "$runs"); do
 			for rate in $rates; do
 				echo "== N=$n P=$p $rate (run $run)" >&2
 				uptime >>"$d/load-$run"
-				read -r -a a <<<"$(aware "$p")"
 				# shellcheck disable=SC2086 # $mpirun carries its flags
 				emu --nodes "$n" --rate "$rate" -- \
-					$mpirun "${a[@]:0:3}" -np "$p" "$bin" train --data "$g" --epochs "$epochs" --eval-every 0 --wire fp32 \
-					"${a[@]:3}" --quiet --out "$d/$n-$p-$rate-$run.json" >/dev/null
+					$mpirun -np "$p" "$bin" train --data "$g" --epochs "$epochs" --eval-every 0 --wire fp32 \
+					--mpi-wait "${WAIT:-auto}" --quiet --out "$d/$n-$p-$rate-$run.json" >/dev/null
 			done
 		done
 	done
@@ -82,7 +78,7 @@ done
 python3 - "$d" "$cores" "$*" "${gen[*]}" "$epochs" "$cal" >"$out" <<'EOF'
 import collections, glob, json, os, re, statistics as st, sys
 d, cores, args, gen, epochs, cal = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
-env = " ".join(f"{k}={os.environ[k]!r}" for k in ("NODES", "PS", "RATES", "RUNS", "EPOCHS", "CAL_RANKS", "KEEP", "PREDICT_ONLY", "HOST_AWARE") if k in os.environ)
+env = " ".join(f"{k}={os.environ[k]!r}" for k in ("NODES", "PS", "RATES", "RUNS", "EPOCHS", "CAL_RANKS", "KEEP", "PREDICT_ONLY", "WAIT") if k in os.environ)
 loads = [float(m) for f in glob.glob(os.path.join(d, "load-*")) for m in re.findall(r"load average: ([0-9.]+)", open(f).read())]
 rates = [json.load(open(f))["rates"] for f in sorted(glob.glob(os.path.join(d, "rates-*.json")))]
 print(f"# {env + ' ' if env else ''}slurm/bench/plan-vs-emulated.sh {args}".rstrip() + "   (root)")

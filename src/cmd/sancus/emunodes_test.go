@@ -61,15 +61,20 @@ func TestEmulatedNodes(t *testing.T) {
 	}
 	dir := t.TempDir()
 
-	// Two ranks a node, in order: ranks 0 and 1 on node 0.
-	out, err := job("none", mpirun, "-np", "4", "hostname")
+	// Two ranks a node, in order: ranks 0 and 1 on node 0; each told that
+	// every rank shares this host's cores.
+	nproc, _ := exec.Command("nproc").Output()
+	out, err := job("none", mpirun, "-np", "4", "sh", "-c", `echo "$(hostname) cores=$SANCUS_HOST_CORES"`)
 	if err != nil {
 		t.Fatalf("hostname on the nodes: %v\n%s", err, out)
 	}
 	var hosts []string
 	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, prefix+"-n") {
-			hosts = append(hosts, l)
+		if h, cores, _ := strings.Cut(l, " cores="); strings.HasPrefix(h, prefix+"-n") {
+			hosts = append(hosts, h)
+			if cores != strings.TrimSpace(string(nproc)) {
+				t.Errorf("%s: SANCUS_HOST_CORES=%q, want the host's %s", h, cores, nproc)
+			}
 		}
 	}
 	slices.Sort(hosts)
