@@ -27,32 +27,32 @@ func (s *Sampler) Owner(v int64) int { return s.owner(v) }
 
 // SampleSteps samples step's micrographs of several time steps, seeds[k]
 // the roots this rank trains in time step k, and fetches their features.
-// Without pregather each time step fetches its own rows, as Sample does;
-// with it one fetch brings the rows of every time step, each remote row
-// once, and each batch reads its rows from them: the same rows, in fewer
-// bytes where time steps share vertices. The pre-gathered fetch's counts
-// are the first batch's. Every rank must call it with as many time steps.
+// Every time step's blocks are sampled together (one exchange per layer,
+// each vertex asked once: its draw is the same in every time step).
+// Without pregather each time step then fetches its own rows, as Sample
+// does; with it one fetch brings the rows of every time step, each remote
+// row once, and each batch reads its rows from them: the same rows, in
+// fewer bytes where time steps share vertices. The shared exchanges'
+// counts are the first batch's. Every rank must call it with as many time
+// steps.
 func (s *Sampler) SampleSteps(step uint64, seeds [][]int64, pregather bool) ([]*Batch, error) {
-	out := make([]*Batch, len(seeds))
+	start := time.Now()
+	out, err := s.blocks(step, seeds)
+	if err != nil {
+		return nil, err
+	}
 	if !pregather {
-		for k, sd := range seeds {
-			b, err := s.Sample(step, sd)
-			if err != nil {
+		for _, b := range out {
+			if err := s.fetch(step, b); err != nil {
 				return nil, err
 			}
-			out[k] = b
 		}
+		out[0].Counts.Seconds = time.Since(start).Seconds()
 		return out, nil
 	}
-	start := time.Now()
 	var union []int64
 	at := map[int64]int{}
-	for k, sd := range seeds {
-		b, err := s.blocks(step, sd)
-		if err != nil {
-			return nil, err
-		}
-		out[k] = b
+	for _, b := range out {
 		for _, v := range b.Blocks[0].Src {
 			if _, ok := at[v]; !ok {
 				at[v] = len(union)

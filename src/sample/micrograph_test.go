@@ -10,9 +10,10 @@ import (
 	"sancus/src/shard"
 )
 
-// Pre-gathered time steps hold the blocks and feature rows (dense, int8
-// and sparse) that sampling each in turn fetches, in fewer feature bytes
-// where the time steps share vertices.
+// Time steps sampled together, pre-gathered or not, hold the blocks,
+// labels and feature rows (dense, int8 and sparse) that sampling each in
+// turn with Sample does, asking for fewer bytes of neighbours where the
+// time steps share vertices, and pre-gathered in fewer feature bytes.
 func TestPregatherFetchesTheSameRows(t *testing.T) {
 	g := newTestGraph(120, 300, 7)
 	steps := [][][]int64{{{3, 17, 25, 33}, {40, 41, 50, 55}, {77, 80, 100}}, {{90, 118, 61, 70}, {0, 5, 10}, {}}}
@@ -22,10 +23,18 @@ func TestPregatherFetchesTheSameRows(t *testing.T) {
 		{Fanouts: []int{3, 2}, Weights: shard.Sym, Seed: 5, Wire: wire.FP32, Sparse: true},
 	} {
 		var got [2][2][]*Batch
+		var alone [2][]*Batch
 		err := collectives.NewWorld(2, time.Minute).Run(func(c collectives.Comm) error {
 			s, err := New(c, g.rankGraph(c.Rank(), 2), o)
 			if err != nil {
 				return err
+			}
+			for _, sd := range steps[c.Rank()] {
+				b, err := s.Sample(9, sd)
+				if err != nil {
+					return err
+				}
+				alone[c.Rank()] = append(alone[c.Rank()], b)
 			}
 			for i, pre := range []bool{false, true} {
 				if got[i][c.Rank()], err = s.SampleSteps(9, steps[c.Rank()], pre); err != nil {
@@ -37,10 +46,14 @@ func TestPregatherFetchesTheSameRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var plain, pre int64
+		var plain, pre, asked, askedAlone int64
 		for r := range 2 {
 			for k, b := range got[0][r] {
-				q := got[1][r][k]
+				q, a := got[1][r][k], alone[r][k]
+				if !reflect.DeepEqual(edgesOf(b), edgesOf(a)) || !reflect.DeepEqual(b.X, a.X) || !reflect.DeepEqual(b.XSparse, a.XSparse) || !reflect.DeepEqual(b.Labels, a.Labels) {
+					t.Fatalf("%+v rank %d time step %d: sampled with the others, the batch differs from Sample's", o, r, k)
+				}
+				asked, askedAlone = asked+b.Counts.BytesSent-b.Counts.FeatureBytes, askedAlone+a.Counts.BytesSent-a.Counts.FeatureBytes
 				if !reflect.DeepEqual(edgesOf(b), edgesOf(q)) || !reflect.DeepEqual(b.X, q.X) || !reflect.DeepEqual(b.XSparse, q.XSparse) || !reflect.DeepEqual(b.Labels, q.Labels) {
 					t.Fatalf("%+v rank %d time step %d: pre-gathered batch differs", o, r, k)
 				}
@@ -49,6 +62,9 @@ func TestPregatherFetchesTheSameRows(t *testing.T) {
 		}
 		if pre >= plain || pre == 0 {
 			t.Fatalf("%+v: %d feature bytes pre-gathered, %d in turn", o, pre, plain)
+		}
+		if asked >= askedAlone || asked == 0 {
+			t.Fatalf("%+v: %d bytes of sampling and requests together, %d in turn", o, asked, askedAlone)
 		}
 	}
 }

@@ -289,10 +289,11 @@ func sum(v []int) int {
 // are fetched. Every rank must call it for every step.
 func (s *Sampler) Sample(step uint64, seeds []int64) (*Batch, error) {
 	start := time.Now()
-	b, err := s.blocks(step, seeds)
+	bs, err := s.blocks(step, [][]int64{seeds})
 	if err != nil {
 		return nil, err
 	}
+	b := bs[0]
 	if err := s.fetch(step, b); err != nil {
 		return nil, err
 	}
@@ -300,24 +301,37 @@ func (s *Sampler) Sample(step uint64, seeds []int64) (*Batch, error) {
 	return b, nil
 }
 
-// blocks samples step's blocks from seeds and the seeds' labels, without
-// features.
-func (s *Sampler) blocks(step uint64, seeds []int64) (*Batch, error) {
+// blocks samples step's blocks from each list of seeds and the seeds'
+// labels, without features: one batch per list. A vertex's draw depends
+// only on (step, layer, vertex), so every list's frontier is asked of its
+// owners in one exchange per layer, a vertex in several frontiers once; the
+// bytes are counted in the first batch.
+func (s *Sampler) blocks(step uint64, seeds [][]int64) ([]*Batch, error) {
 	L, p := len(s.o.Fanouts), s.c.Size()
-	b := &Batch{Blocks: make([]Block, L)}
-	dst := slices.Clone(seeds)
+	out := make([]*Batch, len(seeds))
+	dst := make([][]int64, len(seeds))
+	for k, sd := range seeds {
+		out[k] = &Batch{Blocks: make([]Block, L)}
+		dst[k] = slices.Clone(sd)
+	}
 	for l := L - 1; l >= 0; l-- {
 		top := l == L-1
 		req := make([][]int64, p)
-		for _, v := range dst {
-			o := s.owner(v)
-			req[o] = append(req[o], v)
+		at := map[int64]int{} // a vertex's answer's offset in its owner's answers
+		for _, d := range dst {
+			for _, v := range d {
+				if _, ok := at[v]; !ok {
+					o := s.owner(v)
+					at[v] = -1
+					req[o] = append(req[o], v)
+				}
+			}
 		}
 		asked, sent, err := s.swap(req, "sample_ask")
 		if err != nil {
 			return nil, fmt.Errorf("sampling layer %d: %w", l+1, err)
 		}
-		b.Counts.BytesSent += sent
+		out[0].Counts.BytesSent += sent
 		// An answer per vertex: [label (top layer)], k, the self loop's
 		// weight, then k (neighbour, weight) pairs.
 		answers := make([][]int64, p)
@@ -337,49 +351,59 @@ func (s *Sampler) blocks(step uint64, seeds []int64) (*Batch, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sampling layer %d: %w", l+1, err)
 		}
-		b.Counts.BytesSent += sent
-		src := slices.Clone(dst)
-		index := make(map[int64]int32, len(dst))
-		for i, v := range dst {
-			index[v] = int32(i)
-		}
-		adj := &matrix.CSR{Rows: len(dst), RowPtr: make([]int64, len(dst)+1)}
-		pos := make([]int, p)
-		for i, v := range dst {
-			o := s.owner(v)
-			a, at := got[o], pos[o]
-			if top {
-				b.Labels = append(b.Labels, int32(a[at]))
-				at++
-			}
-			k, self := int(a[at]), f32from(a[at+1])
-			at += 2
-			if self != 0 {
-				adj.ColIdx, adj.Val = append(adj.ColIdx, int32(i)), append(adj.Val, self)
-			}
-			for e := range k {
-				u, w := a[at+2*e], f32from(a[at+2*e+1])
-				c, ok := index[u]
-				if !ok {
-					c = int32(len(src))
-					index[u], src = c, append(src, u)
+		out[0].Counts.BytesSent += sent
+		for o, vs := range req {
+			pos := 0
+			for _, v := range vs {
+				at[v] = pos
+				if top {
+					pos++
 				}
-				adj.ColIdx, adj.Val = append(adj.ColIdx, c), append(adj.Val, w)
+				pos += 2 + 2*int(got[o][pos])
 			}
-			pos[o] = at + 2*k
-			adj.RowPtr[i+1] = int64(len(adj.ColIdx))
 		}
-		adj.Cols = len(src)
-		orig := make([]int64, len(src))
-		for i, v := range src {
-			orig[i] = s.orig(v)
+		for k, b := range out {
+			d := dst[k]
+			src := slices.Clone(d)
+			index := make(map[int64]int32, len(d))
+			for i, v := range d {
+				index[v] = int32(i)
+			}
+			adj := &matrix.CSR{Rows: len(d), RowPtr: make([]int64, len(d)+1)}
+			for i, v := range d {
+				a, pos := got[s.owner(v)], at[v]
+				if top {
+					b.Labels = append(b.Labels, int32(a[pos]))
+					pos++
+				}
+				n, self := int(a[pos]), f32from(a[pos+1])
+				pos += 2
+				if self != 0 {
+					adj.ColIdx, adj.Val = append(adj.ColIdx, int32(i)), append(adj.Val, self)
+				}
+				for e := range n {
+					u, w := a[pos+2*e], f32from(a[pos+2*e+1])
+					c, ok := index[u]
+					if !ok {
+						c = int32(len(src))
+						index[u], src = c, append(src, u)
+					}
+					adj.ColIdx, adj.Val = append(adj.ColIdx, c), append(adj.Val, w)
+				}
+				adj.RowPtr[i+1] = int64(len(adj.ColIdx))
+			}
+			adj.Cols = len(src)
+			orig := make([]int64, len(src))
+			for i, v := range src {
+				orig[i] = s.orig(v)
+			}
+			b.Blocks[l] = Block{Dst: d, Src: src, SrcOrig: orig, Adj: adj}
+			b.Counts.Vertices += int64(len(src))
+			b.Counts.Edges += adj.NNZ()
+			dst[k] = src
 		}
-		b.Blocks[l] = Block{Dst: dst, Src: src, SrcOrig: orig, Adj: adj}
-		b.Counts.Vertices += int64(len(src))
-		b.Counts.Edges += adj.NNZ()
-		dst = src
 	}
-	return b, nil
+	return out, nil
 }
 
 // fetch fills b.X with the features of the bottom layer's sources: each
