@@ -6,14 +6,18 @@ package train
 // in time steps, one per rank: at time step t replica d sits on rank
 // (d+t) mod P and trains a 1/P share of that rank's home micrographs, so
 // each replica visits every rank and every micrograph is trained once.
-// Between time steps every rank sends the replica it holds (weights and
-// gradient accumulator, fp32) to the next rank of the ring and receives
-// the previous one's; at the end the accumulators are summed over ranks
-// and every rank takes the same Adam step. The replicas start every
-// iteration equal, so the sum is the features-move mode's over the same
-// micrographs (the draws and dropout masks are keyed by step and original
-// ids): the same weights, other bytes. The optimizer's moments, equal on
-// every rank, stay put.
+// Between time steps every rank sends the replica it holds to the next
+// rank of the ring and receives the previous one's; at the end the
+// accumulators are summed over ranks and every rank takes the same Adam
+// step. The replicas start every iteration equal, so the sum is the
+// features-move mode's over the same micrographs (the draws and dropout
+// masks are keyed by step and original ids): the same weights, other
+// bytes. The optimizer's moments, equal on every rank, stay put.
+//
+// Within an iteration every replica's weights are those every rank holds,
+// so a hop carries only the gradient accumulator (fp32), and it travels
+// while the next time step computes its gradients with the weights here:
+// the arriving accumulator is needed only to add them to.
 //
 // An iteration whose model would move more bytes than the features it
 // saves falls back: every rank trains its slice of the global batch,
@@ -233,12 +237,12 @@ func (e *Engine) migrateCheck() error {
 
 // migrateBytes estimates an iteration of roots micrographs before it is
 // sampled: the bytes of model it moves in hops time steps (every
-// replica's weights and gradients at every hop) and of the features that
+// replica's gradient accumulator at every hop) and of the features that
 // fetching them instead would move (each root's k-hop neighbourhood, at
 // most every vertex, (P-1)/P of its rows remote, rowBytes each).
 func (e *Engine) migrateBytes(roots, hops int, rowBytes float64) (model, feats float64) {
 	p := e.P
-	model = float64(p*hops) * 8 * float64(e.m.NumParams())
+	model = float64(p*hops) * 4 * float64(e.m.NumParams())
 	rows := float64(roots)
 	for _, k := range e.plan.Batch.Fanouts {
 		rows *= float64(1 + k)
@@ -275,9 +279,8 @@ func (e *Engine) migrateEpoch(ep int, r *runState) (float64, error) {
 	// A fallen-back iteration's slice: the features-move global draw's.
 	draw := sr.train.Draw(sample.DrawGlobal, b.Size, e.plan.Optim.Seed, ep, e.rank)
 	steps := len(glob.Mine)
-	params := e.m.Flat()
 	n := e.m.NumParams()
-	state, in, acc := make([]float32, 2*n), make([]float32, 2*n), make([]float32, n)
+	acc, in := make([]float32, n), make([]float32, n)
 	merge := e.merging(r.res.Curve)
 	ts := p - merge
 	mig := &result.Migration{Pregather: b.Pregather, TimeSteps: ts,
@@ -315,18 +318,23 @@ func (e *Engine) migrateEpoch(ep int, r *runState) (float64, error) {
 				return lossSum, fmt.Errorf("epoch %d step %d: %w", ep+1, s+1, err)
 			}
 			clear(acc)
+			var moving *hop // the accumulator of the replica coming here
 			for k, bt := range batches {
-				if k > 0 {
-					if err := e.hop(sc.steps[k]-sc.steps[k-1], params, acc, state, in, mig); err != nil {
-						return lossSum, fmt.Errorf("epoch %d step %d: %w", ep+1, s+1, err)
-					}
-				}
 				loss, grads, err := minibatch.Step(e.m, bt, float64(glob.Total[s]), drop)
+				if err == nil && moving != nil {
+					err = moving.wait(e, mig)
+					acc, in = in, acc
+				}
 				if err != nil {
 					return lossSum, fmt.Errorf("rank %d, epoch %d step %d: %w", e.rank, ep+1, s+1, err)
 				}
 				for i, g := range grads {
 					acc[i] += g
+				}
+				if moving = nil; k+1 < len(batches) {
+					if moving, err = e.startHop(sc.steps[k+1]-sc.steps[k], acc, in); err != nil {
+						return lossSum, fmt.Errorf("epoch %d step %d: %w", ep+1, s+1, err)
+					}
 				}
 				lossSum += loss
 				c.Add(bt.Counts)
@@ -354,40 +362,43 @@ func (e *Engine) migrateEpoch(ep int, r *runState) (float64, error) {
 	return lossSum * float64(e.s.GlobalTrain) / float64(max(1, seeds)), nil
 }
 
-// hop sends the replica this rank holds (its weights and the gradient
-// accumulator) gap ranks on along the ring and takes the one from gap
-// ranks back in its place.
-func (e *Engine) hop(gap int, params [][]float32, acc, state, in []float32, mig *result.Migration) error {
-	n := len(acc)
-	off := 0
-	for _, t := range params {
-		off += copy(state[off:], t)
-	}
-	copy(state[n:], acc)
-	start := time.Now()
+// hop is a replica's accumulator on its way along the ring.
+type hop struct {
+	rq, sq collectives.Request
+	bytes  int64
+	start  time.Time
+}
+
+// startHop sends the accumulator acc gap ranks on along the ring and
+// receives the one from gap ranks back into in; neither may be touched
+// before wait.
+func (e *Engine) startHop(gap int, acc, in []float32) (*hop, error) {
+	h := &hop{bytes: int64(4 * len(acc)), start: time.Now()}
 	to, from := (e.rank+gap)%e.P, (e.rank-gap+e.P)%e.P
-	rq, err := e.c.Irecv(collectives.Bytes(in), from, tagMigrate)
-	if err != nil {
+	var err error
+	if h.rq, err = e.c.Irecv(collectives.Bytes(in), from, tagMigrate); err != nil {
+		return nil, fmt.Errorf("model migration: %w", err)
+	}
+	if h.sq, err = e.c.Isend(collectives.Bytes(acc), to, tagMigrate); err != nil {
+		h.rq.Wait()
+		return nil, fmt.Errorf("model migration: %w", err)
+	}
+	return h, nil
+}
+
+// wait finishes the hop: the received accumulator is in startHop's in.
+// Only the wait counts as the hop's time; the compute it overlapped does
+// not.
+func (h *hop) wait(e *Engine, mig *result.Migration) error {
+	t := time.Now()
+	if err := collectives.WaitAll([]collectives.Request{h.sq, h.rq}); err != nil {
 		return fmt.Errorf("model migration: %w", err)
 	}
-	sq, err := e.c.Isend(collectives.Bytes(state), to, tagMigrate)
-	if err != nil {
-		rq.Wait()
-		return fmt.Errorf("model migration: %w", err)
-	}
-	if err := collectives.WaitAll([]collectives.Request{sq, rq}); err != nil {
-		return fmt.Errorf("model migration: %w", err)
-	}
-	d := time.Since(start)
-	e.c.Stats().Add("migrate_model", int64(4*len(state)), int64(4*len(in)), d)
+	d := time.Since(t)
+	e.c.Stats().Add("migrate_model", h.bytes, h.bytes, time.Since(h.start))
 	e.tally.clock.comm += d
 	e.tally.clock.wait += d
-	mig.ModelBytes += int64(4 * len(state))
-	off = 0
-	for _, t := range params {
-		off += copy(t, in[off:])
-	}
-	copy(acc, in[n:])
+	mig.ModelBytes += h.bytes
 	return nil
 }
 

@@ -107,8 +107,8 @@ func TestModelMoveTrainsAsFeaturesMove(t *testing.T) {
 				for _, w := range ref.Params {
 					params += int64(len(w))
 				}
-				if m == nil || m.Fallback != 0 || m.TimeSteps != int(ts) || m.ModelBytes != steps*int64(c.p)*(ts-1)*8*params || s.Seeds != int64(len(ds.Train)) {
-					t.Fatalf("%s: figures %+v %+v, want %d time steps, %d model bytes", what, s.SampledCounts, m, ts, steps*int64(c.p)*(ts-1)*8*params)
+				if m == nil || m.Fallback != 0 || m.TimeSteps != int(ts) || m.ModelBytes != steps*int64(c.p)*(ts-1)*4*params || s.Seeds != int64(len(ds.Train)) {
+					t.Fatalf("%s: figures %+v %+v, want %d time steps, %d model bytes", what, s.SampledCounts, m, ts, steps*int64(c.p)*(ts-1)*4*params)
 				}
 				if m.NonRoot == 0 || m.RMicro < 0 || m.RMicro > 1 || len(m.RankStepRoots) != c.p || m.FeatureBytes != s.FeatureBytes {
 					t.Fatalf("%s: locality %d of %d, R_micro %g, loads %v", what, m.Colocated, m.NonRoot, m.RMicro, m.RankStepRoots)
@@ -255,7 +255,7 @@ func TestMigrateFallsBackPerIteration(t *testing.T) {
 				for _, r := range m.RankStepRoots {
 					roots += sum(r)
 				}
-				if s.Steps != 3 || m.Fallback != 1 || m.ModelBytes != 2*4*(ts-1)*8*params || roots != s.Seeds || s.Batches[2].Seeds != 20 {
+				if s.Steps != 3 || m.Fallback != 1 || m.ModelBytes != 2*4*(ts-1)*4*params || roots != s.Seeds || s.Batches[2].Seeds != 20 {
 					t.Fatalf("%s epoch %d: want the last of 3 iterations fallen back, got %+v, %+v", what, row.Epoch, s.SampledCounts, m)
 				}
 			}
