@@ -197,20 +197,25 @@ func (s *Sampler) Neighbours(step uint64, layer int, v int64) (ids []int64, weig
 	}
 	d, k := len(cand), min(len(cand), s.o.Fanouts[layer])
 	if k < d {
+		// The k smallest (draw, original id) in one pass, kept sorted by
+		// insertion: k is a fanout, d may be a hub's thousands.
 		key := vertexKey(s.o.Seed, step, layer, s.orig(v))
+		less := func(x, y *candidate) bool { return x.draw < y.draw || x.draw == y.draw && x.orig < y.orig }
+		n := 0
 		for i := range cand {
-			cand[i].orig = s.orig(cand[i].id)
-			cand[i].draw = mix(key ^ uint64(cand[i].orig))
-		}
-		slices.SortFunc(cand, func(x, y candidate) int {
-			if x.draw != y.draw {
-				if x.draw < y.draw {
-					return -1
-				}
-				return 1
+			c := cand[i]
+			c.orig = s.orig(c.id)
+			c.draw = mix(key ^ uint64(c.orig))
+			if n == k && !less(&c, &cand[k-1]) {
+				continue
 			}
-			return int(x.orig - y.orig)
-		})
+			j := min(n, k-1)
+			for ; j > 0 && less(&c, &cand[j-1]); j-- {
+				cand[j] = cand[j-1]
+			}
+			cand[j] = c
+			n = min(n+1, k)
+		}
 		cand = cand[:k]
 		slices.SortFunc(cand, func(x, y candidate) int { return int(x.id - y.id) })
 	}

@@ -1,10 +1,12 @@
 package sample
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -284,4 +286,41 @@ func ExampleParseDraw() {
 	d, _ := ParseDraw("global")
 	fmt.Println(d, d.IndependentOfP())
 	// Output: global true
+}
+
+// Neighbours keeps the k neighbours of smallest (draw, original id), as
+// sorting them all by it would, on rows with few and many neighbours.
+func TestNeighboursKeepTheSmallestDraws(t *testing.T) {
+	g := newTestGraph(60, 900, 11)
+	err := collectives.NewWorld(1, time.Minute).Run(func(c collectives.Comm) error {
+		for _, k := range []int{1, 2, 5, 40} {
+			s, err := New(c, g.rankGraph(0, 1), Options{Fanouts: []int{k}, Weights: shard.Mean, Seed: 4, Wire: wire.FP32})
+			if err != nil {
+				return err
+			}
+			a := s.g.Adj
+			for v := range int64(a.Rows) {
+				var all []candidate
+				key := vertexKey(4, 7, 0, v)
+				for p := a.RowPtr[v]; p < a.RowPtr[v+1]; p++ {
+					if u := int64(a.ColIdx[p]); u != v {
+						all = append(all, candidate{id: u, draw: mix(key ^ uint64(u))})
+					}
+				}
+				slices.SortFunc(all, func(x, y candidate) int { return cmp.Or(cmp.Compare(x.draw, y.draw), cmp.Compare(x.id, y.id)) })
+				var want []int64
+				for _, c := range all[:min(k, len(all))] {
+					want = append(want, c.id)
+				}
+				slices.Sort(want)
+				if got, _, _ := s.Neighbours(7, 0, v); !slices.Equal(got, want) {
+					t.Errorf("fanout %d, row %d of %d neighbours: kept %v, want %v", k, v, len(all), got, want)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
