@@ -270,16 +270,28 @@ bench-strategies: build
 bench-sampled: build
 	MPIRUN="$(MPIRUN)" bash slurm/bench/sampled-bench.sh results/bench/sampled
 
-# HopGNN: the model moved to the micrographs against the features moved.
+# HopGNN: the model moved to the micrographs against the features moved:
+# feature, model and sampling bytes on the 100k products-like graph at its
+# own homophily and at 0.95 (HopGNN's locality), GREM and METIS-like, P = 4.
 bench-hopgnn: build
 	bash slurm/bench/hopgnn-bench.sh results/bench/hopgnn
 
 # HopGNN's model migration against both feature-moving draws: test
-# accuracy over three seeds, after 2 and after 10 epochs.
+# accuracy over three seeds, after 2 and after 10 epochs (after 3 on the
+# graph drawn with homophily 0.95).
 .PHONY: bench-hopgnn-accuracy
 bench-hopgnn-accuracy: build
 	EPOCHS=2 bash slurm/bench/hopgnn-accuracy.sh results/bench/hopgnn
 	EPOCHS=10 bash slurm/bench/hopgnn-accuracy.sh results/bench/hopgnn
+	HOMOPHILY=0.95 EPOCHS=3 bash slurm/bench/hopgnn-accuracy.sh results/bench/hopgnn
+
+# HopGNN's time to accuracy against both feature-moving draws, features
+# 128 wide, P = 4 over 2 emulated nodes at 1 Gbit/s, the modes taking
+# turns (root: ip netns, tc; RATE, ROUNDS, EPOCHS, BASE as the script
+# reads them).
+.PHONY: bench-hopgnn-time
+bench-hopgnn-time: build
+	bash slurm/bench/hopgnn-time.sh results/bench/hopgnn
 
 # Graphs shaped like the real ones: replication factors, balance by
 # nonzeros, each partitioner's bytes and accuracy on the arxiv-like graph.
