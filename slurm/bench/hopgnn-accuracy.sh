@@ -21,8 +21,8 @@ mkdir -p "$out"
 epochs=${EPOCHS:-10}
 seeds=${SEEDS:-1 2 3}
 h=${HOMOPHILY:-0.807}
-name=accuracy-${epochs}ep
-[ "$h" = 0.807 ] || name=$name-h$h
+file=accuracy-${epochs}ep
+[ "$h" = 0.807 ] || file=$file-h$h
 "$bin" gen --like products --scale 0.04083 --homophily "$h" --out "$tmp/g" --quiet >/dev/null
 "$bin" prepare --data "$tmp/g" --parts 4 --partitioner grem --chunk-edges 100000000 --out "$tmp/s" >/dev/null
 rows=$tmp/rows.tsv
@@ -48,7 +48,7 @@ features, local draw|--batch-draw local
 model, pregather|--batch-draw global --migrate model --pregather
 model, pregather, merge auto|--batch-draw global --migrate model --pregather --merge-micrographs auto
 M
-python3 - "$rows" "$out/$name.tsv" "$epochs" "$seeds" "$h" <<'PY'
+python3 - "$rows" "$out/$file.tsv" "$epochs" "$seeds" "$h" <<'PY'
 import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
 o = open(sys.argv[2], "w")
@@ -62,4 +62,4 @@ for m in dict.fromkeys(r[0] for r in rows):
     sd = lambda x: statistics.stdev(x) if len(x) > 1 else 0
     o.write(f"{m}\t{statistics.mean(first):.4f}\t{sd(first):.4f}\t{statistics.mean(acc):.4f}\t{sd(acc):.4f}\t{' '.join(r[2] for r in rs)}\t{sum(int(r[3]) for r in rs)}\t{' '.join(r[4] for r in rs)}\n")
 PY
-cat "$out/$name.tsv"
+cat "$out/$file.tsv"
