@@ -188,7 +188,7 @@ type Migration struct {
 	TimeSteps    int   `json:"time_steps"` // per iteration
 	Merged       int   `json:"merged"`     // time steps merged away
 	Pregather    bool  `json:"pregather"`
-	ModelBytes   int64 `json:"model_bytes"`   // weights and gradient accumulators sent between time steps
+	ModelBytes   int64 `json:"model_bytes"`   // gradient accumulators sent between time steps
 	FeatureBytes int64 `json:"feature_bytes"` // feature rows fetched
 	// Colocated of NonRoot distinct non-root micrograph vertices live on
 	// their root's home rank: RMicro, measured from the samples.
