@@ -51,14 +51,14 @@ if not os.path.exists(j):
 ranks = json.load(open(j))["result"]["per_rank"]
 r = max(ranks, key=lambda x: x["peak_rss_mb"])
 m, e = r["memory"], r["memory"]["estimate"]
-parts = ["graph", "own", "activations", "caches", "exchange", "model"]
+parts = ["graph", "own", "activations", "caches", "eval", "exchange", "model"]
 cols = ["%.0f" % e["peak_mb"], "%.0f" % r["peak_rss_mb"], "%.2f" % (e["peak_mb"] / r["peak_rss_mb"]),
         "%.0f" % r["compulsory_mb"], "%.0f" % e["load_mb"]]
 cols += ["%.0f (%.0f)" % (m[p + "_mb"], e[p + "_mb"]) for p in parts]
 print("\t".join(labels + cols))
 PY
 }
-header="estimate_mb	peak_rss_mb	estimate_over_peak	compulsory_mb	load_estimate_mb	graph_mb(est)	own_mb(est)	activations_mb(est)	caches_mb(est)	exchange_mb(est)	model_mb(est)"
+header="estimate_mb	peak_rss_mb	estimate_over_peak	compulsory_mb	load_estimate_mb	graph_mb(est)	own_mb(est)	activations_mb(est)	caches_mb(est)	eval_mb(est)	exchange_mb(est)	model_mb(est)"
 
 for t in $tables; do
 	case $t in

@@ -226,7 +226,8 @@ type Memory struct {
 	GraphMB       float64 `json:"graph_mb"`       // Â's blocks (and a layer's copies of them), labels, splits
 	OwnMB         float64 `json:"own_mb"`         // its rows of the input: X, ÂX as the engine holds them
 	ActivationsMB float64 `json:"activations_mb"` // every layer's buffers
-	CachesMB      float64 `json:"caches_mb"`      // the blocks of other ranks, as held
+	CachesMB      float64 `json:"caches_mb"`      // the blocks of other ranks as training holds them
+	EvalMB        float64 `json:"eval_mb"`        // the blocks of other ranks evaluation receives
 	ExchangeMB    float64 `json:"exchange_mb"`    // the sparse exchange's pack buffers
 	ModelMB       float64 `json:"model_mb"`       // weights, gradients, optimizer moments
 	// Estimate is the pre-allocation estimate (train.EstimateMemory): the
@@ -240,6 +241,7 @@ type MemoryEstimate struct {
 	OwnMB         float64 `json:"own_mb"`
 	ActivationsMB float64 `json:"activations_mb"`
 	CachesMB      float64 `json:"caches_mb"`
+	EvalMB        float64 `json:"eval_mb"`
 	ExchangeMB    float64 `json:"exchange_mb"`
 	ModelMB       float64 `json:"model_mb"`
 	WorkingMB     float64 `json:"working_mb"` // the base process, dropout's copies

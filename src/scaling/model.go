@@ -138,7 +138,7 @@ type Prediction struct {
 // Memory is the largest rank's estimated memory by component, in MB
 // (train.MemoryEstimate): Peak is what MemoryMB reports.
 type Memory struct {
-	Graph, Own, Activations, Caches, Exchange, Model, Working, Load, Peak float64
+	Graph, Own, Activations, Caches, Eval, Exchange, Model, Working, Load, Peak float64
 }
 
 // Predict is the epoch of counts' partition for m on cluster at rates:
@@ -241,7 +241,7 @@ func memoryOf(c Counts, r int, m Model) (Memory, bool) {
 		return Memory{}, false
 	}
 	mb := func(n int64) float64 { return float64(n) / (1 << 20) }
-	return Memory{Graph: mb(est.Graph), Own: mb(est.Own), Activations: mb(est.Activations), Caches: mb(est.Caches),
+	return Memory{Graph: mb(est.Graph), Own: mb(est.Own), Activations: mb(est.Activations), Caches: mb(est.Caches), Eval: mb(est.Eval),
 		Exchange: mb(est.Exchange), Model: mb(est.Model), Working: mb(est.Working), Load: mb(est.Load), Peak: mb(est.Peak())}, true
 }
 

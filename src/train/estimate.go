@@ -51,10 +51,11 @@ type Footprint struct {
 
 // MemoryEstimate is a rank's memory by component, in bytes.
 type MemoryEstimate struct {
-	Graph       int64 // Â's blocks (and what a layer derives from them), labels, splits
+	Graph       int64 // Â's blocks (and what a layer derives from them: restricted, transposed), labels, splits
 	Own         int64 // layer 1's input rows: X, ÂX
 	Activations int64 // every layer's buffers, the loss's gradient
-	Caches      int64 // peers' rows as held: forward, gradient and evaluation caches, reductions
+	Caches      int64 // peers' rows as training holds them: forward and gradient caches, reductions
+	Eval        int64 // peers' rows evaluation receives, float32 and fresh every evaluation
 	Exchange    int64 // the sparse exchange's pack buffers
 	Model       int64 // weights, gradients, Adam's moments, the allreduce's buffer
 	// Working is what a pass holds beyond these: the base process (Go
@@ -68,7 +69,7 @@ type MemoryEstimate struct {
 
 // Compulsory is every component but Working.
 func (m MemoryEstimate) Compulsory() int64 {
-	return m.Graph + m.Own + m.Activations + m.Caches + m.Exchange + m.Model
+	return m.Graph + m.Own + m.Activations + m.Caches + m.Eval + m.Exchange + m.Model
 }
 
 // Training is the estimated peak of training.
@@ -224,14 +225,16 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 		}
 		return n
 	}
-	// caches are a communicating layer's three: forward (fw wide), its
-	// evaluation twin (float32, fresh) and gradient (gw wide; 0: none).
+	// caches are a communicating layer's training caches, forward (fw
+	// wide) and gradient (gw wide; 0: none); its evaluation twin (float32,
+	// fresh) goes to Eval.
 	caches := func(fw, gw int, last, attends bool) int64 {
 		fr, gr := view, view
 		if last && restricted && held {
 			fr, gr = f.Recv[ReadByTraining], f.Recv[TrainingRows]
 		}
-		n := cache(fw, fr, fwdBits, never, attends, false) + cache(fw, view, wire.FP32, true, attends, false)
+		m.Eval += cache(fw, view, wire.FP32, true, attends, false)
+		n := cache(fw, fr, fwdBits, never, attends, false)
 		if gw > 0 {
 			n += cache(gw, gr, gradBits, gradNever, attends, attends)
 		}
@@ -254,9 +257,9 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 		n := min(send, 2*chunk*int64(max(1, f.SendPeers))) * int64(rb)
 		rowBytes[rb] = max(rowBytes[rb], n)
 	}
-	// A restricted last layer's blocks: the forward's at the training rows,
-	// the gradient's at the training columns (P blocks, every one with its
-	// row pointers).
+	// A restricted last layer's blocks, Â's entries kept apart (graph): the
+	// forward's at the training rows, the gradient's at the training columns
+	// (P blocks, every one with its row pointers).
 	trainShare := float64(f.Train) / float64(max(1, f.Rows))
 	globalShare := float64(f.GlobalTrain) / float64(max(1, f.N))
 	ptrs := 8 * int64(f.P) * (r + 1)
@@ -281,7 +284,7 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 			pack(width, wire.FP32, f.Send[ViewRows], false) // evaluation
 			switch {
 			case last && restricted:
-				m.Caches += restrictedFwd + restrictedGrad
+				m.Graph += restrictedFwd + restrictedGrad
 				if held {
 					pack(width, fwdBits, f.Recv[ReadByTraining], false) // Â is symmetric: as many as it reads
 					pack(width, gradBits, int64(float64(f.Send[ViewRows])*trainShare), false)
@@ -331,10 +334,9 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 			switch {
 			case !last || !restricted:
 			case reduces: // the transposed blocks and its own at its training targets
-				m.Activations += 8*(view+int64(f.P-1)+r+1) + int64(8*float64(f.NNZ)*trainShare)
-				m.Caches += restrictedFwd
+				m.Graph += 8*(view+int64(f.P-1)+r+1) + int64(8*float64(f.NNZ)*trainShare) + restrictedFwd
 			case f.P == 1:
-				m.Caches += restrictedFwd + restrictedGrad
+				m.Graph += restrictedFwd + restrictedGrad
 			}
 			pack(hf+h, fwdBits, f.Send[ViewRows], false)
 			pack(hf+h, wire.FP32, f.Send[ViewRows], false) // evaluation
@@ -397,6 +399,6 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 // String is the estimate in GB, by component.
 func (m MemoryEstimate) String() string {
 	gb := func(n int64) float64 { return float64(n) / 1e9 }
-	return fmt.Sprintf("%.2f GB: graph %.2f, own rows %.2f, activations %.2f, caches %.2f, exchange %.2f, model %.2f, working %.2f (loading %.2f)",
-		gb(m.Peak()), gb(m.Graph), gb(m.Own), gb(m.Activations), gb(m.Caches), gb(m.Exchange), gb(m.Model), gb(m.Working), gb(m.Load))
+	return fmt.Sprintf("%.2f GB: graph %.2f, own rows %.2f, activations %.2f, caches %.2f, evaluation %.2f, exchange %.2f, model %.2f, working %.2f (loading %.2f)",
+		gb(m.Peak()), gb(m.Graph), gb(m.Own), gb(m.Activations), gb(m.Caches), gb(m.Eval), gb(m.Exchange), gb(m.Model), gb(m.Working), gb(m.Load))
 }

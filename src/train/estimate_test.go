@@ -62,7 +62,7 @@ func checkEstimate(t *testing.T, name string, r result.RankStats) {
 		measured, est float64
 	}{
 		{"graph", m.GraphMB, x.GraphMB}, {"own", m.OwnMB, x.OwnMB}, {"activations", m.ActivationsMB, x.ActivationsMB},
-		{"caches", m.CachesMB, x.CachesMB}, {"exchange", m.ExchangeMB, x.ExchangeMB}, {"model", m.ModelMB, x.ModelMB},
+		{"caches", m.CachesMB, x.CachesMB}, {"evaluation", m.EvalMB, x.EvalMB}, {"exchange", m.ExchangeMB, x.ExchangeMB}, {"model", m.ModelMB, x.ModelMB},
 	}
 	var sumM, sumX float64
 	for _, p := range parts {

@@ -23,18 +23,19 @@ func (e *Engine) memoryParts() result.Memory {
 	m := e.memoryBytes()
 	mb := func(n int64) float64 { return float64(n) / (1 << 20) }
 	x := e.tally.estimate
-	return result.Memory{GraphMB: mb(m.Graph), OwnMB: mb(m.Own), ActivationsMB: mb(m.Activations), CachesMB: mb(m.Caches), ExchangeMB: mb(m.Exchange), ModelMB: mb(m.Model),
-		Estimate: result.MemoryEstimate{GraphMB: mb(x.Graph), OwnMB: mb(x.Own), ActivationsMB: mb(x.Activations), CachesMB: mb(x.Caches),
+	return result.Memory{GraphMB: mb(m.Graph), OwnMB: mb(m.Own), ActivationsMB: mb(m.Activations), CachesMB: mb(m.Caches), EvalMB: mb(m.Eval), ExchangeMB: mb(m.Exchange), ModelMB: mb(m.Model),
+		Estimate: result.MemoryEstimate{GraphMB: mb(x.Graph), OwnMB: mb(x.Own), ActivationsMB: mb(x.Activations), CachesMB: mb(x.Caches), EvalMB: mb(x.Eval),
 			ExchangeMB: mb(x.Exchange), ModelMB: mb(x.Model), WorkingMB: mb(x.Working), LoadMB: mb(x.Load), PeakMB: mb(x.Peak())}}
 }
 
 // memoryBytes is what this rank holds, by component, as built: the graph
-// (Â's blocks, labels, splits, the transposed blocks a reduction reads and
-// GraphSAGE's values of D⁻¹A and A), its input rows (X, ÂX as the engine
-// holds it), the activations (every layer's buffers and the output's
-// gradient), the block caches (with a reduction's), the sparse exchange's
-// pack buffers and the model (weights, the allreduce's gradient, Adam's
-// moments). Working is left zero: it is what the peak adds.
+// (Â's blocks, labels, splits, the transposed blocks a reduction reads,
+// GraphSAGE's values of D⁻¹A and A, the restricted last layer's blocks),
+// its input rows (X, ÂX as the engine holds it), the activations (every
+// layer's buffers and the output's gradient), the training caches (with a
+// reduction's), evaluation's caches, the sparse exchange's pack buffers
+// and the model (weights, the allreduce's gradient, Adam's moments).
+// Working is left zero: it is what the peak adds.
 func (e *Engine) memoryBytes() (m MemoryEstimate) {
 	s := e.s
 	m.Own = s.Features.Bytes() + e.tally.inputBytes + s.Multi.Bytes()
@@ -56,10 +57,15 @@ func (e *Engine) memoryBytes() (m MemoryEstimate) {
 			m.Caches += x.reduced().bytes()
 		}
 		for _, c := range L.base().caches() {
-			m.Caches += c.bytes()
+			m.Graph += c.restrictedBytes()
+			if c == L.base().eval {
+				m.Eval += c.bytes()
+			} else {
+				m.Caches += c.bytes()
+			}
 		}
 		if x, ok := L.(restricter); ok {
-			m.Activations += x.restrictedBytes(e.part.blockT)
+			m.Graph += x.restrictedBytes(e.part.blockT)
 		}
 	}
 	m.Caches += e.packed.bytes()
@@ -80,17 +86,24 @@ func (e *Engine) memoryBytes() (m MemoryEstimate) {
 // compulsoryBytes is this rank's compulsory memory, every component.
 func (e *Engine) compulsoryBytes() int64 { return e.memoryBytes().Compulsory() }
 
-// bytes is what a cache holds: its copies of the blocks, packed copies, its
-// restricted blocks and its masking and decoding buffers.
+// bytes is what a cache holds: its copies of the blocks, packed copies and
+// its masking and decoding buffers.
 func (c *cache) bytes() int64 {
 	n := c.copyBytes()
-	for j := range c.blocks {
-		if c.blocks[j] != c.full[j] { // the last layer's restricted blocks (output.go)
-			n += c.blocks[j].Bytes()
-		}
-	}
 	if c.scratch != nil {
 		n += 4 * int64(c.scratch.Rows*c.scratch.Cols)
+	}
+	return n
+}
+
+// restrictedBytes is the restricted last layer's blocks of a cache
+// (output.go): Â's entries at the rows or columns training reads.
+func (c *cache) restrictedBytes() int64 {
+	var n int64
+	for j := range c.blocks {
+		if c.blocks[j] != c.full[j] {
+			n += c.blocks[j].Bytes()
+		}
 	}
 	return n
 }
@@ -120,7 +133,8 @@ func (c *cache) copyBytes() int64 {
 }
 
 // A restricter is a layer that keeps blocks of its own for the restricted
-// last layer, beyond the view's and the caches' (GAT's neighbour blocks).
+// last layer, beyond the view's and the caches' (GAT's neighbour blocks):
+// Â's entries, the graph's.
 type restricter interface {
 	restrictedBytes(blockT []*matrix.CSR) int64
 }

@@ -87,8 +87,8 @@ func TestOccupiedRows(t *testing.T) {
 }
 
 // TestMemoryByComponent: the results split each rank's compulsory memory
-// into graph, own rows, activations, caches, exchange buffers and model,
-// which add up to it.
+// into graph, own rows, activations, caches, evaluation's caches, exchange
+// buffers and model, which add up to it.
 func TestMemoryByComponent(t *testing.T) {
 	ds, _ := generated(t)
 	for _, p := range []int{1, 2} {
@@ -100,7 +100,7 @@ func TestMemoryByComponent(t *testing.T) {
 		}
 		for _, r := range out.Result.PerRank {
 			m := r.Memory
-			if sum := m.GraphMB + m.OwnMB + m.ActivationsMB + m.CachesMB + m.ExchangeMB + m.ModelMB; math.Abs(sum-r.CompulsoryMB) > 1e-6 || m.GraphMB <= 0 || m.ActivationsMB <= 0 || m.ModelMB <= 0 {
+			if sum := m.GraphMB + m.OwnMB + m.ActivationsMB + m.CachesMB + m.EvalMB + m.ExchangeMB + m.ModelMB; math.Abs(sum-r.CompulsoryMB) > 1e-6 || m.GraphMB <= 0 || m.ActivationsMB <= 0 || m.ModelMB <= 0 {
 				t.Fatalf("P=%d rank %d: %+v sums to %g, compulsory %g", p, r.Rank, m, sum, r.CompulsoryMB)
 			}
 		}

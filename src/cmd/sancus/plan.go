@@ -265,14 +265,14 @@ func why(best *scaling.Prediction, all []scaling.Prediction) string {
 // receives in an epoch (train's "sent" counts one direction), the busiest
 // rank's and the mean.
 func printPlan(w io.Writer, rows []scaling.Prediction) {
-	fmt.Fprintf(w, "%6s %5s %5s %10s %10s %10s %10s %10s %10s %8s %10s %s\n", "P", "nodes", "wire", "epoch ms", "compute", "comm", "exposed", "MB in+out", "mean in+out", "msgs", "peak MB", "(graph own act caches exchange model working)")
+	fmt.Fprintf(w, "%6s %5s %5s %10s %10s %10s %10s %10s %10s %8s %10s %s\n", "P", "nodes", "wire", "epoch ms", "compute", "comm", "exposed", "MB in+out", "mean in+out", "msgs", "peak MB", "(graph own act caches eval exchange model working)")
 	for _, r := range rows {
 		exact := ""
 		if !r.Exact {
 			exact = " ~bytes"
 		}
-		fmt.Fprintf(w, "%6d %5d %5v %10.2f %10.2f %10.2f %10.2f %10.3f %10.3f %8d %10.1f (%.1f %.1f %.1f %.1f %.1f %.1f %.1f)%s\n", r.P, r.Nodes, r.Wire, r.EpochMs, r.Compute, r.Comm, r.Exposed, r.BytesMB, r.MeanMB, r.Messages, r.MemoryMB,
-			r.Memory.Graph, r.Memory.Own, r.Memory.Activations, r.Memory.Caches, r.Memory.Exchange, r.Memory.Model, r.Memory.Working, exact)
+		fmt.Fprintf(w, "%6d %5d %5v %10.2f %10.2f %10.2f %10.2f %10.3f %10.3f %8d %10.1f (%.1f %.1f %.1f %.1f %.1f %.1f %.1f %.1f)%s\n", r.P, r.Nodes, r.Wire, r.EpochMs, r.Compute, r.Comm, r.Exposed, r.BytesMB, r.MeanMB, r.Messages, r.MemoryMB,
+			r.Memory.Graph, r.Memory.Own, r.Memory.Activations, r.Memory.Caches, r.Memory.Eval, r.Memory.Exchange, r.Memory.Model, r.Memory.Working, exact)
 	}
 }
 
@@ -280,11 +280,11 @@ func writePlan(path string, res planOut) error {
 	return atomicfile.Write(path, func(w io.Writer) error {
 		if strings.HasSuffix(path, ".tsv") {
 			fmt.Fprintf(w, "# %s\n# rates %s: spmm %.3f gemm %.3f GFLOP/s, %.3f µs a peer block\n", res.Command, res.RatesFrom, res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.Rates.BlockUs)
-			fmt.Fprintln(w, "ranks\tnodes\twire\tepoch_ms\tcompute_ms\tcomm_ms\texposed_ms\tmb_per_rank\tmean_mb_per_rank\tmessages_per_rank\tmemory_mb_per_rank\tbytes_exact\tgraph_mb\town_mb\tactivations_mb\tcaches_mb\texchange_mb\tmodel_mb\tworking_mb")
+			fmt.Fprintln(w, "ranks\tnodes\twire\tepoch_ms\tcompute_ms\tcomm_ms\texposed_ms\tmb_per_rank\tmean_mb_per_rank\tmessages_per_rank\tmemory_mb_per_rank\tbytes_exact\tgraph_mb\town_mb\tactivations_mb\tcaches_mb\teval_mb\texchange_mb\tmodel_mb\tworking_mb")
 			for _, r := range res.Rows {
 				m := r.Memory
-				fmt.Fprintf(w, "%d\t%d\t%v\t%.3f\t%.3f\t%.3f\t%.3f\t%.4f\t%.4f\t%d\t%.2f\t%v\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\n", r.P, r.Nodes, r.Wire, r.EpochMs, r.Compute, r.Comm, r.Exposed, r.BytesMB, r.MeanMB, r.Messages, r.MemoryMB, r.Exact,
-					m.Graph, m.Own, m.Activations, m.Caches, m.Exchange, m.Model, m.Working)
+				fmt.Fprintf(w, "%d\t%d\t%v\t%.3f\t%.3f\t%.3f\t%.3f\t%.4f\t%.4f\t%d\t%.2f\t%v\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\n", r.P, r.Nodes, r.Wire, r.EpochMs, r.Compute, r.Comm, r.Exposed, r.BytesMB, r.MeanMB, r.Messages, r.MemoryMB, r.Exact,
+					m.Graph, m.Own, m.Activations, m.Caches, m.Eval, m.Exchange, m.Model, m.Working)
 			}
 			_, err := fmt.Fprintf(w, "# recommended: %s\n", res.Recommend)
 			return err
