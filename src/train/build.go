@@ -77,10 +77,52 @@ func (e *Engine) addCachesOver(c *conv, fw, gw, gradBits int, gradPolicy stalene
 		e.packed = &packedScratch{}
 	}
 	c.fwd = newCache(e.be, name+" forward", fw, e.view.rows, fwd, e.plan.policy, w(e.plan.Wire.Fwd.Bits(), dirForward), e.rank, e.packed)
-	c.eval = newCache(e.be, name+" eval", fw, e.view.rows, fwd, staleness.None{}, w(wire.FP32, dirEval), e.rank, nil)
+	ew := w(wire.FP32, dirEval)
+	ew.lent = e.plan.Batch.Mode == BatchGlobal
+	c.eval = newCache(e.be, name+" eval", fw, e.view.rows, fwd, staleness.None{}, ew, e.rank, nil)
 	if gw > 0 {
 		c.grad = newCache(e.be, name+" gradient", gw, e.view.rows, grad, gradPolicy, w(gradBits, dirGradient), e.rank, e.packed)
 	}
+}
+
+// lendEvalSlots gives every layer's evaluation cache its slots in one
+// buffer, as large as the largest layer's: an evaluation runs the layers
+// one after another, each receiving every peer's rows afresh (policy
+// None) before it reads them, and none reads another layer's slots. A
+// slot the product never reads (route.direct) gets none.
+func (e *Engine) lendEvalSlots() {
+	var lent []*cache
+	most := 0
+	for _, L := range e.layers {
+		if c := L.base().eval; c != nil && c.wire.lent {
+			lent = append(lent, c)
+			most = max(most, c.evalFloats())
+		}
+	}
+	buf := matrix.Make[float32](most)
+	for _, c := range lent {
+		off := 0
+		for j, r := range c.rows {
+			if j == c.me && c.route.direct {
+				continue
+			}
+			n := r * c.width
+			c.host[j] = buf[off : off+n : off+n]
+			c.dev[j] = e.be.Mirror(c.host[j], r, c.width)
+			off += n
+		}
+	}
+}
+
+// evalFloats is what an evaluation cache's slots take, in floats.
+func (c *cache) evalFloats() int {
+	n := 0
+	for j, r := range c.rows {
+		if j != c.me || !c.route.direct {
+			n += r * c.width
+		}
+	}
+	return n
 }
 
 // The directions of a layer's traffic, which key its wire's rounding.

@@ -228,12 +228,17 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 	// caches are a communicating layer's training caches, forward (fw
 	// wide) and gradient (gw wide; 0: none); its evaluation twin (float32,
 	// fresh) goes to Eval.
+	lendsEval := c.Batch.Mode == BatchGlobal
 	caches := func(fw, gw int, last, attends bool) int64 {
 		fr, gr := view, view
 		if last && restricted && held {
 			fr, gr = f.Recv[ReadByTraining], f.Recv[TrainingRows]
 		}
-		m.Eval += cache(fw, view, wire.FP32, true, attends, false)
+		if ev := cache(fw, view, wire.FP32, true, attends, false); lendsEval {
+			m.Eval = max(m.Eval, ev) // one buffer for every layer (lendEvalSlots)
+		} else {
+			m.Eval += ev
+		}
 		n := cache(fw, fr, fwdBits, never, attends, false)
 		if gw > 0 {
 			n += cache(gw, gr, gradBits, gradNever, attends, attends)

@@ -85,7 +85,7 @@ func newCache(be kernels.Backend, name string, width int, rows []int, blocks []*
 	for j, r := range rows {
 		c.last[j] = -1
 		most = max(most, r)
-		if w.keepPacked {
+		if w.keepPacked || w.lent {
 			continue
 		}
 		c.host[j] = matrix.Make[float32](r * width)

@@ -51,6 +51,7 @@ func (e *Engine) memoryBytes() (m MemoryEstimate) {
 	for _, b := range append(append([]*matrix.CSR{}, e.part.sage.mean...), e.part.sage.adj...) {
 		m.Graph += 4 * int64(len(b.Val)) // the pattern is Â's
 	}
+	var lent int64
 	for _, L := range e.layers {
 		m.Activations += bufferBytes(reflect.ValueOf(L).Elem())
 		if x, ok := L.(reducer); ok {
@@ -58,16 +59,20 @@ func (e *Engine) memoryBytes() (m MemoryEstimate) {
 		}
 		for _, c := range L.base().caches() {
 			m.Graph += c.restrictedBytes()
-			if c == L.base().eval {
-				m.Eval += c.bytes()
-			} else {
+			switch {
+			case c != L.base().eval:
 				m.Caches += c.bytes()
+			case c.wire.lent: // the layers share one buffer (lendEvalSlots)
+				lent = max(lent, c.bytes())
+			default:
+				m.Eval += c.bytes()
 			}
 		}
 		if x, ok := L.(restricter); ok {
 			m.Graph += x.restrictedBytes(e.part.blockT)
 		}
 	}
+	m.Eval += lent
 	m.Caches += e.packed.bytes()
 	if e.out.lossGrad != nil { // the output's gradient, where the loss cannot write it over the logits
 		m.Activations += 4 * int64(len(e.out.lossGrad.Data))

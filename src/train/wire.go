@@ -44,6 +44,7 @@ type wireState struct {
 	packed [][]byte  // packed[j]: root j's rows as received
 
 	keepPacked bool  // --cache-bits: every root's block stays packed until used
+	lent       bool  // float32 slots the engine lends every layer's evaluation (lendEvalSlots)
 	packedBits []int // the width packed[j] was received (or encoded) in
 	// drop, when set, is the mask this rank's rows are dropped with as
 	// they are encoded, a block of rows at a time (dropsAsEncoded), for
