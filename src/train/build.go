@@ -78,12 +78,16 @@ func (e *Engine) addCachesOver(c *conv, fw, gw, gradBits int, gradPolicy stalene
 	}
 	c.fwd = newCache(e.be, name+" forward", fw, e.view.rows, fwd, e.plan.policy, w(e.plan.Wire.Fwd.Bits(), dirForward), e.rank, e.packed)
 	ew := w(wire.FP32, dirEval)
-	ew.lent = e.plan.Batch.Mode == BatchGlobal
+	ew.lent = lendEval && e.plan.Batch.Mode == BatchGlobal
 	c.eval = newCache(e.be, name+" eval", fw, e.view.rows, fwd, staleness.None{}, ew, e.rank, nil)
 	if gw > 0 {
 		c.grad = newCache(e.be, name+" gradient", gw, e.view.rows, grad, gradPolicy, w(gradBits, dirGradient), e.rank, e.packed)
 	}
 }
+
+// lendEval is off only in a test, which holds the shared slots to a
+// run with slots of every layer's own.
+var lendEval = true
 
 // lendEvalSlots gives every layer's evaluation cache its slots in one
 // buffer, as large as the largest layer's: an evaluation runs the layers

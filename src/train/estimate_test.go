@@ -54,6 +54,42 @@ func TestEstimateMatchesEngine(t *testing.T) {
 	}
 }
 
+// TestEvalSlotsShared: evaluation's layers, sharing one buffer of slots,
+// evaluate as they do with slots of their own, bit for bit, in less
+// memory: GCN's layers of two widths, GAT's and GraphSAGE's, sparse and
+// ring exchanges.
+func TestEvalSlotsShared(t *testing.T) {
+	ds, _ := generated(t)
+	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE, model.ArchGAT} {
+		for _, dense := range []bool{false, true} {
+			cfg := Defaults()
+			cfg.Model.Arch, cfg.Model.Layers, cfg.Model.Hidden, cfg.Optim.Epochs, cfg.Exchange.Dense = arch, 3, 16, 3, dense
+			run := func(lend bool) Outcome {
+				defer func(was bool) { lendEval = was }(lendEval)
+				lendEval = lend
+				out, err := runPrepared(ds, 2, cfg, prepare.Options{Precompute: cfg.Precomputed()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			own, shared := run(false), run(true)
+			name := fmt.Sprintf("%v dense=%v", arch, dense)
+			for i, a := range own.Result.Curve {
+				b := shared.Result.Curve[i]
+				if a.Loss != b.Loss || a.ValLoss != b.ValLoss || a.ValAcc != b.ValAcc || a.TestAcc != b.TestAcc {
+					t.Errorf("%s epoch %d: slots of its own %+v, shared %+v", name, a.Epoch, a, b)
+				}
+			}
+			for r, x := range shared.Result.PerRank {
+				if y := own.Result.PerRank[r]; x.Memory.EvalMB >= y.Memory.EvalMB {
+					t.Errorf("%s rank %d: evaluation holds %.4f MB shared, %.4f MB apart", name, r, x.Memory.EvalMB, y.Memory.EvalMB)
+				}
+			}
+		}
+	}
+}
+
 func checkEstimate(t *testing.T, name string, r result.RankStats) {
 	t.Helper()
 	m, x := r.Memory, r.Memory.Estimate
