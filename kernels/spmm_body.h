@@ -50,6 +50,26 @@ SC_TARGET static inline void SPMM_PART(pair)(const int32_t *restrict col,
   }
 }
 
+// spmm_row: one row c of C = (or +=) its nonzeros [p0, p1) times B, n
+// wide: tiles of up to SC_NVMAX vectors per pass over the nonzeros, the
+// leftover columns (n % VW) plain.
+SC_TARGET static inline void SPMM_PART(row)(const int32_t *col, const float *val, int64_t p0,
+                                            int64_t p1, int64_t pf_end, const float *B, int64_t n,
+                                            float *c, int acc_in) {
+  const int64_t nv = n / VW * VW;
+  int64_t t = 0;
+  if (SC_NVMAX >= 4)
+    for (; t + 4 * VW <= nv; t += 4 * VW) SPMM_PART(tile4)(col, val, p0, p1, pf_end, B, n, t, c, acc_in);
+  if (SC_NVMAX >= 2)
+    for (; t + 2 * VW <= nv; t += 2 * VW) SPMM_PART(tile2)(col, val, p0, p1, pf_end, B, n, t, c, acc_in);
+  for (; t < nv; t += VW) SPMM_PART(tile1)(col, val, p0, p1, pf_end, B, n, t, c, acc_in);
+  for (; t < n; t++) {
+    float s = acc_in ? c[t] : 0.0f;
+    for (int64_t p = p0; p < p1; p++) s += SC_WEIGHT(p) B[(int64_t)col[p] * n + t];
+    c[t] = s;
+  }
+}
+
 // spmm: rows [r0, r1) of C = (or +=) A·B, or rows list[r0..r1), B n wide:
 // tiles of up to SC_NVMAX vectors per pass over a row's nonzeros, leftover
 // columns (n % 16) plain. With compact, rowptr is indexed by list position
@@ -84,22 +104,9 @@ SC_TARGET static void SC_FN(SC_SPMM)(const int64_t *rowptr, const int32_t *col, 
     }
     return;
   }
-  const int64_t nv = n / VW * VW;
   for (int64_t i = r0; i < r1; i++) {
     const int64_t r = list ? list[i] : i, a = spmm_arow(i, r, compact);
-    float *c = C + r * n;
-    const int64_t p0 = rowptr[a], p1 = rowptr[a + 1];
-    int64_t t = 0;
-    if (SC_NVMAX >= 4)
-      for (; t + 4 * VW <= nv; t += 4 * VW) SPMM_PART(tile4)(col, val, p0, p1, pf_end, B, n, t, c, acc_in);
-    if (SC_NVMAX >= 2)
-      for (; t + 2 * VW <= nv; t += 2 * VW) SPMM_PART(tile2)(col, val, p0, p1, pf_end, B, n, t, c, acc_in);
-    for (; t < nv; t += VW) SPMM_PART(tile1)(col, val, p0, p1, pf_end, B, n, t, c, acc_in);
-    for (; t < n; t++) {
-      float s = acc_in ? c[t] : 0.0f;
-      for (int64_t p = p0; p < p1; p++) s += SC_WEIGHT(p) B[(int64_t)col[p] * n + t];
-      c[t] = s;
-    }
+    SPMM_PART(row)(col, val, rowptr[a], rowptr[a + 1], pf_end, B, n, C + r * n, acc_in);
   }
 }
 
@@ -117,7 +124,6 @@ SC_TARGET static void SC_FN(spmm_cols)(const int64_t *rowptr, const int32_t *col
                                        int compact, int64_t *cur, int first) {
   // Rows of B are found by their columns, counted from lo.
   const float *Bz = (const float *)((uintptr_t)B - (uintptr_t)(lo * n) * sizeof(float));
-  const int64_t nv = n / VW * VW;
   for (int64_t i = r0; i < r1; i++) {
     const int64_t r = list ? list[i] : i, a = spmm_arow(i, r, compact);
     const int64_t p0 = first ? rowptr[a] : cur[i], pe = rowptr[a + 1];
@@ -125,18 +131,7 @@ SC_TARGET static void SC_FN(spmm_cols)(const int64_t *rowptr, const int32_t *col
     while (p1 < pe && col[p1] < hi) p1++;
     cur[i] = p1;
     if (p1 == p0 && acc_in) continue;
-    float *c = C + r * n;
-    int64_t t = 0;
-    if (SC_NVMAX >= 4)
-      for (; t + 4 * VW <= nv; t += 4 * VW) SPMM_PART(tile4)(col, val, p0, p1, p1, Bz, n, t, c, acc_in);
-    if (SC_NVMAX >= 2)
-      for (; t + 2 * VW <= nv; t += 2 * VW) SPMM_PART(tile2)(col, val, p0, p1, p1, Bz, n, t, c, acc_in);
-    for (; t < nv; t += VW) SPMM_PART(tile1)(col, val, p0, p1, p1, Bz, n, t, c, acc_in);
-    for (; t < n; t++) {
-      float s = acc_in ? c[t] : 0.0f;
-      for (int64_t p = p0; p < p1; p++) s += SC_WEIGHT(p) Bz[(int64_t)col[p] * n + t];
-      c[t] = s;
-    }
+    SPMM_PART(row)(col, val, p0, p1, p1, Bz, n, C + r * n, acc_in);
   }
 }
 #endif
