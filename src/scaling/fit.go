@@ -12,16 +12,18 @@ type Sample struct {
 }
 
 // Fit finds the rates that explain samples best: least squares on
-// seconds = SpMM/rs + GEMM/rg + Blocks·tb. A term the samples cannot
-// separate from the others (their work in one ratio) or that comes out
-// negative is dropped, and the sparse and dense flops share one rate when
-// they cannot be told apart.
+// seconds = SpMM/rs + GEMM/rg + Blocks·tb + RowPasses·tr. A term the
+// samples cannot separate from the others (their work in one ratio) or
+// that comes out negative is dropped, the per-block terms kept before
+// the sparse and dense flops are told apart, which share one rate when
+// they cannot be. A fit that puts more on a block or a row than the
+// engine's bookkeeping could cost is refused (Plausible).
 func Fit(samples []Sample) (Rates, error) {
 	if len(samples) == 0 {
 		return Rates{}, fmt.Errorf("--calibrate: no rank was measured")
 	}
-	feats := func(w Work) []float64 { return []float64{w.SpMM, w.GEMM, w.Blocks} }
-	for _, use := range [][]int{{0, 1, 2}, {0, 1}, {-1, 2}, {-1}} { // -1: all flops at one rate
+	feats := func(w Work) []float64 { return []float64{w.SpMM, w.GEMM, w.Blocks, w.RowPasses} }
+	for _, use := range [][]int{{0, 1, 2, 3}, {-1, 2, 3}, {0, 1, 2}, {-1, 2}, {0, 1, 3}, {-1, 3}, {0, 1}, {-1}} { // -1: all flops at one rate
 		x, ok := leastSquares(samples, use, feats)
 		if !ok {
 			continue
@@ -37,11 +39,34 @@ func Fit(samples []Sample) (Rates, error) {
 				r.SpMMGflops, r.GEMMGflops, r.OneRate = 1/x[k]/1e9, 1/x[k]/1e9, true
 			case 2:
 				r.BlockUs = x[k] * 1e6
+			case 3:
+				r.RowNs = x[k] * 1e9
 			}
 		}
-		return r, nil
+		return r, r.Plausible()
 	}
 	return Rates{}, fmt.Errorf("--calibrate: the measured ranks took no time")
+}
+
+// The most a peer block and a row passed over can cost beyond their flops
+// on any core the model is meant for: a block's bookkeeping (a product
+// call, a pack, a post) is microseconds, a row passed two pointers read.
+// A fit above them has put a loaded machine's waits on the blocks.
+const (
+	maxBlockUs = 200
+	maxRowNs   = 50
+)
+
+// Plausible reports, naming the flags, a rate no engine could have.
+func (r Rates) Plausible() error {
+	const fix = "the replays were slowed by other work on this machine, not by the blocks: rerun --calibrate when it is quiet (or with more --calibrate-rounds), or give --spmm-gflops, --gemm-gflops, --block-us and --row-ns"
+	switch {
+	case r.BlockUs > maxBlockUs:
+		return fmt.Errorf("--calibrate: the fit puts %.0f µs on each peer block, above the %d µs a block's bookkeeping could cost: %s", r.BlockUs, maxBlockUs, fix)
+	case r.RowNs > maxRowNs:
+		return fmt.Errorf("--calibrate: the fit puts %.0f ns on each row a peer block's product passes, above the %d ns it could cost: %s", r.RowNs, maxRowNs, fix)
+	}
+	return nil
 }
 
 // leastSquares solves for the coefficients of the features use picks

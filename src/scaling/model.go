@@ -45,11 +45,13 @@ func (c Cluster) Share() float64 {
 }
 
 // Rates are one rank's effective compute rates (one core): sparse
-// products over nonzeros, dense GEMMs over rows, and the time each peer's
-// block costs beyond its flops (its own product call, packing, posting).
+// products over nonzeros, dense GEMMs over rows, the time each peer's
+// block costs beyond its flops (its own product call, packing, posting),
+// and each row a peer block's product passes over (Work.RowPasses).
 type Rates struct {
 	SpMMGflops, GEMMGflops float64
 	BlockUs                float64
+	RowNs                  float64 `json:",omitempty"`
 	// OneRate: the calibration could not tell sparse from dense flops
 	// apart (too few of one kind in the replayed ranks) and fitted one
 	// rate to both.
@@ -60,6 +62,12 @@ type Rates struct {
 type Work struct {
 	SpMM, GEMM float64 // flops
 	Blocks     float64 // peer blocks sent and received, every flow
+	// RowPasses: the rows the products with received peer blocks pass
+	// over, empty ones included: the restricted last layer's blocks are
+	// run at the training rows (forward) or every row (gradient) whatever
+	// their entries, so at large P, a block a peer with few nonzeros in
+	// each, the rows visited outnumber the nonzeros.
+	RowPasses float64
 	// OwnSpMM is the part of SpMM with the rank's own block of Â: the
 	// only work that needs none of the rows in flight, so the only work
 	// an exchange can hide behind (the GEMMs wait for the rows, or come
@@ -102,6 +110,17 @@ func (m Model) WorkOf(r Rank) Work {
 		w.OwnSpMM += 2 * float64(r.Diag) * float64(f.Width)
 		s := r.Sets[f.Rows]
 		w.Blocks += float64(s.SendPeers + s.RecvPeers)
+		// The restricted last layer's blocks are run at the training rows
+		// (forward) or at every row (gradient); a view's block only at its
+		// occupied rows, which its nonzeros already count.
+		at := 0
+		switch f.Rows {
+		case train.ReadByTraining:
+			at = r.Train
+		case train.TrainingRows:
+			at = r.Rows
+		}
+		w.RowPasses += float64(at) * float64(s.RecvPeers)
 	}
 	for l := 0; l+1 < len(m.Dims); l++ {
 		passes := 3.0
@@ -115,7 +134,7 @@ func (m Model) WorkOf(r Rank) Work {
 
 // Seconds is the time work takes at rates.
 func (w Work) Seconds(r Rates) float64 {
-	return (w.SpMM/r.SpMMGflops+w.GEMM/r.GEMMGflops)/1e9 + w.Blocks*r.BlockUs/1e6
+	return (w.SpMM/r.SpMMGflops+w.GEMM/r.GEMMGflops)/1e9 + w.Blocks*r.BlockUs/1e6 + w.RowPasses*r.RowNs/1e9
 }
 
 // Prediction is one configuration's epoch.

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"sancus/collectives/wire"
@@ -167,6 +168,61 @@ func TestFitTellsRatesApartOrSaysItCannot(t *testing.T) {
 	r, err = Fit([]Sample{sample(0, 1e9, 2), sample(0, 2e9, 6), sample(0, 5e8, 30)})
 	if err != nil || !r.OneRate || r.SpMMGflops != r.GEMMGflops {
 		t.Fatalf("no sparse flops: %+v, %v", r, err)
+	}
+}
+
+// TestFitSeparatesBlocksAndRowPasses: ranks replayed at small and large
+// P (flops falling as 1/P, blocks growing as P, rows passed about
+// constant) give back the rates that made their timings, and predict a P
+// not fitted; a per-block cost no engine has is refused, naming the flag.
+func TestFitSeparatesBlocksAndRowPasses(t *testing.T) {
+	const rate, blk, row = 20e9, 3e-6, 2e-9 // flop/s, s a block, s a row passed
+	at := func(p float64) Sample {
+		w := Work{SpMM: 4e8 / p, GEMM: 6e9 / p, Blocks: 4 * (p - 1), RowPasses: 1.1e6 * (1 - 1/p)}
+		return Sample{Work: w, Seconds: (w.SpMM+w.GEMM)/rate + w.Blocks*blk + w.RowPasses*row}
+	}
+	var fit []Sample
+	for _, p := range []float64{8, 32, 128, 1024} {
+		fit = append(fit, at(p))
+	}
+	r, err := Fit(fit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(got, want float64) bool { return math.Abs(got-want) <= 1e-6*math.Abs(want) }
+	if !near(r.SpMMGflops, 20) || !near(r.GEMMGflops, 20) || !near(r.BlockUs, 3) || !near(r.RowNs, 2) {
+		t.Fatalf("fitted %+v, want 20 GFLOP/s, 3 µs a block, 2 ns a row", r)
+	}
+	for _, p := range []float64{64, 256, 512} {
+		if s := at(p); !near(s.Work.Seconds(r), s.Seconds) {
+			t.Errorf("P = %g: predicted %g s, made %g s", p, s.Work.Seconds(r), s.Seconds)
+		}
+	}
+	// The same ranks with a loaded machine's milliseconds on the blocks.
+	for k := range fit {
+		fit[k].Seconds += fit[k].Work.Blocks * 5e-3
+	}
+	if _, err := Fit(fit); err == nil || !strings.Contains(err.Error(), "--calibrate") || !strings.Contains(err.Error(), "--block-us") {
+		t.Fatalf("a 5 ms block: %v, want a refusal naming --calibrate and --block-us", err)
+	}
+}
+
+// The restricted last layer's blocks are run at the training rows
+// (forward) and at every row (gradient), whatever their entries: the
+// rows passed are counted per received block, none for a view's block.
+func TestWorkCountsRowsPassed(t *testing.T) {
+	flows, err := train.Defaults().Flows(128, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Rank
+	r.Rows, r.Train = 100, 10
+	r.Sets[train.ReadByTraining].RecvPeers = 3
+	r.Sets[train.TrainingRows].RecvPeers = 5
+	r.Sets[train.ViewRows].RecvPeers = 7
+	want := 10.0*3 + 100*5
+	if got := (Model{Dims: []int{128, 16, 16}, Flows: flows}).WorkOf(r).RowPasses; got != want {
+		t.Errorf("rows passed %g, want %g (flows %+v)", got, want, flows)
 	}
 }
 
