@@ -45,6 +45,7 @@ func PeerOf(s *shard.Shard, r int) Peer {
 type Replay struct {
 	E    *Engine
 	Comm *collectives.Solo
+	next int // the next step's epoch number: calls to Epochs continue the run
 }
 
 // NewReplay builds rank s.Rank's engine of an s.Parts-rank job, peers[i]
@@ -89,15 +90,17 @@ type ReplayEpoch struct {
 	Sent, Recv int64
 }
 
-// Epochs runs n training steps (forward, backward, update; no evaluation)
-// and reports each. A step the made-up rows drive to a non-finite loss
-// still counts: only its update is skipped.
+// Epochs runs the next n training steps (forward, backward, update; no
+// evaluation) and reports each. A step the made-up rows drive to a
+// non-finite loss still counts: only its update is skipped.
 func (r *Replay) Epochs(n int) ([]ReplayEpoch, error) {
 	out := make([]ReplayEpoch, n)
 	st := r.Comm.Stats()
 	for ep := range n {
 		before, t0 := st.Total(), time.Now()
-		if _, err := r.E.trainStep(ep); err != nil && !errors.Is(err, ErrDiverged) {
+		_, err := r.E.trainStep(r.next)
+		r.next++
+		if err != nil && !errors.Is(err, ErrDiverged) {
 			return out, err
 		}
 		after := st.Total()
