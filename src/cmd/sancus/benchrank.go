@@ -25,6 +25,7 @@ func benchRank(args []string) error {
 	fs.Float64Var(&rates.SpMMGflops, "spmm-gflops", 0, "with --data: also predict the rank's compute at these rates (plan's)")
 	fs.Float64Var(&rates.GEMMGflops, "gemm-gflops", 0, "with --data: the GEMM rate of the prediction")
 	fs.Float64Var(&rates.BlockUs, "block-us", 0, "with --data: the cost a peer block of the prediction, µs")
+	fs.Float64Var(&rates.RowNs, "row-ns", 0, "with --data: the cost a row a peer block's product passes over, ns")
 	mf := addModelFlags(fs)
 	pf := addPartitionFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -88,8 +89,8 @@ func benchRank(args []string) error {
 		}
 	}
 	rb.Command = "sancus bench " + strings.Join(append([]string{"rank"}, args...), " ")
-	fmt.Printf("rank %d of %d: %d rows, %d nonzeros of Â; compute %.2f ms an epoch (mean of %d after a warm-up, least %.2f); would send %.3f MB and receive %.3f MB an epoch\n",
-		rb.Rank, rb.Ranks, rb.Rows, rb.NNZ, rb.ComputeMs, *epochs-1, rb.MinMs, float64(rb.BytesSent)/1e6, float64(rb.BytesRecv)/1e6)
+	fmt.Printf("rank %d of %d: %d rows, %d nonzeros of Â; compute %.2f ms an epoch (least of %d after a warm-up, one kernel thread; median %.2f, mean %.2f); would send %.3f MB and receive %.3f MB an epoch\n",
+		rb.Rank, rb.Ranks, rb.Rows, rb.NNZ, rb.MinMs, *epochs-1, rb.MedianMs, rb.ComputeMs, float64(rb.BytesSent)/1e6, float64(rb.BytesRecv)/1e6)
 	if rb.Counted != nil {
 		fmt.Printf("plan counts %.3f MB sent and %.3f MB received an epoch", float64(rb.Counted.Sent)/1e6, float64(rb.Counted.Recv)/1e6)
 		if rb.PredictedMs > 0 {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,15 +53,18 @@ func (m *modelFlags) config() train.Config {
 
 // planOut is what plan writes with --out.
 type planOut struct {
-	Command   string               `json:"command"`
-	Data      string               `json:"data"`
-	Nodes     int                  `json:"graph_nodes"`
-	Model     string               `json:"model"`
-	Cluster   scaling.Cluster      `json:"cluster"`
-	Rates     scaling.Rates        `json:"rates"`
-	RatesFrom string               `json:"rates_from"`
-	Rows      []scaling.Prediction `json:"rows"`
-	Recommend string               `json:"recommendation"`
+	Command   string          `json:"command"`
+	Data      string          `json:"data"`
+	Nodes     int             `json:"graph_nodes"`
+	Model     string          `json:"model"`
+	Cluster   scaling.Cluster `json:"cluster"`
+	Rates     scaling.Rates   `json:"rates"`
+	RatesFrom string          `json:"rates_from"`
+	// Calibration: with --calibrate, every replayed rank, those fitted and
+	// those (--validate-ranks) only checked against the fit.
+	Calibration *calibration         `json:"calibration,omitempty"`
+	Rows        []scaling.Prediction `json:"rows"`
+	Recommend   string               `json:"recommendation"`
 }
 
 func runPlan(args []string) error {
@@ -80,7 +84,10 @@ func runPlan(args []string) error {
 	fs.Float64Var(&rates.GEMMGflops, "gemm-gflops", 0, "one rank's GEMM rate on one core, GFLOP/s (or --calibrate)")
 	fs.Float64Var(&rates.BlockUs, "block-us", 0, "what each peer's block costs a rank beyond its flops, µs (or --calibrate)")
 	calibrate := fs.Bool("calibrate", false, "measure the rates here: replay the busiest rank (bench rank) at --calibrate-ranks and fit them")
-	calRanks := fs.IntSlice("calibrate-ranks", []int{4, 16, 64}, "with --calibrate: the P to replay at (three or more fit a cost a peer block)")
+	fs.Float64Var(&rates.RowNs, "row-ns", 0, "what each row a peer block's product passes over costs, ns (or --calibrate)")
+	calRanks := fs.IntSlice("calibrate-ranks", []int{4, 16, 64}, "with --calibrate: the P to replay at and fit (three or more fit a cost a peer block)")
+	valRanks := fs.IntSlice("validate-ranks", nil, "with --calibrate: also replay at these P, not fitted, and compare them with the fit's prediction")
+	rounds := fs.Int("calibrate-rounds", 10, "with --calibrate: steps replayed at each P, one P after the other in turn so that all share the machine's load; the least is fitted")
 	maxRanks := fs.Int("max-ranks", 4096, "the largest P predicted (powers of two up to it)")
 	out := fs.String("out", "", "also write the table to `FILE`: tab-separated if it ends in .tsv, else JSON")
 	if err := fs.Parse(args); err != nil {
@@ -116,15 +123,16 @@ func runPlan(args []string) error {
 	}
 	res := planOut{Command: "sancus " + strings.Join(append([]string{"plan"}, args...), " "), Data: *data, Nodes: ds.N, Model: mf.arch.String(), Cluster: cl, Rates: rates, RatesFrom: "given"}
 	if *calibrate {
-		if res.Rates, err = calibrateRates(ds, cfg, partOf, *calRanks); err != nil {
+		if res.Calibration, err = calibrateRates(ds, cfg, partOf, *calRanks, *valRanks, *rounds); err != nil {
 			return err
 		}
-		res.RatesFrom = fmt.Sprintf("calibrated here at P = %v, one kernel thread", *calRanks)
+		res.Rates = res.Calibration.Rates
+		res.RatesFrom = fmt.Sprintf("calibrated here at P = %v, one kernel thread, the least of %d steps", *calRanks, *rounds)
 	}
 	if res.Rates.OneRate {
-		fmt.Printf("rates: %.2f GFLOP/s for sparse products and GEMMs alike (the replayed ranks' sparse flops were too few to tell the two apart; --spmm-gflops and --gemm-gflops without --calibrate set them), %.2f µs a peer block, a rank (%s)\n", res.Rates.GEMMGflops, res.Rates.BlockUs, res.RatesFrom)
+		fmt.Printf("rates: %.2f GFLOP/s for sparse products and GEMMs alike (the replayed ranks' sparse flops were too few to tell the two apart; --spmm-gflops and --gemm-gflops without --calibrate set them), %.2f µs a peer block, %.2f ns a row passed, a rank (%s)\n", res.Rates.GEMMGflops, res.Rates.BlockUs, res.Rates.RowNs, res.RatesFrom)
 	} else {
-		fmt.Printf("rates: sparse products %.2f GFLOP/s, GEMM %.2f GFLOP/s, %.2f µs a peer block, a rank (%s)\n", res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.Rates.BlockUs, res.RatesFrom)
+		fmt.Printf("rates: sparse products %.2f GFLOP/s, GEMM %.2f GFLOP/s, %.2f µs a peer block, %.2f ns a row passed, a rank (%s)\n", res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.Rates.BlockUs, res.Rates.RowNs, res.RatesFrom)
 	}
 	if sh := cl.Share(); sh > 1 && cl.HostCores > 0 {
 		fmt.Printf("%d ranks share the host's %d cores (every node's ranks on one host): compute is multiplied by ranks/cores, %.2f at P = %d\n", cl.Nodes*cl.RanksPerNode, cl.HostCores, sh, cl.Nodes*cl.RanksPerNode)
@@ -279,7 +287,7 @@ func printPlan(w io.Writer, rows []scaling.Prediction) {
 func writePlan(path string, res planOut) error {
 	return atomicfile.Write(path, func(w io.Writer) error {
 		if strings.HasSuffix(path, ".tsv") {
-			fmt.Fprintf(w, "# %s\n# rates %s: spmm %.3f gemm %.3f GFLOP/s, %.3f µs a peer block\n", res.Command, res.RatesFrom, res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.Rates.BlockUs)
+			fmt.Fprintf(w, "# %s\n# rates %s: spmm %.3f gemm %.3f GFLOP/s, %.3f µs a peer block, %.3f ns a row passed\n", res.Command, res.RatesFrom, res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.Rates.BlockUs, res.Rates.RowNs)
 			fmt.Fprintln(w, "ranks\tnodes\twire\tepoch_ms\tcompute_ms\tcomm_ms\texposed_ms\tmb_per_rank\tmean_mb_per_rank\tmessages_per_rank\tmemory_mb_per_rank\tbytes_exact\tgraph_mb\town_mb\tactivations_mb\tcaches_mb\teval_mb\texchange_mb\tmodel_mb\tworking_mb")
 			for _, r := range res.Rows {
 				m := r.Memory
@@ -295,45 +303,155 @@ func writePlan(path string, res planOut) error {
 	})
 }
 
-// calibrateRates replays, at each P of ranks, the rank with the most
-// nonzeros and fits the rates its epochs took.
-func calibrateRates(ds *graph.Dataset, cfg train.Config, partOf func(int) (scaling.Partition, error), ranks []int) (scaling.Rates, error) {
+// calibration is what --calibrate measured: the rates fitted and every
+// rank replayed, with the machine's load while the replays ran.
+type calibration struct {
+	Rates  scaling.Rates `json:"rates"`
+	Rounds int           `json:"rounds"`
+	Points []calPoint    `json:"points"`
+	// Load is the one-minute load average (/proc/loadavg) before the
+	// first round and after each: the least and the most seen.
+	LoadLeast float64 `json:"load_least"`
+	LoadMost  float64 `json:"load_most"`
+}
+
+// calPoint is one replayed P: its busiest rank's work, its least and
+// median step, and the fit's prediction.
+type calPoint struct {
+	P         int             `json:"ranks"`
+	Fitted    bool            `json:"fitted"` // else only validated
+	Rank      int             `json:"rank"`
+	Rows      int             `json:"rows"`
+	NNZ       int64           `json:"nnz"`
+	Work      scaling.Work    `json:"work"`
+	LeastMs   float64         `json:"least_ms"`
+	MedianMs  float64         `json:"median_ms"`
+	Predicted float64         `json:"predicted_ms"`
+	Sent      int64           `json:"bytes_sent"` // a step, replayed
+	Recv      int64           `json:"bytes_recv"`
+	Counted   scaling.Traffic `json:"counted"` // what plan counts for the rank
+	steps     []float64
+}
+
+// calibrateRates replays, at each P of fit and check, the rank with the
+// most nonzeros: every replay is built first, then each steps once in
+// turn, rounds times, so that the points fitted and those checked share
+// whatever load the machine has. The rates are fitted to the least step
+// of each P in fit (what other work adds is not the rank's).
+func calibrateRates(ds *graph.Dataset, cfg train.Config, partOf func(int) (scaling.Partition, error), fit, check []int, rounds int) (*calibration, error) {
+	if rounds < 1 {
+		return nil, fmt.Errorf("--calibrate-rounds must be ≥ 1, got %d", rounds)
+	}
 	g := scaling.GraphOf(ds)
 	m, err := shapeOf(cfg, ds)
 	if err != nil {
-		return scaling.Rates{}, err
+		return nil, err
 	}
-	// Rates are one core's (Cluster.ShareAt divides cores among ranks):
-	// replayed on all of this machine's kernel threads, a rank would be
-	// timed on every core and the shared cores counted twice.
 	defer kernels.SetThreads(kernels.Threads())
 	kernels.SetThreads(1)
-	var samples []scaling.Sample
-	for _, p := range ranks {
-		if p < 1 || p > ds.N {
-			return scaling.Rates{}, fmt.Errorf("--calibrate-ranks: %d is not a rank count for %d nodes", p, ds.N)
+	cal := &calibration{Rounds: rounds}
+	var reps []*train.Replay
+	defer func() {
+		for _, rp := range reps {
+			rp.Close()
 		}
+	}()
+	seen := map[int]bool{}
+	for k, p := range append(append([]int{}, fit...), check...) {
+		flag := "--calibrate-ranks"
+		if k >= len(fit) {
+			flag = "--validate-ranks"
+		}
+		if p < 1 || p > ds.N || seen[p] {
+			return nil, fmt.Errorf("%s: %d is not a rank count for %d nodes, or is given twice", flag, p, ds.N)
+		}
+		seen[p] = true
 		part, err := partOf(p)
 		if err != nil {
-			return scaling.Rates{}, err
+			return nil, err
 		}
 		counts, err := scaling.Count(g, part, 0)
 		if err != nil {
-			return scaling.Rates{}, err
+			return nil, err
 		}
 		r, err := busiest(g, part)
 		if err != nil {
-			return scaling.Rates{}, err
+			return nil, err
 		}
-		rb, err := replayRank(ds, part, cfg, r, 6)
+		rp, rb, err := buildReplay(ds, part, cfg, r)
 		if err != nil {
-			return scaling.Rates{}, err
+			return nil, err
 		}
-		w := m.WorkOf(counts.Ranks[r])
-		fmt.Fprintf(os.Stderr, "calibrate: P = %d rank %d: %.2f ms its least epoch for %.3f GFLOP sparse, %.3f GFLOP dense, %.0f peer blocks\n", p, r, rb.MinMs, w.SpMM/1e9, w.GEMM/1e9, w.Blocks)
-		samples = append(samples, scaling.Sample{Work: w, Seconds: rb.MinMs / 1e3}) // the least epoch: what a loaded machine adds is not the rank's
+		reps = append(reps, rp)
+		if _, err := rp.Epochs(1); err != nil { // the warm-up
+			return nil, err
+		}
+		cal.Points = append(cal.Points, calPoint{P: p, Fitted: k < len(fit), Rank: r, Rows: rb.Rows, NNZ: rb.NNZ, Work: m.WorkOf(counts.Ranks[r]),
+			Counted: scaling.RankTraffic(counts, r, m.Flows, m.Params, m.Allreduce)})
+		fmt.Fprintf(os.Stderr, "calibrate: P = %d rank %d set up\n", p, r)
 	}
-	return scaling.Fit(samples)
+	cal.LoadLeast, cal.LoadMost = math.Inf(1), 0
+	noteLoad := func() {
+		if l, ok := loadAverage(); ok {
+			cal.LoadLeast, cal.LoadMost = min(cal.LoadLeast, l), max(cal.LoadMost, l)
+		}
+	}
+	noteLoad()
+	for range rounds {
+		for k, rp := range reps {
+			eps, err := rp.Epochs(1)
+			if err != nil {
+				return nil, err
+			}
+			pt := &cal.Points[k]
+			pt.steps = append(pt.steps, eps[0].Ms)
+			pt.Sent, pt.Recv = eps[0].Sent, eps[0].Recv
+		}
+		noteLoad()
+	}
+	if math.IsInf(cal.LoadLeast, 1) {
+		cal.LoadLeast = 0
+	}
+	var samples []scaling.Sample
+	for k := range cal.Points {
+		pt := &cal.Points[k]
+		pt.LeastMs, pt.MedianMs = slices.Min(pt.steps), median(pt.steps)
+		if pt.Fitted {
+			samples = append(samples, scaling.Sample{Work: pt.Work, Seconds: pt.LeastMs / 1e3})
+		}
+	}
+	cal.Rates, err = scaling.Fit(samples)
+	for k := range cal.Points {
+		pt := &cal.Points[k]
+		pt.Predicted = pt.Work.Seconds(cal.Rates) * 1e3
+		role := "fitted"
+		if !pt.Fitted {
+			role = "checked"
+		}
+		fmt.Fprintf(os.Stderr, "calibrate: P = %d rank %d (%s): least %.2f ms, median %.2f ms of %d steps; predicted %.2f ms (least/predicted %.2f) for %.4f GFLOP sparse, %.4f GFLOP dense, %.0f peer blocks, %.0f rows passed\n",
+			pt.P, pt.Rank, role, pt.LeastMs, pt.MedianMs, rounds, pt.Predicted, pt.LeastMs/pt.Predicted, pt.Work.SpMM/1e9, pt.Work.GEMM/1e9, pt.Work.Blocks, pt.Work.RowPasses)
+	}
+	fmt.Fprintf(os.Stderr, "calibrate: load average %.2f to %.2f while the rounds ran\n", cal.LoadLeast, cal.LoadMost)
+	return cal, err
+}
+
+// loadAverage is the machine's one-minute load average, where it has one.
+func loadAverage() (float64, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	var l float64
+	_, err = fmt.Sscan(string(b), &l)
+	return l, err == nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // rankBench is what bench rank reports of one replayed rank.
@@ -347,6 +465,7 @@ type rankBench struct {
 	Epochs    []float64 `json:"epoch_ms"`   // every replayed step, the first a warm-up
 	ComputeMs float64   `json:"compute_ms"` // mean of the steps after the first
 	MinMs     float64   `json:"min_ms"`
+	MedianMs  float64   `json:"median_ms"`
 	BytesSent int64     `json:"bytes_sent"` // an epoch
 	BytesRecv int64     `json:"bytes_recv"`
 	// Counted is what plan counts for the rank from the partition, and
@@ -358,15 +477,29 @@ type rankBench struct {
 // replayRank prepares ds's partition in memory and replays rank r for
 // epochs steps.
 func replayRank(ds *graph.Dataset, part scaling.Partition, cfg train.Config, r, epochs int) (rankBench, error) {
-	opt := prepare.Options{Precompute: train.Precomputable(cfg.Model.Arch)}
-	if !isContiguous(part) {
-		opt.Parts = part.Parts
-	}
-	prep, err := prepare.InMemory(ds, part.P, opt)
+	prep, err := prepareInMemory(ds, part, cfg)
 	if err != nil {
 		return rankBench{}, err
 	}
 	return replayShards(prep.Shard, part.P, cfg, r, epochs)
+}
+
+// buildReplay prepares ds's partition in memory and builds rank r's
+// replay, keeping none of the other shards.
+func buildReplay(ds *graph.Dataset, part scaling.Partition, cfg train.Config, r int) (*train.Replay, rankBench, error) {
+	prep, err := prepareInMemory(ds, part, cfg)
+	if err != nil {
+		return nil, rankBench{}, err
+	}
+	return newReplay(prep.Shard, part.P, cfg, r)
+}
+
+func prepareInMemory(ds *graph.Dataset, part scaling.Partition, cfg train.Config) (*prepare.Prepared, error) {
+	opt := prepare.Options{Precompute: train.Precomputable(cfg.Model.Arch)}
+	if !isContiguous(part) {
+		opt.Parts = part.Parts
+	}
+	return prepare.InMemory(ds, part.P, opt)
 }
 
 func isContiguous(part scaling.Partition) bool {
@@ -378,37 +511,47 @@ func isContiguous(part scaling.Partition) bool {
 	return true
 }
 
-// replayShards replays rank r of p, loading shards through load.
+// replayShards replays rank r of p, loading shards through load, for
+// epochs steps on one kernel thread: Rates are one core's
+// (Cluster.ShareAt divides cores among ranks); replayed on all of this
+// machine's kernel threads, a rank would be timed on every core and the
+// shared cores counted twice.
 func replayShards(load func(int) (*shard.Shard, error), p int, cfg train.Config, r, epochs int) (rankBench, error) {
 	if epochs < 2 {
 		return rankBench{}, fmt.Errorf("--epochs must be ≥ 2 (the first is a warm-up), got %d", epochs)
 	}
+	defer kernels.SetThreads(kernels.Threads())
+	kernels.SetThreads(1)
+	rp, rb, err := newReplay(load, p, cfg, r)
+	if err != nil {
+		return rb, err
+	}
+	defer rp.Close()
+	eps, err := rp.Epochs(epochs)
+	if err != nil {
+		return rb, err
+	}
+	for _, ep := range eps {
+		rb.Epochs = append(rb.Epochs, ep.Ms)
+	}
+	rb.MinMs, rb.MedianMs = slices.Min(rb.Epochs[1:]), median(rb.Epochs[1:])
+	for _, ms := range rb.Epochs[1:] {
+		rb.ComputeMs += ms / float64(epochs-1)
+	}
+	rb.BytesSent, rb.BytesRecv = eps[len(eps)-1].Sent, eps[len(eps)-1].Recv
+	return rb, nil
+}
+
+// newReplay builds rank r of p's replay, loading shards through load.
+func newReplay(load func(int) (*shard.Shard, error), p int, cfg train.Config, r int) (*train.Replay, rankBench, error) {
 	own, peers, err := scaling.ReplaySetup(load, p, r)
 	if err != nil {
-		return rankBench{}, err
+		return nil, rankBench{}, err
 	}
 	rb := rankBench{Ranks: p, Rank: r, Rows: own.Rows()}
 	for _, b := range own.Blocks {
 		rb.NNZ += b.NNZ()
 	}
 	rp, err := train.NewReplay(cfg, own, peers)
-	if err != nil {
-		return rb, err
-	}
-	defer rp.Close()
-	peers, own = nil, nil
-	eps, err := rp.Epochs(epochs)
-	if err != nil {
-		return rb, err
-	}
-	rb.MinMs = eps[1].Ms
-	for k, ep := range eps {
-		rb.Epochs = append(rb.Epochs, ep.Ms)
-		if k > 0 {
-			rb.ComputeMs += ep.Ms / float64(epochs-1)
-			rb.MinMs = min(rb.MinMs, ep.Ms)
-		}
-	}
-	rb.BytesSent, rb.BytesRecv = eps[len(eps)-1].Sent, eps[len(eps)-1].Recv
-	return rb, nil
+	return rp, rb, err
 }
