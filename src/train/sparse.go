@@ -166,6 +166,10 @@ type sparseExchange struct {
 	chunk   int              // the most bytes of rows a message carries
 	batch   *batchState      // cluster-batch training: only the batch's rows travel
 	recvTmp [][]byte         // a cluster batch's exchange: a root's rows before they are scattered
+	// t is every exchange's transfer, its lists made once: an exchange
+	// finishes every request before it returns, so the next may reuse
+	// them, and an epoch at large P allocates nothing a peer.
+	t transfer
 }
 
 // rowSets are the rows that travel this exchange of c: to each rank (this
@@ -230,6 +234,26 @@ type transfer struct {
 	sends       []collectives.Request   // in flight from the halves of rank i's pack buffer: 2i, 2i+1
 	sent, recvd int64
 	wait        time.Duration // blocked on the network
+	// Scratch kept across exchanges (sparseExchange.t): the backing of
+	// recvs, a batch's transfers, their requests and slots, a wait's list.
+	slots, reqs, waits []collectives.Request
+	slotN              []int
+	ts                 []collectives.Transfer
+	at                 []*collectives.Request
+	roots              []int
+	sendAt             []*collectives.Request
+}
+
+// reset readies t, reused, for an exchange among p ranks.
+func (t *transfer) reset(comm collectives.Comm, p int) {
+	t.comm, t.sent, t.recvd, t.wait = comm, 0, 0, 0
+	if len(t.recvs) != p {
+		t.recvs, t.bufs, t.sends = make([][]collectives.Request, p), make([][]byte, p), make([]collectives.Request, 2*p)
+		return
+	}
+	clear(t.recvs)
+	clear(t.bufs)
+	clear(t.sends)
 }
 
 // waitFor adds the time r takes to finish to the exchange's wait.
@@ -244,16 +268,23 @@ func (t *transfer) waitFor(r ...collectives.Request) error {
 // slot in t.recvs[peers[k]], the slices made whole first so that no slot
 // moves.
 func (t *transfer) recvSlots(peers []int) []*collectives.Request {
-	n := make([]int, len(t.recvs))
+	n := grow(t.slotN, len(t.recvs))
+	clear(n)
 	for _, j := range peers {
 		n[j]++
 	}
+	t.slots = grow(t.slots, len(peers)) // one backing for every root's slots
+	off := 0
 	for j, c := range n {
 		if c > 0 {
-			t.recvs[j] = make([]collectives.Request, c)
+			t.recvs[j] = t.slots[off : off+c : off+c]
+			clear(t.recvs[j])
+			off += c
 		}
 	}
-	at := make([]*collectives.Request, len(peers))
+	t.slotN = n
+	at := grow(t.at, len(peers))
+	t.at = at
 	for k, j := range peers {
 		n[j]--
 		at[k] = &t.recvs[j][len(t.recvs[j])-1-n[j]]
@@ -265,7 +296,9 @@ func (t *transfer) recvSlots(peers []int) []*collectives.Request {
 // files request k at *at[k]: the started ones even on an error, for the
 // cleanup to wait out.
 func (t *transfer) start(ts []collectives.Transfer, at []*collectives.Request) error {
-	reqs := make([]collectives.Request, len(ts))
+	reqs := grow(t.reqs, len(ts))
+	t.reqs = reqs
+	clear(reqs)
 	err := collectives.Start(t.comm, ts, reqs)
 	for k, r := range reqs {
 		*at[k] = r
@@ -278,7 +311,8 @@ func (t *transfer) start(ts []collectives.Transfer, at []*collectives.Request) e
 // arrives. Rows travel as floats or, for a quantized cache, encoded.
 func (x *sparseExchange) exchange(c *cache, own *ownRows, active []bool, use func(j int) error) (wait time.Duration, err error) {
 	start, p := time.Now(), len(active)
-	t := &transfer{comm: x.comm, recvs: make([][]collectives.Request, p), bufs: make([][]byte, p), sends: make([]collectives.Request, 2*p)}
+	t := &x.t
+	t.reset(x.comm, p)
 	defer func() { // on failure, leave no transfer writing into or reading our buffers
 		if err != nil {
 			for _, r := range t.recvs {
@@ -311,8 +345,8 @@ func (x *sparseExchange) exchange(c *cache, own *ownRows, active []bool, use fun
 // recvRows).
 func (x *sparseExchange) postRecvs(c *cache, t *transfer, active []bool, recvRows [][]int32) error {
 	me := x.comm.Rank()
-	var ts []collectives.Transfer
-	var roots []int
+	ts, roots := t.ts[:0], t.roots[:0]
+	defer func() { t.ts, t.roots = ts, roots }()
 	if recvRows != nil && x.recvTmp == nil {
 		x.recvTmp = make([][]byte, len(active))
 	}
@@ -382,19 +416,20 @@ func (x *sparseExchange) sendOwn(c *cache, own *ownRows, t *transfer, sendRows [
 	me := x.comm.Rank()
 	rows, src, rb := x.ownSource(c, own)
 	out, cr := x.sendBufs(c, own, rb, sendRows), x.chunkRows(rb)
-	var ts []collectives.Transfer
-	var at []*collectives.Request
+	ts, at := t.ts[:0], t.sendAt[:0]
+	defer func() { t.ts, t.sendAt = ts, at }()
 	for lo, more := 0, true; more; lo += cr {
 		more = false
 		half := (lo / cr) % 2
 		// The buffer halves this round packs again: their last chunks
 		// must have left, waited for together.
-		var left []collectives.Request
+		left := t.waits[:0]
 		for i, idx := range sendRows {
 			if i != me && lo < len(idx) && t.sends[2*i+half] != nil {
 				left = append(left, t.sends[2*i+half])
 			}
 		}
+		t.waits = left
 		if len(left) > 0 {
 			if err := t.waitFor(left...); err != nil {
 				return err
@@ -442,9 +477,18 @@ func (x *sparseExchange) sendOwn(c *cache, own *ownRows, t *transfer, sendRows [
 // core the product runs on, and left to the end of the exchange the sends
 // kept it probing through the last block's product, slowing it.
 func (x *sparseExchange) useArrived(c *cache, t *transfer, recvRows [][]int32, use func(j int) error) error {
-	for _, j := range ownFirst(x.comm.Rank(), len(t.recvs)) {
+	me, p := x.comm.Rank(), len(t.recvs)
+	for k := range p { // ownFirst's order: this rank's block, then the others'
+		j := k - 1
+		switch {
+		case k == 0:
+			j = me
+		case j >= me:
+			j++
+		}
 		if t.recvs[j] != nil {
-			err := t.waitFor(append(t.recvs[j], t.sends[2*j:2*j+2]...)...)
+			t.waits = append(append(t.waits[:0], t.recvs[j]...), t.sends[2*j:2*j+2]...)
+			err := t.waitFor(t.waits...)
 			t.recvs[j] = nil
 			if err != nil {
 				return err
