@@ -2,6 +2,7 @@ package scaling
 
 import (
 	"fmt"
+	"slices"
 
 	"sancus/src/shard"
 	"sancus/src/train"
@@ -24,9 +25,27 @@ func ReplaySetup(load func(i int) (*shard.Shard, error), p, r int) (*shard.Shard
 		}
 		if i == r {
 			own = s
+			own.AX, own.MX = keepOwn(own.AX), keepOwn(own.MX)
 			continue
 		}
 		peers[i] = train.PeerOf(s, r)
 	}
 	return own, peers, nil
+}
+
+// keepOwn copies a shard's rows of a product out of the whole graph's,
+// which an in-memory preparation's shards slice: kept by the replay, the
+// slice would keep the whole product (every rank's rows) alive with it.
+func keepOwn(a shard.Aggregate) shard.Aggregate {
+	if a.CSR != nil {
+		c := *a.CSR
+		c.ColIdx, c.Val = slices.Clone(c.ColIdx), slices.Clone(c.Val)
+		a.CSR = &c
+	}
+	if a.Dense != nil {
+		d := *a.Dense
+		d.Data = slices.Clone(d.Data)
+		a.Dense = &d
+	}
+	return a
 }
