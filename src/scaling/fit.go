@@ -11,8 +11,9 @@ type Sample struct {
 	Seconds float64
 }
 
-// Fit finds the rates that explain samples best: least squares on
-// seconds = SpMM/rs + GEMM/rg + Blocks·tb + RowPasses·tr. A term the
+// Fit finds the rates that explain samples best: least squares, relative
+// to each sample's time, on seconds = SpMM/rs + GEMM/rg + Blocks·tb +
+// RowPasses·tr. A term the
 // samples cannot separate from the others (their work in one ratio) or
 // that comes out negative is dropped, the per-block terms kept before
 // the sparse and dense flops are told apart, which share one rate when
@@ -100,20 +101,26 @@ func leastSquares(samples []Sample, use []int, feats func(Work) []float64) ([]fl
 		a[i] = make([]float64, k+1)
 	}
 	for _, s := range samples {
+		if !(s.Seconds > 0) {
+			return nil, false
+		}
+		// Each sample's error relative to its time: a P whose step takes
+		// 3 ms counts as much as one taking 50, as the ratios the fit is
+		// checked by do.
 		f := feats(s.Work)
 		row := make([]float64, k)
 		for i, u := range use {
 			if u < 0 {
-				row[i] = f[0] + f[1]
+				row[i] = (f[0] + f[1]) / s.Seconds
 			} else {
-				row[i] = f[u]
+				row[i] = f[u] / s.Seconds
 			}
 		}
 		for i := range k {
 			for j := range k {
 				a[i][j] += row[i] * row[j]
 			}
-			a[i][k] += row[i] * s.Seconds
+			a[i][k] += row[i]
 		}
 	}
 	for c := range k { // Gauss–Jordan with partial pivoting
