@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -383,6 +384,9 @@ func calibrateRates(ds *graph.Dataset, cfg train.Config, partOf func(int) (scali
 			return nil, err
 		}
 		reps = append(reps, rp)
+		// The preparation's every shard (P² blocks) is garbage now: given
+		// back before the next P's, the replays' memory is what stays.
+		debug.FreeOSMemory()
 		if _, err := rp.Epochs(1); err != nil { // the warm-up
 			return nil, err
 		}
