@@ -53,8 +53,8 @@ type Rates struct {
 	BlockUs                float64
 	RowNs                  float64 `json:",omitempty"`
 	// OneRate: the calibration could not tell sparse from dense flops
-	// apart (too few of one kind in the replayed ranks) and fitted one
-	// rate to both.
+	// apart (their flops in one ratio across the replayed ranks, or one kind
+	// missing) and fitted one rate to both.
 	OneRate bool `json:",omitempty"`
 }
 

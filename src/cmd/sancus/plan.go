@@ -131,7 +131,7 @@ func runPlan(args []string) error {
 		res.RatesFrom = fmt.Sprintf("calibrated here at P = %v, one kernel thread, the least of %d steps", *calRanks, *rounds)
 	}
 	if res.Rates.OneRate {
-		fmt.Printf("rates: %.2f GFLOP/s for sparse products and GEMMs alike (the replayed ranks' sparse flops were too few to tell the two apart; --spmm-gflops and --gemm-gflops without --calibrate set them), %.2f µs a peer block, %.2f ns a row passed, a rank (%s)\n", res.Rates.GEMMGflops, res.Rates.BlockUs, res.Rates.RowNs, res.RatesFrom)
+		fmt.Printf("rates: %.2f GFLOP/s for sparse products and GEMMs alike (the replayed ranks' sparse and dense flops kept one ratio, or one kind was missing, so no fit could tell their rates apart; --spmm-gflops and --gemm-gflops without --calibrate set them), %.2f µs a peer block, %.2f ns a row passed, a rank (%s)\n", res.Rates.GEMMGflops, res.Rates.BlockUs, res.Rates.RowNs, res.RatesFrom)
 	} else {
 		fmt.Printf("rates: sparse products %.2f GFLOP/s, GEMM %.2f GFLOP/s, %.2f µs a peer block, %.2f ns a row passed, a rank (%s)\n", res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.Rates.BlockUs, res.Rates.RowNs, res.RatesFrom)
 	}
