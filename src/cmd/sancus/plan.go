@@ -350,6 +350,10 @@ func calibrateRates(ds *graph.Dataset, cfg train.Config, partOf func(int) (scali
 	}
 	defer kernels.SetThreads(kernels.Threads())
 	kernels.SetThreads(1)
+	// Each P's set-up makes every shard (P² blocks) to keep a column of
+	// them: collected sooner, the garbage does not double what the
+	// replays hold.
+	defer debug.SetGCPercent(debug.SetGCPercent(25))
 	cal := &calibration{Rounds: rounds}
 	var reps []*train.Replay
 	defer func() {
