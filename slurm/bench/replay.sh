@@ -7,7 +7,8 @@
 # machine's load; each P's least step is compared (its median beside it).
 # Writes results/scaling/replay.tsv and plan-g1m.json.
 # Usage (repository root, after make build): bash slurm/bench/replay.sh [WORKDIR]
-# (ROUNDS=30; about 1.5 GB of memory; set-up dominates the run time).
+# (ROUNDS=30; about 2.8 GB resident at most, in the P = 1024 set-up; 3.5 min
+# at load 1, most of it set-up).
 set -e
 S=$PWD/bin/sancus
 OUT=$PWD/results/scaling
