@@ -120,7 +120,7 @@ func blockProducts(b *testing.B, name string, ahat *matrix.CSR, off []int64, r i
 		blocks[j] = columnBlock(row, lo, hi)
 		hs[j] = &matrix.Dense{Rows: hi - lo, Cols: width, Data: h.Data[lo*width : hi*width]}
 	}
-	occ := occupiedRows(blocks)
+	occ := occupiedRows(blocks, map[*matrix.CSR]kernels.OccupiedRows{})
 	order := ownFirst(r, p)
 	out := matrix.NewDense(row.Rows, width)
 	// The three take turns, best of 15 each: on a shared machine a load

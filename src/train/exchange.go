@@ -55,14 +55,17 @@ type cache struct {
 	// read, when set, are the rows of each root's slot the blocks read,
 	// ascending: dropout draws only those (output.go).
 	read [][]int32
-	// occupied[j] lists the rows of the whole graph's block j that hold
-	// entries, where fewer than half of its rows do (nil: all its rows are
-	// multiplied): a product that adds to the output runs over those
-	// alone. At P ranks a rank's block row splits into P blocks, most rows
-	// of which are empty past a few dozen ranks; a product over every row
-	// would stream the whole output P times. Each list comes with its
-	// rows' pointers alone (kernels.OccupiedRows).
-	occupied []kernels.OccupiedRows
+	// occupied[j] lists the rows of block j that hold entries, with their
+	// pointers (kernels.OccupiedRows; none where every row does), made at
+	// set-up for the blocks the cache multiplies outside a cluster batch
+	// (occupiedFor): a product that adds to the output runs over those
+	// alone, through addAt. At P ranks a rank's block row splits into P
+	// blocks, most rows of which are empty past a few dozen ranks; a
+	// product over every row (or every training row) would stream the
+	// whole output, and the row pointers, P times.
+	occupied    []kernels.OccupiedRows
+	occupiedFor []*matrix.CSR
+	addAt       func(out *matrix.Dense, a *matrix.CSR, b *matrix.Dense, o kernels.OccupiedRows) error
 
 	// With --cache-bits, every root's block stays as it arrived (packed in
 	// wire.packed; this rank's own as it encoded it, wire.go): host[j] and
@@ -209,32 +212,53 @@ func offsetMask(m matrix.Mask, lo, hi int) matrix.Mask {
 	return m
 }
 
-// occupiedRows is occupied for blocks: no rows listed for a block that
-// holds entries in half of its rows or more.
-func occupiedRows(blocks []*matrix.CSR) []kernels.OccupiedRows {
+// occupiedRows lists each block's rows with entries (none for a block
+// every row of which holds some, or none does), a block listed once
+// however many caches multiply it (seen).
+func occupiedRows(blocks []*matrix.CSR, seen map[*matrix.CSR]kernels.OccupiedRows) []kernels.OccupiedRows {
 	occ := make([]kernels.OccupiedRows, len(blocks))
 	for j, b := range blocks {
-		n := 0
-		for r := range b.Rows {
-			if b.RowPtr[r+1] > b.RowPtr[r] {
-				n++
+		if b == nil {
+			continue
+		}
+		o, ok := seen[b]
+		if !ok {
+			if o = kernels.Occupied(b); len(o.Rows) == b.Rows {
+				o = kernels.OccupiedRows{}
 			}
+			seen[b] = o
 		}
-		if 2*n < b.Rows {
-			occ[j] = kernels.Occupied(b)
-		}
+		occ[j] = o
 	}
 	return occ
 }
 
-// rowsOf is the occupied rows of block j where the cache multiplies the
-// whole graph's blocks (not a cluster batch's), made at the first call.
-func (c *cache) rowsOf(j int) kernels.OccupiedRows {
-	if len(c.blocks) == 0 || len(c.full) == 0 || &c.blocks[0] != &c.full[0] {
-		return kernels.OccupiedRows{}
+// routeRows makes the cache's table of occupied rows for the blocks it
+// now multiplies, where the backend has row products: through the rows'
+// own pointers where it can, else at their list.
+func (c *cache) routeRows(be kernels.Backend, seen map[*matrix.CSR]kernels.OccupiedRows) {
+	ro, ok := kernels.RowsOf(be)
+	if !ok || len(c.blocks) == 0 {
+		return
 	}
-	if c.occupied == nil {
-		c.occupied = occupiedRows(c.full)
+	c.occupied, c.occupiedFor = occupiedRows(c.blocks, seen), c.blocks
+	if oc, ok := kernels.OccupiedOf(be); ok {
+		c.addAt = func(out *matrix.Dense, a *matrix.CSR, b *matrix.Dense, o kernels.OccupiedRows) error {
+			return oc.SpMMOccupied(out, a, b, o, true)
+		}
+	} else {
+		c.addAt = func(out *matrix.Dense, a *matrix.CSR, b *matrix.Dense, o kernels.OccupiedRows) error {
+			return ro.SpMMRows(out, a, b, o.Rows, true)
+		}
+	}
+}
+
+// rowsOf is the occupied rows of block j, where the cache multiplies the
+// blocks its table was made for (not a cluster batch's); none listed: a
+// product passes every row it writes.
+func (c *cache) rowsOf(j int) kernels.OccupiedRows {
+	if len(c.occupiedFor) == 0 || &c.blocks[0] != &c.occupiedFor[0] {
+		return kernels.OccupiedRows{}
 	}
 	return c.occupied[j]
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"sancus/kernels"
 	"sancus/kernels/matrix"
 	"sancus/src/model"
 	"sancus/src/prepare"
@@ -75,14 +76,19 @@ func TestMessagesAreCounted(t *testing.T) {
 }
 
 // TestOccupiedRows: a block lists its rows with entries, and where their
-// nonzeros start, where fewer than half of them hold any, and none where
-// half or more do.
+// nonzeros start, however few are empty, and none where every row holds
+// some; a block two caches multiply is listed once.
 func TestOccupiedRows(t *testing.T) {
 	sparse := &matrix.CSR{Rows: 5, Cols: 2, RowPtr: []int64{0, 0, 1, 1, 1, 2}, ColIdx: []int32{0, 1}, Val: []float32{1, 2}}
-	dense := &matrix.CSR{Rows: 2, Cols: 2, RowPtr: []int64{0, 1, 1}, ColIdx: []int32{0}, Val: []float32{1}}
-	occ := occupiedRows([]*matrix.CSR{sparse, dense})
-	if fmt.Sprint(occ[0].Rows, occ[0].Ptr) != "[1 4] [0 1 2]" || occ[1].Rows != nil {
-		t.Fatalf("occupied rows %v, want rows [1 4] at nonzeros [0 1 2], and none", occ)
+	half := &matrix.CSR{Rows: 2, Cols: 2, RowPtr: []int64{0, 1, 1}, ColIdx: []int32{0}, Val: []float32{1}}
+	full := &matrix.CSR{Rows: 2, Cols: 2, RowPtr: []int64{0, 1, 2}, ColIdx: []int32{0, 1}, Val: []float32{1, 1}}
+	seen := map[*matrix.CSR]kernels.OccupiedRows{}
+	occ := occupiedRows([]*matrix.CSR{sparse, half, full}, seen)
+	if fmt.Sprint(occ[0].Rows, occ[0].Ptr, occ[1].Rows, occ[1].Ptr) != "[1 4] [0 1 2] [0] [0 1]" || occ[2].Rows != nil {
+		t.Fatalf("occupied rows %v, want rows [1 4] at nonzeros [0 1 2], [0] at [0 1], and none", occ)
+	}
+	if again := occupiedRows([]*matrix.CSR{sparse}, seen); &again[0].Rows[0] != &occ[0].Rows[0] {
+		t.Fatal("a block seen before was listed again")
 	}
 }
 

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"sancus/kernels"
 	"sancus/kernels/matrix"
 	"sancus/src/staleness"
 )
@@ -78,9 +79,14 @@ func (e *Engine) routeOf(c *cache) route {
 // routeCaches fixes every cache's route, once the exchange, the batches
 // and the rows read are known.
 func (e *Engine) routeCaches() {
+	seen := map[*matrix.CSR]kernels.OccupiedRows{}
 	for _, l := range e.layers {
+		_, attends := l.(*gatLayer) // its products are its own kernels' (gat.go)
 		for _, c := range l.base().caches() {
 			c.route = e.routeOf(c)
+			if !attends {
+				c.routeRows(e.be, seen)
+			}
 		}
 	}
 }

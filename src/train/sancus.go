@@ -196,16 +196,11 @@ func (e *Engine) multiply(c *cache, out *matrix.Dense, own *ownRows, j int, mask
 		b = masked
 	}
 	var err error
-	ro, rowsOK := kernels.RowsOf(e.be)
-	switch {
+	switch occ := c.rowsOf(j); {
+	case accumulate && occ.Rows != nil: // an empty row adds nothing
+		err = c.addAt(out, c.blocks[j], b, occ)
 	case c.outRows != nil:
 		err = e.out.rowOps.SpMMRows(out, c.blocks[j], b, c.outRows, accumulate)
-	case accumulate && rowsOK && c.rowsOf(j).Rows != nil: // an empty row adds nothing
-		if oc, ok := kernels.OccupiedOf(e.be); ok {
-			err = oc.SpMMOccupied(out, c.blocks[j], b, c.rowsOf(j), true)
-		} else {
-			err = ro.SpMMRows(out, c.blocks[j], b, c.rowsOf(j).Rows, true)
-		}
 	default:
 		err = e.be.SpMM(out, c.blocks[j], b, accumulate)
 	}
@@ -221,10 +216,10 @@ func (e *Engine) multiplyInRanges(c *cache, out *matrix.Dense, j int, mask matri
 	var rows []int32
 	var ptr []int64
 	switch occ := c.rowsOf(j); {
-	case c.outRows != nil:
-		rows = c.outRows
 	case accumulate && occ.Rows != nil:
 		rows, ptr = occ.Rows, occ.Ptr
+	case c.outRows != nil:
+		rows = c.outRows
 	}
 	if mask.P > 0 {
 		mask = e.maskFor(mask, c, j)
