@@ -3,6 +3,7 @@ package train
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -121,7 +122,7 @@ func blockProducts(b *testing.B, name string, ahat *matrix.CSR, off []int64, r i
 		hs[j] = &matrix.Dense{Rows: hi - lo, Cols: width, Data: h.Data[lo*width : hi*width]}
 	}
 	occ := occupiedRows(blocks, map[*matrix.CSR]kernels.OccupiedRows{})
-	order := ownFirst(r, p)
+	order := slices.Collect(ownFirst(r, p))
 	out := matrix.NewDense(row.Rows, width)
 	// The three take turns, best of 15 each: on a shared machine a load
 	// that comes and goes then weighs on all of them alike.

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"iter"
 	"time"
 
 	"sancus/collectives"
@@ -426,7 +427,7 @@ func (x *blockExchange) exchange(c *cache, _ *ownRows, active []bool, use func(j
 		}
 		x.comm.Stats().Add(x.bc.Name()+"_skip_bcast", sent, recvd, time.Since(start))
 	}
-	for _, j := range ownFirst(x.comm.Rank(), len(active)) { // as the others sum
+	for j := range ownFirst(x.comm.Rank(), len(active)) { // as the others sum
 		if err := use(j); err != nil {
 			return 0, err
 		}
@@ -435,13 +436,17 @@ func (x *blockExchange) exchange(c *cache, _ *ownRows, active []bool, use func(j
 }
 
 // ownFirst is the order exchanges use blocks in: this rank's own, which
-// needs no transfer, then the others by root.
-func ownFirst(me, p int) []int {
-	order := []int{me}
-	for j := range p {
-		if j != me {
-			order = append(order, j)
+// needs no transfer, then the others by root (an iterator: nothing is
+// made each exchange).
+func ownFirst(me, p int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		if !yield(me) {
+			return
+		}
+		for j := range p {
+			if j != me && !yield(j) {
+				return
+			}
 		}
 	}
-	return order
 }

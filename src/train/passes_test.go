@@ -1,6 +1,7 @@
 package train
 
 import (
+	"slices"
 	"sync"
 	"testing"
 
@@ -96,5 +97,21 @@ func TestBlockProductsPassOccupiedRows(t *testing.T) {
 				t.Fatalf("%d of the %d rows handed to products that add were empty", be.empty, be.added)
 			}
 		})
+	}
+}
+
+// TestOwnFirstOrder: this rank's block, then the others by root, with
+// nothing made each exchange.
+func TestOwnFirstOrder(t *testing.T) {
+	if got := slices.Collect(ownFirst(2, 4)); !slices.Equal(got, []int{2, 0, 1, 3}) {
+		t.Fatalf("order %v, want [2 0 1 3]", got)
+	}
+	sum := 0
+	if n := testing.AllocsPerRun(10, func() {
+		for j := range ownFirst(1, 512) {
+			sum += j
+		}
+	}); n != 0 {
+		t.Fatalf("%g allocations an order", n)
 	}
 }

@@ -170,8 +170,8 @@ func (e *Engine) reduce(r *reduction, epoch int, dst []*matrix.Dense, peer func(
 		return err
 	}
 	r.move(dst, e.be.Download)
-	for _, i := range ownFirst(me, e.P)[1:] {
-		if t.recvs[i] == nil {
+	for i := range e.P { // its own added above, the others by root
+		if i == me || t.recvs[i] == nil {
 			continue
 		}
 		err := t.waitFor(t.recvs[i]...)
