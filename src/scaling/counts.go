@@ -62,6 +62,10 @@ type Side struct {
 	SendRows, RecvRows       int64
 	SendPeers, RecvPeers     int
 	OffSendRows, OffRecvRows int64 // to and from ranks on other nodes
+	// PeerRows: the rows of this rank's blocks of its peers that hold
+	// entries for this set's rows, summed over the peers: the rows a
+	// product with each received block passes over.
+	PeerRows int64
 }
 
 // Rank is what one rank holds and moves.
@@ -113,6 +117,20 @@ func Count(g Graph, part Partition, ranksPerNode int) (Counts, error) {
 			last[s][i] = -1
 		}
 	}
+	// occ[s][v]: the last root whose block has entries in row v for set s.
+	var occ [3][]int32
+	for s := range occ {
+		occ[s] = make([]int32, n)
+		for v := range occ[s] {
+			occ[s][v] = -1
+		}
+	}
+	occupy := func(s train.RowSet, v, i int32, j int) {
+		if occ[s][v] != int32(j) {
+			occ[s][v] = int32(j)
+			c.Ranks[i].Sets[s].PeerRows++
+		}
+	}
 	touched := make([]int32, 0, p)
 	mark := make([]bool, p)
 	share := int64(train.WholeBlockShare())
@@ -129,6 +147,13 @@ func Count(g Graph, part Partition, ranksPerNode int) (Counts, error) {
 				if !mark[i] {
 					mark[i] = true
 					touched = append(touched, i)
+				}
+				occupy(train.ViewRows, v, i, j)
+				if g.Train[u] {
+					occupy(train.TrainingRows, v, i, j)
+				}
+				if g.Train[v] {
+					occupy(train.ReadByTraining, v, i, j)
 				}
 				if last[train.ViewRows][i] != int64(u) {
 					last[train.ViewRows][i] = int64(u)

@@ -63,10 +63,9 @@ type Work struct {
 	SpMM, GEMM float64 // flops
 	Blocks     float64 // peer blocks sent and received, every flow
 	// RowPasses: the rows the products with received peer blocks pass
-	// over, empty ones included: the restricted last layer's blocks are
-	// run at the training rows (forward) or every row (gradient) whatever
-	// their entries, so at large P, a block a peer with few nonzeros in
-	// each, the rows visited outnumber the nonzeros.
+	// over, each block's rows with entries (the restricted last layer's
+	// too): at most its nonzeros, so at large P, where a peer's block
+	// holds one or two entries a row, about as many as they.
 	RowPasses float64
 	// OwnSpMM is the part of SpMM with the rank's own block of Â: the
 	// only work that needs none of the rows in flight, so the only work
@@ -110,17 +109,7 @@ func (m Model) WorkOf(r Rank) Work {
 		w.OwnSpMM += 2 * float64(r.Diag) * float64(f.Width)
 		s := r.Sets[f.Rows]
 		w.Blocks += float64(s.SendPeers + s.RecvPeers)
-		// The restricted last layer's blocks are run at the training rows
-		// (forward) or at every row (gradient); a view's block only at its
-		// occupied rows, which its nonzeros already count.
-		at := 0
-		switch f.Rows {
-		case train.ReadByTraining:
-			at = r.Train
-		case train.TrainingRows:
-			at = r.Rows
-		}
-		w.RowPasses += float64(at) * float64(s.RecvPeers)
+		w.RowPasses += float64(s.PeerRows) // each received block's occupied rows
 	}
 	for l := 0; l+1 < len(m.Dims); l++ {
 		passes := 3.0

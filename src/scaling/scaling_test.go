@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"sancus/collectives/wire"
+	"sancus/kernels/matrix"
 	"sancus/src/graph"
 	"sancus/src/model"
 	"sancus/src/prepare"
@@ -207,9 +208,9 @@ func TestFitSeparatesBlocksAndRowPasses(t *testing.T) {
 	}
 }
 
-// The restricted last layer's blocks are run at the training rows
-// (forward) and at every row (gradient), whatever their entries: the
-// rows passed are counted per received block, none for a view's block.
+// A received block's product passes the rows it has entries in, the
+// restricted last layer's too: each flow counts its row set's occupied
+// rows of the peers' blocks.
 func TestWorkCountsRowsPassed(t *testing.T) {
 	flows, err := train.Defaults().Flows(128, 16)
 	if err != nil {
@@ -217,12 +218,33 @@ func TestWorkCountsRowsPassed(t *testing.T) {
 	}
 	var r Rank
 	r.Rows, r.Train = 100, 10
-	r.Sets[train.ReadByTraining].RecvPeers = 3
-	r.Sets[train.TrainingRows].RecvPeers = 5
-	r.Sets[train.ViewRows].RecvPeers = 7
-	want := 10.0*3 + 100*5
+	want := 0.0
+	for k, f := range flows {
+		r.Sets[f.Rows].PeerRows = int64(k + 3)
+		want += float64(k + 3)
+	}
 	if got := (Model{Dims: []int{128, 16, 16}, Flows: flows}).WorkOf(r).RowPasses; got != want {
 		t.Errorf("rows passed %g, want %g (flows %+v)", got, want, flows)
+	}
+}
+
+// The rows counted as passed are the rows of each rank's peer blocks
+// that hold entries, by row set: a path 0-1-2-3 over two ranks {0, 1},
+// {2, 3}, node 2 alone training.
+func TestCountsOccupiedPeerRows(t *testing.T) {
+	adj := &matrix.CSR{Rows: 4, Cols: 4, RowPtr: []int64{0, 1, 3, 5, 6}, ColIdx: []int32{1, 0, 2, 1, 3, 2}, Val: []float32{1, 1, 1, 1, 1, 1}}
+	g := Graph{Adj: adj, Train: []bool{false, false, true, false}}
+	c, err := Count(g, Partition{P: 2, Parts: []int32{0, 0, 1, 1}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rank 0's block of rank 1 has row 1 (edge 1-2, column 2 training);
+	// rank 1's of rank 0, row 2 (a training row; column 1 not).
+	for r, want := range [][3]int64{{1, 0, 1}, {1, 1, 0}} {
+		s := c.Ranks[r].Sets
+		if got := [3]int64{s[train.ViewRows].PeerRows, s[train.ReadByTraining].PeerRows, s[train.TrainingRows].PeerRows}; got != want {
+			t.Errorf("rank %d: occupied peer rows (view, read by training, training) %v, want %v", r, got, want)
+		}
 	}
 }
 
