@@ -70,11 +70,12 @@ func flopsAlike(samples []Sample) bool {
 
 // The most a peer block and a row passed over can cost beyond their flops
 // on any core the model is meant for: a block's bookkeeping (a product
-// call, a pack, a post) is microseconds, a row passed two pointers read.
-// A fit above them has put a loaded machine's waits on the blocks.
+// call, a pack, a post) is microseconds; a row passed is its two pointers
+// and its output row read and written again, a few cache misses. A fit
+// above them has put a loaded machine's waits on the blocks.
 const (
 	maxBlockUs = 200
-	maxRowNs   = 50
+	maxRowNs   = 500
 )
 
 // Plausible reports, naming the flags, a rate no engine could have.
