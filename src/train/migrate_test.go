@@ -67,10 +67,7 @@ func migrateConfig(arch model.Arch) Config {
 // bytes are the replicas' hops exactly.
 func TestModelMoveTrainsAsFeaturesMove(t *testing.T) {
 	ds, _ := generated(t)
-	assign := make([]int32, ds.N)
-	for v := range assign {
-		assign[v] = int32(v*7) % 4
-	}
+	assign := scattered(ds.N)
 	for _, arch := range []model.Arch{model.ArchGCN, model.ArchSAGE} {
 		cfg := migrateConfig(arch)
 		ref, err := RunInProcess(ds, 1, cfg)
@@ -217,10 +214,7 @@ func TestMigrateStopAndResumeIsBitIdentical(t *testing.T) {
 // weights are still the features-move global draw's to 1e-5.
 func TestMigrateFallsBackPerIteration(t *testing.T) {
 	ds, _ := generated(t)
-	assign := make([]int32, ds.N)
-	for v := range assign {
-		assign[v] = int32(v*7) % 4
-	}
+	assign := scattered(ds.N)
 	cfg := migrateConfig(model.ArchGCN)
 	cfg.Model.Hidden, cfg.Batch.Size, cfg.Model.Dropout = 12, 90, 0.5
 	ref, err := RunInProcess(ds, 1, cfg)
@@ -301,10 +295,7 @@ func TestAutoMergeFollowsTheExamination(t *testing.T) {
 // merged.
 func TestAutoMergeTrainsAsFeaturesMove(t *testing.T) {
 	ds, _ := generated(t)
-	assign := make([]int32, ds.N)
-	for v := range assign {
-		assign[v] = int32(v*7) % 4
-	}
+	assign := scattered(ds.N)
 	cfg := migrateConfig(model.ArchGCN)
 	cfg.Optim.Epochs, cfg.Model.Dropout = 6, 0.5
 	ref, err := RunInProcess(ds, 1, cfg)

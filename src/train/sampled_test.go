@@ -85,10 +85,7 @@ func TestGlobalDrawDoesNotDependOnP(t *testing.T) {
 		if s.Steps != (len(ds.Train)+63)/64 || s.Seeds != int64(len(ds.Train)) || s.Vertices >= int64(s.Steps*3*ds.N) || s.FeaturesRemote != 0 {
 			t.Fatalf("%v P=1: sampling figures %+v", arch, s.SampledCounts)
 		}
-		assign := make([]int32, ds.N)
-		for v := range assign {
-			assign[v] = int32(v*7) % 4
-		}
+		assign := scattered(ds.N)
 		for _, p := range []int{2, 4} {
 			var out Outcome
 			if p == 4 {
@@ -227,4 +224,14 @@ func TestGATModelMoveTrainsAsFeaturesMove(t *testing.T) {
 			}
 		}
 	}
+}
+
+// scattered puts node v in part 7v mod 4: every part holds nodes from
+// all over the graph, so each batch and micrograph crosses parts.
+func scattered(n int) []int32 {
+	assign := make([]int32, n)
+	for v := range assign {
+		assign[v] = int32(v*7) % 4
+	}
+	return assign
 }
