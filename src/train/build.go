@@ -105,29 +105,21 @@ func (e *Engine) lendEvalSlots() {
 	}
 	buf := matrix.Make[float32](most)
 	for _, c := range lent {
-		off := 0
-		for j, r := range c.rows {
-			if j == c.me && c.route.direct {
-				continue
-			}
-			n := r * c.width
-			c.host[j] = buf[off : off+n : off+n]
-			c.dev[j] = e.be.Mirror(c.host[j], r, c.width)
-			off += n
-		}
+		c.slotsLaid(e.be, buf, c.evalSkips())
 	}
 }
 
-// evalFloats is what an evaluation cache's slots take, in floats.
-func (c *cache) evalFloats() int {
-	n := 0
-	for j, r := range c.rows {
-		if j != c.me || !c.route.direct {
-			n += r * c.width
-		}
+// evalSkips is the slot an evaluation cache goes without: this rank's,
+// where the product reads its rows in place (route.direct); else none.
+func (c *cache) evalSkips() int {
+	if c.route.direct {
+		return c.me
 	}
-	return n
+	return -1
 }
+
+// evalFloats is what an evaluation cache's slots take, in floats.
+func (c *cache) evalFloats() int { return c.slotFloats(c.evalSkips()) }
 
 // The directions of a layer's traffic, which key its wire's rounding.
 const (

@@ -150,6 +150,9 @@ type ExchangeConfig struct {
 	// FullOutput computes every row in training (the last layer, layer 1
 	// on ÂX), not only the rows the loss reads (output.go).
 	FullOutput bool
+	// BlockByBlock multiplies every peer block alone, never merged into
+	// runs (merge.go): the same sums bit for bit, for comparisons.
+	BlockByBlock bool `json:",omitempty"`
 	// DeviceComm moves dense blocks where the backend keeps them (NCCL
 	// in a CUDA build; host goes through the rank transport). The zero
 	// value: the rank transport, as every exchange does by default.

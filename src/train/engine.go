@@ -230,6 +230,7 @@ func (e *Engine) setup() error {
 	}
 	e.routeCaches()
 	e.lendEvalSlots()
+	e.mergeCaches()
 	// What set-up let go (ÂX's CSR, uncompacted blocks, index lists) goes
 	// back to the OS now: the collector would keep the pages, and the
 	// training buffers first touched after this would add to them.

@@ -24,7 +24,7 @@ func TestEquivalences(t *testing.T) {
 	var rows []equivalence
 	for _, build := range []func() []equivalence{
 		ranksRows, precomputeRows, sparseRows, chunkRows, wholeBlockRows, reorderRows, restrictedRows, quantizedRows, cacheBitsRows,
-		requiredOnlyRows,
+		requiredOnlyRows, mergedRows,
 	} {
 		rows = append(rows, build()...)
 	}
@@ -577,6 +577,46 @@ func requiredOnlyRows() []equivalence {
 			},
 			ref: onP(2), alt: way{name: "required operations alone", p: 2, set: func(c *Config) { c.Run.Backend = requiredOnly{kernels.CPU{}} }},
 			tol: 1e-6, bytes: bytesEqual})
+	}
+	return rows
+}
+
+// Merged runs = block by block: where peer blocks are shallow (P = 4 and
+// 8 on the generated graph, about 3 and 1.5 nonzeros a row a block),
+// runs of them multiplied as one product sum every row as the blocks one
+// by one do, bit for bit: stale copies, the int8 wire, the ring,
+// dropout drawn by the receivers, GraphSAGE and the restricted last
+// layer's blocks included. The runs' blocks are Â's entries again, so
+// the graph component grows: the runs were made.
+func mergedRows() []equivalence {
+	var rows []equivalence
+	for _, v := range []struct {
+		name string
+		set  func(c *Config)
+	}{
+		{"gcn", func(c *Config) {}},
+		{"epoch-fixed", func(c *Config) { c.Staleness.Policy, c.Staleness.Eps = kind("epoch-fixed"), 3 }},
+		{"int8", func(c *Config) { c.Wire.Fwd = format("int8") }},
+		{"ring", func(c *Config) { c.Exchange.Dense = true }},
+		{"dropout drawn by receivers", func(c *Config) {
+			c.Model.Dropout, c.Staleness.Policy, c.Staleness.Eps = 0.5, kind("epoch-fixed"), 2
+		}},
+		{"sage", func(c *Config) { c.Model.Arch = model.ArchSAGE }},
+		{"full output", func(c *Config) { c.Exchange.FullOutput = true }},
+	} {
+		for _, p := range []int{4, 8} {
+			rows = append(rows, equivalence{rule: fmt.Sprintf("merged runs equal block by block/%s P=%d", v.name, p), data: generated,
+				base: func(c *Config) { c.Optim.Epochs, c.Run.EvalEvery = 6, 2; v.set(c) },
+				ref:  way{name: "block by block", p: p, set: func(c *Config) { c.Exchange.BlockByBlock = true }},
+				alt:  way{name: "merged", p: p}, bytes: bytesEqual,
+				also: func(t *testing.T, ref, alt Outcome) {
+					for i, r := range ref.Result.PerRank {
+						if a := alt.Result.PerRank[i].Memory.GraphMB; a <= r.Memory.GraphMB {
+							t.Fatalf("rank %d: graph %.3f MB merged, %.3f block by block: no run was merged", i, a, r.Memory.GraphMB)
+						}
+					}
+				}})
+		}
 	}
 	return rows
 }

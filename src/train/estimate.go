@@ -40,6 +40,8 @@ type Footprint struct {
 	// MostRows is the rows of the largest block a cache holds, its own
 	// included (what a one-block buffer is sized for).
 	MostRows int
+	// PeerRows is this rank's rows with an entry in a peer's block.
+	PeerRows int64
 	// StoredBytes is the shard as read, before the engine lets go of what
 	// it does not read (X beside ÂX, the product it does not use): the
 	// peak while loading.
@@ -85,6 +87,21 @@ func baseBytes(p int) int64 {
 		return 10 << 20
 	}
 	return 20 << 20
+}
+
+// mergedBytes is what the runs of a rank's peer blocks take, merged
+// (merge.go): nnz entries in peerRows rows of rows, over peers blocks;
+// none where the blocks go one by one.
+func mergedBytes(nnz, peerRows int64, rows, peers int) int64 {
+	runs := MergeRuns(nnz, peerRows, peers)
+	if peers < 2 || runs >= peers {
+		return 0
+	}
+	n := 8*nnz + int64(runs)*8*int64(rows+1)
+	if peerRows < int64(rows) { // a run's occupied rows, listed where some are empty
+		n += int64(runs) * 12 * peerRows
+	}
+	return n
 }
 
 // GraphBytes is a rank's Â block row as the engine keeps it (one CSR per
@@ -271,6 +288,32 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 	restrictedFwd := ptrs + int64(8*float64(f.NNZ)*trainShare)
 	restrictedGrad := ptrs + int64(8*float64(f.NNZ)*globalShare)
 	sageBlocks := false
+	// Shallow peer blocks merged into runs (merge.go) are their entries
+	// again: the view's blocks once, GraphSAGE's M and A apart, and the
+	// restricted last layer's forward and gradient blocks, each where its
+	// blocks are shallow enough to merge.
+	peers := f.P - 1
+	viewMerged := mergedBytes(f.NNZ-f.Diag, f.PeerRows, f.Rows, peers)
+	sageGradMerged := viewMerged // GraphSAGE's gradient blocks are M's transpose
+	fwdPacked := c.Wire.CacheBits && fwdBits != wire.FP32
+	gradPacked := c.Wire.CacheBits && gradBits != wire.FP32
+	merges := func(last, sage bool) {
+		nnz := float64(f.NNZ - f.Diag)
+		switch {
+		case last && restricted:
+			if !fwdPacked {
+				m.Graph += mergedBytes(int64(nnz*trainShare), int64(float64(f.PeerRows)*trainShare), f.Rows, peers)
+			}
+			if grad := int64(nnz * globalShare); !gradPacked {
+				m.Graph += mergedBytes(grad, min(f.PeerRows, grad), f.Rows, peers)
+			}
+		case sage && !gradPacked:
+			m.Graph += sageGradMerged
+			sageGradMerged = 0
+		}
+		m.Graph += viewMerged // (evaluation's, where the layer's own are packed or restricted)
+		viewMerged = 0
+	}
 	for l := range c.Model.Layers {
 		din, dout := dims[l], dims[l+1]
 		last := l == c.Model.Layers-1
@@ -307,6 +350,7 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 			hidden()
 			m.Caches += caches(dout, dout, last, false)
 			layerPack(dout, last, false)
+			merges(last, true)
 			if !sageBlocks { // M = D⁻¹A and A: values of their own, made once
 				m.Graph += 8 * f.NNZ
 				sageBlocks = true
@@ -351,6 +395,7 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 			hidden()
 			m.Caches += caches(dout, dout, last, false)
 			layerPack(dout, last, false)
+			merges(last, false)
 		default:
 			m.Activations += 3 * d(r, din) // T, ∂T, ∂H
 			// Layer 1 on ÂX writes its output as layer 2 drops it, into a
@@ -378,6 +423,7 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 			}
 			m.Caches += caches(din, din, last, false)
 			layerPack(din, last, never) // the sender drops its rows as it packs them
+			merges(last, false)
 		}
 	}
 	// The loss's gradient has a matrix of its own where the loss cannot

@@ -67,6 +67,12 @@ type cache struct {
 	occupied    []kernels.OccupiedRows
 	occupiedFor []*matrix.CSR
 	addAt       func(out *matrix.Dense, a *matrix.CSR, b *matrix.Dense, o kernels.OccupiedRows) error
+	// slab is the one buffer every float slot lies in (slotsLaid),
+	// slabAt[j] the row root j's starts at (-1: none); merge, its runs of
+	// peer blocks multiplied as one (merge.go).
+	slab   []float32
+	slabAt []int
+	merge  *merged
 
 	// With --cache-bits, every root's block stays as it arrived (packed in
 	// wire.packed; this rank's own as it encoded it, wire.go): host[j] and
@@ -89,11 +95,9 @@ func newCache(be kernels.Backend, name string, width int, rows []int, blocks []*
 	for j, r := range rows {
 		c.last[j] = -1
 		most = max(most, r)
-		if w.keepPacked || w.lent {
-			continue
-		}
-		c.host[j] = matrix.Make[float32](r * width)
-		c.dev[j] = be.Mirror(c.host[j], r, width)
+	}
+	if !w.keepPacked && !w.lent {
+		c.slotsLaid(be, matrix.Make[float32](c.slotFloats(-1)), -1)
 	}
 	c.mostRows = most
 	if w.keepPacked {

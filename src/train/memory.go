@@ -52,6 +52,7 @@ func (e *Engine) memoryBytes() (m MemoryEstimate) {
 		m.Graph += 4 * int64(len(b.Val)) // the pattern is Â's
 	}
 	var lent int64
+	runs := map[*matrix.CSR]bool{} // a run's block, shared by caches over the same blocks
 	for _, L := range e.layers {
 		m.Activations += bufferBytes(reflect.ValueOf(L).Elem())
 		if x, ok := L.(reducer); ok {
@@ -59,6 +60,14 @@ func (e *Engine) memoryBytes() (m MemoryEstimate) {
 		}
 		for _, c := range L.base().caches() {
 			m.Graph += c.restrictedBytes()
+			if c.merge != nil {
+				for _, r := range c.merge.runs {
+					if !runs[r.block] {
+						runs[r.block] = true
+						m.Graph += r.bytes()
+					}
+				}
+			}
 			switch {
 			case c != L.base().eval:
 				m.Caches += c.bytes()
@@ -183,6 +192,7 @@ func (e *Engine) footprint() Footprint {
 	}
 	f.MostRows = f.Rows
 	sparse := !e.plan.Exchange.Dense && e.P > 1
+	peerRow := make([]bool, f.Rows)
 	for j, b := range s.Blocks {
 		f.NNZ += b.NNZ()
 		if j == e.rank {
@@ -194,6 +204,7 @@ func (e *Engine) footprint() Footprint {
 		for r := range b.Rows {
 			if b.RowPtr[r+1] > b.RowPtr[r] {
 				rows++
+				peerRow[r] = true
 			}
 			for p := b.RowPtr[r]; p < b.RowPtr[r+1]; p++ {
 				cols[b.ColIdx[p]] = true
@@ -232,6 +243,7 @@ func (e *Engine) footprint() Footprint {
 		// graph's (the shard does not know which of j's rows train).
 		f.Recv[TrainingRows] += recv * f.GlobalTrain / max(1, f.N)
 	}
+	f.PeerRows = int64(count(peerRow))
 	return f
 }
 

@@ -205,9 +205,12 @@ func (c *cache) hold(be kernels.Backend, recv [][]int32, ids [][]int64) error {
 		}
 		c.blocks[j] = compactBlock(c.blocks[j], pos)
 		c.rows[j] = len(pos)
-		c.host[j] = matrix.Make[float32](len(pos) * c.width)
-		c.dev[j] = be.Mirror(c.host[j], len(pos), c.width)
 	}
+	skip := -1
+	if c.host[c.me] == nil { // kept packed
+		skip = c.me
+	}
+	c.slotsLaid(be, matrix.Make[float32](c.slotFloats(skip)), skip)
 	c.mostRows = slices.Max(c.rows) // one masked block, the largest now held
 	return nil
 }

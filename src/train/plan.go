@@ -179,7 +179,7 @@ func OneHostSharedMemory(c collectives.Comm) (bool, error) {
 // included, is part of it.
 var unsigned = []string{
 	"Optim.Epochs", "Optim.MaxLossGrowth",
-	"Exchange.Native", "Exchange.RingChunk", "Exchange.SparseChunk", "Exchange.FullOutput", "Exchange.device_comm",
+	"Exchange.Native", "Exchange.RingChunk", "Exchange.SparseChunk", "Exchange.FullOutput", "Exchange.BlockByBlock", "Exchange.device_comm",
 	"Model.Precompute", // the engine signs what layer 1 reads instead (precomputed)
 	"Batch.Prefetch",   // the same batches, sampled earlier
 	"Wire.FromLink", "link",

@@ -91,6 +91,23 @@ func (e *Engine) routeCaches() {
 	}
 }
 
+// mergeCaches merges every cache's peer blocks into runs where they are
+// shallow (merge.go), once the slots are laid out.
+func (e *Engine) mergeCaches() {
+	if e.plan.Exchange.BlockByBlock {
+		return
+	}
+	seen := map[runKey]mergedRun{}
+	for _, l := range e.layers {
+		if _, attends := l.(*gatLayer); attends {
+			continue
+		}
+		for _, c := range l.base().caches() {
+			c.mergeRuns(e.be, seen)
+		}
+	}
+}
+
 // ownRows is this rank's block in one product: the layer's rows, the copy
 // the layer below dropped (nil: none, or the product reads a stale copy
 // instead, see ownFresh) and the mask the exchange drops them with as it

@@ -63,6 +63,8 @@ func (e *Engine) aggregate(c *cache, epoch int, out *matrix.Dense, own ownRows, 
 	}
 	own.send = e.senderMask(c, mask)
 	first := true
+	// A block masked by this rank, root by root, is not merged in a run.
+	runs := c.merging(mask.P > 0 && own.send.P == 0)
 	err := e.communicate(c, epoch, &own, ref, func(j int) error {
 		if j == e.rank && own.meanwhile != nil {
 			if err := own.meanwhile(); err != nil {
@@ -74,6 +76,15 @@ func (e *Engine) aggregate(c *cache, epoch int, out *matrix.Dense, own ownRows, 
 		}
 		if own.into && first {
 			return fmt.Errorf("%s: block %d came before this rank's own, whose term the blocks sum into", c.name, j)
+		}
+		if runs && j != e.rank {
+			run := c.merge.runDone(j)
+			if run == nil || run.block.NNZ() == 0 { // (waits for the run's last block)
+				return nil
+			}
+			err := e.product(c, out, run.block, c.merge.slab, run.occ, !first)
+			first = false
+			return err
 		}
 		if c.blocks[j].NNZ() == 0 {
 			return nil
@@ -195,19 +206,24 @@ func (e *Engine) multiply(c *cache, out *matrix.Dense, own *ownRows, j int, mask
 		}
 		b = masked
 	}
-	var err error
-	switch occ := c.rowsOf(j); {
-	case accumulate && occ.Rows != nil: // an empty row adds nothing
-		err = c.addAt(out, c.blocks[j], b, occ)
-	case c.outRows != nil:
-		err = e.out.rowOps.SpMMRows(out, c.blocks[j], b, c.outRows, accumulate)
-	default:
-		err = e.be.SpMM(out, c.blocks[j], b, accumulate)
-	}
-	if err != nil {
+	if err := e.product(c, out, c.blocks[j], b, c.rowsOf(j), accumulate); err != nil {
 		return fmt.Errorf("block %d: %w", j, err)
 	}
 	return nil
+}
+
+// product adds a · b to out (writes it, without accumulate): where it adds,
+// at the rows occ lists, those a has entries in (an empty row adds
+// nothing; none listed: every row); else at the rows the cache forms.
+func (e *Engine) product(c *cache, out *matrix.Dense, a *matrix.CSR, b *matrix.Dense, occ kernels.OccupiedRows, accumulate bool) error {
+	switch {
+	case accumulate && occ.Rows != nil && c.addAt != nil:
+		return c.addAt(out, a, b, occ)
+	case c.outRows != nil:
+		return e.out.rowOps.SpMMRows(out, a, b, c.outRows, accumulate)
+	default:
+		return e.be.SpMM(out, a, b, accumulate)
+	}
 }
 
 // multiplyInRanges is multiply for a block kept packed, decoded a range

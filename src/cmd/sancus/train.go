@@ -100,6 +100,7 @@ func trainFlagSet(cfg *train.Config, tf *trainFlags) *pflag.FlagSet {
 	fs.IntVar(&x.RingChunk, "chunk", x.RingChunk, "ring broadcast chunk in floats (0: 65536)")
 	fs.IntVar(&x.SparseChunk, "exchange-chunk", x.SparseChunk, "most bytes of rows in one message of the sparse exchange; more go in chunks through two pack buffers per peer (0: 64 MiB; smaller: less memory, slower)")
 	fs.BoolVar(&x.FullOutput, "full-output", x.FullOutput, "compute every row in training: the last layer, and layer 1 on ÂX, not only the rows the loss reads (the same losses; for comparisons)")
+	fs.BoolVar(&x.BlockByBlock, "block-by-block", x.BlockByBlock, "multiply every peer block alone, never merged into runs where blocks are shallow (the same sums bit for bit; for comparisons)")
 	fs.DurationVar(&tf.timeout, "comm-timeout", 5*time.Minute, "abort the job when a communication wait exceeds this")
 
 	fs = g.section("Checkpoints")
