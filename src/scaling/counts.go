@@ -62,9 +62,10 @@ type Side struct {
 	SendRows, RecvRows       int64
 	SendPeers, RecvPeers     int
 	OffSendRows, OffRecvRows int64 // to and from ranks on other nodes
-	// PeerRows: the rows of this rank's blocks of its peers that hold
-	// entries for this set's rows, summed over the peers: the rows a
-	// product with each received block passes over.
+	// PeerRows: the rows a product with each received block passes over,
+	// summed over the peers: those that hold entries for this set's rows,
+	// of each peer's block, or, where the blocks are shallow enough to be
+	// merged (train.MergeRuns), of each run's.
 	PeerRows int64
 }
 
@@ -117,7 +118,9 @@ func Count(g Graph, part Partition, ranksPerNode int) (Counts, error) {
 			last[s][i] = -1
 		}
 	}
-	// occ[s][v]: the last root whose block has entries in row v for set s.
+	runs := mergedRuns(g, part)
+	// occ[s][v]: the last root (or run of roots) whose block has entries
+	// in row v for set s.
 	var occ [3][]int32
 	for s := range occ {
 		occ[s] = make([]int32, n)
@@ -126,8 +129,16 @@ func Count(g Graph, part Partition, ranksPerNode int) (Counts, error) {
 		}
 	}
 	occupy := func(s train.RowSet, v, i int32, j int) {
-		if occ[s][v] != int32(j) {
-			occ[s][v] = int32(j)
+		key := int32(j)
+		if k := runs[s][i]; k < p-1 {
+			peer := j
+			if j > int(i) {
+				peer--
+			}
+			key = int32(train.RunOf(peer, p-1, k))
+		}
+		if occ[s][v] != key {
+			occ[s][v] = key
 			c.Ranks[i].Sets[s].PeerRows++
 		}
 	}
@@ -194,6 +205,47 @@ func Count(g Graph, part Partition, ranksPerNode int) (Counts, error) {
 		}
 	}
 	return c, nil
+}
+
+// mergedRuns is, for each row set and rank, how many runs its peers'
+// blocks merge into (train.MergeRuns): from its entries in peers' blocks
+// and its rows that hold any.
+func mergedRuns(g Graph, part Partition) [3][]int {
+	n, p := g.Adj.Rows, part.P
+	var nnz, rows [3][]int64
+	var runs [3][]int
+	for s := range nnz {
+		nnz[s], rows[s], runs[s] = make([]int64, p), make([]int64, p), make([]int, p)
+	}
+	var in [3]bool
+	for v := range n {
+		i := part.Parts[v]
+		var any [3]bool
+		for q := g.Adj.RowPtr[v]; q < g.Adj.RowPtr[v+1]; q++ {
+			u := g.Adj.ColIdx[q]
+			if part.Parts[u] == i {
+				continue
+			}
+			in[train.ViewRows], in[train.TrainingRows], in[train.ReadByTraining] = true, g.Train[u], g.Train[v]
+			for s, ok := range in {
+				if ok {
+					nnz[s][i]++
+					any[s] = true
+				}
+			}
+		}
+		for s, ok := range any {
+			if ok {
+				rows[s][i]++
+			}
+		}
+	}
+	for s := range runs {
+		for i := range p {
+			runs[s][i] = train.MergeRuns(nnz[s][i], rows[s][i], p-1)
+		}
+	}
+	return runs
 }
 
 // GraphOf is what counting reads of a loaded dataset.
