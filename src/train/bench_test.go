@@ -1,6 +1,7 @@
 package train
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -66,13 +67,17 @@ func BenchmarkEpoch100k(b *testing.B) {
 
 // BenchmarkBlockProducts sets a rank's P block products (its block row of
 // Â cut into P column blocks, each multiplied as it arrives) against one
-// product over the same nonzeros, 16 columns: every row of every block,
-// and each block's occupied rows alone (cache.occupied), as training does.
+// product over the same nonzeros, 16 columns, on one kernel thread (as a
+// rank has at P ≥ 64): every row of every block; each block's occupied
+// rows alone (cache.occupied); and the peers' blocks merged into runs
+// where they are shallow, as training multiplies them (merge.go).
 // Reported as times one product. The 100k graph's first rows/P rows at
 // P = 8, 64 and 512; with SANCUS_BENCH_1M naming a generated 1M-node
 // graph (gen --nodes 1000000 --edges 10000000), also the busiest rank of
 // its contiguous partition (what rank replay runs) at P = 64 and 512.
 func BenchmarkBlockProducts(b *testing.B) {
+	defer kernels.SetThreads(kernels.Threads())
+	kernels.SetThreads(1)
 	ahat := graph.Normalize(benchGraph(b).Adj)
 	for _, p := range []int{8, 64, 512} {
 		off := make([]int64, p+1)
@@ -115,35 +120,69 @@ func blockProducts(b *testing.B, name string, ahat *matrix.CSR, off []int64, r i
 		h.Data[i] = float32(i%7) - 3
 	}
 	row := rowRange(ahat, int(off[r]), int(off[r+1]))
-	blocks, hs := make([]*matrix.CSR, p), make([]*matrix.Dense, p)
+	blocks, hs, rows := make([]*matrix.CSR, p), make([]*matrix.Dense, p), make([]int, p)
 	for j := range p {
 		lo, hi := int(off[j]), int(off[j+1])
 		blocks[j] = columnBlock(row, lo, hi)
 		hs[j] = &matrix.Dense{Rows: hi - lo, Cols: width, Data: h.Data[lo*width : hi*width]}
+		rows[j] = hi - lo
 	}
 	occ := occupiedRows(blocks, map[*matrix.CSR]kernels.OccupiedRows{})
 	order := slices.Collect(ownFirst(r, p))
+	// The runs as a cache makes them: the peers' rows in its slab.
+	be := kernels.CPU{}
+	c := &cache{width: width, rows: rows, blocks: blocks, me: r, host: make([][]float32, p), dev: make([]*matrix.Dense, p)}
+	c.slotsLaid(be, matrix.Make[float32](c.slotFloats(-1)), -1)
+	for j := range p {
+		copy(c.host[j], hs[j].Data)
+	}
+	c.mergeRuns(be, map[runKey]mergedRun{})
 	out := matrix.NewDense(row.Rows, width)
-	// The three take turns, best of 15 each: on a shared machine a load
-	// that comes and goes then weighs on all of them alike.
-	t := bestOfTurns(15, func() { kernels.SpMM(out, row, h, false) }, func() {
+	blockByBlock := func(j int, k int) {
+		switch {
+		case blocks[j].NNZ() == 0:
+		case k > 0 && occ[j].Rows != nil:
+			kernels.SpMMOccupied(out, blocks[j], hs[j], occ[j], true)
+		default:
+			kernels.SpMM(out, blocks[j], hs[j], k > 0)
+		}
+	}
+	runs := 0
+	if c.merge != nil {
+		runs = len(c.merge.runs)
+	}
+	// They take turns, best of 40 each: on a shared machine a load that
+	// comes and goes then weighs on all of them alike.
+	t := bestOfTurns(40, func() { kernels.SpMM(out, row, h, false) }, func() {
 		for k, j := range order {
 			kernels.SpMM(out, blocks[j], hs[j], k > 0)
 		}
 	}, func() {
 		for k, j := range order {
+			blockByBlock(j, k)
+		}
+	}, func() {
+		if c.merge == nil {
+			return
+		}
+		blockByBlock(r, 0)
+		for _, run := range c.merge.runs {
 			switch {
-			case blocks[j].NNZ() == 0:
-			case k > 0 && occ[j].Rows != nil:
-				kernels.SpMMOccupied(out, blocks[j], hs[j], occ[j], true)
+			case run.block.NNZ() == 0:
+			case run.occ.Rows != nil:
+				kernels.SpMMOccupied(out, run.block, c.merge.slab, run.occ, true)
 			default:
-				kernels.SpMM(out, blocks[j], hs[j], k > 0)
+				kernels.SpMM(out, run.block, c.merge.slab, true)
 			}
 		}
 	})
-	one, all, compact := t[0], t[1], t[2]
-	b.Logf("%s P = %4d: rank %d, %d rows, %d nonzeros; one product %8.1f µs; %d block products %.2fx it, over occupied rows %.2fx",
-		name, p, r, row.Rows, row.NNZ(), one.Seconds()*1e6, p, all.Seconds()/one.Seconds(), compact.Seconds()/one.Seconds())
+	one := t[0].Seconds()
+	merged := "not merged"
+	if runs > 0 {
+		merged = fmt.Sprintf("merged into %d runs %.2fx", runs, t[3].Seconds()/one)
+	}
+	b.Logf("%s P = %4d: rank %d, %d rows, %d nonzeros; one product %8.1f µs; %d block products %.2fx it, over occupied rows %.2fx, %s",
+		name, p, r, row.Rows, row.NNZ(), one*1e6, p, t[1].Seconds()/one, t[2].Seconds()/one, merged)
 }
 
 // nnzIn is the nonzeros of a's rows lo..hi.
