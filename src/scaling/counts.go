@@ -71,9 +71,10 @@ type Side struct {
 
 // Rank is what one rank holds and moves.
 type Rank struct {
-	Rows, Train int
-	NNZ, Diag   int64 // nonzeros of its rows of Â (self loops counted), of its diagonal block
-	Sets        [3]Side
+	Rows, Train   int
+	NNZ, Diag     int64 // nonzeros of its rows of Â (self loops counted), of its diagonal block
+	RowsWithPeers int64 // its rows with an entry in a peer's block
+	Sets          [3]Side
 }
 
 // Counts are every rank's figures for one partition.
@@ -118,7 +119,10 @@ func Count(g Graph, part Partition, ranksPerNode int) (Counts, error) {
 			last[s][i] = -1
 		}
 	}
-	runs := mergedRuns(g, part)
+	runs, peerRows := mergedRuns(g, part)
+	for i, n := range peerRows {
+		c.Ranks[i].RowsWithPeers = n
+	}
 	// occ[s][v]: the last root (or run of roots) whose block has entries
 	// in row v for set s.
 	var occ [3][]int32
@@ -209,8 +213,8 @@ func Count(g Graph, part Partition, ranksPerNode int) (Counts, error) {
 
 // mergedRuns is, for each row set and rank, how many runs its peers'
 // blocks merge into (train.MergeRuns): from its entries in peers' blocks
-// and its rows that hold any.
-func mergedRuns(g Graph, part Partition) [3][]int {
+// and its rows that hold any, which it returns too (the view's).
+func mergedRuns(g Graph, part Partition) ([3][]int, []int64) {
 	n, p := g.Adj.Rows, part.P
 	var nnz, rows [3][]int64
 	var runs [3][]int
@@ -245,7 +249,7 @@ func mergedRuns(g Graph, part Partition) [3][]int {
 			runs[s][i] = train.MergeRuns(nnz[s][i], rows[s][i], p-1)
 		}
 	}
-	return runs
+	return runs, rows[train.ViewRows]
 }
 
 // GraphOf is what counting reads of a loaded dataset.

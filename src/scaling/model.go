@@ -226,7 +226,7 @@ func memoryOf(c Counts, r int, m Model) (Memory, bool) {
 	}
 	rk := c.Ranks[r]
 	f := train.Footprint{P: c.P, Rank: r, Rows: rk.Rows, Train: rk.Train, NNZ: rk.NNZ, Diag: rk.Diag,
-		GlobalTrain: in.GlobalTrain, N: in.N, Features: in.Features, Classes: in.Classes, MostRows: rk.Rows}
+		GlobalTrain: in.GlobalTrain, N: in.N, Features: in.Features, Classes: in.Classes, MostRows: rk.Rows, RowsWithPeers: rk.RowsWithPeers}
 	for s := range rk.Sets {
 		f.Recv[s], f.Send[s] = rk.Sets[s].RecvRows, rk.Sets[s].SendRows
 	}

@@ -371,6 +371,9 @@ func TestCountsMergedRunRows(t *testing.T) {
 				}
 			}
 		}
+		if got := c.Ranks[i].RowsWithPeers; got != int64(len(any)) {
+			t.Errorf("rank %d: %d rows with a peer's entries counted, %d found", i, got, len(any))
+		}
 		runs := train.MergeRuns(nnz, int64(len(any)), p-1)
 		union := make([]map[int]bool, runs)
 		for k := range p - 1 {

@@ -40,8 +40,8 @@ type Footprint struct {
 	// MostRows is the rows of the largest block a cache holds, its own
 	// included (what a one-block buffer is sized for).
 	MostRows int
-	// PeerRows is this rank's rows with an entry in a peer's block.
-	PeerRows int64
+	// RowsWithPeers is this rank's rows with an entry in a peer's block.
+	RowsWithPeers int64
 	// StoredBytes is the shard as read, before the engine lets go of what
 	// it does not read (X beside ÂX, the product it does not use): the
 	// peak while loading.
@@ -293,7 +293,7 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 	// restricted last layer's forward and gradient blocks, each where its
 	// blocks are shallow enough to merge.
 	peers := f.P - 1
-	viewMerged := mergedBytes(f.NNZ-f.Diag, f.PeerRows, f.Rows, peers)
+	viewMerged := mergedBytes(f.NNZ-f.Diag, f.RowsWithPeers, f.Rows, peers)
 	sageGradMerged := viewMerged // GraphSAGE's gradient blocks are M's transpose
 	fwdPacked := c.Wire.CacheBits && fwdBits != wire.FP32
 	gradPacked := c.Wire.CacheBits && gradBits != wire.FP32
@@ -302,10 +302,10 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 		switch {
 		case last && restricted:
 			if !fwdPacked {
-				m.Graph += mergedBytes(int64(nnz*trainShare), int64(float64(f.PeerRows)*trainShare), f.Rows, peers)
+				m.Graph += mergedBytes(int64(nnz*trainShare), int64(float64(f.RowsWithPeers)*trainShare), f.Rows, peers)
 			}
 			if grad := int64(nnz * globalShare); !gradPacked {
-				m.Graph += mergedBytes(grad, min(f.PeerRows, grad), f.Rows, peers)
+				m.Graph += mergedBytes(grad, min(f.RowsWithPeers, grad), f.Rows, peers)
 			}
 		case sage && !gradPacked:
 			m.Graph += sageGradMerged

@@ -243,7 +243,7 @@ func (e *Engine) footprint() Footprint {
 		// graph's (the shard does not know which of j's rows train).
 		f.Recv[TrainingRows] += recv * f.GlobalTrain / max(1, f.N)
 	}
-	f.PeerRows = int64(count(peerRow))
+	f.RowsWithPeers = int64(count(peerRow))
 	return f
 }
 
