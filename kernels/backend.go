@@ -157,7 +157,7 @@ type Occupier interface {
 	SpMMOccupied(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, o OccupiedRows, accumulate bool) error
 }
 
-// OccupiedOf returns be's Occupier, if it has one (not through Timed).
+// OccupiedOf returns be's Occupier, if it has one.
 func OccupiedOf(be Backend) (Occupier, bool) { return optional[Occupier](be) }
 
 // RowsOf returns be's row operations, if it has them (through Timed too).

@@ -140,12 +140,17 @@ func (t *Timed) GEMMNT(c, a, b *matrix.Dense) error {
 	return t.Backend.GEMMNT(c, a, b)
 }
 
-// The row operations time the wrapped backend's (RowsOf finds them only
-// where it has them).
+// The row operations time the wrapped backend's (RowsOf and OccupiedOf
+// find them only where it has them).
 func (t *Timed) SpMMRows(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, rows []int32, sum bool) error {
 	out := rowBytes(len(rows), c.Cols)
 	defer t.op("spmm", csrBytes(a, rows)+sizes(b)+out+summed(out, sum), csrFlops(a, rows, c.Cols))()
 	return t.Backend.(RowOps).SpMMRows(c, a, b, rows, sum)
+}
+func (t *Timed) SpMMOccupied(c *matrix.Dense, a *matrix.CSR, b *matrix.Dense, o OccupiedRows, sum bool) error {
+	out := rowBytes(len(o.Rows), c.Cols)
+	defer t.op("spmm", csrBytes(a, o.Rows)+sizes(b)+out+summed(out, sum), csrFlops(a, o.Rows, c.Cols))()
+	return t.Backend.(Occupier).SpMMOccupied(c, a, b, o, sum)
 }
 func (t *Timed) GEMMRows(c, a, b *matrix.Dense, rows []int32) error {
 	defer t.op("gemm", rowBytes(len(rows), a.Cols, c.Cols)+sizes(b), mulAdds(len(rows), a.Cols, b.Cols))()

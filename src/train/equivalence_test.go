@@ -603,6 +603,7 @@ func mergedRows() []equivalence {
 		}},
 		{"sage", func(c *Config) { c.Model.Arch = model.ArchSAGE }},
 		{"full output", func(c *Config) { c.Exchange.FullOutput = true }},
+		{"profiled", func(c *Config) { c.Run.ProfileKernels = true }},
 	} {
 		for _, p := range []int{4, 8} {
 			rows = append(rows, equivalence{rule: fmt.Sprintf("merged runs equal block by block/%s P=%d", v.name, p), data: generated,
