@@ -3,6 +3,7 @@ package scaling
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Sample is one measured rank: its work and the seconds an epoch took.
@@ -13,7 +14,7 @@ type Sample struct {
 
 // Fit finds the rates that explain samples best: least squares, relative
 // to each sample's time, on seconds = SpMM/rs + GEMM/rg + Blocks·tb +
-// RowPasses·tr. A term the
+// RowPasses·tr + Bytes·tc. A term the
 // samples cannot separate from the others (their work in one ratio) or
 // that comes out negative is dropped, the per-block terms kept before
 // the sparse and dense flops are told apart, which share one rate when
@@ -23,9 +24,9 @@ func Fit(samples []Sample) (Rates, error) {
 	if len(samples) == 0 {
 		return Rates{}, fmt.Errorf("--calibrate: no rank was measured")
 	}
-	feats := func(w Work) []float64 { return []float64{w.SpMM, w.GEMM, w.Blocks, w.RowPasses} }
+	feats := func(w Work) []float64 { return []float64{w.SpMM, w.GEMM, w.Blocks, w.RowPasses, w.Bytes} }
 	apart := !flopsAlike(samples)
-	for _, use := range [][]int{{0, 1, 2, 3}, {-1, 2, 3}, {0, 1, 2}, {-1, 2}, {0, 1, 3}, {-1, 3}, {0, 1}, {-1}} { // -1: all flops at one rate
+	for _, use := range fitTerms() {
 		// A rate a sample must pin exactly, with no other to check it,
 		// takes the noise whole: more samples than rates, or none split.
 		if (use[0] == 0 && !apart) || (len(use) > 2 && len(samples) <= len(use)) {
@@ -48,11 +49,26 @@ func Fit(samples []Sample) (Rates, error) {
 				r.BlockUs = x[k] * 1e6
 			case 3:
 				r.RowNs = x[k] * 1e9
+			case 4:
+				r.ByteNs = x[k] * 1e9
 			}
 		}
 		return r, r.Plausible()
 	}
 	return Rates{}, fmt.Errorf("--calibrate: the measured ranks took no time")
+}
+
+// fitTerms are the sets of terms Fit tries, most first: the flops apart
+// (0, 1) or at one rate (-1), with the per-block (2), per-row (3) and
+// per-byte (4) costs, every subset of them, larger ones first.
+func fitTerms() [][]int {
+	var out [][]int
+	for _, extra := range [][]int{{2, 3, 4}, {2, 3}, {2, 4}, {3, 4}, {2}, {3}, {4}, {}} {
+		for _, flops := range [][]int{{0, 1}, {-1}} {
+			out = append(out, append(slices.Clone(flops), extra...))
+		}
+	}
+	return out
 }
 
 // flopsAlike reports whether the samples' sparse and dense flops are
@@ -76,16 +92,19 @@ func flopsAlike(samples []Sample) bool {
 const (
 	maxBlockUs = 200
 	maxRowNs   = 500
+	maxByteNs  = 2 // a copy at 0.5 GB/s, far below any core's
 )
 
 // Plausible reports, naming the flags, a rate no engine could have.
 func (r Rates) Plausible() error {
-	const fix = "the replays were slowed by other work on this machine, not by the blocks: rerun --calibrate when it is quiet (or with more --calibrate-rounds), or give --spmm-gflops, --gemm-gflops, --block-us and --row-ns"
+	const fix = "the replays were slowed by other work on this machine, not by the blocks: rerun --calibrate when it is quiet (or with more --calibrate-rounds), or give --spmm-gflops, --gemm-gflops, --block-us, --row-ns and --byte-ns"
 	switch {
 	case r.BlockUs > maxBlockUs:
 		return fmt.Errorf("--calibrate: the fit puts %.0f µs on each peer block, above the %d µs a block's bookkeeping could cost: %s", r.BlockUs, maxBlockUs, fix)
 	case r.RowNs > maxRowNs:
 		return fmt.Errorf("--calibrate: the fit puts %.0f ns on each row a peer block's product passes, above the %d ns it could cost: %s", r.RowNs, maxRowNs, fix)
+	case r.ByteNs > maxByteNs:
+		return fmt.Errorf("--calibrate: the fit puts %.2f ns on each byte packed or taken in, above the %d ns a copy could cost: %s", r.ByteNs, maxByteNs, fix)
 	}
 	return nil
 }

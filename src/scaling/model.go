@@ -47,11 +47,13 @@ func (c Cluster) Share() float64 {
 // Rates are one rank's effective compute rates (one core): sparse
 // products over nonzeros, dense GEMMs over rows, the time each peer's
 // block costs beyond its flops (its own product call, packing, posting),
-// and each row a peer block's product passes over (Work.RowPasses).
+// each row a peer block's product passes over (Work.RowPasses) and each
+// byte of rows packed to send or taken in (Work.Bytes).
 type Rates struct {
 	SpMMGflops, GEMMGflops float64
 	BlockUs                float64
 	RowNs                  float64 `json:",omitempty"`
+	ByteNs                 float64 `json:",omitempty"`
 	// OneRate: the calibration could not tell sparse from dense flops
 	// apart (their flops in one ratio across the replayed ranks, or one kind
 	// missing) and fitted one rate to both.
@@ -67,6 +69,10 @@ type Work struct {
 	// too): at most its nonzeros, so at large P, where a peer's block
 	// holds one or two entries a row, about as many as they.
 	RowPasses float64
+	// Bytes: the rows the exchanges pack to send and take in, in bytes:
+	// copies through memory, a cost that grows with the rows' width where
+	// the flops of their products do not (RankWork).
+	Bytes float64
 	// OwnSpMM is the part of SpMM with the rank's own block of Â: the
 	// only work that needs none of the rows in flight, so the only work
 	// an exchange can hide behind (the GEMMs wait for the rows, or come
@@ -121,9 +127,17 @@ func (m Model) WorkOf(r Rank) Work {
 	return w
 }
 
+// RankWork is rank r's WorkOf with the bytes its exchanges move.
+func (m Model) RankWork(c Counts, r int) Work {
+	w := m.WorkOf(c.Ranks[r])
+	t := RankTraffic(c, r, m.Flows, m.Params, m.Allreduce)
+	w.Bytes = float64(t.ExchSent + t.ExchRecv)
+	return w
+}
+
 // Seconds is the time work takes at rates.
 func (w Work) Seconds(r Rates) float64 {
-	return (w.SpMM/r.SpMMGflops+w.GEMM/r.GEMMGflops)/1e9 + w.Blocks*r.BlockUs/1e6 + w.RowPasses*r.RowNs/1e9
+	return (w.SpMM/r.SpMMGflops+w.GEMM/r.GEMMGflops)/1e9 + w.Blocks*r.BlockUs/1e6 + (w.RowPasses*r.RowNs+w.Bytes*r.ByteNs)/1e9
 }
 
 // Prediction is one configuration's epoch.
@@ -176,6 +190,7 @@ func Predict(c Counts, m Model, cl Cluster, rates Rates) Prediction {
 	for r := range p {
 		t, rk := traffic[r], c.Ranks[r]
 		w := m.WorkOf(rk)
+		w.Bytes = float64(t.ExchSent + t.ExchRecv)
 		compute := w.Seconds(rates) * share
 		exch := math.Max(nodeOut[r/rpn], nodeIn[r/rpn])/bw + float64(t.Messages)*lat
 		ar := allreduceSeconds(p, nodes, rpn, t.AllreduceSent, m.Params, bw, lat)

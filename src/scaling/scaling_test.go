@@ -208,6 +208,33 @@ func TestFitSeparatesBlocksAndRowPasses(t *testing.T) {
 	}
 }
 
+// TestFitSeparatesBytesPacked: wide rows (GCN 3×256) make the bytes a
+// rank packs and takes in cost apart from its flops, since they fall
+// more slowly with P: replays at five P give back a per-byte cost as well
+// as the flop rate and the per-block cost, and predict a P not fitted.
+func TestFitSeparatesBytesPacked(t *testing.T) {
+	const rate, blk, byt = 30e9, 4e-6, 0.3e-9 // flop/s, s a block, s a byte
+	at := func(p float64) Sample {
+		w := Work{SpMM: 2e10 / p, GEMM: 5e11 / p, Blocks: 6 * (p - 1), Bytes: 4e9 * (1 - 1/p) / math.Sqrt(p)}
+		return Sample{Work: w, Seconds: (w.SpMM+w.GEMM)/rate + w.Blocks*blk + w.Bytes*byt}
+	}
+	var fit []Sample
+	for _, p := range []float64{4, 8, 16, 32, 64} {
+		fit = append(fit, at(p))
+	}
+	r, err := Fit(fit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(got, want float64) bool { return math.Abs(got-want) <= 1e-6*math.Abs(want) }
+	if !near(r.GEMMGflops, 30) || !near(r.BlockUs, 4) || !near(r.ByteNs, 0.3) {
+		t.Fatalf("fitted %+v, want 30 GFLOP/s, 4 µs a block, 0.3 ns a byte", r)
+	}
+	if s := at(128); !near(s.Work.Seconds(r), s.Seconds) {
+		t.Errorf("P = 128: predicted %g s, made %g s", s.Work.Seconds(r), s.Seconds)
+	}
+}
+
 // A received block's product passes the rows it has entries in, the
 // restricted last layer's too: each flow counts its row set's occupied
 // rows of the peers' blocks.

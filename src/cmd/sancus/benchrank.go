@@ -26,6 +26,7 @@ func benchRank(args []string) error {
 	fs.Float64Var(&rates.GEMMGflops, "gemm-gflops", 0, "with --data: the GEMM rate of the prediction")
 	fs.Float64Var(&rates.BlockUs, "block-us", 0, "with --data: the cost a peer block of the prediction, µs")
 	fs.Float64Var(&rates.RowNs, "row-ns", 0, "with --data: the cost a row a peer block's product passes over, ns")
+	fs.Float64Var(&rates.ByteNs, "byte-ns", 0, "with --data: the cost a byte of rows packed to send or taken in, ns")
 	mf := addModelFlags(fs)
 	pf := addPartitionFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -133,7 +134,7 @@ func (rb *rankBench) predict(ds *graph.Dataset, part scaling.Partition, cfg trai
 	t := scaling.RankTraffic(counts, rb.Rank, m.Flows, m.Params, m.Allreduce)
 	rb.Counted = &t
 	if rates.SpMMGflops > 0 && rates.GEMMGflops > 0 {
-		rb.PredictedMs = m.WorkOf(counts.Ranks[rb.Rank]).Seconds(rates) * 1e3
+		rb.PredictedMs = m.RankWork(counts, rb.Rank).Seconds(rates) * 1e3
 	}
 	return nil
 }
