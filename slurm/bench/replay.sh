@@ -24,13 +24,13 @@ import json, sys
 plan = json.load(open("plan.json")); cal = plan["calibration"]; rt = cal["rates"]
 out = open(sys.argv[1], "w")
 out.write("# bash slurm/bench/replay.sh (gen --nodes 1000000 --edges 10000000; %s)\n" % plan["command"])
-out.write("# rates %s: %.3f GFLOP/s sparse, %.3f GFLOP/s GEMM, %.3f us a peer block, %.3f ns a row passed; GCN 2 layers hidden 16, fp32\n"
-          % (plan["rates_from"], rt["SpMMGflops"], rt["GEMMGflops"], rt["BlockUs"], rt.get("RowNs", 0)))
+out.write("# rates %s: %.3f GFLOP/s sparse, %.3f GFLOP/s GEMM, %.3f us a peer block, %.3f ns a row value passed; GCN 2 layers hidden 16, fp32\n"
+          % (plan["rates_from"], rt["SpMMGflops"], rt["GEMMGflops"], rt["BlockUs"], rt.get("PassNs", 0)))
 out.write("# load average %.1f to %.1f while the %d rounds ran\n" % (cal["load_least"], cal["load_most"], cal["rounds"]))
-out.write("ranks\trole\trank\trows\tnnz\tgflop\tpeer_blocks\trows_passed\treplay_least_ms\treplay_median_ms\tpredicted_ms\tleast_over_predicted\treplay_sent_bytes\tcounted_sent_bytes\treplay_recv_bytes\tcounted_recv_bytes\n")
+out.write("ranks\trole\trank\trows\tnnz\tgflop\tpeer_blocks\trow_values_passed\treplay_least_ms\treplay_median_ms\tpredicted_ms\tleast_over_predicted\treplay_sent_bytes\tcounted_sent_bytes\treplay_recv_bytes\tcounted_recv_bytes\n")
 for p in sorted(cal["points"], key=lambda p: p["ranks"]):
     w, c = p["work"], p["counted"]
     out.write("%d\t%s\t%d\t%d\t%d\t%.4f\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t%d\t%d\t%d\n" % (p["ranks"], "fitted" if p["fitted"] else "checked", p["rank"], p["rows"], p["nnz"],
-              (w["SpMM"] + w["GEMM"]) / 1e9, w["Blocks"], w["RowPasses"], p["least_ms"], p["median_ms"], p["predicted_ms"], p["least_ms"] / p["predicted_ms"],
+              (w["SpMM"] + w["GEMM"]) / 1e9, w["Blocks"], w["PassedValues"], p["least_ms"], p["median_ms"], p["predicted_ms"], p["least_ms"] / p["predicted_ms"],
               p["bytes_sent"], c["Sent"], p["bytes_recv"], c["Recv"]))
 PY

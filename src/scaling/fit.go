@@ -14,7 +14,7 @@ type Sample struct {
 
 // Fit finds the rates that explain samples best: least squares, relative
 // to each sample's time, on seconds = SpMM/rs + GEMM/rg + Blocks·tb +
-// RowPasses·tr + Bytes·tc. A term the
+// PassedValues·tr + Bytes·tc. A term the
 // samples cannot separate from the others (their work in one ratio) or
 // that comes out negative is dropped, the per-block terms kept before
 // the sparse and dense flops are told apart, which share one rate when
@@ -24,7 +24,7 @@ func Fit(samples []Sample) (Rates, error) {
 	if len(samples) == 0 {
 		return Rates{}, fmt.Errorf("--calibrate: no rank was measured")
 	}
-	feats := func(w Work) []float64 { return []float64{w.SpMM, w.GEMM, w.Blocks, w.RowPasses, w.Bytes} }
+	feats := func(w Work) []float64 { return []float64{w.SpMM, w.GEMM, w.Blocks, w.PassedValues, w.Bytes} }
 	apart := !flopsAlike(samples)
 	for _, use := range fitTerms() {
 		// A rate a sample must pin exactly, with no other to check it,
@@ -48,7 +48,7 @@ func Fit(samples []Sample) (Rates, error) {
 			case 2:
 				r.BlockUs = x[k] * 1e6
 			case 3:
-				r.RowNs = x[k] * 1e9
+				r.PassNs = x[k] * 1e9
 			case 4:
 				r.ByteNs = x[k] * 1e9
 			}
@@ -84,25 +84,26 @@ func flopsAlike(samples []Sample) bool {
 	return ss == 0 || gg == 0 || sg/math.Sqrt(ss*gg) > 0.999
 }
 
-// The most a peer block and a row passed over can cost beyond their flops
-// on any core the model is meant for: a block's bookkeeping (a product
-// call, a pack, a post) is microseconds; a row passed is its two pointers
-// and its output row read and written again, a few cache misses. A fit
-// above them has put a loaded machine's waits on the blocks.
+// The most a peer block and a row's value passed over can cost beyond
+// their flops on any core the model is meant for: a block's bookkeeping
+// (a product call, a pack, a post) is microseconds; a row passed is its
+// two pointers and its output row read and written again, a few cache
+// misses (500 ns a 16-float row at most). A fit above them has put a
+// loaded machine's waits on the blocks.
 const (
 	maxBlockUs = 200
-	maxRowNs   = 500
+	maxPassNs  = 32
 	maxByteNs  = 2 // a copy at 0.5 GB/s, far below any core's
 )
 
 // Plausible reports, naming the flags, a rate no engine could have.
 func (r Rates) Plausible() error {
-	const fix = "the replays were slowed by other work on this machine, not by the blocks: rerun --calibrate when it is quiet (or with more --calibrate-rounds), or give --spmm-gflops, --gemm-gflops, --block-us, --row-ns and --byte-ns"
+	const fix = "the replays were slowed by other work on this machine, not by the blocks: rerun --calibrate when it is quiet (or with more --calibrate-rounds), or give --spmm-gflops, --gemm-gflops, --block-us, --pass-ns and --byte-ns"
 	switch {
 	case r.BlockUs > maxBlockUs:
 		return fmt.Errorf("--calibrate: the fit puts %.0f µs on each peer block, above the %d µs a block's bookkeeping could cost: %s", r.BlockUs, maxBlockUs, fix)
-	case r.RowNs > maxRowNs:
-		return fmt.Errorf("--calibrate: the fit puts %.0f ns on each row a peer block's product passes, above the %d ns it could cost: %s", r.RowNs, maxRowNs, fix)
+	case r.PassNs > maxPassNs:
+		return fmt.Errorf("--calibrate: the fit puts %.1f ns on each value of a row a peer block's product passes, above the %d ns it could cost: %s", r.PassNs, maxPassNs, fix)
 	case r.ByteNs > maxByteNs:
 		return fmt.Errorf("--calibrate: the fit puts %.2f ns on each byte packed or taken in, above the %d ns a copy could cost: %s", r.ByteNs, maxByteNs, fix)
 	}

@@ -47,12 +47,13 @@ func (c Cluster) Share() float64 {
 // Rates are one rank's effective compute rates (one core): sparse
 // products over nonzeros, dense GEMMs over rows, the time each peer's
 // block costs beyond its flops (its own product call, packing, posting),
-// each row a peer block's product passes over (Work.RowPasses) and each
+// each value of a row a peer block's product passes over
+// (Work.PassedValues) and each
 // byte of rows packed to send or taken in (Work.Bytes).
 type Rates struct {
 	SpMMGflops, GEMMGflops float64
 	BlockUs                float64
-	RowNs                  float64 `json:",omitempty"`
+	PassNs                 float64 `json:",omitempty"`
 	ByteNs                 float64 `json:",omitempty"`
 	// OneRate: the calibration could not tell sparse from dense flops
 	// apart (their flops in one ratio across the replayed ranks, or one kind
@@ -64,11 +65,13 @@ type Rates struct {
 type Work struct {
 	SpMM, GEMM float64 // flops
 	Blocks     float64 // peer blocks sent and received, every flow
-	// RowPasses: the rows the products with received peer blocks pass
-	// over, each block's rows with entries (the restricted last layer's
-	// too): at most its nonzeros, so at large P, where a peer's block
-	// holds one or two entries a row, about as many as they.
-	RowPasses float64
+	// PassedValues: the values of the rows the products with received
+	// peer blocks pass over, each block's (or merged run's) rows with
+	// entries, the restricted last layer's too, times the flow's width: a
+	// row passed is read and written again whole. At most a value a
+	// nonzero, so at large P, where a peer's block holds one or two
+	// entries a row, about the product's own traffic.
+	PassedValues float64
 	// Bytes: the rows the exchanges pack to send and take in, in bytes:
 	// copies through memory, a cost that grows with the rows' width where
 	// the flops of their products do not (RankWork).
@@ -115,7 +118,7 @@ func (m Model) WorkOf(r Rank) Work {
 		w.OwnSpMM += 2 * float64(r.Diag) * float64(f.Width)
 		s := r.Sets[f.Rows]
 		w.Blocks += float64(s.SendPeers + s.RecvPeers)
-		w.RowPasses += float64(s.PeerRows) // each received block's occupied rows
+		w.PassedValues += float64(s.PeerRows) * float64(f.Width) // each received block's occupied rows
 	}
 	for l := 0; l+1 < len(m.Dims); l++ {
 		passes := 3.0
@@ -137,7 +140,7 @@ func (m Model) RankWork(c Counts, r int) Work {
 
 // Seconds is the time work takes at rates.
 func (w Work) Seconds(r Rates) float64 {
-	return (w.SpMM/r.SpMMGflops+w.GEMM/r.GEMMGflops)/1e9 + w.Blocks*r.BlockUs/1e6 + (w.RowPasses*r.RowNs+w.Bytes*r.ByteNs)/1e9
+	return (w.SpMM/r.SpMMGflops+w.GEMM/r.GEMMGflops)/1e9 + w.Blocks*r.BlockUs/1e6 + (w.PassedValues*r.PassNs+w.Bytes*r.ByteNs)/1e9
 }
 
 // Prediction is one configuration's epoch.

@@ -177,10 +177,10 @@ func TestFitTellsRatesApartOrSaysItCannot(t *testing.T) {
 // constant) give back the rates that made their timings, and predict a P
 // not fitted; a per-block cost no engine has is refused, naming the flag.
 func TestFitSeparatesBlocksAndRowPasses(t *testing.T) {
-	const rate, blk, row = 20e9, 3e-6, 2e-9 // flop/s, s a block, s a row passed
+	const rate, blk, row = 20e9, 3e-6, 2e-9 // flop/s, s a block, s a row value passed
 	at := func(p float64) Sample {
-		w := Work{SpMM: 4e8 / p, GEMM: 6e9 / p, Blocks: 4 * (p - 1), RowPasses: 1.1e6 * (1 - 1/p)}
-		return Sample{Work: w, Seconds: (w.SpMM+w.GEMM)/rate + w.Blocks*blk + w.RowPasses*row}
+		w := Work{SpMM: 4e8 / p, GEMM: 6e9 / p, Blocks: 4 * (p - 1), PassedValues: 1.1e6 * (1 - 1/p)}
+		return Sample{Work: w, Seconds: (w.SpMM+w.GEMM)/rate + w.Blocks*blk + w.PassedValues*row}
 	}
 	var fit []Sample
 	for _, p := range []float64{8, 32, 128, 1024} {
@@ -191,8 +191,8 @@ func TestFitSeparatesBlocksAndRowPasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	near := func(got, want float64) bool { return math.Abs(got-want) <= 1e-6*math.Abs(want) }
-	if !near(r.SpMMGflops, 20) || !near(r.GEMMGflops, 20) || !near(r.BlockUs, 3) || !near(r.RowNs, 2) {
-		t.Fatalf("fitted %+v, want 20 GFLOP/s, 3 µs a block, 2 ns a row", r)
+	if !near(r.SpMMGflops, 20) || !near(r.GEMMGflops, 20) || !near(r.BlockUs, 3) || !near(r.PassNs, 2) {
+		t.Fatalf("fitted %+v, want 20 GFLOP/s, 3 µs a block, 2 ns a row value", r)
 	}
 	for _, p := range []float64{64, 256, 512} {
 		if s := at(p); !near(s.Work.Seconds(r), s.Seconds) {
@@ -237,7 +237,7 @@ func TestFitSeparatesBytesPacked(t *testing.T) {
 
 // A received block's product passes the rows it has entries in, the
 // restricted last layer's too: each flow counts its row set's occupied
-// rows of the peers' blocks.
+// rows of the peers' blocks, each row its flow's width of values.
 func TestWorkCountsRowsPassed(t *testing.T) {
 	flows, err := train.Defaults().Flows(128, 16)
 	if err != nil {
@@ -248,9 +248,9 @@ func TestWorkCountsRowsPassed(t *testing.T) {
 	want := 0.0
 	for k, f := range flows {
 		r.Sets[f.Rows].PeerRows = int64(k + 3)
-		want += float64(k + 3)
+		want += float64(k+3) * float64(f.Width)
 	}
-	if got := (Model{Dims: []int{128, 16, 16}, Flows: flows}).WorkOf(r).RowPasses; got != want {
+	if got := (Model{Dims: []int{128, 16, 16}, Flows: flows}).WorkOf(r).PassedValues; got != want {
 		t.Errorf("rows passed %g, want %g (flows %+v)", got, want, flows)
 	}
 }

@@ -25,7 +25,7 @@ func benchRank(args []string) error {
 	fs.Float64Var(&rates.SpMMGflops, "spmm-gflops", 0, "with --data: also predict the rank's compute at these rates (plan's)")
 	fs.Float64Var(&rates.GEMMGflops, "gemm-gflops", 0, "with --data: the GEMM rate of the prediction")
 	fs.Float64Var(&rates.BlockUs, "block-us", 0, "with --data: the cost a peer block of the prediction, µs")
-	fs.Float64Var(&rates.RowNs, "row-ns", 0, "with --data: the cost a row a peer block's product passes over, ns")
+	fs.Float64Var(&rates.PassNs, "pass-ns", 0, "with --data: the cost each value of a row a peer block's product passes over, ns")
 	fs.Float64Var(&rates.ByteNs, "byte-ns", 0, "with --data: the cost a byte of rows packed to send or taken in, ns")
 	mf := addModelFlags(fs)
 	pf := addPartitionFlags(fs)

@@ -85,7 +85,7 @@ func runPlan(args []string) error {
 	fs.Float64Var(&rates.GEMMGflops, "gemm-gflops", 0, "one rank's GEMM rate on one core, GFLOP/s (or --calibrate)")
 	fs.Float64Var(&rates.BlockUs, "block-us", 0, "what each peer's block costs a rank beyond its flops, µs (or --calibrate)")
 	calibrate := fs.Bool("calibrate", false, "measure the rates here: replay the busiest rank (bench rank) at --calibrate-ranks and fit them")
-	fs.Float64Var(&rates.RowNs, "row-ns", 0, "what each row a peer block's product passes over costs, ns (or --calibrate)")
+	fs.Float64Var(&rates.PassNs, "pass-ns", 0, "what each value of a row a peer block's product passes over costs, ns (or --calibrate)")
 	fs.Float64Var(&rates.ByteNs, "byte-ns", 0, "what each byte of rows packed to send or taken in costs, ns (or --calibrate)")
 	calRanks := fs.IntSlice("calibrate-ranks", []int{4, 16, 64}, "with --calibrate: the P to replay at and fit (three or more fit a cost a peer block)")
 	valRanks := fs.IntSlice("validate-ranks", nil, "with --calibrate: also replay at these P, not fitted, and compare them with the fit's prediction")
@@ -132,9 +132,9 @@ func runPlan(args []string) error {
 		res.RatesFrom = fmt.Sprintf("calibrated here at P = %v, one kernel thread, the least of %d steps", *calRanks, *rounds)
 	}
 	if res.Rates.OneRate {
-		fmt.Printf("rates: %.2f GFLOP/s for sparse products and GEMMs alike (the replayed ranks' sparse and dense flops kept one ratio, or one kind was missing, so no fit could tell their rates apart; --spmm-gflops and --gemm-gflops without --calibrate set them), %.2f µs a peer block, %.2f ns a row passed, %.3f ns a byte packed, a rank (%s)\n", res.Rates.GEMMGflops, res.Rates.BlockUs, res.Rates.RowNs, res.Rates.ByteNs, res.RatesFrom)
+		fmt.Printf("rates: %.2f GFLOP/s for sparse products and GEMMs alike (the replayed ranks' sparse and dense flops kept one ratio, or one kind was missing, so no fit could tell their rates apart; --spmm-gflops and --gemm-gflops without --calibrate set them), %.2f µs a peer block, %.2f ns a row value passed, %.3f ns a byte packed, a rank (%s)\n", res.Rates.GEMMGflops, res.Rates.BlockUs, res.Rates.PassNs, res.Rates.ByteNs, res.RatesFrom)
 	} else {
-		fmt.Printf("rates: sparse products %.2f GFLOP/s, GEMM %.2f GFLOP/s, %.2f µs a peer block, %.2f ns a row passed, %.3f ns a byte packed, a rank (%s)\n", res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.Rates.BlockUs, res.Rates.RowNs, res.Rates.ByteNs, res.RatesFrom)
+		fmt.Printf("rates: sparse products %.2f GFLOP/s, GEMM %.2f GFLOP/s, %.2f µs a peer block, %.2f ns a row value passed, %.3f ns a byte packed, a rank (%s)\n", res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.Rates.BlockUs, res.Rates.PassNs, res.Rates.ByteNs, res.RatesFrom)
 	}
 	if sh := cl.Share(); sh > 1 && cl.HostCores > 0 {
 		fmt.Printf("%d ranks share the host's %d cores (every node's ranks on one host): compute is multiplied by ranks/cores, %.2f at P = %d\n", cl.Nodes*cl.RanksPerNode, cl.HostCores, sh, cl.Nodes*cl.RanksPerNode)
@@ -289,7 +289,7 @@ func printPlan(w io.Writer, rows []scaling.Prediction) {
 func writePlan(path string, res planOut) error {
 	return atomicfile.Write(path, func(w io.Writer) error {
 		if strings.HasSuffix(path, ".tsv") {
-			fmt.Fprintf(w, "# %s\n# rates %s: spmm %.3f gemm %.3f GFLOP/s, %.3f µs a peer block, %.3f ns a row passed, %.4f ns a byte packed\n", res.Command, res.RatesFrom, res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.Rates.BlockUs, res.Rates.RowNs, res.Rates.ByteNs)
+			fmt.Fprintf(w, "# %s\n# rates %s: spmm %.3f gemm %.3f GFLOP/s, %.3f µs a peer block, %.3f ns a row value passed, %.4f ns a byte packed\n", res.Command, res.RatesFrom, res.Rates.SpMMGflops, res.Rates.GEMMGflops, res.Rates.BlockUs, res.Rates.PassNs, res.Rates.ByteNs)
 			fmt.Fprintln(w, "ranks\tnodes\twire\tepoch_ms\tcompute_ms\tcomm_ms\texposed_ms\tmb_per_rank\tmean_mb_per_rank\tmessages_per_rank\tmemory_mb_per_rank\tbytes_exact\tgraph_mb\town_mb\tactivations_mb\tcaches_mb\teval_mb\texchange_mb\tmodel_mb\tworking_mb")
 			for _, r := range res.Rows {
 				m := r.Memory
@@ -437,8 +437,8 @@ func calibrateRates(ds *graph.Dataset, cfg train.Config, partOf func(int) (scali
 		if !pt.Fitted {
 			role = "checked"
 		}
-		fmt.Fprintf(os.Stderr, "calibrate: P = %d rank %d (%s): least %.2f ms, median %.2f ms of %d steps; predicted %.2f ms (least/predicted %.2f) for %.4f GFLOP sparse, %.4f GFLOP dense, %.0f peer blocks, %.0f rows passed\n",
-			pt.P, pt.Rank, role, pt.LeastMs, pt.MedianMs, rounds, pt.Predicted, pt.LeastMs/pt.Predicted, pt.Work.SpMM/1e9, pt.Work.GEMM/1e9, pt.Work.Blocks, pt.Work.RowPasses)
+		fmt.Fprintf(os.Stderr, "calibrate: P = %d rank %d (%s): least %.2f ms, median %.2f ms of %d steps; predicted %.2f ms (least/predicted %.2f) for %.4f GFLOP sparse, %.4f GFLOP dense, %.0f peer blocks, %.0f row values passed\n",
+			pt.P, pt.Rank, role, pt.LeastMs, pt.MedianMs, rounds, pt.Predicted, pt.LeastMs/pt.Predicted, pt.Work.SpMM/1e9, pt.Work.GEMM/1e9, pt.Work.Blocks, pt.Work.PassedValues)
 	}
 	fmt.Fprintf(os.Stderr, "calibrate: load average %.2f to %.2f while the rounds ran\n", cal.LoadLeast, cal.LoadMost)
 	return cal, err
