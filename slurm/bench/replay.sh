@@ -24,8 +24,8 @@ import json, sys
 plan = json.load(open("plan.json")); cal = plan["calibration"]; rt = cal["rates"]
 out = open(sys.argv[1], "w")
 out.write("# bash slurm/bench/replay.sh (gen --nodes 1000000 --edges 10000000; %s)\n" % plan["command"])
-out.write("# rates %s: %.3f GFLOP/s sparse, %.3f GFLOP/s GEMM, %.3f us a peer block, %.3f ns a row value passed; GCN 2 layers hidden 16, fp32\n"
-          % (plan["rates_from"], rt["SpMMGflops"], rt["GEMMGflops"], rt["BlockUs"], rt.get("PassNs", 0)))
+out.write("# rates %s: %.3f GFLOP/s sparse, %.3f GFLOP/s GEMM, %.3f us a peer block, %.3f ns a row value passed, %.3f ns a byte packed; GCN 2 layers hidden 16, fp32\n"
+          % (plan["rates_from"], rt["SpMMGflops"], rt["GEMMGflops"], rt["BlockUs"], rt.get("PassNs", 0), rt.get("ByteNs", 0)))
 out.write("# load average %.1f to %.1f while the %d rounds ran\n" % (cal["load_least"], cal["load_most"], cal["rounds"]))
 out.write("ranks\trole\trank\trows\tnnz\tgflop\tpeer_blocks\trow_values_passed\treplay_least_ms\treplay_median_ms\tpredicted_ms\tleast_over_predicted\treplay_sent_bytes\tcounted_sent_bytes\treplay_recv_bytes\tcounted_recv_bytes\n")
 for p in sorted(cal["points"], key=lambda p: p["ranks"]):
