@@ -3,7 +3,8 @@
 # generated 1M-node graph (as replay.sh makes it) and a products-shaped
 # graph (gen --like products --scale 0.25: 612,257 nodes, power-law
 # degrees, 100 features, 47 classes). Rates calibrated here by replaying
-# the busiest rank at P = 4, 8, 16, 32, 64 on the 1M graph; the same flop rate is
+# the busiest rank at P = 4, 8, 16, 64, 256, 1024 on the 1M graph (and
+# checked at 32, 128, 512, not fitted); the same flop rate is
 # then predicted with three costs a peer block: the calibrated one, 5 us,
 # and 0 (flops and the network alone). Beside it: GCN 2x16 measured at
 # P = 1, 2, 4 (in-process ranks, one kernel thread each).
@@ -20,7 +21,7 @@ mkdir -p "$W" "$OUT/strong" && cd "$W"
 M=(--model gcn --layers 3 --hidden 256)
 C=(--nodes 128 --ranks-per-node 32 --link-gbs 25 --latency-us 2 --max-ranks 4096)
 uptime > calibrate.load
-$S plan --data g1m "${M[@]}" "${C[@]}" --calibrate --calibrate-ranks 4,8,16,32,64 --out plan-g1m-cal.json > plan-g1m-cal.txt 2> plan-g1m-cal.err
+$S plan --data g1m "${M[@]}" "${C[@]}" --calibrate --calibrate-ranks 4,8,16,64,256,1024 --validate-ranks 32,128,512 --out plan-g1m-cal.json > plan-g1m-cal.txt 2> plan-g1m-cal.err
 uptime >> calibrate.load
 read -r R B RN BN < <(python3 -c 'import json; r=json.load(open("plan-g1m-cal.json"))["rates"]; print(r["SpMMGflops"], r["BlockUs"], r.get("PassNs", 0), r.get("ByteNs", 0))')
 for g in g1m prod; do
@@ -40,7 +41,7 @@ python3 - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]
 t = open(out + "/strong-scaling.tsv", "w")
-t.write("# bash slurm/bench/strong-scaling.sh: sancus plan --model gcn --layers 3 --hidden 256 --nodes 128 --ranks-per-node 32 --link-gbs 25 --latency-us 2 --max-ranks 4096 (--calibrate --calibrate-ranks 4,8,16,32,64 on g1m; then the calibrated --spmm-gflops/--gemm-gflops, --pass-ns and --byte-ns, --block-us cal|5|0)\n")
+t.write("# bash slurm/bench/strong-scaling.sh: sancus plan --model gcn --layers 3 --hidden 256 --nodes 128 --ranks-per-node 32 --link-gbs 25 --latency-us 2 --max-ranks 4096 (--calibrate --calibrate-ranks 4,8,16,64,256,1024 --validate-ranks 32,128,512 on g1m; then the calibrated --spmm-gflops/--gemm-gflops, --pass-ns and --byte-ns, --block-us cal|5|0)\n")
 t.write("graph\tblock_us\tranks\tnodes\tepoch_ms\tcompute_ms\tcomm_ms\texposed_ms\tmb_in_out_per_rank\tmessages_per_rank\tmemory_mb_per_rank\n")
 for g in ("g1m", "prod"):
     for b in ("cal", "5", "0"):
