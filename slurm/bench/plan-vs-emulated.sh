@@ -63,16 +63,16 @@ rm -f "$d"/plan-*.json
 for f in "$d"/[0-9]*-*-*-*.json; do
 	b=$(basename "$f" .json)
 	IFS=- read -r n p rate run <<<"$b"
-	read -r sp ge bu gbs lat < <(python3 - "$d/rates-$run.json" "$d/link-$rate-$run.json" <<-'EOF'
+	read -r sp ge bu pn bn gbs lat < <(python3 - "$d/rates-$run.json" "$d/link-$rate-$run.json" <<-'EOF'
 		import json, sys
 		r = json.load(open(sys.argv[1]))["rates"]
 		l = json.load(open(sys.argv[2]))
 		gbs = next(x["mpi_bcast_gb_s"] for x in l["rows"] if x["bytes"] == 1 << 20)
-		print(r["SpMMGflops"], r["GEMMGflops"], r["BlockUs"], gbs, l["small_messages"]["one_by_one_us"])
+		print(r["SpMMGflops"], r["GEMMGflops"], r["BlockUs"], r.get("PassNs", 0), r.get("ByteNs", 0), gbs, l["small_messages"]["one_by_one_us"])
 	EOF
 	)
 	"$bin" plan --data "$g" --wire fp32 --nodes "$n" --ranks-per-node $((p / n)) --host-cores "$cores" \
-		--link-gbs "$gbs" --latency-us "$lat" --spmm-gflops "$sp" --gemm-gflops "$ge" --block-us "$bu" \
+		--link-gbs "$gbs" --latency-us "$lat" --spmm-gflops "$sp" --gemm-gflops "$ge" --block-us "$bu" --pass-ns "$pn" --byte-ns "$bn" \
 		--max-ranks "$p" --out "$d/plan-$b.json" >/dev/null
 done
 python3 - "$d" "$cores" "$*" "${gen[*]}" "$epochs" "$cal" >"$out" <<'EOF'
@@ -85,7 +85,7 @@ print(f"# {env + ' ' if env else ''}slurm/bench/plan-vs-emulated.sh {args}".rstr
 print(f"# sancus gen {gen}; sancus train --epochs {epochs} --eval-every 0 --wire fp32 over emulated nodes; {cores} cores shared by every node's ranks")
 print(f"# sancus plan --wire fp32 --nodes N --ranks-per-node P/N --host-cores {cores} --link-gbs (bench comm: MPI_Bcast at 1 MiB, 2 ranks on 2 nodes) "
       f"--latency-us (bench comm: a small message one by one); rates from plan --calibrate --calibrate-ranks {cal} (one core) each round: "
-      + "; ".join(f"sparse {r['SpMMGflops']:.2f} GEMM {r['GEMMGflops']:.2f} GFLOP/s, {r['BlockUs']:.2f} us a block" for r in rates))
+      + "; ".join(f"sparse {r['SpMMGflops']:.2f} GEMM {r['GEMMGflops']:.2f} GFLOP/s, {r['BlockUs']:.2f} us a block, {r.get('PassNs', 0):.2f} ns a row value, {r.get('ByteNs', 0):.3f} ns a byte" for r in rates))
 print(f"# 1-minute load average before each run, the previous runs' ranks included: {min(loads):.2f} to {max(loads):.2f} (mean {st.mean(loads):.2f})" if loads else "# load: not recorded")
 print("\t".join(["nodes", "ranks", "ranks_per_node", "rate", "runs", "measured_ms", "measured_min_ms", "measured_max_ms",
                  "least_epoch_ms", "predicted_ms", "ratio", "pred_compute_ms", "pred_exposed_ms", "train_compute_ms", "train_wait_ms", "share", "link_gbs",
