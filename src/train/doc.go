@@ -26,6 +26,7 @@
 //	sparse.go    the sparsity-aware exchanger (the default) and its set-up
 //	reduce.go    its transpose: sums formed for each peer's rows, sent back, added
 //	wire.go      blocks encoded in fewer bits: the owner keeps what receivers decode
+//	merge.go     shallow peer blocks merged into runs, each multiplied as one product
 //
 // The site: Algorithm 3 and the rest of what a layer may ask of the engine
 // while it runs a pass, behind the layerSite interface. No epoch loop,
