@@ -18,8 +18,8 @@ type Sample struct {
 // samples cannot separate from the others (their work in one ratio) or
 // that comes out negative is dropped, the per-block terms kept before
 // the sparse and dense flops are told apart, which share one rate when
-// they cannot be. A fit that puts more on a block or a row than the
-// engine's bookkeeping could cost is refused (Plausible).
+// they cannot be. A fit that puts more on a block, a row's value or a
+// byte than the engine could cost is refused (Plausible).
 func Fit(samples []Sample) (Rates, error) {
 	if len(samples) == 0 {
 		return Rates{}, fmt.Errorf("--calibrate: no rank was measured")
@@ -59,7 +59,7 @@ func Fit(samples []Sample) (Rates, error) {
 }
 
 // fitTerms are the sets of terms Fit tries, most first: the flops apart
-// (0, 1) or at one rate (-1), with the per-block (2), per-row (3) and
+// (0, 1) or at one rate (-1), with the per-block (2), per-value (3) and
 // per-byte (4) costs, every subset of them, larger ones first.
 func fitTerms() [][]int {
 	var out [][]int

@@ -172,11 +172,11 @@ func TestFitTellsRatesApartOrSaysItCannot(t *testing.T) {
 	}
 }
 
-// TestFitSeparatesBlocksAndRowPasses: ranks replayed at small and large
-// P (flops falling as 1/P, blocks growing as P, rows passed about
+// TestFitSeparatesBlocksAndPassedValues: ranks replayed at small and large
+// P (flops falling as 1/P, blocks growing as P, row values passed about
 // constant) give back the rates that made their timings, and predict a P
 // not fitted; a per-block cost no engine has is refused, naming the flag.
-func TestFitSeparatesBlocksAndRowPasses(t *testing.T) {
+func TestFitSeparatesBlocksAndPassedValues(t *testing.T) {
 	const rate, blk, row = 20e9, 3e-6, 2e-9 // flop/s, s a block, s a row value passed
 	at := func(p float64) Sample {
 		w := Work{SpMM: 4e8 / p, GEMM: 6e9 / p, Blocks: 4 * (p - 1), PassedValues: 1.1e6 * (1 - 1/p)}
@@ -251,7 +251,7 @@ func TestWorkCountsRowsPassed(t *testing.T) {
 		want += float64(k+3) * float64(f.Width)
 	}
 	if got := (Model{Dims: []int{128, 16, 16}, Flows: flows}).WorkOf(r).PassedValues; got != want {
-		t.Errorf("rows passed %g, want %g (flows %+v)", got, want, flows)
+		t.Errorf("row values passed %g, want %g (flows %+v)", got, want, flows)
 	}
 }
 
@@ -362,7 +362,8 @@ func TestExchangeHidesBehindOwnBlockOnly(t *testing.T) {
 
 // Where a rank's peer blocks are shallow enough to be merged into runs
 // (train.MergeRuns), the rows counted as passed are each run's rows with
-// entries, not each block's: at P = 8 on the generated graph (about
+// entries, not each block's, for every row set (the view's, the training
+// columns', the training rows'): at P = 8 on the generated graph (about
 // 1.5 nonzeros a row a block), counted against the runs formed block by
 // block here.
 func TestCountsMergedRunRows(t *testing.T) {
@@ -378,56 +379,68 @@ func TestCountsMergedRunRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// in says whether entry (v, u), row v and column u, is in a set's blocks.
+	sets := []struct {
+		set train.RowSet
+		in  func(v, u int32) bool
+	}{
+		{train.ViewRows, func(v, u int32) bool { return true }},
+		{train.TrainingRows, func(v, u int32) bool { return g.Train[u] }},
+		{train.ReadByTraining, func(v, u int32) bool { return g.Train[v] }},
+	}
 	merged := 0
-	for i := range p {
-		// Root j's rows with entries in rank i's block row, and its nonzeros.
-		rows := make([]map[int]bool, p)
-		var nnz int64
-		any := map[int]bool{}
-		for v := range g.Adj.Rows {
-			if int(part.Parts[v]) != i {
-				continue
-			}
-			for q := g.Adj.RowPtr[v]; q < g.Adj.RowPtr[v+1]; q++ {
-				if j := int(part.Parts[g.Adj.ColIdx[q]]); j != i {
-					if rows[j] == nil {
-						rows[j] = map[int]bool{}
+	for _, st := range sets {
+		for i := range p {
+			// Root j's rows with entries in rank i's block row, and its nonzeros.
+			rows := make([]map[int]bool, p)
+			var nnz int64
+			any := map[int]bool{}
+			for v := range g.Adj.Rows {
+				if int(part.Parts[v]) != i {
+					continue
+				}
+				for q := g.Adj.RowPtr[v]; q < g.Adj.RowPtr[v+1]; q++ {
+					u := g.Adj.ColIdx[q]
+					if j := int(part.Parts[u]); j != i && st.in(int32(v), u) {
+						if rows[j] == nil {
+							rows[j] = map[int]bool{}
+						}
+						rows[j][v], any[v] = true, true
+						nnz++
 					}
-					rows[j][v], any[v] = true, true
-					nnz++
 				}
 			}
-		}
-		if got := c.Ranks[i].RowsWithPeers; got != int64(len(any)) {
-			t.Errorf("rank %d: %d rows with a peer's entries counted, %d found", i, got, len(any))
-		}
-		runs := train.MergeRuns(nnz, int64(len(any)), p-1)
-		union := make([]map[int]bool, runs)
-		for k := range p - 1 {
-			j := k
-			if k >= i {
-				j++
+			if got := c.Ranks[i].RowsWithPeers; st.set == train.ViewRows && got != int64(len(any)) {
+				t.Errorf("rank %d: %d rows with a peer's entries counted, %d found", i, got, len(any))
 			}
-			r := train.RunOf(k, p-1, runs)
-			if union[r] == nil {
-				union[r] = map[int]bool{}
+			runs := train.MergeRuns(nnz, int64(len(any)), p-1)
+			union := make([]map[int]bool, runs)
+			for k := range p - 1 {
+				j := k
+				if k >= i {
+					j++
+				}
+				r := train.RunOf(k, p-1, runs)
+				if union[r] == nil {
+					union[r] = map[int]bool{}
+				}
+				for v := range rows[j] {
+					union[r][v] = true
+				}
 			}
-			for v := range rows[j] {
-				union[r][v] = true
+			var want int64
+			for _, u := range union {
+				want += int64(len(u))
 			}
-		}
-		var want int64
-		for _, u := range union {
-			want += int64(len(u))
-		}
-		if runs < p-1 {
-			merged++
-		}
-		if got := c.Ranks[i].Sets[train.ViewRows].PeerRows; got != want {
-			t.Errorf("rank %d, %d runs: %d rows passed counted, %d formed", i, runs, got, want)
+			if runs < p-1 {
+				merged++
+			}
+			if got := c.Ranks[i].Sets[st.set].PeerRows; got != want {
+				t.Errorf("%v, rank %d, %d runs: %d rows passed counted, %d formed", st.set, i, runs, got, want)
+			}
 		}
 	}
-	if merged == 0 {
-		t.Fatal("no rank's blocks were merged: the test shows nothing")
+	if merged < 2*p {
+		t.Fatalf("the blocks of %d rank and row set pairs were merged, fewer than two sets' worth: the test shows little", merged)
 	}
 }

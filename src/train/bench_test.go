@@ -132,7 +132,7 @@ func blockProducts(b *testing.B, name string, ahat *matrix.CSR, off []int64, r i
 	// The runs as a cache makes them: the peers' rows in its slab.
 	be := kernels.CPU{}
 	c := &cache{width: width, rows: rows, blocks: blocks, me: r, host: make([][]float32, p), dev: make([]*matrix.Dense, p)}
-	c.slotsLaid(be, matrix.Make[float32](c.slotFloats(-1)), -1)
+	c.slotsLaid(be, matrix.Make[float32](c.slotFloats(true)), true)
 	for j := range p {
 		copy(c.host[j], hs[j].Data)
 	}

@@ -105,21 +105,13 @@ func (e *Engine) lendEvalSlots() {
 	}
 	buf := matrix.Make[float32](most)
 	for _, c := range lent {
-		c.slotsLaid(e.be, buf, c.evalSkips())
+		c.slotsLaid(e.be, buf, !c.route.direct)
 	}
 }
 
-// evalSkips is the slot an evaluation cache goes without: this rank's,
-// where the product reads its rows in place (route.direct); else none.
-func (c *cache) evalSkips() int {
-	if c.route.direct {
-		return c.me
-	}
-	return -1
-}
-
-// evalFloats is what an evaluation cache's slots take, in floats.
-func (c *cache) evalFloats() int { return c.slotFloats(c.evalSkips()) }
+// evalFloats is what an evaluation cache's slots take, in floats: this
+// rank's too, unless the product reads its rows in place (route.direct).
+func (c *cache) evalFloats() int { return c.slotFloats(!c.route.direct) }
 
 // The directions of a layer's traffic, which key its wire's rounding.
 const (

@@ -598,8 +598,8 @@ func mergedRows() []equivalence {
 		{"epoch-fixed", func(c *Config) { c.Staleness.Policy, c.Staleness.Eps = kind("epoch-fixed"), 3 }},
 		{"int8", func(c *Config) { c.Wire.Fwd = format("int8") }},
 		{"ring", func(c *Config) { c.Exchange.Dense = true }},
-		{"dropout drawn by receivers", func(c *Config) {
-			c.Model.Dropout, c.Staleness.Policy, c.Staleness.Eps = 0.5, kind("epoch-fixed"), 2
+		{"dropout drawn by receivers", func(c *Config) { // (3 layers: a mask reaches aggregate)
+			c.Model.Layers, c.Model.Dropout, c.Staleness.Policy, c.Staleness.Eps = 3, 0.5, kind("epoch-fixed"), 2
 		}},
 		{"sage", func(c *Config) { c.Model.Arch = model.ArchSAGE }},
 		{"full output", func(c *Config) { c.Exchange.FullOutput = true }},

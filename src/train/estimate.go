@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"sancus/collectives/wire"
+	"sancus/kernels"
 	"sancus/kernels/matrix"
 	"sancus/src/model"
 	"sancus/src/shard"
@@ -293,6 +294,9 @@ func (c Config) EstimateMemory(f Footprint) (MemoryEstimate, error) {
 	// restricted last layer's forward and gradient blocks, each where its
 	// blocks are shallow enough to merge.
 	peers := f.P - 1
+	if c.Exchange.BlockByBlock || c.Run.Device != kernels.DeviceCPU { // nothing merged
+		peers = 0
+	}
 	viewMerged := mergedBytes(f.NNZ-f.Diag, f.RowsWithPeers, f.Rows, peers)
 	sageGradMerged := viewMerged // GraphSAGE's gradient blocks are M's transpose
 	fwdPacked := c.Wire.CacheBits && fwdBits != wire.FP32

@@ -96,8 +96,10 @@ func newCache(be kernels.Backend, name string, width int, rows []int, blocks []*
 		c.last[j] = -1
 		most = max(most, r)
 	}
-	if !w.keepPacked && !w.lent {
-		c.slotsLaid(be, matrix.Make[float32](c.slotFloats(-1)), -1)
+	if !w.keepPacked && !w.lent { // the peers' in one slab (merge.go), this rank's apart
+		c.slotsLaid(be, matrix.Make[float32](c.slotFloats(false)), false)
+		c.host[me] = matrix.Make[float32](rows[me] * width)
+		c.dev[me] = be.Mirror(c.host[me], rows[me], width)
 	}
 	c.mostRows = most
 	if w.keepPacked {

@@ -1,6 +1,8 @@
 package train
 
 import (
+	"fmt"
+
 	"sancus/kernels"
 	"sancus/kernels/matrix"
 )
@@ -52,18 +54,13 @@ type mergedRun struct {
 	occ   kernels.OccupiedRows
 }
 
-// slotsLaid places the slots of every root but skip in buf one after the
-// other, the peers' by root and this rank's last, and keeps the peers'
-// as the slab merged runs read: the same rows in any cache over the same
-// blocks, this rank's slot or not.
-func (c *cache) slotsLaid(be kernels.Backend, buf []float32, skip int) {
+// slotsLaid places the peers' slots in buf one after the other, by root,
+// and keeps them as the slab merged runs read (the same rows in any cache
+// over the same blocks); with own, this rank's slot after them.
+func (c *cache) slotsLaid(be kernels.Backend, buf []float32, own bool) {
 	c.slabAt = make([]int, len(c.rows))
 	off := 0
 	place := func(j int) {
-		c.slabAt[j] = -1
-		if j == skip {
-			return
-		}
 		n := c.rows[j] * c.width
 		c.host[j] = buf[off : off+n : off+n]
 		c.dev[j] = be.Mirror(c.host[j], c.rows[j], c.width)
@@ -76,14 +73,19 @@ func (c *cache) slotsLaid(be kernels.Backend, buf []float32, skip int) {
 		}
 	}
 	c.slab = buf[:off]
-	place(c.me)
+	c.slabAt[c.me] = -1
+	if own {
+		place(c.me)
+		c.slabAt[c.me] = -1
+	}
 }
 
-// slotFloats is what the slots of every root but skip take, in floats.
-func (c *cache) slotFloats(skip int) int {
+// slotFloats is what the peers' slots take, in floats, with this rank's
+// too where own is set.
+func (c *cache) slotFloats(own bool) int {
 	n := 0
 	for j, r := range c.rows {
-		if j != skip {
+		if j != c.me || own {
 			n += r * c.width
 		}
 	}
@@ -98,9 +100,10 @@ func (c *cache) mergeRuns(be kernels.Backend, seen map[runKey]mergedRun) {
 	if c.slab == nil || c.width == 0 || len(c.blocks) < 3 || c.ranges != nil {
 		return
 	}
-	slab := be.Mirror(c.slab, len(c.slab)/c.width, c.width)
-	if slab.Dev != nil { // the products read device copies, slot by slot
-		return
+	for j, d := range c.dev {
+		if j != c.me && d != nil && d.Dev != nil { // the products read device copies, slot by slot
+			return
+		}
 	}
 	var nnz int64
 	occupied := make([]bool, c.blocks[c.me].Rows)
@@ -124,6 +127,7 @@ func (c *cache) mergeRuns(be kernels.Backend, seen map[runKey]mergedRun) {
 	if n == peers {
 		return
 	}
+	slab := be.Mirror(c.slab, len(c.slab)/c.width, c.width) // the host slab itself (no Dev, above)
 	m := &merged{of: make([]int, len(c.blocks)), runs: make([]mergedRun, n), slab: slab, made: c.blocks, left: make([]int, n)}
 	lo := make([]int, n+1) // run r's roots: peers lo[r] .. lo[r+1]-1
 	for k := range peers {
@@ -212,6 +216,17 @@ func (m *merged) runDone(j int) *mergedRun {
 		return nil
 	}
 	return &m.runs[r]
+}
+
+// done reports a run whose roots were not all used, which would leave
+// its blocks out of the sum.
+func (m *merged) done() error {
+	for r, n := range m.left {
+		if n != 0 {
+			return fmt.Errorf("merged run %d: %d of its %d blocks were never used", r, n, m.runs[r].roots)
+		}
+	}
+	return nil
 }
 
 // bytes is what the run's block holds, with its occupied rows.

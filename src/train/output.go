@@ -206,11 +206,8 @@ func (c *cache) hold(be kernels.Backend, recv [][]int32, ids [][]int64) error {
 		c.blocks[j] = compactBlock(c.blocks[j], pos)
 		c.rows[j] = len(pos)
 	}
-	skip := -1
-	if c.host[c.me] == nil { // kept packed
-		skip = c.me
-	}
-	c.slotsLaid(be, matrix.Make[float32](c.slotFloats(skip)), skip)
+	c.slotsLaid(be, matrix.Make[float32](c.slotFloats(false)), false) // this rank's slot stays
+
 	c.mostRows = slices.Max(c.rows) // one masked block, the largest now held
 	return nil
 }

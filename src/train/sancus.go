@@ -20,7 +20,8 @@ package train
 //	          --device-comm through NCCL (exchange.go). A stale root sends
 //	          nothing, and every rank multiplies its cached copy.
 //	multiply  out_i += Â_ij · M(B_j) for each root as soon as its block is
-//	          usable, while later blocks are still on the wire. M is this
+//	          usable, while later blocks are still on the wire (shallow peer
+//	          blocks as soon as their merged run's last is: merge.go). M is this
 //	          epoch's dropout, applied by the receiver with the rows' original
 //	          ids, so caches hold raw embeddings and a stale copy still gets
 //	          this epoch's mask; where no root can be stale, the sender
@@ -93,6 +94,9 @@ func (e *Engine) aggregate(c *cache, epoch int, out *matrix.Dense, own ownRows, 
 		first = false
 		return err
 	})
+	if err == nil && runs {
+		err = c.merge.done()
+	}
 	if err == nil && first { // no block has entries
 		e.be.Zero(out)
 	}

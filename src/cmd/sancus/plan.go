@@ -87,7 +87,7 @@ func runPlan(args []string) error {
 	calibrate := fs.Bool("calibrate", false, "measure the rates here: replay the busiest rank (bench rank) at --calibrate-ranks and fit them")
 	fs.Float64Var(&rates.PassNs, "pass-ns", 0, "what each value of a row a peer block's product passes over costs, ns (or --calibrate)")
 	fs.Float64Var(&rates.ByteNs, "byte-ns", 0, "what each byte of rows packed to send or taken in costs, ns (or --calibrate)")
-	calRanks := fs.IntSlice("calibrate-ranks", []int{4, 16, 64}, "with --calibrate: the P to replay at and fit (three or more fit a cost a peer block)")
+	calRanks := fs.IntSlice("calibrate-ranks", []int{4, 16, 64}, "with --calibrate: the P to replay at and fit (three or more fit a cost a peer block; five or more can fit a row value's and a byte's too)")
 	valRanks := fs.IntSlice("validate-ranks", nil, "with --calibrate: also replay at these P, not fitted, and compare them with the fit's prediction")
 	rounds := fs.Int("calibrate-rounds", 10, "with --calibrate: steps replayed at each P, one P after the other in turn so that all share the machine's load; the least is fitted")
 	maxRanks := fs.Int("max-ranks", 4096, "the largest P predicted (powers of two up to it)")
