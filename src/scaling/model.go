@@ -74,7 +74,7 @@ type Work struct {
 	PassedValues float64
 	// Bytes: the rows the exchanges pack to send and take in, in bytes:
 	// copies through memory, a cost that grows with the rows' width where
-	// the flops of their products do not (RankWork).
+	// the flops of their products do not (WorkMoving).
 	Bytes float64
 	// OwnSpMM is the part of SpMM with the rank's own block of Â: the
 	// only work that needs none of the rows in flight, so the only work
@@ -130,10 +130,10 @@ func (m Model) WorkOf(r Rank) Work {
 	return w
 }
 
-// RankWork is rank r's WorkOf with the bytes its exchanges move.
-func (m Model) RankWork(c Counts, r int) Work {
-	w := m.WorkOf(c.Ranks[r])
-	t := RankTraffic(c, r, m.Flows, m.Params, m.Allreduce)
+// WorkMoving is rank r's WorkOf with the bytes its exchanges move, t
+// being its RankTraffic.
+func (m Model) WorkMoving(r Rank, t Traffic) Work {
+	w := m.WorkOf(r)
 	w.Bytes = float64(t.ExchSent + t.ExchRecv)
 	return w
 }
@@ -192,8 +192,7 @@ func Predict(c Counts, m Model, cl Cluster, rates Rates) Prediction {
 	var total float64
 	for r := range p {
 		t, rk := traffic[r], c.Ranks[r]
-		w := m.WorkOf(rk)
-		w.Bytes = float64(t.ExchSent + t.ExchRecv)
+		w := m.WorkMoving(rk, t)
 		compute := w.Seconds(rates) * share
 		exch := math.Max(nodeOut[r/rpn], nodeIn[r/rpn])/bw + float64(t.Messages)*lat
 		ar := allreduceSeconds(p, nodes, rpn, t.AllreduceSent, m.Params, bw, lat)

@@ -264,10 +264,16 @@ func (c *cache) routeRows(be kernels.Backend, seen map[*matrix.CSR]kernels.Occup
 // blocks its table was made for (not a cluster batch's); none listed: a
 // product passes every row it writes.
 func (c *cache) rowsOf(j int) kernels.OccupiedRows {
-	if len(c.occupiedFor) == 0 || &c.blocks[0] != &c.occupiedFor[0] {
+	if !c.multiplies(c.occupiedFor) {
 		return kernels.OccupiedRows{}
 	}
 	return c.occupied[j]
+}
+
+// multiplies reports whether the cache now multiplies the blocks a set-up
+// table was made for (blocks), not a cluster batch's.
+func (c *cache) multiplies(blocks []*matrix.CSR) bool {
+	return len(blocks) > 0 && len(c.blocks) > 0 && &c.blocks[0] == &blocks[0]
 }
 
 // maskScratch is the buffer a block of the given rows is masked into,

@@ -64,19 +64,18 @@ func (c *cache) slotsLaid(be kernels.Backend, buf []float32, own bool) {
 		n := c.rows[j] * c.width
 		c.host[j] = buf[off : off+n : off+n]
 		c.dev[j] = be.Mirror(c.host[j], c.rows[j], c.width)
-		c.slabAt[j] = off / max(1, c.width)
 		off += n
 	}
 	for j := range c.rows {
 		if j != c.me {
+			c.slabAt[j] = off / max(1, c.width)
 			place(j)
 		}
 	}
 	c.slab = buf[:off]
-	c.slabAt[c.me] = -1
+	c.slabAt[c.me] = -1 // not in the slab, even where it follows it
 	if own {
 		place(c.me)
-		c.slabAt[c.me] = -1
 	}
 }
 
@@ -198,7 +197,7 @@ func (c *cache) mergedBlock(roots []int) *matrix.CSR {
 // It readies the runs' counts for the exchange.
 func (c *cache) merging(maskedApart bool) bool {
 	m := c.merge
-	if m == nil || maskedApart || len(c.blocks) == 0 || &c.blocks[0] != &m.made[0] {
+	if m == nil || maskedApart || !c.multiplies(m.made) {
 		return false
 	}
 	for r, run := range m.runs {

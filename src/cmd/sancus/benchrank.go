@@ -134,7 +134,7 @@ func (rb *rankBench) predict(ds *graph.Dataset, part scaling.Partition, cfg trai
 	t := scaling.RankTraffic(counts, rb.Rank, m.Flows, m.Params, m.Allreduce)
 	rb.Counted = &t
 	if rates.SpMMGflops > 0 && rates.GEMMGflops > 0 {
-		rb.PredictedMs = m.RankWork(counts, rb.Rank).Seconds(rates) * 1e3
+		rb.PredictedMs = m.WorkMoving(counts.Ranks[rb.Rank], t).Seconds(rates) * 1e3
 	}
 	return nil
 }

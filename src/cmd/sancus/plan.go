@@ -395,8 +395,8 @@ func calibrateRates(ds *graph.Dataset, cfg train.Config, partOf func(int) (scali
 		if _, err := rp.Epochs(1); err != nil { // the warm-up
 			return nil, err
 		}
-		cal.Points = append(cal.Points, calPoint{P: p, Fitted: k < len(fit), Rank: r, Rows: rb.Rows, NNZ: rb.NNZ, Work: m.RankWork(counts, r),
-			Counted: scaling.RankTraffic(counts, r, m.Flows, m.Params, m.Allreduce)})
+		t := scaling.RankTraffic(counts, r, m.Flows, m.Params, m.Allreduce)
+		cal.Points = append(cal.Points, calPoint{P: p, Fitted: k < len(fit), Rank: r, Rows: rb.Rows, NNZ: rb.NNZ, Work: m.WorkMoving(counts.Ranks[r], t), Counted: t})
 		fmt.Fprintf(os.Stderr, "calibrate: P = %d rank %d set up\n", p, r)
 	}
 	cal.LoadLeast, cal.LoadMost = math.Inf(1), 0
